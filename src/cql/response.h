@@ -1,0 +1,147 @@
+// Copyright (c) cqlstream authors.
+//
+// Response messages (spec section 4.2) decoded from a complete, buffered
+// frame body: ERROR, READY, AUTHENTICATE, SUPPORTED, RESULT (Void, Rows,
+// Set_keyspace, Prepared, Schema_change), EVENT, AUTH_CHALLENGE, AUTH_SUCCESS.
+// The frame flags are honoured: a tracing id, warnings and a custom payload
+// that precede the body are decoded (warnings are kept); a compressed frame is
+// refused (cqlstream never negotiates compression).
+//
+// Ownership: Rows owns the body it was decoded from and hands out views
+// (spans) into it; views are valid as long as the Rows object lives.
+// Thread-safety: value types; a const Rows may be read from many threads.
+#ifndef CQLSTREAM_CQL_RESPONSE_H_
+#define CQLSTREAM_CQL_RESPONSE_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cql/frame.h"
+#include "cql/wire.h"
+#include "cqlstream/errors.h"
+#include "cqlstream/status.h"
+#include "cqlstream/value.h"
+
+namespace cqlstream::cql {
+
+struct ColumnSpec {
+  std::string keyspace;
+  std::string table;
+  std::string name;
+  DataType type;
+};
+
+// <metadata> of a Rows result or of a Prepared result's result metadata.
+struct RowsMetadata {
+  static constexpr int32_t kGlobalTablesSpec = 0x0001;
+  static constexpr int32_t kHasMorePages = 0x0002;
+  static constexpr int32_t kNoMetadata = 0x0004;
+
+  int32_t flags = 0;
+  int32_t column_count = 0;
+  std::optional<Bytes> paging_state;   // set when there are more pages
+  std::vector<ColumnSpec> columns;     // empty when kNoMetadata
+  bool has_more_pages() const { return paging_state.has_value(); }
+};
+
+// Decodes <metadata> from `r`. Exposed for the streaming decoder.
+Status DecodeRowsMetadata(Reader& r, RowsMetadata* md);
+
+// A decoded Rows result. Cells are addressed by (row, column).
+class Rows {
+ public:
+  Rows() = default;
+  const RowsMetadata& metadata() const { return metadata_; }
+  int32_t row_count() const { return row_count_; }
+  int32_t column_count() const { return metadata_.column_count; }
+  // nullopt for a null cell. REQUIRES: row < row_count(), col < column_count().
+  std::optional<ByteView> cell(int32_t row, int32_t col) const;
+  // Decodes a cell with its column type (needs metadata, i.e. no kNoMetadata).
+  StatusOr<Value> value(int32_t row, int32_t col) const;
+  // Index of the column called `name`, or -1.
+  int32_t column_index(std::string_view name) const;
+
+  // Builds Rows from an owned body; `cells_start` is the offset of the first
+  // cell after rows_count. Validates every cell length against the body.
+  static StatusOr<Rows> Decode(std::shared_ptr<const Bytes> body, Reader& r);
+  // Lets callers supply metadata when the result was requested with
+  // skip_metadata (prepared statements).
+  void set_metadata_columns(std::vector<ColumnSpec> columns) { metadata_.columns = std::move(columns); }
+
+ private:
+  RowsMetadata metadata_;
+  int32_t row_count_ = 0;
+  std::shared_ptr<const Bytes> body_;
+  // Per cell: offset of the cell bytes in body_, or -1 for null; and length.
+  std::vector<std::pair<int64_t, int32_t>> cells_;
+};
+
+struct PreparedMetadata {
+  int32_t flags = 0;
+  std::vector<ColumnSpec> bind_columns;     // one per bind marker
+  std::vector<uint16_t> pk_indexes;         // bind marker index of each partition-key component
+};
+
+struct Prepared {
+  Bytes id;
+  PreparedMetadata bind_metadata;
+  RowsMetadata result_metadata;
+};
+
+struct SchemaChange {
+  std::string change_type;   // CREATED / UPDATED / DROPPED
+  std::string target;        // KEYSPACE / TABLE / TYPE / FUNCTION / AGGREGATE
+  std::string keyspace;
+  std::string name;          // table/type/function name (empty for KEYSPACE)
+  std::vector<std::string> arg_types;  // FUNCTION / AGGREGATE
+};
+
+struct ResultVoid {};
+struct ResultSetKeyspace { std::string keyspace; };
+using Result = std::variant<ResultVoid, Rows, ResultSetKeyspace, Prepared, SchemaChange>;
+
+struct Ready {};
+struct Authenticate { std::string authenticator; };
+struct Supported { std::map<std::string, std::vector<std::string>> options; };
+struct AuthChallenge { std::optional<Bytes> token; };
+struct AuthSuccess { std::optional<Bytes> token; };
+
+struct TopologyChangeEvent { std::string change; Inet address; };  // NEW_NODE / REMOVED_NODE / MOVED_NODE
+struct StatusChangeEvent { std::string change; Inet address; };    // UP / DOWN
+struct SchemaChangeEvent { SchemaChange change; };
+using Event = std::variant<TopologyChangeEvent, StatusChangeEvent, SchemaChangeEvent>;
+
+using Message = std::variant<ServerError, Ready, Authenticate, Supported, Result, Event,
+                             AuthChallenge, AuthSuccess>;
+
+struct Response {
+  FrameHeader header;
+  std::optional<std::array<uint8_t, 16>> tracing_id;
+  std::vector<std::string> warnings;
+  Message message;
+};
+
+// Decodes a complete frame body. A malformed body is a ProtocolError that
+// names the opcode and what was wrong.
+StatusOr<Response> DecodeResponse(const FrameHeader& header, Bytes body);
+
+// Reads the frame-flag preamble (tracing id, warnings, custom payload) that
+// precedes every response body. Exposed for the streaming decoder.
+Status DecodePreamble(uint8_t flags, Reader& r, std::optional<std::array<uint8_t, 16>>* tracing_id,
+                      std::vector<std::string>* warnings);
+
+// Decodes an ERROR body (spec section 9) into a ServerError.
+Status DecodeError(Reader& r, ServerError* e);
+
+// Decodes an [option] type description (spec 4.2.5.2).
+Status DecodeType(Reader& r, DataType* t, int depth = 0);
+
+}  // namespace cqlstream::cql
+
+#endif  // CQLSTREAM_CQL_RESPONSE_H_
