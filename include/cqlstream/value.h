@@ -58,6 +58,12 @@ enum class TypeId : uint16_t {
   kTuple = 0x0031,
 };
 
+// The deepest nesting of types cqlstream accepts (list<map<text, list<...>>>):
+// the type of a top-level column has depth 0, its element types depth 1, ...
+// Deeper types are rejected when decoded from the wire (DecodeType) and when
+// cells are encoded or decoded.
+inline constexpr int kMaxTypeDepth = 16;
+
 struct DataType {
   TypeId id = TypeId::kBlob;
   std::string custom_class;          // kCustom: the Java class name
@@ -192,7 +198,12 @@ Status EncodeCell(const Value& v, const DataType& type, std::vector<uint8_t>* ou
 Status EncodeCellNatural(const Value& v, std::vector<uint8_t>* out);
 
 // Decodes cell bytes of CQL type `type`. Types cqlstream does not model
-// decode to a Blob holding the raw bytes.
+// decode to a Blob holding the raw bytes. An empty cell (0 bytes) of a
+// fixed-size type (int, bigint, boolean, double, timestamp, uuid, timeuuid,
+// collections) is the protocol's legacy "empty value" and decodes to Null;
+// for blob/text/ascii it is the empty blob/string. Cell bytes that do not fit
+// the type (e.g. 3 bytes for an int) are a ProtocolError naming the type and
+// the expected and actual sizes.
 StatusOr<Value> DecodeCell(const DataType& type, std::span<const uint8_t> cell);
 
 }  // namespace cqlstream
