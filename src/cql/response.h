@@ -30,6 +30,10 @@
 
 namespace cqlstream::cql {
 
+// The most columns a result (or bind markers a prepared statement) may have;
+// larger counts are rejected as a ProtocolError before any memory is reserved.
+inline constexpr int32_t kMaxColumns = 1 << 16;
+
 struct ColumnSpec {
   std::string keyspace;
   std::string table;
@@ -67,8 +71,9 @@ class Rows {
   // Index of the column called `name`, or -1.
   int32_t column_index(std::string_view name) const;
 
-  // Builds Rows from an owned body; `cells_start` is the offset of the first
-  // cell after rows_count. Validates every cell length against the body.
+  // Builds Rows from an owned body; `r` reads *body and stands at the
+  // <metadata> of the Rows result (right after the kind). Validates every
+  // cell length against the body.
   static StatusOr<Rows> Decode(std::shared_ptr<const Bytes> body, Reader& r);
   // Lets callers supply metadata when the result was requested with
   // skip_metadata (prepared statements).
@@ -139,7 +144,9 @@ Status DecodePreamble(uint8_t flags, Reader& r, std::optional<std::array<uint8_t
 // Decodes an ERROR body (spec section 9) into a ServerError.
 Status DecodeError(Reader& r, ServerError* e);
 
-// Decodes an [option] type description (spec 4.2.5.2).
+// Decodes an [option] type description (spec 4.2.5.2). `depth` is the
+// nesting level of the type being decoded; types nested deeper than
+// kMaxTypeDepth (cqlstream/value.h) are a ProtocolError.
 Status DecodeType(Reader& r, DataType* t, int depth = 0);
 
 }  // namespace cqlstream::cql
