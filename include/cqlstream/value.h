@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -178,7 +179,7 @@ class Value {
   struct TextBox { std::string s; };
   struct ListBox { std::shared_ptr<const ValueList> l; };
   struct MapBox { std::shared_ptr<const ValueMap> m; };
-  template <typename T>
+  template <typename T, typename = std::enable_if_t<!std::is_same_v<std::decay_t<T>, Value>>>
   explicit Value(T&& t) : v_(std::forward<T>(t)) {}
 
   // The index order matches Kind.
