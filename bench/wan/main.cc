@@ -1,0 +1,181 @@
+// Copyright (c) cqlstream authors.
+//
+// cqlstream-wan: a user-space WAN emulator (TCP proxy). See proxy.h and
+// wan_model.h for the model, docs/benchmarks.md ("WAN emulator") for usage
+// and its measured accuracy.
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <asio.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "wan/proxy.h"
+#include "wan/units.h"
+
+namespace {
+
+using cqlstream::wan::FormatBytes;
+using cqlstream::wan::MappingStats;
+using cqlstream::wan::Proxy;
+
+struct Printer {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last = start;
+  std::vector<MappingStats> prev;
+
+  void Print(const Proxy& proxy, const char* why) {
+    auto now = std::chrono::steady_clock::now();
+    double since_start = std::chrono::duration<double>(now - start).count();
+    double dt = std::chrono::duration<double>(now - last).count();
+    std::vector<MappingStats> stats = proxy.Stats();
+    fmt::print("[wan] stats ({}) t={:.1f}s cpu={:.2f}s\n", why, since_start, proxy.CpuSeconds());
+    for (size_t i = 0; i < stats.size(); ++i) {
+      const MappingStats& s = stats[i];
+      uint64_t up0 = i < prev.size() ? prev[i].bytes_up : 0;
+      uint64_t down0 = i < prev.size() ? prev[i].bytes_down : 0;
+      auto rate = [dt](uint64_t a, uint64_t b) { return dt > 0 ? (b - a) / dt / 1e6 : 0.0; };
+      fmt::print(
+          "[wan]   {}  conns {} active / {} total / {} failed  up {} ({:.1f} MB/s)  down {} "
+          "({:.1f} MB/s)\n",
+          s.name, s.active, s.accepted, s.connect_failures, FormatBytes(s.bytes_up),
+          rate(up0, s.bytes_up), FormatBytes(s.bytes_down), rate(down0, s.bytes_down));
+    }
+    std::fflush(stdout);
+    prev = std::move(stats);
+    last = now;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "cqlstream-wan: TCP proxy emulating a long-distance path (one-way delay, jitter without "
+      "reordering, shared link-rate cap, per-connection window W limiting each connection to "
+      "W/RTT)."};
+  std::vector<std::string> maps;
+  double delay_ms = 0, rtt_ms = -1, jitter_ms = 0, rate_mbit = 0, stats_interval = 0;
+  std::string window = "4MiB", sockbuf = "256KiB", read_chunk = "256KiB";
+  int threads = 1;
+  uint64_t seed = 1;
+  bool no_handshake = false;
+  app.add_option("--map", maps, "LISTEN=TARGET, e.g. 127.0.0.2:9042=127.0.0.1:9042 (repeatable)")
+      ->required();
+  auto* delay_opt = app.add_option("--delay-ms", delay_ms, "one-way delay D in ms (RTT = 2D)")
+                        ->check(CLI::NonNegativeNumber);
+  app.add_option("--rtt-ms", rtt_ms, "round-trip time in ms (sets --delay-ms to RTT/2)")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(delay_opt);
+  app.add_option("--jitter-ms", jitter_ms,
+                 "extra one-way delay, uniform in [0, J] ms; never reorders bytes")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--rate-mbit", rate_mbit,
+                 "link rate per direction in Mbit/s, shared by all connections (0 = uncapped)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--window", window,
+                 "per-connection window W in bytes (4MiB, 512KiB, 1000000; 0 = unlimited)")
+      ->capture_default_str();
+  app.add_option("--threads", threads, "I/O threads")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--stats-interval", stats_interval, "print stats every N seconds (0 = only on "
+                 "SIGUSR1 and at exit)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--sockbuf", sockbuf, "SO_RCVBUF/SO_SNDBUF of the proxy's sockets (0 = kernel)")
+      ->capture_default_str();
+  app.add_option("--read-chunk", read_chunk, "largest single read")->capture_default_str();
+  app.add_option("--seed", seed, "jitter seed")->capture_default_str();
+  app.add_flag("--no-handshake-delay", no_handshake,
+               "do not hold the first bytes for the emulated TCP handshake");
+  CLI11_PARSE(app, argc, argv);
+
+  cqlstream::wan::ProxyOptions o;
+  for (const std::string& m : maps) {
+    auto spec = cqlstream::wan::ParseMapping(m);
+    if (!spec.ok()) {
+      fmt::print(stderr, "cqlstream-wan: {}\n", spec.status().ToString());
+      return 2;
+    }
+    o.mappings.push_back(*spec);
+  }
+  if (rtt_ms >= 0) delay_ms = rtt_ms / 2;
+  auto to_ns = [](double ms) { return std::chrono::nanoseconds(std::llround(ms * 1e6)); };
+  o.delay = to_ns(delay_ms);
+  o.jitter = to_ns(jitter_ms);
+  o.rate_bytes_per_sec = static_cast<uint64_t>(std::llround(rate_mbit * 1e6 / 8));
+  auto w = cqlstream::wan::ParseByteSize(window);
+  auto sb = cqlstream::wan::ParseByteSize(sockbuf);
+  auto rc = cqlstream::wan::ParseByteSize(read_chunk);
+  for (const auto* s : {&w, &sb, &rc}) {
+    if (!s->ok()) {
+      fmt::print(stderr, "cqlstream-wan: {}\n", s->status().ToString());
+      return 2;
+    }
+  }
+  if (*sb > (1u << 30) || *rc > (1u << 30)) {
+    fmt::print(stderr, "cqlstream-wan: --sockbuf/--read-chunk too large\n");
+    return 2;
+  }
+  o.window_bytes = *w;
+  o.socket_buffer_bytes = static_cast<int>(*sb);
+  o.read_chunk = static_cast<size_t>(*rc);
+  o.threads = threads;
+  o.seed = seed;
+  o.emulate_handshake = !no_handshake;
+
+  ::signal(SIGPIPE, SIG_IGN);
+  // asio's signal_set catches these on whichever thread they land and runs
+  // the handlers on main_io (this thread).
+  asio::io_context main_io{1};
+  asio::signal_set signals(main_io, SIGINT, SIGTERM, SIGUSR1);
+
+  auto proxy_or = Proxy::Start(o);
+  if (!proxy_or.ok()) {
+    fmt::print(stderr, "cqlstream-wan: {}\n", proxy_or.status().ToString());
+    return 1;
+  }
+  std::unique_ptr<Proxy> proxy = std::move(proxy_or).value();
+  auto eps = proxy->listen_endpoints();
+  fmt::print("[wan] delay {} ms one-way (RTT {} ms), jitter {} ms, rate {}, window {}, threads {}\n",
+             delay_ms, 2 * delay_ms, jitter_ms,
+             rate_mbit > 0 ? fmt::format("{} Mbit/s", rate_mbit) : std::string("uncapped"),
+             o.window_bytes ? FormatBytes(o.window_bytes) : std::string("unlimited"), threads);
+  for (size_t i = 0; i < eps.size(); ++i) {
+    fmt::print("[wan] listening {} -> {}\n", eps[i].ToString(), o.mappings[i].target.ToString());
+  }
+  std::fflush(stdout);
+
+  Printer printer;
+  std::function<void(const asio::error_code&, int)> on_signal;
+  on_signal = [&](const asio::error_code& ec, int sig) {
+    if (ec) return;
+    if (sig == SIGUSR1) {
+      printer.Print(*proxy, "SIGUSR1");
+      signals.async_wait(on_signal);
+      return;
+    }
+    main_io.stop();
+  };
+  signals.async_wait(on_signal);
+
+  asio::steady_timer stats_timer(main_io);
+  std::function<void(const asio::error_code&)> on_tick;
+  const auto interval = std::chrono::nanoseconds(std::llround(stats_interval * 1e9));
+  on_tick = [&](const asio::error_code& ec) {
+    if (ec) return;
+    printer.Print(*proxy, "interval");
+    stats_timer.expires_at(stats_timer.expiry() + interval);
+    stats_timer.async_wait(on_tick);
+  };
+  if (stats_interval > 0) {
+    stats_timer.expires_after(interval);
+    stats_timer.async_wait(on_tick);
+  }
+  main_io.run();
+  printer.Print(*proxy, "exit");
+  proxy->Stop();
+  return 0;
+}

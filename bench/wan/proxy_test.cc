@@ -1,0 +1,266 @@
+// Copyright (c) cqlstream authors.
+//
+// The proxy over real loopback sockets: latency, jitter without reordering,
+// FIN propagation, the W/RTT limit, the rate cap and connect failures. Timing
+// tolerances are generous because the machine may be busy.
+#include "wan/proxy.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "wan/bulk.h"
+
+namespace cqlstream::wan {
+namespace {
+
+using std::chrono::milliseconds;
+using Seconds = std::chrono::duration<double>;
+
+std::unique_ptr<Proxy> StartProxy(uint16_t target_port, ProxyOptions o) {
+  o.mappings = {MappingSpec{{"127.0.0.1", 0}, {"127.0.0.1", target_port}}};
+  auto p = Proxy::Start(o);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  return p.ok() ? std::move(p).value() : nullptr;
+}
+
+int ListenAny(uint16_t* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(::listen(fd, 8), 0);
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+int Connect(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  timeval tv{10, 0};  // no test hangs forever
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+template <typename Pred>
+bool WaitFor(Pred pred, double seconds) {
+  auto end = std::chrono::steady_clock::now() + Seconds(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return pred();
+}
+
+TEST(ProxyTest, DelaysEachDirectionAndChargesTheHandshake) {
+  uint16_t port = 0;
+  int lfd = ListenAny(&port);
+  std::thread echo([lfd] {
+    int fd = ::accept(lfd, nullptr, nullptr);
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    char buf[256];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) ::send(fd, buf, static_cast<size_t>(n), MSG_NOSIGNAL);
+    ::close(fd);  // after the client's FIN: close our side too
+  });
+  ProxyOptions o;
+  o.delay = milliseconds(20);
+  auto proxy = StartProxy(port, o);
+  ASSERT_NE(proxy, nullptr);
+
+  auto t0 = std::chrono::steady_clock::now();
+  int fd = Connect(proxy->listen_endpoints()[0].port);
+  char c = 'x';
+  ASSERT_EQ(::send(fd, &c, 1, 0), 1);
+  ASSERT_EQ(::recv(fd, &c, 1, 0), 1);
+  double first = Seconds(std::chrono::steady_clock::now() - t0).count();
+  // Handshake (1 RTT) + request (D) + response (D) = 80 ms.
+  EXPECT_GE(first, 0.0795);
+  EXPECT_LT(first, 0.080 + 0.200);
+
+  std::vector<double> rtts;
+  for (int i = 0; i < 7; ++i) {
+    auto t = std::chrono::steady_clock::now();
+    ASSERT_EQ(::send(fd, &c, 1, 0), 1);
+    ASSERT_EQ(::recv(fd, &c, 1, 0), 1);
+    rtts.push_back(Seconds(std::chrono::steady_clock::now() - t).count());
+    EXPECT_GE(rtts.back(), 0.0399) << i;  // never early
+  }
+  // Rarely late: the median ignores a scheduling hiccup on a busy machine.
+  std::sort(rtts.begin(), rtts.end());
+  EXPECT_LT(rtts[rtts.size() / 2], 0.040 + 0.010);
+  // Our FIN reaches the server D later; its close comes back D after that.
+  auto t = std::chrono::steady_clock::now();
+  ::shutdown(fd, SHUT_WR);
+  EXPECT_EQ(::recv(fd, &c, 1, 0), 0);
+  EXPECT_GE(Seconds(std::chrono::steady_clock::now() - t).count(), 0.0399);
+  ::close(fd);
+  echo.join();
+  ::close(lfd);
+  auto stats = proxy->Stats();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].accepted, 1u);
+  EXPECT_EQ(stats[0].bytes_up, 8u);
+  EXPECT_EQ(stats[0].bytes_down, 8u);
+  EXPECT_TRUE(WaitFor([&] { return proxy->Stats()[0].active == 0; }, 2));
+}
+
+TEST(ProxyTest, JitterKeepsEveryByteInOrderAndPassesTheFin) {
+  constexpr uint64_t kBytes = 24 << 20;
+  auto src = BulkSource::Start(kBytes);
+  ASSERT_TRUE(src.ok());
+  ProxyOptions o;
+  o.delay = milliseconds(2);
+  o.jitter = milliseconds(4);
+  o.window_bytes = 1 << 20;
+  o.read_chunk = 64 << 10;  // many chunks, many chances to reorder
+  auto proxy = StartProxy((*src)->port(), o);
+  ASSERT_NE(proxy, nullptr);
+  auto sink = BulkSink::Start("127.0.0.1", proxy->listen_endpoints()[0].port, 2, /*verify=*/true);
+  ASSERT_TRUE(sink.ok());
+  EXPECT_TRUE(WaitFor([&] { return (*sink)->eofs() == 2; }, 30));
+  EXPECT_EQ((*sink)->bytes(), 2 * kBytes);
+  EXPECT_EQ((*sink)->errors(), 0);
+  EXPECT_TRUE((*sink)->verify_status().ok()) << (*sink)->verify_status().ToString();
+  EXPECT_EQ(proxy->Stats()[0].bytes_down, 2 * kBytes);
+}
+
+// Zero delay: the splice pass-through and the timed copy path must both
+// forward every byte in order and pass the FIN on.
+class ZeroDelayTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ZeroDelayTest, ForwardsEveryByteAndTheFin) {
+  constexpr uint64_t kBytes = 40 << 20;
+  auto src = BulkSource::Start(kBytes);
+  ASSERT_TRUE(src.ok());
+  ProxyOptions o;
+  o.zero_copy = GetParam();
+  o.window_bytes = 1 << 20;
+  auto proxy = StartProxy((*src)->port(), o);
+  ASSERT_NE(proxy, nullptr);
+  auto sink = BulkSink::Start("127.0.0.1", proxy->listen_endpoints()[0].port, 3, /*verify=*/true);
+  ASSERT_TRUE(sink.ok());
+  EXPECT_TRUE(WaitFor([&] { return (*sink)->eofs() == 3; }, 30));
+  EXPECT_EQ((*sink)->bytes(), 3 * kBytes);
+  EXPECT_TRUE((*sink)->verify_status().ok()) << (*sink)->verify_status().ToString();
+  EXPECT_EQ(proxy->Stats()[0].bytes_down, 3 * kBytes);
+}
+
+TEST_P(ZeroDelayTest, EchoesAndPassesTheClientFin) {
+  uint16_t port = 0;
+  int lfd = ListenAny(&port);
+  std::thread echo([lfd] {
+    int fd = ::accept(lfd, nullptr, nullptr);
+    std::vector<char> buf(1 << 16);
+    ssize_t n;
+    while ((n = ::recv(fd, buf.data(), buf.size(), 0)) > 0) {
+      ::send(fd, buf.data(), static_cast<size_t>(n), MSG_NOSIGNAL);
+    }
+    ::close(fd);
+  });
+  ProxyOptions o;
+  o.zero_copy = GetParam();
+  auto proxy = StartProxy(port, o);
+  ASSERT_NE(proxy, nullptr);
+  int fd = Connect(proxy->listen_endpoints()[0].port);
+  std::string sent;
+  for (int i = 0; i < 1000; ++i) sent += "message " + std::to_string(i) + ";";
+  ASSERT_EQ(::send(fd, sent.data(), sent.size(), 0), static_cast<ssize_t>(sent.size()));
+  ::shutdown(fd, SHUT_WR);
+  std::string got;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) got.append(buf, static_cast<size_t>(n));
+  EXPECT_EQ(n, 0);  // orderly EOF once the server closed
+  EXPECT_EQ(got, sent);
+  ::close(fd);
+  echo.join();
+  ::close(lfd);
+  EXPECT_TRUE(WaitFor([&] { return proxy->Stats()[0].active == 0; }, 2));
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, ZeroDelayTest, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Splice" : "Copy"; });
+
+double MeasureRate(BulkSink& sink, double warmup, double seconds) {
+  std::this_thread::sleep_for(Seconds(warmup));
+  uint64_t b0 = sink.bytes();
+  auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(Seconds(seconds));
+  uint64_t b1 = sink.bytes();
+  return static_cast<double>(b1 - b0) / Seconds(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(ProxyTest, OneConnectionMovesWindowPerRtt) {
+  auto src = BulkSource::Start();
+  ASSERT_TRUE(src.ok());
+  ProxyOptions o;
+  o.delay = milliseconds(25);
+  o.window_bytes = 256 << 10;
+  auto proxy = StartProxy((*src)->port(), o);
+  ASSERT_NE(proxy, nullptr);
+  auto sink = BulkSink::Start("127.0.0.1", proxy->listen_endpoints()[0].port, 1, false);
+  ASSERT_TRUE(sink.ok());
+  const double expect = (256 << 10) / 0.050;  // 5.24 MB/s
+  double rate = MeasureRate(**sink, 0.3, 1.0);  // 20 RTTs
+  EXPECT_NEAR(rate, expect, expect * 0.10);
+}
+
+TEST(ProxyTest, RateCapIsSharedByConnections) {
+  auto src = BulkSource::Start();
+  ASSERT_TRUE(src.ok());
+  ProxyOptions o;
+  o.delay = milliseconds(1);
+  o.window_bytes = 0;  // unlimited: only the link limits
+  o.rate_bytes_per_sec = 10'000'000;
+  auto proxy = StartProxy((*src)->port(), o);
+  ASSERT_NE(proxy, nullptr);
+  auto sink = BulkSink::Start("127.0.0.1", proxy->listen_endpoints()[0].port, 3, false);
+  ASSERT_TRUE(sink.ok());
+  double rate = MeasureRate(**sink, 0.3, 1.0);
+  EXPECT_NEAR(rate, 10e6, 10e6 * 0.10);
+}
+
+TEST(ProxyTest, UnreachableTargetClosesTheClient) {
+  uint16_t dead_port = 0;
+  ::close(ListenAny(&dead_port));  // nothing listens there any more
+  auto proxy = StartProxy(dead_port, ProxyOptions{});
+  ASSERT_NE(proxy, nullptr);
+  int fd = Connect(proxy->listen_endpoints()[0].port);
+  char c;
+  EXPECT_LE(::recv(fd, &c, 1, 0), 0);  // EOF or reset, not a hang
+  ::close(fd);
+  EXPECT_TRUE(WaitFor([&] { return proxy->Stats()[0].connect_failures == 1; }, 2));
+}
+
+TEST(ProxyTest, RejectsBadOptions) {
+  ProxyOptions o;
+  EXPECT_FALSE(Proxy::Start(o).ok());  // no mapping
+  o.mappings = {MappingSpec{{"not-an-ip", 0}, {"127.0.0.1", 1}}};
+  EXPECT_FALSE(Proxy::Start(o).ok());
+  o.mappings = {MappingSpec{{"127.0.0.1", 0}, {"127.0.0.1", 1}}};
+  o.threads = 0;
+  EXPECT_FALSE(Proxy::Start(o).ok());
+}
+
+}  // namespace
+}  // namespace cqlstream::wan

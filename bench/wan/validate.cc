@@ -1,0 +1,377 @@
+// Copyright (c) cqlstream authors.
+//
+// cqlstream-wan-validate: checks the WAN emulator against its model.
+//
+// Starts a BulkSource (the "server"), an in-process cqlstream-wan Proxy in
+// front of it and a BulkSink (the "client", n connections) that downloads
+// through the proxy, over a grid of RTT x window x rate x connections. For
+// each point it skips the ramp-up, measures steady-state throughput over a
+// whole number of RTTs (>= 20 RTTs and >= 2 s; --quick: >= 10 RTTs, >= 1 s)
+// and compares it with the model:
+//   expected = min(R, n * W / RTT)                (R = 0: no cap)
+//   RTT 0, uncapped: the direct connection's throughput (no proxy), n alike
+//   if the model asks for more than the machine moves through the proxy at
+//   RTT 0 (same n, W), the RTT-0 proxied throughput is the expectation
+//   ("machine" limit).
+// Prints a table (markdown) and exits 1 if any point is off by more than the
+// tolerance (10%), 2 on setup errors. Also checks byte integrity under jitter
+// and reports the proxy's CPU cost at zero delay.
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "wan/bulk.h"
+#include "wan/proxy.h"
+#include "wan/units.h"
+
+namespace {
+
+using cqlstream::Status;
+using cqlstream::wan::BulkSink;
+using cqlstream::wan::BulkSource;
+using cqlstream::wan::Proxy;
+using cqlstream::wan::ProxyOptions;
+using Seconds = std::chrono::duration<double>;
+
+double ProcessCpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+struct Point {
+  double rtt_ms = 0;
+  uint64_t window = 0;
+  double rate_mbit = 0;
+  int conns = 1;
+  bool direct = false;
+  bool copy_path = false;  // RTT 0 uncapped through the timed copy path (no splice)
+  // results
+  double measured = 0;      // bytes/s
+  double seconds = 0;       // measured interval
+  double proxy_cpu = 0;     // proxy threads, CPU s during the interval
+  double process_cpu = 0;   // whole process, CPU s during the interval
+  double expected = 0;
+  double direct_ref = 0;         // RTT 0 uncapped: direct throughput, interleaved
+  double direct_cpu_per_gb = 0;  // process CPU s/GB of those direct slices
+  std::string limit;
+  bool checked = true;
+  bool ok = true;
+};
+
+struct Settings {
+  int proxy_threads = 1;
+  int sockbuf = 256 << 10;
+  double min_seconds = 2;
+  double min_rtts = 20;
+  double warmup_seconds = 0.5;
+  double warmup_rtts = 4;
+  double tolerance = 0.10;
+  int min_pairs = 3;  // interleaved direct/proxied slice pairs at zero delay
+};
+
+struct Sample {
+  uint64_t bytes = 0;
+  double seconds = 0;
+  double proxy_cpu = 0;
+  double process_cpu = 0;
+  void Add(const Sample& o) {
+    bytes += o.bytes;
+    seconds += o.seconds;
+    proxy_cpu += o.proxy_cpu;
+    process_cpu += o.process_cpu;
+  }
+};
+
+Sample Measure(const BulkSink& sink, const Proxy* proxy, double seconds) {
+  Sample out;
+  const uint64_t b0 = sink.bytes();
+  const double pc0 = proxy ? proxy->CpuSeconds() : 0, c0 = ProcessCpuSeconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_until(t0 + std::chrono::duration_cast<std::chrono::nanoseconds>(Seconds(seconds)));
+  out.bytes = sink.bytes() - b0;
+  out.seconds = Seconds(std::chrono::steady_clock::now() - t0).count();
+  out.proxy_cpu = (proxy ? proxy->CpuSeconds() : 0) - pc0;
+  out.process_cpu = ProcessCpuSeconds() - c0;
+  return out;
+}
+
+void Record(const Sample& smp, Point& p) {
+  p.seconds = smp.seconds;
+  p.measured = static_cast<double>(smp.bytes) / smp.seconds;
+  p.proxy_cpu = smp.proxy_cpu;
+  p.process_cpu = smp.process_cpu;
+}
+
+// Slices of the interleaved zero-delay comparison.
+constexpr double kSliceRamp = 0.1;
+constexpr double kSliceMeasure = 0.4;
+
+cqlstream::StatusOr<bool> RunPoint(const Settings& s, uint16_t source_port, Point& p) {
+  std::unique_ptr<Proxy> proxy;
+  uint16_t port = source_port;
+  if (!p.direct) {
+    ProxyOptions o;
+    o.mappings = {cqlstream::wan::MappingSpec{{"127.0.0.1", 0}, {"127.0.0.1", source_port}}};
+    o.delay = std::chrono::nanoseconds(std::llround(p.rtt_ms * 1e6 / 2));
+    o.rate_bytes_per_sec = static_cast<uint64_t>(std::llround(p.rate_mbit * 1e6 / 8));
+    o.window_bytes = p.window;
+    o.threads = s.proxy_threads;
+    o.socket_buffer_bytes = s.sockbuf;
+    o.zero_copy = !p.copy_path;
+    auto started = Proxy::Start(o);
+    if (!started.ok()) return started.status();
+    proxy = std::move(started).value();
+    port = proxy->listen_endpoints()[0].port;
+  }
+  const double rtt = p.rtt_ms / 1e3;
+  double measure = std::max(s.min_seconds, s.min_rtts * rtt);
+  // A whole number of RTTs: the window-limited flow is periodic in the RTT.
+  if (rtt > 0) measure = std::ceil(measure / rtt - 1e-9) * rtt;
+
+  if (!p.direct && rtt == 0 && p.rate_mbit == 0) {
+    // CPU-bound on a shared machine: measure proxied and direct in short
+    // alternating slices (ABBA order) so that load drifts hit both alike.
+    auto d = BulkSink::Start("127.0.0.1", source_port, p.conns, false, /*paused=*/true);
+    if (!d.ok()) return d.status();
+    auto x = BulkSink::Start("127.0.0.1", port, p.conns, false, /*paused=*/true);
+    if (!x.ok()) return x.status();
+    const int pairs = std::max(s.min_pairs, static_cast<int>(std::ceil(measure / kSliceMeasure - 1e-9)));
+    Sample direct, proxied;
+    for (int i = 0; i < 2 * pairs; ++i) {
+      const bool proxied_turn = (i % 4 == 0 || i % 4 == 3);
+      BulkSink& sink = proxied_turn ? **x : **d;
+      sink.SetPaused(false);
+      std::this_thread::sleep_for(Seconds(kSliceRamp));
+      Sample smp = Measure(sink, proxied_turn ? proxy.get() : nullptr, kSliceMeasure);
+      sink.SetPaused(true);
+      (proxied_turn ? proxied : direct).Add(smp);
+    }
+    const int errors = (*d)->errors() + (*x)->errors();
+    (*d)->Stop();
+    (*x)->Stop();
+    proxy->Stop();
+    if (errors > 0) return Status::IOError(fmt::format("{} connection(s) failed during the run", errors));
+    Record(proxied, p);
+    p.direct_ref = static_cast<double>(direct.bytes) / direct.seconds;
+    p.direct_cpu_per_gb = direct.process_cpu / (static_cast<double>(direct.bytes) / 1e9);
+    return true;
+  }
+
+  auto sink_or = BulkSink::Start("127.0.0.1", port, p.conns, /*verify=*/false);
+  if (!sink_or.ok()) return sink_or.status();
+  std::unique_ptr<BulkSink> sink = std::move(sink_or).value();
+  const double warmup = std::max(s.warmup_seconds, s.warmup_rtts * rtt);
+  std::this_thread::sleep_for(Seconds(warmup));
+  Record(Measure(*sink, proxy.get(), measure), p);
+  const int errors = sink->errors();
+  sink->Stop();
+  if (proxy) proxy->Stop();
+  if (errors > 0) return Status::IOError(fmt::format("{} connection(s) failed during the run", errors));
+  return true;
+}
+
+// Verified transfer through a jittery path: no byte lost, duplicated or
+// reordered, FIN passed on.
+Status IntegrityCheck(const Settings& s) {
+  constexpr uint64_t kBytes = 48 << 20;
+  auto src = BulkSource::Start(kBytes);
+  if (!src.ok()) return src.status();
+  ProxyOptions o;
+  o.mappings = {cqlstream::wan::MappingSpec{{"127.0.0.1", 0}, {"127.0.0.1", (*src)->port()}}};
+  o.delay = std::chrono::milliseconds(3);
+  o.jitter = std::chrono::milliseconds(5);
+  o.window_bytes = 2 << 20;
+  o.rate_bytes_per_sec = 500'000'000;
+  o.read_chunk = 64 << 10;
+  o.threads = s.proxy_threads;
+  o.socket_buffer_bytes = s.sockbuf;
+  auto proxy = Proxy::Start(o);
+  if (!proxy.ok()) return proxy.status();
+  auto sink = BulkSink::Start("127.0.0.1", (*proxy)->listen_endpoints()[0].port, 2, true);
+  if (!sink.ok()) return sink.status();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((*sink)->eofs() + (*sink)->errors() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if ((*sink)->eofs() != 2) return Status::IOError("transfer did not end with an orderly EOF");
+  if ((*sink)->bytes() != 2 * kBytes) {
+    return Status::Corruption(fmt::format("received {} bytes, want {}", (*sink)->bytes(), 2 * kBytes));
+  }
+  return (*sink)->verify_status();
+}
+
+std::string Mbs(double bytes_per_sec) { return fmt::format("{:.1f}", bytes_per_sec / 1e6); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cqlstream-wan-validate: measures the WAN emulator against its model"};
+  bool quick = false;
+  bool copy_path = false;
+  std::vector<double> rtts, rates;
+  std::vector<std::string> windows;
+  std::vector<int> conns;
+  Settings s;
+  std::string sockbuf = "256KiB";
+  app.add_flag("--quick", quick, "CI mode: RTT {0,50} ms, W {1,4} MiB, >= 10 RTTs / 1 s per point (~25 s)");
+  app.add_flag("--copy-path,!--no-copy-path", copy_path,
+               "also measure the timed copy path at zero delay (the ceiling for delayed points; "
+               "default: on, off with --quick)");
+  app.add_option("--rtt-ms", rtts, "RTTs to test (default 0 10 50 100 200)");
+  app.add_option("--window", windows, "windows to test (default 1MiB 4MiB 16MiB)");
+  app.add_option("--rate-mbit", rates, "rate caps to test, 0 = uncapped (default 0 1000)");
+  app.add_option("--conns", conns, "parallel connections to test (default 1 4)");
+  app.add_option("--proxy-threads", s.proxy_threads, "proxy I/O threads")->capture_default_str();
+  app.add_option("--sockbuf", sockbuf, "proxy SO_RCVBUF/SO_SNDBUF")->capture_default_str();
+  app.add_option("--tolerance", s.tolerance, "allowed relative error")->capture_default_str();
+  app.add_option("--min-seconds", s.min_seconds, "shortest measurement per point");
+  app.add_option("--min-rtts", s.min_rtts, "fewest RTTs measured per point");
+  CLI11_PARSE(app, argc, argv);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  if (quick) {
+    if (rtts.empty()) rtts = {0, 50};
+    if (windows.empty()) windows = {"1MiB", "4MiB"};
+    if (app.count("--min-seconds") == 0) s.min_seconds = 1.0;
+    if (app.count("--min-rtts") == 0) s.min_rtts = 10;
+    s.warmup_seconds = 0.3;
+    s.warmup_rtts = 3;
+    s.min_pairs = 2;
+  }
+  if (app.count("--copy-path") == 0 && app.count("--no-copy-path") == 0) copy_path = !quick;
+  if (rtts.empty()) rtts = {0, 10, 50, 100, 200};
+  if (windows.empty()) windows = {"1MiB", "4MiB", "16MiB"};
+  if (rates.empty()) rates = {0, 1000};
+  if (conns.empty()) conns = {1, 4};
+  std::vector<uint64_t> wins;
+  for (const auto& w : windows) {
+    auto v = cqlstream::wan::ParseByteSize(w);
+    if (!v.ok() || *v == 0) {
+      fmt::print(stderr, "bad --window '{}'\n", w);
+      return 2;
+    }
+    wins.push_back(*v);
+  }
+  auto sb = cqlstream::wan::ParseByteSize(sockbuf);
+  if (!sb.ok() || *sb > (1u << 30)) {
+    fmt::print(stderr, "bad --sockbuf\n");
+    return 2;
+  }
+  s.sockbuf = static_cast<int>(*sb);
+
+  const auto started = std::chrono::steady_clock::now();
+  fmt::print("# cqlstream-wan-validate ({}; proxy threads {}, sockbuf {}, tolerance {:.0f}%, {} cores)\n\n",
+             quick ? "quick" : "full", s.proxy_threads, cqlstream::wan::FormatBytes(s.sockbuf),
+             s.tolerance * 100, std::thread::hardware_concurrency());
+  std::fflush(stdout);
+
+  Status integrity = IntegrityCheck(s);
+  fmt::print("integrity (2 x 48 MiB, D 3 ms, jitter 5 ms, W 2 MiB, 4 Gbit/s): {}\n\n",
+             integrity.ok() ? "OK" : integrity.ToString());
+  bool all_ok = integrity.ok();
+
+  auto src = BulkSource::Start();
+  if (!src.ok()) {
+    fmt::print(stderr, "{}\n", src.status().ToString());
+    return 2;
+  }
+  const uint16_t source_port = (*src)->port();
+
+  std::vector<Point> points;
+  for (int n : conns) points.push_back(Point{.rtt_ms = 0, .conns = n, .direct = true});
+  for (double rtt : rtts) {
+    for (uint64_t w : wins) {
+      for (double rate : rates) {
+        for (int n : conns) {
+          points.push_back(Point{.rtt_ms = rtt, .window = w, .rate_mbit = rate, .conns = n});
+          if (rtt == 0 && rate == 0 && copy_path) {
+            points.push_back(Point{.rtt_ms = 0, .window = w, .rate_mbit = 0, .conns = n, .copy_path = true});
+          }
+        }
+      }
+    }
+  }
+
+  std::map<std::pair<int, uint64_t>, double> capacity;  // (conns, W) -> B/s at RTT 0 through the proxy
+  fmt::print("| RTT ms | W | rate Mbit/s | conns | expected MB/s | limit | measured MB/s | error | proxy CPU s/GB | result |\n");
+  fmt::print("|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n");
+  std::fflush(stdout);
+  for (Point& p : points) {
+    auto r = RunPoint(s, source_port, p);
+    if (!r.ok()) {
+      fmt::print(stderr, "point RTT {} W {} rate {} n {}: {}\n", p.rtt_ms, p.window, p.rate_mbit, p.conns,
+                 r.status().ToString());
+      return 2;
+    }
+    const double rate = p.rate_mbit * 1e6 / 8;
+    if (p.direct) {
+      p.expected = p.measured;
+      p.checked = false;
+    } else if (p.copy_path) {
+      // What the machine moves through the timed (copying) path: the ceiling
+      // for the points with delay. Informational, not checked.
+      capacity[{p.conns, p.window}] = p.measured;
+      p.expected = p.direct_ref;
+      p.limit = "copy path";
+      p.checked = false;
+    } else if (p.rtt_ms == 0 && rate == 0) {
+      p.expected = p.direct_ref;
+      p.limit = "direct";
+    } else {
+      double e = p.rtt_ms > 0 ? p.conns * static_cast<double>(p.window) / (p.rtt_ms / 1e3) : INFINITY;
+      p.limit = "window";
+      if (rate > 0 && rate < e) {
+        e = rate;
+        p.limit = "rate";
+      }
+      auto cap = capacity.find({p.conns, p.window});
+      if (cap != capacity.end() && cap->second < e) {
+        e = cap->second;
+        p.limit = "machine";
+      }
+      p.expected = e;
+    }
+    const double err = p.expected > 0 ? (p.measured - p.expected) / p.expected : 0;
+    p.ok = !p.checked || std::fabs(err) <= s.tolerance;
+    all_ok = all_ok && p.ok;
+    const double gb = p.measured * p.seconds / 1e9;
+    fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", p.rtt_ms,
+               p.direct ? std::string("-") : cqlstream::wan::FormatBytes(p.window),
+               p.direct ? std::string("-") : (p.rate_mbit > 0 ? fmt::format("{}", p.rate_mbit) : std::string("0")),
+               p.conns, Mbs(p.expected), p.direct ? "direct (no proxy)" : p.limit, Mbs(p.measured),
+               p.checked ? fmt::format("{:+.1f}%", err * 100) : std::string("-"),
+               p.direct ? std::string("-") : fmt::format("{:.2f}", gb > 0 ? p.proxy_cpu / gb : 0.0),
+               p.checked ? (p.ok ? "ok" : "FAIL") : "info");
+    std::fflush(stdout);
+  }
+
+  // Zero-delay overhead: the proxy against a direct connection, measured in
+  // alternating slices.
+  fmt::print("\nZero delay, uncapped: proxy vs direct, alternating {:.1f} s slices "
+             "(CPU = whole process: source + sink (+ proxy))\n\n", kSliceMeasure);
+  fmt::print("| conns | W | path | direct MB/s | proxied MB/s | ratio | CPU s/GB direct | CPU s/GB proxied | of which proxy |\n");
+  fmt::print("|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const Point& p : points) {
+    if (p.direct || p.rtt_ms != 0 || p.rate_mbit != 0) continue;
+    const double gb = p.measured * p.seconds / 1e9;
+    fmt::print("| {} | {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", p.conns,
+               cqlstream::wan::FormatBytes(p.window), p.copy_path ? "copy" : "splice",
+               Mbs(p.direct_ref), Mbs(p.measured), p.measured / p.direct_ref, p.direct_cpu_per_gb,
+               p.process_cpu / gb, p.proxy_cpu / gb);
+  }
+  (*src)->Stop();
+  fmt::print("\n{} in {:.0f} s\n", all_ok ? "PASS" : "FAIL",
+             Seconds(std::chrono::steady_clock::now() - started).count());
+  return all_ok ? 0 : 1;
+}
