@@ -1,0 +1,56 @@
+// Copyright (c) cqlstream authors.
+//
+// Shared pieces of the cqlstream command-line tool: the connection flags
+// every subcommand takes, and error reporting.
+//
+// Connection flags (each also from CQLSTREAM_<NAME> in the environment; a
+// flag wins over the variable): --hosts H1,H2 (127.0.0.1), --port (9042),
+// --keyspace (cqlstream), --username, --password-file, --tls-ca, --tls-cert,
+// --tls-key, --local-dc, plus --tls-insecure-skip-verify. The password is
+// never taken from a flag (it would show in `ps`): --password-file or
+// CQLSTREAM_PASSWORD / CQLSTREAM_PASSWORD_FILE.
+//
+// Thread-safety: used from main() only.
+#ifndef CQLSTREAM_CLI_CLI_H_
+#define CQLSTREAM_CLI_CLI_H_
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "cqlstream/options.h"
+#include "cqlstream/status.h"
+#include "net/session.h"
+
+namespace cqlstream::cli {
+
+class ConnectionFlags {
+ public:
+  // Adds the flags to `app` (a subcommand).
+  void Add(CLI::App* app);
+  // Environment first, then the flags given; validated.
+  StatusOr<ConnectionOptions> Resolve() const;
+  // Resolve() + Session::Connect, with a message naming the hosts on failure.
+  StatusOr<std::shared_ptr<net::Session>> Connect(net::SessionOptions so = {}) const;
+
+ private:
+  std::string hosts_, keyspace_, username_, password_file_, tls_ca_, tls_cert_, tls_key_, local_dc_;
+  int port_ = 0;
+  int connections_ = 0;
+  int io_threads_ = 0;
+  int timeout_ms_ = 0;
+  bool tls_insecure_ = false;
+};
+
+// Prints "cqlstream: error: <message>" to stderr and returns the exit code
+// for the status (2 for bad arguments, 1 otherwise).
+int ReportError(const Status& s);
+
+// A subcommand: registers its flags on `app` and sets the action to run.
+// The action returns the process exit code.
+using Action = std::function<int()>;
+void RegisterPing(CLI::App& app, Action* action);
+
+}  // namespace cqlstream::cli
+
+#endif  // CQLSTREAM_CLI_CLI_H_

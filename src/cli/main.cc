@@ -1,0 +1,22 @@
+// Copyright (c) cqlstream authors.
+//
+// cqlstream: load image datasets into Cassandra/ScyllaDB and stream them out.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"cqlstream: image datasets in Cassandra / ScyllaDB, streamed to training at full speed"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "cqlstream 0.1.0");
+  cqlstream::cli::Action action;
+  cqlstream::cli::RegisterPing(app, &action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!action) return 0;
+  return action();
+}

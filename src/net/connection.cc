@@ -1,0 +1,460 @@
+// Copyright (c) cqlstream authors.
+#include "net/connection.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace cqlstream::net {
+namespace {
+
+constexpr const char* kDriverName = "cqlstream";
+constexpr const char* kDriverVersion = "0.1.0";
+
+}  // namespace
+
+const ServerError* Reply::server_error() const {
+  if (!response) return nullptr;
+  return std::get_if<ServerError>(&response->message);
+}
+
+Connection::Connection(std::unique_ptr<Transport> t, Options o)
+    : transport_(std::move(t)),
+      opts_(std::move(o)),
+      executor_(transport_->executor()),
+      peer_(transport_->peer()),
+      local_port_(transport_->local_port()),
+      decoder_(cql::FrameDecoder::Options{opts_.max_frame_bytes, 64 << 10},
+               [this](int16_t stream) -> std::shared_ptr<cql::CellSink> {
+                 // Only a request still in flight gets its sink; the answer
+                 // to a retired (timed-out) request is buffered and dropped.
+                 if (stream < 0 || static_cast<size_t>(stream) >= slots_.size()) return nullptr;
+                 const Slot& s = slots_[static_cast<size_t>(stream)];
+                 return s.state == SlotState::kInFlight ? s.sink : nullptr;
+               }),
+      timer_(executor_) {
+  const int n = std::clamp(opts_.max_streams, 1, cql::kMaxStreams);
+  slots_.resize(static_cast<size_t>(n));
+  free_ids_.reserve(static_cast<size_t>(n));
+  for (int i = n - 1; i >= 0; --i) free_ids_.push_back(static_cast<int16_t>(i));
+}
+
+Connection::~Connection() = default;
+
+ConnectionStats Connection::stats() const {
+  ConnectionStats s;
+  s.requests = stats_.requests.load(std::memory_order_relaxed);
+  s.timeouts = stats_.timeouts.load(std::memory_order_relaxed);
+  s.bytes_written = stats_.bytes_written.load(std::memory_order_relaxed);
+  s.bytes_read = stats_.bytes_read.load(std::memory_order_relaxed);
+  s.write_calls = stats_.write_calls.load(std::memory_order_relaxed);
+  // The decoder counters are read racily on purpose: they are monotonic
+  // 64-bit counters used for metrics only.
+  s.direct_bytes = direct_bytes_.load(std::memory_order_relaxed);
+  s.copied_bytes = copied_bytes_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Connection::Open(asio::io_context& io, Options options, OpenCallback callback) {
+  TransportOptions topts = options.transport;
+  ConnectTransport(io, std::move(topts),
+                   [options = std::move(options), callback = std::move(callback)](
+                       StatusOr<std::unique_ptr<Transport>> t) mutable {
+                     if (!t.ok()) return callback(t.status());
+                     OpenOn(std::move(t).value(), std::move(options), std::move(callback));
+                   });
+}
+
+void Connection::OpenOn(std::unique_ptr<Transport> transport, Options options, OpenCallback callback) {
+  std::shared_ptr<Connection> c(new Connection(std::move(transport), std::move(options)));
+  asio::post(c->executor_, [c, callback = std::move(callback)]() mutable {
+    c->StartReading();
+    c->Handshake(std::move(callback));
+  });
+}
+
+// --- Handshake: OPTIONS -> SUPPORTED, STARTUP -> READY | AUTHENTICATE ...,
+// then REGISTER when events are wanted.
+void Connection::Handshake(OpenCallback cb) {
+  auto self = shared_from_this();
+  auto fail = [self, cb](Status s) {
+    self->CloseOnIoThread(s);
+    cb(std::move(s));
+  };
+  auto finish = [self, cb, fail]() {
+    if (self->opts_.event_types.empty()) {
+      self->handshake_done_ = true;
+      return cb(self);
+    }
+    self->SendInternal(cql::EncodeRegister(self->opts_.event_types), [self, cb, fail](StatusOr<Reply> r) {
+      if (!r.ok()) return fail(r.status().WithContext("REGISTER"));
+      if (const ServerError* e = r->server_error()) {
+        return fail(Status::FromServer(std::make_shared<ServerError>(*e)).WithContext("REGISTER"));
+      }
+      if (!r->response || !std::holds_alternative<cql::Ready>(r->response->message)) {
+        return fail(Status::ProtocolError("unexpected answer to REGISTER"));
+      }
+      self->handshake_done_ = true;
+      cb(self);
+    });
+  };
+  auto on_auth = [self, fail, finish](StatusOr<Reply> r) {
+    if (!r.ok()) return fail(r.status().WithContext("authentication"));
+    if (const ServerError* e = r->server_error()) {
+      // The server's message names the user, never the password.
+      return fail(Status::AuthError(fmt::format("authentication as '{}' failed: {}", self->opts_.username,
+                                                e->message)));
+    }
+    if (r->response && std::holds_alternative<cql::AuthSuccess>(r->response->message)) return finish();
+    if (r->response && std::holds_alternative<cql::AuthChallenge>(r->response->message)) {
+      return fail(Status::AuthError(
+          "server sent an AUTH_CHALLENGE; only PasswordAuthenticator (SASL PLAIN) is supported"));
+    }
+    fail(Status::ProtocolError("unexpected answer to AUTH_RESPONSE"));
+  };
+  auto on_startup = [self, fail, finish, on_auth](StatusOr<Reply> r) {
+    if (!r.ok()) return fail(r.status().WithContext("STARTUP"));
+    if (const ServerError* e = r->server_error()) {
+      return fail(Status::FromServer(std::make_shared<ServerError>(*e)).WithContext("STARTUP"));
+    }
+    if (!r->response) return fail(Status::ProtocolError("unexpected answer to STARTUP"));
+    if (std::holds_alternative<cql::Ready>(r->response->message)) return finish();
+    if (auto* a = std::get_if<cql::Authenticate>(&r->response->message)) {
+      if (self->opts_.username.empty()) {
+        return fail(Status::AuthError(fmt::format(
+            "{} requires authentication ({}) but no credentials were given "
+            "(--username with --password-file, or CQLSTREAM_USERNAME/CQLSTREAM_PASSWORD)",
+            self->peer_, a->authenticator)));
+      }
+      cql::Bytes token = cql::PlainSaslToken(self->opts_.username, self->opts_.password.reveal());
+      auto frame = cql::EncodeAuthResponse(cql::ByteView(token));
+      std::fill(token.begin(), token.end(), uint8_t{0});
+      return self->SendInternal(std::move(frame), on_auth);
+    }
+    fail(Status::ProtocolError("unexpected answer to STARTUP"));
+  };
+  SendInternal(cql::EncodeOptions(), [self, fail, on_startup](StatusOr<Reply> r) {
+    if (!r.ok()) return fail(r.status().WithContext("OPTIONS"));
+    if (r->response) {
+      if (auto* s = std::get_if<cql::Supported>(&r->response->message)) self->supported_ = s->options;
+    }
+    std::map<std::string, std::string> startup{{"CQL_VERSION", "3.0.0"},
+                                               {"DRIVER_NAME", kDriverName},
+                                               {"DRIVER_VERSION", kDriverVersion}};
+    self->SendInternal(cql::EncodeStartup(startup), on_startup);
+  });
+}
+
+void Connection::SendInternal(cql::RequestFrame f, std::function<void(StatusOr<Reply>)> next) {
+  Send(std::move(f), nullptr, opts_.transport.connect_timeout, std::move(next));
+}
+
+// --- Submission (any thread) -----------------------------------------------
+
+void Connection::Send(cql::RequestFrame frame, std::shared_ptr<cql::CellSink> sink,
+                      std::chrono::milliseconds timeout, ReplyCallback callback) {
+  Request r{std::move(frame), std::move(sink), std::chrono::steady_clock::now() + timeout, timeout,
+            std::move(callback)};
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> l(submit_mu_);
+    submitted_.push_back(std::move(r));
+    if (!drain_posted_) drain_posted_ = post = true;
+  }
+  if (post) asio::post(executor_, [self = shared_from_this()] { self->DrainSubmitted(); });
+}
+
+void Connection::Close(Status why) {
+  asio::post(executor_, [self = shared_from_this(), why = std::move(why)]() mutable {
+    self->CloseOnIoThread(std::move(why));
+  });
+}
+
+// --- I/O thread ---------------------------------------------------------------
+
+void Connection::DrainSubmitted() {
+  std::vector<Request> batch;
+  {
+    std::lock_guard<std::mutex> l(submit_mu_);
+    batch.swap(submitted_);
+    drain_posted_ = false;
+  }
+  for (auto& r : batch) Admit(std::move(r));
+  StartWrite();
+  ArmTimer();
+}
+
+void Connection::Admit(Request&& r) {
+  if (closed()) {
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    r.callback(close_reason_);
+    return;
+  }
+  if (free_ids_.empty()) {
+    // Backpressure: wait for a stream id, still bounded by the deadline.
+    deadlines_[r.timeout.count()].push_back(Deadline{r.deadline, -1, 0});
+    waiting_.push_back(std::move(r));
+    return;
+  }
+  const int16_t id = free_ids_.back();
+  free_ids_.pop_back();
+  Slot& s = slots_[static_cast<size_t>(id)];
+  s.state = SlotState::kInFlight;
+  ++s.generation;
+  s.sink = std::move(r.sink);
+  s.callback = std::move(r.callback);
+  s.deadline = r.deadline;
+  deadlines_[r.timeout.count()].push_back(Deadline{r.deadline, id, s.generation});
+  cql::PatchStreamId(r.frame.bytes.data(), id);
+  write_queue_.push_back(std::move(r.frame.bytes));
+  stats_.requests.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Connection::StartWrite() {
+  if (write_in_progress_ || write_queue_.empty() || closed()) return;
+  writing_.swap(write_queue_);
+  std::vector<asio::const_buffer> bufs;
+  bufs.reserve(writing_.size());
+  for (const auto& b : writing_) bufs.emplace_back(b.data(), b.size());
+  write_in_progress_ = true;
+  stats_.write_calls.fetch_add(1, std::memory_order_relaxed);
+  transport_->AsyncWrite(std::move(bufs), [self = shared_from_this()](std::error_code ec, size_t n) {
+    self->OnWritten(ec, n);
+  });
+}
+
+void Connection::OnWritten(std::error_code ec, size_t n) {
+  write_in_progress_ = false;
+  writing_.clear();
+  if (ec) {
+    if (!closed()) CloseOnIoThread(Status::ConnectionLost(fmt::format("write to {} failed: {}", peer_, ec.message())));
+    return;
+  }
+  stats_.bytes_written.fetch_add(n, std::memory_order_relaxed);
+  StartWrite();
+}
+
+void Connection::StartReading() {
+  if (closed()) return;
+  std::span<uint8_t> target = decoder_.ReadTarget();
+  transport_->AsyncReadSome(target, [self = shared_from_this()](std::error_code ec, size_t n) {
+    self->OnRead(ec, n);
+  });
+}
+
+void Connection::OnRead(std::error_code ec, size_t n) {
+  if (closed()) return;
+  if (ec) {
+    std::string why = ec == asio::error::eof ? "the server closed the connection" : ec.message();
+    CloseOnIoThread(Status::ConnectionLost(fmt::format("connection to {} lost: {}", peer_, why)));
+    return;
+  }
+  stats_.bytes_read.fetch_add(n, std::memory_order_relaxed);
+  const uint64_t d0 = decoder_.direct_bytes(), c0 = decoder_.copied_bytes();
+  Status s = decoder_.Commit(n, &frames_);
+  direct_bytes_.fetch_add(decoder_.direct_bytes() - d0, std::memory_order_relaxed);
+  copied_bytes_.fetch_add(decoder_.copied_bytes() - c0, std::memory_order_relaxed);
+  for (auto& f : frames_) {
+    if (closed()) break;
+    Dispatch(std::move(f));
+  }
+  frames_.clear();
+  if (!s.ok()) {
+    CloseOnIoThread(s.WithContext(fmt::format("connection to {}", peer_)));
+    return;
+  }
+  if (closed()) return;
+  StartWrite();  // requests admitted when stream ids were freed
+  ArmTimer();
+  StartReading();
+}
+
+void Connection::Dispatch(cql::DecodedFrame&& f) {
+  const int16_t stream = f.header.stream;
+  if (stream == cql::kEventStream) {
+    if (f.header.opcode != cql::Opcode::kEvent) return;
+    auto r = cql::DecodeResponse(f.header, std::move(f.body));
+    if (!r.ok()) return CloseOnIoThread(r.status().WithContext("EVENT"));
+    if (auto* e = std::get_if<cql::Event>(&r->message); e && opts_.on_event) opts_.on_event(*e);
+    return;
+  }
+  if (stream < 0 || static_cast<size_t>(stream) >= slots_.size() ||
+      slots_[static_cast<size_t>(stream)].state == SlotState::kFree) {
+    return CloseOnIoThread(Status::ProtocolError(
+        fmt::format("{} answered stream {}, which has no request", peer_, stream)));
+  }
+  Slot& slot = slots_[static_cast<size_t>(stream)];
+  if (slot.state == SlotState::kRetired) {
+    // The late answer to a timed-out request: drop it, the id is free again.
+    --retired_;
+    FreeSlot(stream);
+    return;
+  }
+  Reply rep;
+  rep.header = f.header;
+  if (f.streamed) {
+    rep.streamed = true;
+    rep.rows_metadata = std::move(f.rows_metadata);
+    rep.row_count = f.row_count;
+    rep.sink_status = std::move(f.sink_status);
+    rep.warnings = std::move(f.warnings);
+  } else {
+    auto r = cql::DecodeResponse(f.header, std::move(f.body));
+    if (!r.ok()) {
+      return CloseOnIoThread(r.status().WithContext(
+          fmt::format("malformed {} from {}", cql::OpcodeName(f.header.opcode), peer_)));
+    }
+    rep.warnings = r->warnings;
+    rep.response = std::move(r).value();
+  }
+  ReplyCallback cb = std::move(slot.callback);
+  FreeSlot(stream);
+  in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  cb(std::move(rep));
+}
+
+void Connection::FreeSlot(int16_t stream) {
+  Slot& s = slots_[static_cast<size_t>(stream)];
+  s.state = SlotState::kFree;
+  s.sink.reset();
+  s.callback = nullptr;
+  free_ids_.push_back(stream);
+  if (!waiting_.empty() && !closed()) {
+    Request r = std::move(waiting_.front());
+    waiting_.pop_front();
+    Admit(std::move(r));
+  }
+}
+
+void Connection::ArmTimer() {
+  if (closed()) return;
+  // Skip entries of requests that already completed.
+  std::optional<std::chrono::steady_clock::time_point> earliest;
+  for (auto it = deadlines_.begin(); it != deadlines_.end();) {
+    auto& q = it->second;
+    while (!q.empty()) {
+      const Deadline& d = q.front();
+      if (d.stream >= 0) {
+        const Slot& s = slots_[static_cast<size_t>(d.stream)];
+        if (s.state != SlotState::kInFlight || s.generation != d.generation) {
+          q.pop_front();
+          continue;
+        }
+      } else if (waiting_.empty()) {
+        q.pop_front();
+        continue;
+      }
+      break;
+    }
+    if (q.empty()) {
+      it = deadlines_.erase(it);
+      continue;
+    }
+    if (!earliest || q.front().at < *earliest) earliest = q.front().at;
+    ++it;
+  }
+  if (!earliest) return;
+  if (timer_armed_ && timer_at_ <= *earliest) return;
+  timer_armed_ = true;
+  timer_at_ = *earliest;
+  timer_.expires_at(*earliest);
+  timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+    if (ec == asio::error::operation_aborted) return;  // re-armed or closed
+    self->timer_armed_ = false;
+    self->OnTimer();
+  });
+}
+
+void Connection::OnTimer() {
+  if (closed()) return;
+  const auto now = std::chrono::steady_clock::now();
+  bool check_waiting = false;
+  for (auto& [timeout_ms, q] : deadlines_) {
+    while (!q.empty() && q.front().at <= now) {
+      Deadline d = q.front();
+      q.pop_front();
+      if (d.stream < 0) {
+        check_waiting = true;
+        continue;
+      }
+      Slot& s = slots_[static_cast<size_t>(d.stream)];
+      if (s.state != SlotState::kInFlight || s.generation != d.generation) continue;
+      // Retire the id: it stays reserved until the late answer arrives.
+      s.state = SlotState::kRetired;
+      ++retired_;
+      s.sink.reset();
+      ReplyCallback cb = std::move(s.callback);
+      s.callback = nullptr;
+      in_flight_.fetch_sub(1, std::memory_order_relaxed);
+      stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
+      cb(Status::Timeout(fmt::format("no answer from {} within {} ms", peer_, timeout_ms)));
+      if (closed()) return;
+    }
+  }
+  if (check_waiting) {
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->deadline <= now) {
+        ReplyCallback cb = std::move(it->callback);
+        const auto ms = it->timeout.count();
+        it = waiting_.erase(it);
+        in_flight_.fetch_sub(1, std::memory_order_relaxed);
+        stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
+        cb(Status::Timeout(fmt::format("no free stream id on the connection to {} within {} ms", peer_, ms)));
+        if (closed()) return;
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (retired_ > static_cast<int>(slots_.size()) / 4) {
+    return CloseOnIoThread(Status::ConnectionLost(fmt::format(
+        "connection to {} is defunct: {} requests timed out without an answer", peer_, retired_)));
+  }
+  ArmTimer();
+}
+
+void Connection::FailAll(const Status& why) {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (s.state == SlotState::kInFlight) {
+      ReplyCallback cb = std::move(s.callback);
+      s = Slot{SlotState::kFree, s.generation, nullptr, nullptr, {}};
+      in_flight_.fetch_sub(1, std::memory_order_relaxed);
+      cb(why);
+    } else {
+      s.state = SlotState::kFree;
+      s.sink.reset();
+    }
+  }
+  retired_ = 0;
+  while (!waiting_.empty()) {
+    Request r = std::move(waiting_.front());
+    waiting_.pop_front();
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    r.callback(why);
+  }
+  std::vector<Request> batch;
+  {
+    std::lock_guard<std::mutex> l(submit_mu_);
+    batch.swap(submitted_);
+  }
+  for (auto& r : batch) {
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    r.callback(why);
+  }
+}
+
+void Connection::CloseOnIoThread(Status why) {
+  if (closed()) return;
+  if (why.ok()) why = Status::ConnectionLost(fmt::format("connection to {} closed", peer_));
+  close_reason_ = why;
+  closed_.store(true, std::memory_order_release);
+  timer_.cancel();
+  transport_->Close();
+  FailAll(why);
+  deadlines_.clear();
+  if (handshake_done_ && opts_.on_close) opts_.on_close(why);
+}
+
+}  // namespace cqlstream::net

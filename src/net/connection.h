@@ -1,0 +1,217 @@
+// Copyright (c) cqlstream authors.
+//
+// Connection: one CQL v4 connection to one server, multiplexing up to
+// 32,768 requests in flight by stream id.
+//
+//  * Send() may be called from any thread. Requests are queued, coalesced
+//    into few write syscalls (one gather-write of everything queued), and
+//    matched to responses by stream id; responses may come back in any order.
+//  * Every request has a deadline. When it passes, the request completes with
+//    Status::Timeout, but its stream id is *retired*, not freed: it stays
+//    reserved until the late answer arrives (which is then dropped), so a late
+//    answer is never delivered to a newer request that reused the id. If more
+//    than a quarter of the ids are retired the connection is considered
+//    defunct and closed.
+//  * Backpressure: when every stream id is in use, further requests wait in
+//    a FIFO inside the connection (still subject to their deadlines).
+//  * A malformed or oversized frame, a read/write error or EOF closes the
+//    connection: every request in flight or waiting completes with
+//    ConnectionLost (or ProtocolError / FrameTooLarge naming the problem), and
+//    later Send() calls complete at once with ConnectionLost.
+//  * A request may carry a CellSink: the cells of its Rows result are then
+//    delivered to the sink as they arrive, possibly straight into memory the
+//    sink names (see cql/frame_decoder.h), and the Reply carries only the
+//    result metadata.
+//
+// Thread-safety: Send(), Close() and the accessors are thread-safe. All
+// callbacks (reply callbacks, sink callbacks, event and close handlers) run on
+// the connection's I/O thread; they must not block.
+// Ownership: Connection objects are shared (std::shared_ptr); the I/O
+// operations hold a reference until they complete, so a Connection lives
+// until it is closed and its operations have drained.
+#ifndef CQLSTREAM_NET_CONNECTION_H_
+#define CQLSTREAM_NET_CONNECTION_H_
+
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cql/frame_decoder.h"
+#include "cql/request.h"
+#include "cql/response.h"
+#include "cqlstream/options.h"
+#include "cqlstream/status.h"
+#include "net/transport.h"
+
+namespace cqlstream::net {
+
+// What came back for one request.
+struct Reply {
+  cql::FrameHeader header;
+  // The decoded response for buffered frames (every frame without a sink, and
+  // non-Rows results of requests with a sink).
+  std::optional<cql::Response> response;
+  // A Rows result delivered through the request's CellSink.
+  bool streamed = false;
+  cql::RowsMetadata rows_metadata;  // streamed only
+  int32_t row_count = 0;            // streamed only
+  Status sink_status;               // streamed only: the sink's first error
+  std::vector<std::string> warnings;
+
+  // The ServerError if the response is an ERROR, else nullptr.
+  const ServerError* server_error() const;
+};
+
+using ReplyCallback = std::function<void(StatusOr<Reply>)>;
+
+struct ConnectionStats {
+  uint64_t requests = 0;
+  uint64_t timeouts = 0;
+  uint64_t bytes_written = 0;
+  uint64_t bytes_read = 0;
+  uint64_t write_calls = 0;
+  uint64_t direct_bytes = 0;  // cell bytes read straight into sink memory
+  uint64_t copied_bytes = 0;  // cell bytes copied from the receive buffer into sink memory
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  struct Options {
+    TransportOptions transport;
+    std::string username;  // PasswordAuthenticator credentials, if any
+    Secret password;
+    uint32_t max_frame_bytes = cql::kMaxBodySize;
+    int max_streams = cql::kMaxStreams;  // <= 32768; smaller in tests
+    // When set, REGISTER for these event types and deliver EVENTs here.
+    std::vector<std::string> event_types;
+    std::function<void(const cql::Event&)> on_event;
+    // Called once when the connection closes after having been opened.
+    std::function<void(const Status&)> on_close;
+  };
+
+  using OpenCallback = std::function<void(StatusOr<std::shared_ptr<Connection>>)>;
+
+  // Connects, negotiates (OPTIONS/SUPPORTED, STARTUP, authentication,
+  // REGISTER) and hands out a ready connection. The callback runs on `io`'s
+  // thread exactly once. Errors: ConnectFailed, TlsError, AuthError (with the
+  // server's message, never the password), ProtocolError.
+  static void Open(asio::io_context& io, Options options, OpenCallback callback);
+  // Same, over an already connected transport (tests, fault injection).
+  static void OpenOn(std::unique_ptr<Transport> transport, Options options, OpenCallback callback);
+
+  // Queues a request. `frame` is an encoded request with stream id 0.
+  // `callback` runs exactly once on the I/O thread.
+  void Send(cql::RequestFrame frame, std::shared_ptr<cql::CellSink> sink,
+            std::chrono::milliseconds timeout, ReplyCallback callback);
+
+  // Closes the connection; pending requests complete with `why`.
+  void Close(Status why);
+
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+  // Requests sent or waiting for a stream id (not counting retired ids).
+  int in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+  std::string peer() const { return peer_; }
+  uint16_t local_port() const { return local_port_; }
+  // The SUPPORTED options the server sent during the handshake.
+  const std::map<std::string, std::vector<std::string>>& supported() const { return supported_; }
+  asio::any_io_executor executor() const { return executor_; }
+  ConnectionStats stats() const;
+
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+ private:
+  struct Request {
+    cql::RequestFrame frame;
+    std::shared_ptr<cql::CellSink> sink;
+    std::chrono::steady_clock::time_point deadline;
+    std::chrono::milliseconds timeout;
+    ReplyCallback callback;
+  };
+  enum class SlotState : uint8_t { kFree, kInFlight, kRetired };
+  struct Slot {
+    SlotState state = SlotState::kFree;
+    uint32_t generation = 0;
+    std::shared_ptr<cql::CellSink> sink;
+    ReplyCallback callback;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  struct Deadline {
+    std::chrono::steady_clock::time_point at;
+    int16_t stream;
+    uint32_t generation;
+  };
+
+  Connection(std::unique_ptr<Transport> t, Options o);
+  void Handshake(OpenCallback cb);
+  void StartReading();
+  void OnRead(std::error_code ec, size_t n);
+  void Dispatch(cql::DecodedFrame&& f);
+  void DrainSubmitted();
+  void Admit(Request&& r);
+  void StartWrite();
+  void OnWritten(std::error_code ec, size_t n);
+  void ArmTimer();
+  void OnTimer();
+  void FreeSlot(int16_t stream);
+  void FailAll(const Status& why);
+  void CloseOnIoThread(Status why);
+  // Handshake-only: send a request and continue with `next`.
+  void SendInternal(cql::RequestFrame f, std::function<void(StatusOr<Reply>)> next);
+
+  std::unique_ptr<Transport> transport_;
+  Options opts_;
+  asio::any_io_executor executor_;
+  std::string peer_;
+  uint16_t local_port_ = 0;
+  cql::FrameDecoder decoder_;
+  std::map<std::string, std::vector<std::string>> supported_;
+
+  // Cross-thread submission queue.
+  std::mutex submit_mu_;
+  std::vector<Request> submitted_;  // GUARDED_BY(submit_mu_)
+  bool drain_posted_ = false;       // GUARDED_BY(submit_mu_)
+
+  // I/O-thread state.
+  std::vector<Slot> slots_;
+  std::vector<int16_t> free_ids_;
+  int retired_ = 0;
+  std::deque<Request> waiting_;  // no free stream id yet
+  std::vector<cql::Bytes> write_queue_;
+  std::vector<cql::Bytes> writing_;
+  bool write_in_progress_ = false;
+  // Deadlines, one FIFO per distinct timeout value: requests with the same
+  // timeout expire in submission order, so each FIFO is sorted and push/pop
+  // are O(1). Entries of requests that completed are skipped lazily.
+  std::map<int64_t, std::deque<Deadline>> deadlines_;
+  asio::steady_timer timer_;
+  std::chrono::steady_clock::time_point timer_at_{};
+  bool timer_armed_ = false;
+  std::vector<cql::DecodedFrame> frames_;  // scratch for Commit
+  bool handshake_done_ = false;
+
+  std::atomic<bool> closed_{false};
+  std::atomic<int> in_flight_{0};
+  Status close_reason_;  // set on the I/O thread before closed_
+
+  struct AtomicStats {
+    std::atomic<uint64_t> requests{0}, timeouts{0}, bytes_written{0}, bytes_read{0}, write_calls{0};
+  };
+  AtomicStats stats_;
+  std::atomic<uint64_t> direct_bytes_{0};
+  std::atomic<uint64_t> copied_bytes_{0};
+};
+
+}  // namespace cqlstream::net
+
+#endif  // CQLSTREAM_NET_CONNECTION_H_

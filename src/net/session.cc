@@ -1,0 +1,1358 @@
+// Copyright (c) cqlstream authors.
+#include "net/session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <unordered_map>
+
+#include "net/connection.h"
+#include "net/io_pool.h"
+#include "net/routing/murmur3.h"
+#include "net/topology.h"
+
+namespace cqlstream::net {
+
+using Clock = std::chrono::steady_clock;
+
+std::optional<cql::Bytes> ResultSet::paging_state() const {
+  if (streamed) return streamed_metadata.paging_state;
+  if (const cql::Rows* r = rows()) return r->metadata().paging_state;
+  return std::nullopt;
+}
+
+namespace {
+
+// Text of a cell (empty for null / non-text).
+std::string TextCell(const cql::Rows& rows, int32_t r, int32_t c) {
+  if (c < 0) return {};
+  auto v = rows.value(r, c);
+  if (!v.ok() || v->kind() != Value::Kind::kText) return {};
+  return v->as_text();
+}
+
+std::string InetCell(const cql::Rows& rows, int32_t r, int32_t c) {
+  if (c < 0) return {};
+  auto cell = rows.cell(r, c);
+  if (!cell || (cell->size() != 4 && cell->size() != 16)) return {};
+  return cql::FormatAddress(*cell);
+}
+
+std::string UuidCell(const cql::Rows& rows, int32_t r, int32_t c) {
+  if (c < 0) return {};
+  auto v = rows.value(r, c);
+  if (!v.ok() || v->kind() != Value::Kind::kUuid) return {};
+  return v->as_uuid().ToString();
+}
+
+std::vector<int64_t> TokensCell(const cql::Rows& rows, int32_t r, int32_t c) {
+  std::vector<int64_t> out;
+  if (c < 0) return out;
+  auto v = rows.value(r, c);
+  if (!v.ok() || v->kind() != Value::Kind::kList) return out;
+  for (const Value& t : v->as_list()) {
+    if (t.kind() != Value::Kind::kText) continue;
+    try {
+      out.push_back(std::stoll(t.as_text()));
+    } catch (...) {
+      // A non-Murmur3 token (other partitioner): not routable; ignored.
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+// ============================================================================
+// Hosts and their connection pools
+// ============================================================================
+
+// ============================================================================
+// Session::Impl
+// ============================================================================
+
+struct Execution;
+
+struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
+  ConnectionOptions opts;
+  SessionOptions sopts;
+  std::unique_ptr<IoPool> io;
+  std::shared_ptr<asio::ssl::context> tls;
+
+  mutable std::mutex topo_mu;
+  std::shared_ptr<const Topology> topo;                              // GUARDED_BY(topo_mu)
+  std::map<std::string, std::shared_ptr<const ReplicaIndex>> rings;  // GUARDED_BY(topo_mu)
+  std::string local_dc;                                              // GUARDED_BY(topo_mu)
+
+  std::mutex control_mu;
+  std::shared_ptr<Connection> control;  // GUARDED_BY(control_mu)
+  bool control_reconnecting = false;    // GUARDED_BY(control_mu)
+  std::unique_ptr<asio::steady_timer> refresh_timer;  // GUARDED_BY(control_mu)
+  int control_failures = 0;             // GUARDED_BY(control_mu)
+
+  std::mutex prepared_mu;
+  std::unordered_map<std::string, PreparedPtr> prepared;  // GUARDED_BY(prepared_mu)
+
+  std::atomic<bool> closed{false};
+  std::atomic<uint64_t> rr{0};
+  LatencyTracker latencies;
+  std::atomic<uint64_t> latency_samples{0};
+
+  struct Counters {
+    std::atomic<uint64_t> requests{0}, executions{0}, retries{0}, hedges{0}, hedge_wins{0}, timeouts{0},
+        errors{0}, reprepares{0}, reconnects{0};
+  } counters;
+  // Bytes of connections that were closed (live ones are summed on demand).
+  std::atomic<uint64_t> closed_bytes_read{0}, closed_bytes_written{0}, closed_direct{0}, closed_copied{0};
+
+  // --- connections -------------------------------------------------------
+  Connection::Options ConnOptions(const std::string& address, uint16_t port) {
+    Connection::Options o;
+    o.transport.host = address;
+    o.transport.port = port;
+    o.transport.connect_timeout = opts.connect_timeout;
+    if (tls) {
+      o.transport.tls = tls;
+      o.transport.tls_server_name = opts.tls->server_name;
+      o.transport.tls_verify = !opts.tls->insecure_skip_verify;
+    }
+    o.username = opts.username;
+    o.password = opts.password;
+    o.max_frame_bytes = opts.max_frame_bytes;
+    return o;
+  }
+
+  void AccountClosed(const Connection& c) {
+    ConnectionStats s = c.stats();
+    closed_bytes_read += s.bytes_read;
+    closed_bytes_written += s.bytes_written;
+    closed_direct += s.direct_bytes;
+    closed_copied += s.copied_bytes;
+  }
+
+  void FillPool(const HostPtr& h);
+  void ScheduleReconnect(const HostPtr& h);
+  void OnPoolConnection(const HostPtr& h, StatusOr<std::shared_ptr<Connection>> c, int wanted_shard);
+  std::shared_ptr<Connection> PickConnection(Host& h, std::optional<int> shard,
+                                             const std::vector<const Connection*>& avoid);
+
+  // --- topology ------------------------------------------------------------
+  std::shared_ptr<const Topology> Topo() const {
+    std::lock_guard<std::mutex> l(topo_mu);
+    return topo;
+  }
+  std::string LocalDc() const {
+    std::lock_guard<std::mutex> l(topo_mu);
+    return local_dc;
+  }
+  std::shared_ptr<const ReplicaIndex> Ring(const std::string& keyspace);
+  std::vector<HostPtr> QueryPlan(const Statement& st, std::optional<int64_t>* token);
+
+  // Runs one simple query on a given connection (control-connection work).
+  void RunOn(const std::shared_ptr<Connection>& c, std::string query,
+             std::function<void(StatusOr<cql::Rows>)> done);
+  void LoadTopology(const std::shared_ptr<Connection>& c, const std::string& contact,
+                    std::function<void(Status)> done);
+  void ApplyTopology(std::shared_ptr<Topology> t);
+  void OnEvent(const cql::Event& e);
+  void ScheduleRefresh(std::chrono::milliseconds delay);
+  void ReconnectControl();
+  void OpenControl(std::vector<std::string> candidates, size_t index, std::function<void(Status)> done);
+
+  void Shutdown();
+};
+
+// ----------------------------------------------------------------------------
+// Pools
+// ----------------------------------------------------------------------------
+
+void Session::Impl::FillPool(const HostPtr& h) {
+  HostPool& p = h->pool;
+  std::vector<std::pair<int, std::vector<uint16_t>>> to_open;  // (shard, source ports)
+  uint16_t port = h->port;
+  {
+    std::lock_guard<std::mutex> l(p.mu);
+    if (p.closed || closed) return;
+    const int per = opts.connections_per_host;
+    if (p.sharding && ShardAwarePort(*p.sharding, tls != nullptr) && opts.shard_aware) {
+      // One or more connections per shard through the shard-aware port.
+      port = *ShardAwarePort(*p.sharding, tls != nullptr);
+      std::vector<int> have(static_cast<size_t>(p.sharding->nr_shards), 0);
+      for (int s : p.conn_shard) {
+        if (s >= 0 && s < p.sharding->nr_shards) ++have[static_cast<size_t>(s)];
+      }
+      const int per_shard = std::max(1, per / std::max(1, p.sharding->nr_shards));
+      for (int s = 0; s < p.sharding->nr_shards && p.opening + static_cast<int>(to_open.size()) <
+                                                        p.sharding->nr_shards * per_shard;
+           ++s) {
+        for (int k = have[static_cast<size_t>(s)]; k < per_shard; ++k) {
+          to_open.emplace_back(s, ShardSourcePorts(*p.sharding, s, 16));
+        }
+      }
+      // Opens already under way count against the shards in order.
+      to_open.erase(to_open.begin(),
+                    to_open.begin() + std::min<size_t>(static_cast<size_t>(p.opening), to_open.size()));
+    } else {
+      for (int n = static_cast<int>(p.conns.size()) + p.opening; n < per; ++n) to_open.emplace_back(-1, std::vector<uint16_t>{});
+    }
+    p.opening += static_cast<int>(to_open.size());
+  }
+  for (auto& [shard, ports] : to_open) {
+    Connection::Options o = ConnOptions(h->address, port);
+    o.transport.source_ports = std::move(ports);
+    std::weak_ptr<Impl> weak = weak_from_this();
+    const int wanted = shard;
+    o.on_close = [weak, h](const Status&) {
+      auto self = weak.lock();
+      if (!self) return;
+      // Remove closed connections and reopen with backoff.
+      {
+        std::lock_guard<std::mutex> l(h->pool.mu);
+        for (size_t i = 0; i < h->pool.conns.size();) {
+          if (h->pool.conns[i]->closed()) {
+            self->AccountClosed(*h->pool.conns[i]);
+            h->pool.conns.erase(h->pool.conns.begin() + static_cast<long>(i));
+            h->pool.conn_shard.erase(h->pool.conn_shard.begin() + static_cast<long>(i));
+          } else {
+            ++i;
+          }
+        }
+        if (h->pool.conns.empty()) h->up = false;
+      }
+      self->ScheduleReconnect(h);
+    };
+    Connection::Open(io->Next(), std::move(o), [weak, h, wanted](StatusOr<std::shared_ptr<Connection>> c) {
+      if (auto self = weak.lock()) self->OnPoolConnection(h, std::move(c), wanted);
+    });
+  }
+}
+
+void Session::Impl::OnPoolConnection(const HostPtr& h, StatusOr<std::shared_ptr<Connection>> c, int wanted_shard) {
+  HostPool& p = h->pool;
+  bool refill = false;
+  {
+    std::lock_guard<std::mutex> l(p.mu);
+    --p.opening;
+    if (!c.ok()) {
+      ++p.failures;
+      p.last_error = c.status().ToString();
+    } else if (p.closed || closed) {
+      (*c)->Close(Status::Cancelled("session closed"));
+      return;
+    } else {
+      std::shared_ptr<Connection> conn = *c;
+      int shard = -1;
+      if (auto info = ShardInfo::FromSupported(conn->supported())) {
+        shard = info->shard;
+        if (!p.sharding) {
+          p.sharding = info;
+          refill = true;  // now we know the shards: open the missing ones
+        }
+      }
+      (void)wanted_shard;  // the server decides; we record what it says
+      p.conns.push_back(conn);
+      p.conn_shard.push_back(shard);
+      p.failures = 0;
+      if (!h->up.exchange(true)) counters.reconnects++;
+      if (conn->closed()) refill = true;  // closed before we stored it: on_close saw nothing
+    }
+  }
+  if (!c.ok()) {
+    ScheduleReconnect(h);
+  } else if (refill) {
+    FillPool(h);
+  }
+}
+
+void Session::Impl::ScheduleReconnect(const HostPtr& h) {
+  HostPool& p = h->pool;
+  std::lock_guard<std::mutex> l(p.mu);
+  if (p.closed || closed || p.reconnect_scheduled) return;
+  p.reconnect_scheduled = true;
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const double base = static_cast<double>(opts.reconnect_base.count());
+  double d = base * std::pow(2.0, std::min(p.failures, 16));
+  d = std::min(d, static_cast<double>(opts.reconnect_max.count()));
+  d *= std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+  if (!p.timer) p.timer = std::make_unique<asio::steady_timer>(io->Next());
+  p.timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(d)));
+  std::weak_ptr<Impl> weak = weak_from_this();
+  p.timer->async_wait([weak, h](std::error_code ec) {
+    auto self = weak.lock();
+    if (!self) return;
+    {
+      std::lock_guard<std::mutex> l(h->pool.mu);
+      h->pool.reconnect_scheduled = false;
+    }
+    if (!ec) self->FillPool(h);
+  });
+}
+
+std::shared_ptr<Connection> Session::Impl::PickConnection(Host& h, std::optional<int> shard,
+                                                          const std::vector<const Connection*>& avoid) {
+  std::lock_guard<std::mutex> l(h.pool.mu);
+  std::shared_ptr<Connection> best;
+  int best_load = 0;
+  bool best_avoided = true;
+  bool best_shard = false;
+  for (size_t i = 0; i < h.pool.conns.size(); ++i) {
+    const auto& c = h.pool.conns[i];
+    if (c->closed()) continue;
+    const bool avoided = std::find(avoid.begin(), avoid.end(), c.get()) != avoid.end();
+    const bool on_shard = shard && h.pool.conn_shard[i] == *shard;
+    const int load = c->in_flight();
+    // Preference: not already used by this request, then the token's shard,
+    // then the least loaded.
+    auto key = std::make_tuple(!avoided, on_shard, -load);
+    auto best_key = std::make_tuple(!best_avoided, best_shard, -best_load);
+    if (!best || key > best_key) {
+      best = c;
+      best_load = load;
+      best_avoided = avoided;
+      best_shard = on_shard;
+    }
+  }
+  return best;
+}
+
+// ----------------------------------------------------------------------------
+// Topology
+// ----------------------------------------------------------------------------
+
+void Session::Impl::RunOn(const std::shared_ptr<Connection>& c, std::string query,
+                          std::function<void(StatusOr<cql::Rows>)> done) {
+  cql::QueryParameters qp;
+  qp.consistency = cql::Consistency::kOne;
+  auto frame = cql::EncodeQuery(query, qp);
+  if (!frame.ok()) return done(frame.status());
+  c->Send(std::move(*frame), nullptr, opts.request_timeout,
+          [done = std::move(done), query](StatusOr<Reply> r) {
+            if (!r.ok()) return done(r.status().WithContext(query));
+            if (const ServerError* e = r->server_error()) {
+              return done(Status::FromServer(std::make_shared<ServerError>(*e)).WithContext(query));
+            }
+            auto* res = r->response ? std::get_if<cql::Result>(&r->response->message) : nullptr;
+            auto* rows = res ? std::get_if<cql::Rows>(res) : nullptr;
+            if (!rows) return done(Status::ProtocolError(fmt::format("'{}' returned no rows result", query)));
+            done(std::move(*rows));
+          });
+}
+
+void Session::Impl::LoadTopology(const std::shared_ptr<Connection>& c, const std::string& contact,
+                                 std::function<void(Status)> done) {
+  auto t = std::make_shared<Topology>();
+  auto self = shared_from_this();
+  const uint16_t port = opts.port;
+  RunOn(c,
+        "SELECT cluster_name, data_center, rack, release_version, host_id, tokens, schema_version "
+        "FROM system.local WHERE key='local'",
+        [self, c, t, contact, port, done](StatusOr<cql::Rows> local) {
+          if (!local.ok()) return done(local.status());
+          if (local->row_count() < 1) return done(Status::ProtocolError("system.local is empty"));
+          const cql::Rows& r = *local;
+          auto h = std::make_shared<Host>();
+          h->address = contact;
+          h->port = port;
+          t->cluster_name = TextCell(r, 0, r.column_index("cluster_name"));
+          h->datacenter = TextCell(r, 0, r.column_index("data_center"));
+          h->rack = TextCell(r, 0, r.column_index("rack"));
+          h->release_version = TextCell(r, 0, r.column_index("release_version"));
+          h->host_id = UuidCell(r, 0, r.column_index("host_id"));
+          h->schema_version = UuidCell(r, 0, r.column_index("schema_version"));
+          h->tokens = TokensCell(r, 0, r.column_index("tokens"));
+          t->hosts.push_back(h);
+          auto on_peers = [self, c, t, port, done](StatusOr<cql::Rows> peers, bool v2) {
+            if (!peers.ok()) return done(peers.status());
+            const cql::Rows& p = *peers;
+            for (int32_t i = 0; i < p.row_count(); ++i) {
+              auto ph = std::make_shared<Host>();
+              ph->address = InetCell(p, i, p.column_index(v2 ? "native_address" : "rpc_address"));
+              if (ph->address.empty() || ph->address == "0.0.0.0" || ph->address == "::") {
+                ph->address = InetCell(p, i, p.column_index("peer"));
+              }
+              ph->port = port;
+              if (v2) {
+                auto pv = p.value(i, p.column_index("native_port"));
+                if (pv.ok() && pv->kind() == Value::Kind::kInt && pv->as_int() > 0) {
+                  ph->port = static_cast<uint16_t>(pv->as_int());
+                }
+              }
+              ph->datacenter = TextCell(p, i, p.column_index("data_center"));
+              ph->rack = TextCell(p, i, p.column_index("rack"));
+              ph->release_version = TextCell(p, i, p.column_index("release_version"));
+              ph->host_id = UuidCell(p, i, p.column_index("host_id"));
+              ph->schema_version = UuidCell(p, i, p.column_index("schema_version"));
+              ph->tokens = TokensCell(p, i, p.column_index("tokens"));
+              if (ph->address.empty()) continue;
+              t->hosts.push_back(ph);
+            }
+            self->RunOn(c, "SELECT keyspace_name, replication FROM system_schema.keyspaces",
+                        [self, t, done](StatusOr<cql::Rows> ks) {
+                          if (!ks.ok()) return done(ks.status());
+                          const int32_t kc = ks->column_index("keyspace_name");
+                          const int32_t rc = ks->column_index("replication");
+                          for (int32_t i = 0; i < ks->row_count(); ++i) {
+                            auto v = ks->value(i, rc);
+                            std::map<std::string, std::string> m;
+                            if (v.ok() && v->kind() == Value::Kind::kMap) {
+                              for (const auto& [k, val] : v->as_map()) {
+                                if (k.kind() == Value::Kind::kText && val.kind() == Value::Kind::kText) {
+                                  m[k.as_text()] = val.as_text();
+                                }
+                              }
+                            }
+                            t->replication[TextCell(*ks, i, kc)] = std::move(m);
+                          }
+                          self->ApplyTopology(t);
+                          done(Status::OK());
+                        });
+          };
+          self->RunOn(c,
+                      "SELECT peer, data_center, rack, release_version, host_id, tokens, schema_version, "
+                      "native_address, native_port FROM system.peers_v2",
+                      [self, c, on_peers](StatusOr<cql::Rows> p2) {
+                        const ServerError* e = p2.ok() ? nullptr : p2.status().server_error();
+                        if (e != nullptr && e->typed() == ServerErrorCode::kInvalid) {
+                          // Older servers (and ScyllaDB) have only system.peers.
+                          return self->RunOn(c,
+                                             "SELECT peer, data_center, rack, release_version, host_id, "
+                                             "tokens, schema_version, rpc_address FROM system.peers",
+                                             [on_peers](StatusOr<cql::Rows> p1) { on_peers(std::move(p1), false); });
+                        }
+                        on_peers(std::move(p2), true);
+                      });
+        });
+}
+
+void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
+  std::vector<HostPtr> to_fill;
+  std::vector<HostPtr> removed;
+  {
+    std::lock_guard<std::mutex> l(topo_mu);
+    // Keep existing Host objects (and their pools) for known endpoints.
+    std::map<std::string, HostPtr> old;
+    if (topo) {
+      for (const auto& h : topo->hosts) old[h->endpoint()] = h;
+    }
+    for (auto& h : t->hosts) {
+      auto it = old.find(h->endpoint());
+      if (it != old.end()) {
+        HostPtr keep = it->second;
+        keep->datacenter = h->datacenter;  // immutable in practice; refreshed for completeness
+        keep->rack = h->rack;
+        keep->release_version = h->release_version;
+        keep->host_id = h->host_id;
+        keep->schema_version = h->schema_version;
+        keep->tokens = h->tokens;
+        h = keep;
+        old.erase(it);
+      } else {
+        to_fill.push_back(h);
+      }
+    }
+    for (auto& [k, h] : old) removed.push_back(h);
+    if (local_dc.empty()) {
+      local_dc = opts.local_dc.empty() && !t->hosts.empty() ? t->hosts.front()->datacenter : opts.local_dc;
+    }
+    topo = std::move(t);
+    rings.clear();
+  }
+  for (auto& h : removed) {
+    std::vector<std::shared_ptr<Connection>> conns;
+    {
+      std::lock_guard<std::mutex> l(h->pool.mu);
+      h->pool.closed = true;
+      conns = h->pool.conns;
+      if (h->pool.timer) h->pool.timer->cancel();
+    }
+    for (auto& c : conns) c->Close(Status::ConnectionLost(fmt::format("host {} left the cluster", h->endpoint())));
+  }
+  for (auto& h : to_fill) FillPool(h);
+}
+
+std::shared_ptr<const ReplicaIndex> Session::Impl::Ring(const std::string& keyspace) {
+  std::lock_guard<std::mutex> l(topo_mu);
+  auto it = rings.find(keyspace);
+  if (it != rings.end()) return it->second;
+  if (!topo) return nullptr;
+  auto rep = topo->replication.find(keyspace);
+  if (rep == topo->replication.end()) return nullptr;
+  std::shared_ptr<const ReplicaIndex> ring = ReplicaIndex::Build(topo->hosts, rep->second);
+  rings[keyspace] = ring;  // nullptr too: not routable, don't retry each time
+  return ring;
+}
+
+std::vector<HostPtr> Session::Impl::QueryPlan(const Statement& st, std::optional<int64_t>* token) {
+  auto t = Topo();
+  std::vector<HostPtr> plan;
+  if (!t || t->hosts.empty()) return plan;
+  const std::string dc = LocalDc();
+  if (!st.target_host.empty()) {
+    for (const auto& h : t->hosts) {
+      if (h->address == st.target_host || h->endpoint() == st.target_host) plan.push_back(h);
+    }
+    return plan;
+  }
+
+  // Routing key of the statement, if it has one.
+  std::optional<int64_t> tok;
+  std::string keyspace;
+  if (st.prepared && !st.prepared->pk_indexes.empty()) {
+    std::vector<cql::Bytes> parts;
+    bool ok = true;
+    for (uint16_t idx : st.prepared->pk_indexes) {
+      if (idx >= st.values.size() || idx >= st.prepared->bind_types.size() || st.values[idx].is_null()) {
+        ok = false;
+        break;
+      }
+      cql::Bytes b;
+      if (!EncodeCell(st.values[idx], st.prepared->bind_types[idx], &b).ok()) {
+        ok = false;
+        break;
+      }
+      parts.push_back(std::move(b));
+    }
+    if (ok) {
+      std::vector<std::span<const uint8_t>> views(parts.begin(), parts.end());
+      auto tk = routing::PartitionKeyToken(views);
+      if (tk.ok()) tok = *tk;
+    }
+    keyspace = st.prepared->keyspace;
+  } else if (st.routing_key) {
+    tok = routing::Murmur3Token(*st.routing_key);
+    keyspace = st.routing_keyspace;
+  }
+  *token = tok;
+
+  std::vector<HostPtr> replicas;
+  if (tok && !keyspace.empty()) {
+    if (auto ring = Ring(keyspace)) replicas = ring->Replicas(*tok);
+  }
+  std::set<Host*> in_plan;
+  // 1. Up replicas in the local DC, least busy first (ties broken by the
+  //    ring order so load spreads deterministically).
+  std::vector<HostPtr> local_replicas;
+  for (auto& h : replicas) {
+    if (h->up && (dc.empty() || h->datacenter == dc)) local_replicas.push_back(h);
+  }
+  if (local_replicas.size() > 1) {
+    std::vector<std::pair<int, HostPtr>> by_load;
+    for (auto& h : local_replicas) by_load.emplace_back(h->pool.InFlight(), h);
+    std::stable_sort(by_load.begin(), by_load.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < by_load.size(); ++i) local_replicas[i] = by_load[i].second;
+  }
+  for (auto& h : local_replicas) {
+    plan.push_back(h);
+    in_plan.insert(h.get());
+  }
+  // 2. Other up hosts of the local DC, round-robin; 3. remote DCs; 4. down hosts.
+  const size_t n = t->hosts.size();
+  const size_t start = static_cast<size_t>(rr.fetch_add(1, std::memory_order_relaxed) % n);
+  for (int pass = 0; pass < 3; ++pass) {
+    for (size_t k = 0; k < n; ++k) {
+      const HostPtr& h = t->hosts[(start + k) % n];
+      if (in_plan.count(h.get())) continue;
+      const bool local = dc.empty() || h->datacenter == dc;
+      const bool up = h->up;
+      const bool take = (pass == 0 && up && local) || (pass == 1 && up && !local) || (pass == 2 && !up);
+      if (take) {
+        plan.push_back(h);
+        in_plan.insert(h.get());
+      }
+    }
+  }
+  return plan;
+}
+
+// ----------------------------------------------------------------------------
+// Control connection and events
+// ----------------------------------------------------------------------------
+
+void Session::Impl::OpenControl(std::vector<std::string> candidates, size_t index,
+                                std::function<void(Status)> done) {
+  if (index >= candidates.size()) {
+    return done(Status::ConnectFailed("no contact point answered"));
+  }
+  Connection::Options o = ConnOptions(candidates[index], opts.port);
+  std::weak_ptr<Impl> weak = weak_from_this();
+  if (sopts.watch_events) {
+    o.event_types = {"TOPOLOGY_CHANGE", "STATUS_CHANGE", "SCHEMA_CHANGE"};
+    o.on_event = [weak](const cql::Event& e) {
+      if (auto self = weak.lock()) self->OnEvent(e);
+    };
+    o.on_close = [weak](const Status&) {
+      if (auto self = weak.lock()) self->ReconnectControl();
+    };
+  }
+  const std::string contact = candidates[index];
+  Connection::Open(io->Next(), std::move(o),
+                   [weak, candidates = std::move(candidates), index, done = std::move(done), contact](
+                       StatusOr<std::shared_ptr<Connection>> c) mutable {
+                     auto self = weak.lock();
+                     if (!self) return;
+                     if (!c.ok()) {
+                       Status first = c.status();
+                       // Authentication and TLS failures are not fixed by another host.
+                       if (first.code() == Status::Code::kAuthError || first.code() == Status::Code::kTlsError) {
+                         return done(first);
+                       }
+                       return self->OpenControl(std::move(candidates), index + 1,
+                                                [done, first](Status s) {
+                                                  done(s.ok() ? s : (s.message() == "no contact point answered" ? first : s));
+                                                });
+                     }
+                     auto conn = *c;
+                     self->LoadTopology(conn, contact, [self, conn, done](Status s) {
+                       if (s.ok()) {
+                         std::lock_guard<std::mutex> l(self->control_mu);
+                         self->control = conn;
+                         self->control_failures = 0;
+                       } else {
+                         conn->Close(s);
+                       }
+                       done(s);
+                     });
+                   });
+}
+
+void Session::Impl::ReconnectControl() {
+  if (closed) return;
+  std::chrono::milliseconds delay;
+  {
+    std::lock_guard<std::mutex> l(control_mu);
+    if (control_reconnecting) return;
+    control_reconnecting = true;
+    control.reset();
+    const double d = std::min<double>(static_cast<double>(opts.reconnect_max.count()),
+                                      static_cast<double>(opts.reconnect_base.count()) *
+                                          std::pow(2.0, std::min(control_failures, 16)));
+    delay = std::chrono::milliseconds(static_cast<int64_t>(d));
+    ++control_failures;
+  }
+  auto timer = std::make_shared<asio::steady_timer>(io->Next());
+  timer->expires_after(delay);
+  std::weak_ptr<Impl> weak = weak_from_this();
+  timer->async_wait([weak, timer](std::error_code ec) {
+    auto self = weak.lock();
+    if (!self || ec || self->closed) return;
+    // Any known host will do; up hosts first, then the contact points.
+    std::vector<std::string> cands;
+    if (auto t = self->Topo()) {
+      for (auto& h : t->hosts) {
+        if (h->up) cands.push_back(h->address);
+      }
+      for (auto& h : t->hosts) {
+        if (!h->up) cands.push_back(h->address);
+      }
+    }
+    for (auto& c : self->opts.hosts) cands.push_back(c);
+    self->OpenControl(cands, 0, [weak](Status s) {
+      auto self = weak.lock();
+      if (!self) return;
+      {
+        std::lock_guard<std::mutex> l(self->control_mu);
+        self->control_reconnecting = false;
+      }
+      if (!s.ok()) self->ReconnectControl();
+    });
+  });
+}
+
+void Session::Impl::OnEvent(const cql::Event& e) {
+  if (auto* sc = std::get_if<cql::StatusChangeEvent>(&e)) {
+    const std::string addr = cql::FormatAddress(sc->address.address);
+    if (auto t = Topo()) {
+      for (auto& h : t->hosts) {
+        if (h->address != addr) continue;
+        if (sc->change == "UP") {
+          FillPool(h);  // reconnect now rather than at the next backoff
+        } else if (sc->change == "DOWN") {
+          h->up = false;
+        }
+      }
+    }
+    return;
+  }
+  // Topology and schema changes: re-read the system tables (debounced).
+  ScheduleRefresh(std::chrono::milliseconds(500));
+}
+
+void Session::Impl::ScheduleRefresh(std::chrono::milliseconds delay) {
+  std::lock_guard<std::mutex> l(control_mu);
+  if (closed || refresh_timer) return;
+  refresh_timer = std::make_unique<asio::steady_timer>(io->Next());
+  refresh_timer->expires_after(delay);
+  std::weak_ptr<Impl> weak = weak_from_this();
+  refresh_timer->async_wait([weak](std::error_code ec) {
+    auto self = weak.lock();
+    if (!self) return;
+    std::shared_ptr<Connection> c;
+    std::string contact;
+    {
+      std::lock_guard<std::mutex> l(self->control_mu);
+      self->refresh_timer.reset();
+      c = self->control;
+    }
+    if (ec || !c || c->closed() || self->closed) return;
+    // The control connection's own host keeps the address we reached it by.
+    if (auto t = self->Topo(); t && !t->hosts.empty()) contact = t->hosts.front()->address;
+    self->LoadTopology(c, contact, [](Status) {});
+  });
+}
+
+void Session::Impl::Shutdown() {
+  if (closed.exchange(true)) return;
+  std::vector<std::shared_ptr<Connection>> conns;
+  {
+    std::lock_guard<std::mutex> l(control_mu);
+    if (control) conns.push_back(control);
+    control.reset();
+    if (refresh_timer) refresh_timer->cancel();
+  }
+  if (auto t = Topo()) {
+    for (auto& h : t->hosts) {
+      std::lock_guard<std::mutex> l(h->pool.mu);
+      h->pool.closed = true;
+      if (h->pool.timer) h->pool.timer->cancel();
+      for (auto& c : h->pool.conns) conns.push_back(c);
+    }
+  }
+  for (auto& c : conns) c->Close(Status::Cancelled("session closed"));
+  io->Stop();
+}
+
+// ============================================================================
+// Execution of one statement: plan, attempts, retries, hedges
+// ============================================================================
+
+struct Execution : std::enable_shared_from_this<Execution> {
+  std::shared_ptr<Session::Impl> s;
+  Statement st;
+  cql::RequestFrame frame;
+  ResultCallback cb;
+  std::vector<HostPtr> plan;
+  std::optional<int64_t> token;
+  std::unique_ptr<RetrySession> retry;
+  const SpeculativePolicy* spec = nullptr;
+  std::chrono::milliseconds timeout{0};
+  Clock::time_point t0 = Clock::now();
+
+  std::mutex mu;
+  bool done = false;               // GUARDED_BY(mu)
+  int started = 0;                 // GUARDED_BY(mu)
+  int outstanding = 0;             // GUARDED_BY(mu)
+  int failures = 0;                // GUARDED_BY(mu)
+  size_t next_host = 0;            // GUARDED_BY(mu)
+  Status last_error;               // GUARDED_BY(mu)
+  std::vector<const Connection*> used;  // GUARDED_BY(mu)
+  std::unique_ptr<asio::steady_timer> hedge_timer;  // GUARDED_BY(mu)
+  std::unique_ptr<asio::steady_timer> retry_timer;  // GUARDED_BY(mu)
+  std::vector<bool> hedge_flags;   // GUARDED_BY(mu): execution i was a hedge
+
+  bool IsHedge(int execution) {
+    std::lock_guard<std::mutex> l(mu);
+    return execution >= 0 && static_cast<size_t>(execution) < hedge_flags.size() &&
+           hedge_flags[static_cast<size_t>(execution)];
+  }
+
+  // Starts an execution on plan[host_index % plan.size()].
+  void Attempt(size_t host_index, bool is_hedge);
+  void OnReply(int execution, const HostPtr& host, std::shared_ptr<Connection> conn, Clock::time_point sent,
+               StatusOr<Reply> r);
+  void Fail(Status why);  // REQUIRES: mu held by caller? no: takes it
+  void ArmHedge();
+  void Reprepare(int execution, const HostPtr& host, std::shared_ptr<Connection> conn);
+  void Retry(const Status& err, const HostPtr& host);
+  std::optional<int> ShardFor(Host& h) {
+    std::lock_guard<std::mutex> l(h.pool.mu);
+    if (!token || !h.pool.sharding) return std::nullopt;
+    return h.pool.sharding->ShardOf(*token);
+  }
+};
+
+void Execution::Attempt(size_t host_index, bool is_hedge) {
+  HostPtr host = plan[host_index % plan.size()];
+  std::shared_ptr<Connection> conn;
+  int execution = 0;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (done) return;
+    conn = s->PickConnection(*host, ShardFor(*host), used);
+    if (conn) used.push_back(conn.get());
+    execution = started++;
+    hedge_flags.push_back(is_hedge);
+    ++outstanding;
+    if (is_hedge) s->counters.hedges++;
+  }
+  s->counters.executions++;
+  if (!conn) {
+    std::string why;
+    {
+      std::lock_guard<std::mutex> l(host->pool.mu);
+      why = host->pool.last_error;
+    }
+    OnReply(execution, host, nullptr, Clock::now(),
+            Status::ConnectionLost(fmt::format("no open connection to {}{}{}", host->endpoint(),
+                                               why.empty() ? "" : ": ", why)));
+    return;
+  }
+  std::shared_ptr<cql::CellSink> sink = st.sink ? st.sink(execution) : nullptr;
+  cql::RequestFrame f{frame.opcode, frame.bytes};  // a copy per execution (small)
+  const auto sent = Clock::now();
+  auto self = shared_from_this();
+  conn->Send(std::move(f), std::move(sink), timeout,
+             [self, execution, host, conn, sent](StatusOr<Reply> r) {
+               self->OnReply(execution, host, conn, sent, std::move(r));
+             });
+  ArmHedge();
+}
+
+void Execution::ArmHedge() {
+  if (!st.idempotent || spec == nullptr) return;
+  std::lock_guard<std::mutex> l(mu);
+  if (done || hedge_timer) return;
+  auto d = spec->NextDelay(started, s->latencies);
+  if (!d) return;
+  hedge_timer = std::make_unique<asio::steady_timer>(s->io->Next());
+  hedge_timer->expires_after(*d);
+  auto self = shared_from_this();
+  hedge_timer->async_wait([self](std::error_code ec) {
+    size_t idx;
+    {
+      std::lock_guard<std::mutex> l(self->mu);
+      self->hedge_timer.reset();
+      if (ec || self->done || self->outstanding == 0) return;
+      // Another replica when there is one; else the same host on another
+      // connection (PickConnection avoids connections already used).
+      idx = ++self->next_host;
+    }
+    self->Attempt(idx, /*is_hedge=*/true);
+  });
+}
+
+void Execution::Fail(Status why) {
+  ResultCallback callback;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (done) return;
+    done = true;
+    if (hedge_timer) hedge_timer->cancel();
+    if (retry_timer) retry_timer->cancel();
+    callback = std::move(cb);
+  }
+  s->counters.errors++;
+  callback(std::move(why));
+}
+
+void Execution::OnReply(int execution, const HostPtr& host, std::shared_ptr<Connection> conn,
+                        Clock::time_point sent, StatusOr<Reply> r) {
+  Status err;
+  if (!r.ok()) {
+    err = r.status();
+    if (err.IsTimeout()) s->counters.timeouts++;
+  } else if (const ServerError* e = r->server_error()) {
+    if (e->typed() == ServerErrorCode::kUnprepared && st.prepared && conn) {
+      return Reprepare(execution, host, std::move(conn));
+    }
+    err = Status::FromServer(std::make_shared<ServerError>(*e));
+  } else if (r->streamed && !r->sink_status.ok()) {
+    err = r->sink_status;
+  }
+
+  if (err.ok()) {
+    const auto lat = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
+    s->latencies.Record(lat);
+    if ((s->latency_samples.fetch_add(1, std::memory_order_relaxed) + 1) % 20000 == 0) s->latencies.Decay();
+    ResultCallback callback;
+    ResultSet rs;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      --outstanding;
+      if (done) return;  // a hedge lost the race
+      done = true;
+      if (hedge_timer) hedge_timer->cancel();
+      if (retry_timer) retry_timer->cancel();
+      callback = std::move(cb);
+      rs.attempts = started;
+    }
+    if (IsHedge(execution)) s->counters.hedge_wins++;
+    rs.winning_execution = execution;
+    rs.host = host->endpoint();
+    Reply& rep = *r;
+    rs.warnings = std::move(rep.warnings);
+    if (rep.streamed) {
+      rs.streamed = true;
+      rs.streamed_metadata = std::move(rep.rows_metadata);
+      rs.streamed_row_count = rep.row_count;
+      rs.result = cql::Rows();
+    } else if (auto* res = std::get_if<cql::Result>(&rep.response->message)) {
+      rs.result = std::move(*res);
+      if (auto* rows = std::get_if<cql::Rows>(&rs.result); rows && st.prepared &&
+                                                           rows->metadata().columns.empty() &&
+                                                           !st.prepared->result_metadata.columns.empty()) {
+        rows->set_metadata_columns(st.prepared->result_metadata.columns);
+      }
+    } else {
+      callback(Status::ProtocolError(fmt::format("{} answered with an unexpected {} message", rs.host,
+                                                 cql::OpcodeName(rep.header.opcode))));
+      return;
+    }
+    callback(std::move(rs));
+    return;
+  }
+
+  // A failed execution.
+  {
+    std::lock_guard<std::mutex> l(mu);
+    --outstanding;
+    if (done) return;
+    last_error = err;
+    ++failures;
+    // Other executions (hedges) are still running: let them finish first.
+    if (outstanding > 0) return;
+  }
+  Retry(err, host);
+}
+
+void Execution::Retry(const Status& err, const HostPtr& host) {
+  RetryDecision d;
+  int attempts;
+  size_t idx = 0;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (done) return;
+    d = retry->OnError(err, st.idempotent, failures);
+    attempts = started;
+    if (d.kind == RetryDecision::Kind::kNextHost) {
+      idx = ++next_host;
+    } else if (d.kind == RetryDecision::Kind::kSameHost) {
+      idx = next_host;
+    }
+  }
+  if (d.kind == RetryDecision::Kind::kGiveUp) {
+    return Fail(Status(err.code(),
+                       fmt::format("{} ({} attempt{}, last on {})", err.message(), attempts,
+                                   attempts == 1 ? "" : "s", host->endpoint()),
+                       err.server_error_ptr()));
+  }
+  s->counters.retries++;
+  if (d.delay.count() <= 0) return Attempt(idx, false);
+  std::lock_guard<std::mutex> l(mu);
+  if (done) return;
+  retry_timer = std::make_unique<asio::steady_timer>(s->io->Next());
+  retry_timer->expires_after(d.delay);
+  auto self = shared_from_this();
+  retry_timer->async_wait([self, idx](std::error_code ec) {
+    if (ec) return;
+    self->Attempt(idx, false);
+  });
+}
+
+void Execution::Reprepare(int execution, const HostPtr& host, std::shared_ptr<Connection> conn) {
+  s->counters.reprepares++;
+  auto self = shared_from_this();
+  conn->Send(cql::EncodePrepare(st.prepared->query), nullptr, timeout,
+             [self, execution, host, conn](StatusOr<Reply> r) {
+               Status err;
+               if (!r.ok()) {
+                 err = r.status();
+               } else if (const ServerError* e = r->server_error()) {
+                 err = Status::FromServer(std::make_shared<ServerError>(*e));
+               } else {
+                 auto* res = r->response ? std::get_if<cql::Result>(&r->response->message) : nullptr;
+                 auto* p = res ? std::get_if<cql::Prepared>(res) : nullptr;
+                 if (p == nullptr) {
+                   err = Status::ProtocolError("PREPARE did not return a prepared result");
+                 } else if (p->id != self->st.prepared->id) {
+                   // The statement changed meaning (e.g. the table was recreated
+                   // with other columns): the caller must prepare it again.
+                   err = Status::InvalidArgument(fmt::format(
+                       "statement '{}' was re-prepared with a different id; prepare it again",
+                       self->st.prepared->query));
+                 }
+               }
+               if (!err.ok()) {
+                 return self->OnReply(execution, host, conn, Clock::now(), err);
+               }
+               // Same id: send the EXECUTE again on this connection.
+               std::shared_ptr<cql::CellSink> sink = self->st.sink ? self->st.sink(execution) : nullptr;
+               cql::RequestFrame f{self->frame.opcode, self->frame.bytes};
+               const auto sent = Clock::now();
+               conn->Send(std::move(f), std::move(sink), self->timeout,
+                          [self, execution, host, conn, sent](StatusOr<Reply> r2) {
+                            self->OnReply(execution, host, conn, sent, std::move(r2));
+                          });
+             });
+}
+
+// ============================================================================
+// Session
+// ============================================================================
+
+StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& options,
+                                                    SessionOptions session_options) {
+  CQLS_RETURN_IF_ERROR(options.Validate());
+  auto impl = std::make_shared<Impl>();
+  impl->opts = options;
+  impl->sopts = std::move(session_options);
+  if (!impl->sopts.retry) impl->sopts.retry = std::make_shared<DefaultRetryPolicy>();
+  int threads = options.io_threads;
+  if (threads == 0) threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  impl->io = std::make_unique<IoPool>(threads);
+  if (options.tls) {
+    auto ctx = MakeTlsContext(*options.tls);
+    if (!ctx.ok()) return ctx.status();
+    impl->tls = *ctx;
+  }
+  std::promise<Status> ready;
+  auto fut = ready.get_future();
+  impl->OpenControl(options.hosts, 0, [&ready](Status s) { ready.set_value(std::move(s)); });
+  Status s = fut.get();
+  if (!s.ok()) {
+    impl->Shutdown();
+    return s;
+  }
+  // Wait (bounded) until at least one pool connection is open, so the first
+  // statements do not all fail over.
+  const auto until = Clock::now() + options.connect_timeout;
+  for (;;) {
+    bool any = false;
+    std::string why;
+    if (auto t = impl->Topo()) {
+      for (auto& h : t->hosts) {
+        std::lock_guard<std::mutex> l(h->pool.mu);
+        if (!h->pool.conns.empty()) any = true;
+        if (why.empty()) why = h->pool.last_error;
+      }
+    }
+    if (any) break;
+    if (Clock::now() >= until) {
+      impl->Shutdown();
+      return Status::ConnectFailed(fmt::format("no connection to any host could be opened{}{}",
+                                               why.empty() ? "" : ": ", why));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return std::shared_ptr<Session>(new Session(std::move(impl)));
+}
+
+Session::Session(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Session::~Session() { Close(); }
+
+void Session::Close() {
+  if (!impl_) return;
+  if (impl_->io->InPoolThread()) {
+    // Dropped from inside a callback: an I/O thread cannot join itself, so
+    // a helper thread finishes the shutdown.
+    std::thread([impl = impl_] { impl->Shutdown(); }).detach();
+    return;
+  }
+  impl_->Shutdown();
+}
+
+namespace {
+
+StatusOr<cql::RequestFrame> EncodeStatement(const Statement& st) {
+  cql::QueryParameters qp;
+  qp.consistency = st.consistency;
+  qp.values = st.values;
+  qp.page_size = st.page_size;
+  qp.paging_state = st.paging_state;
+  qp.default_timestamp = st.default_timestamp;
+  if (st.prepared) {
+    if (st.values.size() != st.prepared->bind_types.size()) {
+      return Status::InvalidArgument(fmt::format("statement '{}' has {} bind markers but {} values were given",
+                                                 st.prepared->query, st.prepared->bind_types.size(),
+                                                 st.values.size()));
+    }
+    qp.value_types = &st.prepared->bind_types;
+    qp.skip_metadata = !st.prepared->result_metadata.columns.empty();
+    auto f = cql::EncodeExecute(st.prepared->id, qp);
+    if (!f.ok()) return f.status().WithContext(st.prepared->query);
+    return f;
+  }
+  if (st.query.empty()) return Status::InvalidArgument("statement has neither a query nor a prepared statement");
+  auto f = cql::EncodeQuery(st.query, qp);
+  if (!f.ok()) return f.status().WithContext(st.query);
+  return f;
+}
+
+template <typename T>
+StatusOr<T> Wait(std::future<StatusOr<T>>& f) {
+  return f.get();
+}
+
+}  // namespace
+
+// Starts an execution of an encoded request along the statement's plan.
+static void Run(const std::shared_ptr<Session::Impl>& impl, const Statement& st, cql::RequestFrame frame,
+                ResultCallback callback) {
+  auto ex = std::make_shared<Execution>();
+  ex->s = impl;
+  ex->st = st;
+  ex->frame = std::move(frame);
+  ex->cb = std::move(callback);
+  ex->plan = impl->QueryPlan(st, &ex->token);
+  ex->retry = (st.retry ? st.retry : impl->sopts.retry.get())->NewSession();
+  ex->spec = st.speculative ? st.speculative : impl->sopts.speculative.get();
+  ex->timeout = st.timeout.count() > 0 ? st.timeout : impl->opts.request_timeout;
+  impl->counters.requests++;
+  if (ex->plan.empty()) {
+    impl->counters.errors++;
+    auto cb = std::move(ex->cb);
+    return cb(Status::ConnectFailed(st.target_host.empty()
+                                        ? std::string("no host of the cluster is known")
+                                        : fmt::format("host {} is not part of the cluster", st.target_host)));
+  }
+  ex->Attempt(0, false);
+}
+
+void Session::ExecuteAsync(Statement statement, ResultCallback callback) {
+  if (impl_->closed) return callback(Status::Cancelled("session closed"));
+  auto frame = EncodeStatement(statement);
+  if (!frame.ok()) return callback(frame.status());
+  Run(impl_, statement, std::move(*frame), std::move(callback));
+}
+
+StatusOr<ResultSet> Session::Execute(Statement statement) {
+  if (impl_->io->InPoolThread()) {
+    return Status::Internal("Session::Execute called from an I/O thread (use ExecuteAsync)");
+  }
+  std::promise<StatusOr<ResultSet>> p;
+  auto f = p.get_future();
+  ExecuteAsync(std::move(statement), [&p](StatusOr<ResultSet> r) { p.set_value(std::move(r)); });
+  return Wait(f);
+}
+
+StatusOr<ResultSet> Session::Query(std::string query, std::vector<Value> values) {
+  return Execute(Statement::Query(std::move(query), std::move(values)));
+}
+
+Status Session::ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page) {
+  if (statement.sink) return Status::InvalidArgument("ForEachPage needs a buffered statement (no sink)");
+  for (;;) {
+    auto r = Execute(statement);
+    if (!r.ok()) return r.status();
+    const cql::Rows* rows = r->rows();
+    if (rows == nullptr) return Status::InvalidArgument("statement returned no rows result");
+    CQLS_RETURN_IF_ERROR(on_page(*rows));
+    auto next = r->paging_state();
+    if (!next) return Status::OK();
+    statement.paging_state = std::move(next);
+  }
+}
+
+void Session::PrepareAsync(std::string query, PrepareCallback callback) {
+  {
+    std::lock_guard<std::mutex> l(impl_->prepared_mu);
+    auto it = impl_->prepared.find(query);
+    if (it != impl_->prepared.end()) return callback(it->second);
+  }
+  if (impl_->closed) return callback(Status::Cancelled("session closed"));
+  Statement st = Statement::Query(query);
+  st.idempotent = true;
+  auto impl = impl_;
+  Run(impl_, st, cql::EncodePrepare(query),
+      [impl, query, callback = std::move(callback)](StatusOr<ResultSet> r) {
+        if (!r.ok()) return callback(r.status().WithContext(fmt::format("prepare '{}'", query)));
+        auto* p = std::get_if<cql::Prepared>(&r->result);
+        if (p == nullptr) return callback(Status::ProtocolError("PREPARE did not return a prepared result"));
+        auto ps = std::make_shared<PreparedStatement>();
+        ps->query = query;
+        ps->id = p->id;
+        ps->bind_columns = p->bind_metadata.bind_columns;
+        for (const auto& c : ps->bind_columns) ps->bind_types.push_back(c.type);
+        ps->pk_indexes = p->bind_metadata.pk_indexes;
+        ps->result_metadata = p->result_metadata;
+        if (!ps->bind_columns.empty()) {
+          ps->keyspace = ps->bind_columns.front().keyspace;
+          ps->table = ps->bind_columns.front().table;
+        } else if (!ps->result_metadata.columns.empty()) {
+          ps->keyspace = ps->result_metadata.columns.front().keyspace;
+          ps->table = ps->result_metadata.columns.front().table;
+        }
+        PreparedPtr out = ps;
+        {
+          std::lock_guard<std::mutex> l(impl->prepared_mu);
+          auto [it, inserted] = impl->prepared.emplace(query, out);
+          if (!inserted) it->second = out;  // a newer preparation replaces the old one
+        }
+        callback(std::move(out));
+      });
+}
+
+StatusOr<PreparedPtr> Session::Prepare(std::string query) {
+  if (impl_->io->InPoolThread()) return Status::Internal("Session::Prepare called from an I/O thread");
+  std::promise<StatusOr<PreparedPtr>> p;
+  auto f = p.get_future();
+  PrepareAsync(std::move(query), [&p](StatusOr<PreparedPtr> r) { p.set_value(std::move(r)); });
+  return Wait(f);
+}
+
+void Session::ExecuteBatchAsync(cql::BatchType type, const std::vector<Statement>& statements,
+                                cql::Consistency consistency, ResultCallback callback) {
+  if (statements.empty()) return callback(Status::InvalidArgument("empty batch"));
+  std::vector<cql::BatchStatement> bs;
+  bs.reserve(statements.size());
+  bool idempotent = true;
+  for (const auto& st : statements) {
+    cql::BatchStatement b;
+    if (st.prepared) {
+      if (st.values.size() != st.prepared->bind_types.size()) {
+        return callback(Status::InvalidArgument(fmt::format(
+            "batch statement '{}' has {} bind markers but {} values were given", st.prepared->query,
+            st.prepared->bind_types.size(), st.values.size())));
+      }
+      b.prepared_id = st.prepared->id;
+      b.value_types = &st.prepared->bind_types;
+    } else {
+      b.query = st.query;
+    }
+    b.values = st.values;
+    idempotent = idempotent && st.idempotent;
+    bs.push_back(std::move(b));
+  }
+  auto frame = cql::EncodeBatch(type, bs, consistency);
+  if (!frame.ok()) return callback(frame.status());
+  Statement route = statements.front();
+  route.idempotent = idempotent;
+  route.consistency = consistency;
+  route.sink = nullptr;
+  Run(impl_, route, std::move(*frame), std::move(callback));
+}
+
+StatusOr<ResultSet> Session::ExecuteBatch(cql::BatchType type, const std::vector<Statement>& statements,
+                                          cql::Consistency consistency, std::chrono::milliseconds timeout) {
+  if (impl_->io->InPoolThread()) return Status::Internal("Session::ExecuteBatch called from an I/O thread");
+  (void)timeout;  // the statements' own timeout applies (first statement)
+  std::promise<StatusOr<ResultSet>> p;
+  auto f = p.get_future();
+  ExecuteBatchAsync(type, statements, consistency, [&p](StatusOr<ResultSet> r) { p.set_value(std::move(r)); });
+  return Wait(f);
+}
+
+Status Session::WaitForSchemaAgreement(std::chrono::milliseconds timeout) {
+  const auto until = Clock::now() + timeout;
+  std::string last;
+  for (;;) {
+    std::shared_ptr<Connection> c;
+    {
+      std::lock_guard<std::mutex> l(impl_->control_mu);
+      c = impl_->control;
+    }
+    if (c && !c->closed()) {
+      auto run = [&](const std::string& q) {
+        std::promise<StatusOr<cql::Rows>> p;
+        auto f = p.get_future();
+        impl_->RunOn(c, q, [&p](StatusOr<cql::Rows> r) { p.set_value(std::move(r)); });
+        return f.get();
+      };
+      auto local = run("SELECT schema_version FROM system.local WHERE key='local'");
+      auto peers = run("SELECT peer, schema_version FROM system.peers");
+      if (local.ok() && peers.ok()) {
+        std::set<std::string> versions;
+        if (local->row_count() > 0) versions.insert(UuidCell(*local, 0, 0));
+        // Only peers we consider up take part (a dead node never agrees).
+        std::set<std::string> up_addresses;
+        if (auto t = impl_->Topo()) {
+          for (auto& h : t->hosts) {
+            if (h->up) up_addresses.insert(h->address);
+          }
+        }
+        for (int32_t i = 0; i < peers->row_count(); ++i) {
+          const std::string peer = InetCell(*peers, i, 0);
+          const std::string v = UuidCell(*peers, i, 1);
+          if (!v.empty() && (up_addresses.empty() || up_addresses.count(peer))) versions.insert(v);
+        }
+        if (versions.size() <= 1) return Status::OK();
+        last = fmt::format("{} schema versions in the cluster", versions.size());
+      } else {
+        last = (!local.ok() ? local.status() : peers.status()).ToString();
+      }
+    } else {
+      last = "no control connection";
+    }
+    if (Clock::now() >= until) {
+      return Status::Timeout(fmt::format("no schema agreement within {} ms ({})", timeout.count(), last));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+std::string Session::cluster_name() const {
+  auto t = impl_->Topo();
+  return t ? t->cluster_name : std::string();
+}
+
+std::string Session::local_dc() const { return impl_->LocalDc(); }
+
+std::vector<HostInfo> Session::Hosts() const {
+  std::vector<HostInfo> out;
+  auto t = impl_->Topo();
+  if (!t) return out;
+  for (const auto& h : t->hosts) {
+    HostInfo i;
+    i.address = h->address;
+    i.port = h->port;
+    i.datacenter = h->datacenter;
+    i.rack = h->rack;
+    i.release_version = h->release_version;
+    i.host_id = h->host_id;
+    i.token_count = h->tokens.size();
+    i.up = h->up;
+    std::lock_guard<std::mutex> l(h->pool.mu);
+    i.open_connections = static_cast<int>(h->pool.conns.size());
+    for (auto& c : h->pool.conns) i.in_flight += c->in_flight();
+    i.shards = h->pool.sharding ? h->pool.sharding->nr_shards : 0;
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+SessionMetrics Session::metrics() const {
+  SessionMetrics m;
+  auto& c = impl_->counters;
+  m.requests = c.requests;
+  m.executions = c.executions;
+  m.retries = c.retries;
+  m.hedges = c.hedges;
+  m.hedge_wins = c.hedge_wins;
+  m.timeouts = c.timeouts;
+  m.errors = c.errors;
+  m.reprepares = c.reprepares;
+  m.reconnects = c.reconnects;
+  m.bytes_read = impl_->closed_bytes_read;
+  m.bytes_written = impl_->closed_bytes_written;
+  m.direct_bytes = impl_->closed_direct;
+  m.copied_bytes = impl_->closed_copied;
+  if (auto t = impl_->Topo()) {
+    for (const auto& h : t->hosts) {
+      std::lock_guard<std::mutex> l(h->pool.mu);
+      for (const auto& conn : h->pool.conns) {
+        ConnectionStats s = conn->stats();
+        m.bytes_read += s.bytes_read;
+        m.bytes_written += s.bytes_written;
+        m.direct_bytes += s.direct_bytes;
+        m.copied_bytes += s.copied_bytes;
+        m.in_flight += conn->in_flight();
+      }
+    }
+  }
+  return m;
+}
+
+const LatencyTracker& Session::latencies() const { return impl_->latencies; }
+const ConnectionOptions& Session::options() const { return impl_->opts; }
+
+int Session::InFlight() const { return metrics().in_flight; }
+
+}  // namespace cqlstream::net

@@ -1,0 +1,217 @@
+// Copyright (c) cqlstream authors.
+//
+// Session: cqlstream's CQL client for a whole cluster.
+//
+//  * Connect() opens a control connection to the first reachable contact
+//    point, reads the topology (system.local + system.peers_v2, falling back
+//    to system.peers), registers for TOPOLOGY_CHANGE / STATUS_CHANGE /
+//    SCHEMA_CHANGE events and opens a pool of connections to every host of
+//    the local data center (hosts of other data centers get pools too but are
+//    tried last).
+//  * Execute*() runs a statement along a query plan: for a prepared statement
+//    whose partition key is bound, the replicas of its token (Murmur3 on the
+//    routing key, replica placement from the keyspace's replication) in the
+//    local DC, least busy first; then the other hosts of the local DC; then
+//    remote DCs. Without routing information the plan starts round-robin.
+//    On ScyllaDB the request goes to the connection of the token's shard.
+//  * Failures go through the statement's RetryPolicy (default:
+//    DefaultRetryPolicy); UNPREPARED is answered by re-preparing on that host
+//    and re-sending. Idempotent statements may be hedged: a SpeculativePolicy
+//    starts another execution on the next host (or another connection when
+//    there is only one host) if the first has not answered; the first answer
+//    wins and the others are abandoned.
+//  * Connections that die are re-opened in the background with exponential
+//    backoff; hosts reported DOWN are tried last; events update the topology.
+//
+// Thread-safety: every method is thread-safe. Async callbacks run on one of
+// the session's I/O threads and must not block; the synchronous variants
+// must not be called from an I/O thread (they would deadlock; checked).
+// Ownership: Connect() returns a shared_ptr; Close() (or the last reference
+// going away) stops the I/O threads after failing what is still pending.
+#ifndef CQLSTREAM_NET_SESSION_H_
+#define CQLSTREAM_NET_SESSION_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "cql/frame_decoder.h"
+#include "cql/request.h"
+#include "cql/response.h"
+#include "cqlstream/options.h"
+#include "cqlstream/status.h"
+#include "cqlstream/value.h"
+#include "net/policies.h"
+
+namespace cqlstream::net {
+
+struct PreparedStatement {
+  std::string query;
+  cql::Bytes id;
+  std::vector<cql::ColumnSpec> bind_columns;
+  std::vector<DataType> bind_types;
+  std::vector<uint16_t> pk_indexes;  // bind index of each partition-key component
+  cql::RowsMetadata result_metadata;
+  std::string keyspace;              // of the bound table (routing)
+  std::string table;
+};
+using PreparedPtr = std::shared_ptr<const PreparedStatement>;
+
+// Makes the CellSink for one execution (attempt or hedge) of a statement:
+// concurrent executions of one statement never share a sink.
+using SinkFactory = std::function<std::shared_ptr<cql::CellSink>(int execution)>;
+
+struct Statement {
+  // Exactly one of `query` (unprepared) and `prepared`.
+  std::string query;
+  PreparedPtr prepared;
+  std::vector<Value> values;
+  cql::Consistency consistency = cql::Consistency::kLocalOne;
+  int32_t page_size = 5000;               // <= 0: no paging
+  std::optional<cql::Bytes> paging_state;
+  bool idempotent = false;                // reads and our blob writes are
+  std::chrono::milliseconds timeout{0};   // per attempt; 0: the session's default
+  std::optional<int64_t> default_timestamp;  // microseconds
+  // Stream the Rows of the result into sinks made by this factory.
+  SinkFactory sink;
+  // Policies for this statement; nullptr: the session's defaults.
+  const RetryPolicy* retry = nullptr;
+  const SpeculativePolicy* speculative = nullptr;
+  // Run only on this host (its address as in HostInfo::address); no failover.
+  std::string target_host;
+  // Routing for unprepared statements (prepared ones route themselves).
+  std::optional<cql::Bytes> routing_key;
+  std::string routing_keyspace;
+
+  static Statement Query(std::string q, std::vector<Value> v = {}) {
+    Statement s;
+    s.query = std::move(q);
+    s.values = std::move(v);
+    return s;
+  }
+  static Statement Bound(PreparedPtr p, std::vector<Value> v = {}) {
+    Statement s;
+    s.prepared = std::move(p);
+    s.values = std::move(v);
+    return s;
+  }
+};
+
+struct ResultSet {
+  // The RESULT kind: Void, Rows, SetKeyspace, Prepared or SchemaChange.
+  // For streamed Rows this holds an empty cql::Rows; see `streamed`.
+  cql::Result result;
+  bool streamed = false;
+  cql::RowsMetadata streamed_metadata;
+  int32_t streamed_row_count = 0;
+  int winning_execution = 0;   // which execution (sink) produced the answer
+  std::string host;            // the host that answered
+  int attempts = 1;            // executions started (retries + hedges + 1)
+  std::vector<std::string> warnings;
+
+  // The Rows of a buffered result, or nullptr.
+  const cql::Rows* rows() const { return std::get_if<cql::Rows>(&result); }
+  // Paging state for the next page, if any.
+  std::optional<cql::Bytes> paging_state() const;
+};
+
+using ResultCallback = std::function<void(StatusOr<ResultSet>)>;
+using PrepareCallback = std::function<void(StatusOr<PreparedPtr>)>;
+
+struct HostInfo {
+  std::string address;  // as the client connects to it
+  uint16_t port = 0;
+  std::string datacenter;
+  std::string rack;
+  std::string release_version;
+  std::string host_id;
+  size_t token_count = 0;
+  bool up = true;
+  int open_connections = 0;
+  int in_flight = 0;
+  // ScyllaDB: shard count (0 on Cassandra).
+  int shards = 0;
+};
+
+struct SessionMetrics {
+  uint64_t requests = 0;       // statements executed
+  uint64_t executions = 0;     // attempts sent (incl. retries and hedges)
+  uint64_t retries = 0;
+  uint64_t hedges = 0;
+  uint64_t hedge_wins = 0;     // a hedge answered first
+  uint64_t timeouts = 0;
+  uint64_t errors = 0;         // statements that failed in the end
+  uint64_t reprepares = 0;
+  uint64_t reconnects = 0;
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  uint64_t direct_bytes = 0;   // cell bytes read straight into sink memory
+  uint64_t copied_bytes = 0;
+  int in_flight = 0;
+};
+
+struct SessionOptions {
+  std::shared_ptr<const RetryPolicy> retry = std::make_shared<DefaultRetryPolicy>();
+  std::shared_ptr<const SpeculativePolicy> speculative;  // nullptr: no hedging by default
+  // Events and reconnection; turn off for short-lived tools.
+  bool watch_events = true;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  static StatusOr<std::shared_ptr<Session>> Connect(const ConnectionOptions& options,
+                                                    SessionOptions session_options = {});
+  ~Session();
+
+  // --- statements -------------------------------------------------------
+  void ExecuteAsync(Statement statement, ResultCallback callback);
+  StatusOr<ResultSet> Execute(Statement statement);
+  // Unprepared query, consistency LOCAL_ONE unless given; convenience.
+  StatusOr<ResultSet> Query(std::string query, std::vector<Value> values = {});
+  // Runs all pages of a statement, calling `on_page` for each buffered page.
+  Status ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page);
+
+  // Prepared statements are cached by query text (and re-prepared
+  // transparently when a server forgets them).
+  void PrepareAsync(std::string query, PrepareCallback callback);
+  StatusOr<PreparedPtr> Prepare(std::string query);
+
+  StatusOr<ResultSet> ExecuteBatch(cql::BatchType type, const std::vector<Statement>& statements,
+                                   cql::Consistency consistency = cql::Consistency::kLocalOne,
+                                   std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  void ExecuteBatchAsync(cql::BatchType type, const std::vector<Statement>& statements,
+                         cql::Consistency consistency, ResultCallback callback);
+
+  // Waits until every up host reports the same schema version (after DDL).
+  Status WaitForSchemaAgreement(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  // --- cluster ------------------------------------------------------------
+  std::string cluster_name() const;
+  std::string local_dc() const;
+  std::vector<HostInfo> Hosts() const;
+  SessionMetrics metrics() const;
+  const LatencyTracker& latencies() const;
+  const ConnectionOptions& options() const;
+  // Requests currently in flight over all connections.
+  int InFlight() const;
+
+  // Fails what is pending with Cancelled and stops the I/O threads.
+  void Close();
+
+  struct Impl;
+
+ private:
+  explicit Session(std::shared_ptr<Impl> impl);
+  // Shared with in-flight executions and timers, which may outlive a call.
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace cqlstream::net
+
+#endif  // CQLSTREAM_NET_SESSION_H_

@@ -1,0 +1,71 @@
+// Copyright (c) cqlstream authors.
+#include "net/topology.h"
+
+#include <fmt/format.h>
+
+#include <random>
+
+#include "net/routing/token_ring.h"
+
+namespace cqlstream::net {
+
+std::optional<uint16_t> ShardAwarePort(const ShardInfo& info, bool tls) {
+  return tls ? info.shard_aware_port_ssl : info.shard_aware_port;
+}
+
+std::vector<uint16_t> ShardSourcePorts(const ShardInfo& info, int shard, int count) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  routing::ShardPortIterator it = info.SourcePorts(shard, rng());
+  std::vector<uint16_t> out;
+  while (static_cast<int>(out.size()) < count) {
+    auto p = it.Next();
+    if (!p) break;
+    out.push_back(*p);
+  }
+  return out;
+}
+
+int HostPool::InFlight() {
+  std::lock_guard<std::mutex> l(mu);
+  int n = 0;
+  for (auto& c : conns) n += c->in_flight();
+  return n;
+}
+
+std::string Host::endpoint() const {
+  if (address.find(':') != std::string::npos) return fmt::format("[{}]:{}", address, port);
+  return fmt::format("{}:{}", address, port);
+}
+
+struct ReplicaIndex::Rep {
+  std::vector<HostPtr> hosts;  // indexed by RingHost::id
+  routing::ReplicaMap map;
+};
+
+std::shared_ptr<const ReplicaIndex> ReplicaIndex::Build(const std::vector<HostPtr>& hosts,
+                                                        const std::map<std::string, std::string>& replication) {
+  std::vector<routing::RingHost> ring_hosts;
+  bool any_tokens = false;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    ring_hosts.push_back(routing::RingHost{static_cast<int>(i), hosts[i]->datacenter, hosts[i]->rack,
+                                           hosts[i]->tokens});
+    any_tokens = any_tokens || !hosts[i]->tokens.empty();
+  }
+  if (!any_tokens) return nullptr;
+  auto ring = routing::TokenRing::Build(std::move(ring_hosts));
+  if (!ring.ok()) return nullptr;
+  auto map = routing::ReplicaMap::Build(*ring, replication);
+  if (!map.ok()) return nullptr;  // e.g. a strategy we cannot place: round-robin instead
+  auto rep = std::make_shared<const Rep>(Rep{hosts, std::move(*map)});
+  return std::make_shared<const ReplicaIndex>(std::move(rep));
+}
+
+std::vector<HostPtr> ReplicaIndex::Replicas(int64_t token) const {
+  std::vector<HostPtr> out;
+  for (int id : rep_->map.Replicas(token)) {
+    if (id >= 0 && static_cast<size_t>(id) < rep_->hosts.size()) out.push_back(rep_->hosts[static_cast<size_t>(id)]);
+  }
+  return out;
+}
+
+}  // namespace cqlstream::net

@@ -1,0 +1,75 @@
+// Copyright (c) cqlstream authors.
+//
+// Transport: a byte stream to one server — plain TCP or TLS over TCP — with
+// the two asynchronous operations a Connection needs. It is also the seam
+// where tests inject faults (delays, drops, resets, truncation).
+//
+// Thread-safety: a Transport belongs to one Connection and is used only on
+// that connection's I/O thread (its executor). Handlers run on that thread.
+// Ownership: buffers passed to AsyncReadSome/AsyncWrite must stay valid until
+// the handler runs.
+#ifndef CQLSTREAM_NET_TRANSPORT_H_
+#define CQLSTREAM_NET_TRANSPORT_H_
+
+#include <asio.hpp>
+#include <asio/ssl.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "cqlstream/options.h"
+#include "cqlstream/status.h"
+
+namespace cqlstream::net {
+
+class Transport {
+ public:
+  using Handler = std::function<void(std::error_code, size_t)>;
+  virtual ~Transport() = default;
+  // Reads at least one byte (or fails) into `into`.
+  virtual void AsyncReadSome(std::span<uint8_t> into, Handler handler) = 0;
+  // Writes all of `buffers` (or fails).
+  virtual void AsyncWrite(std::vector<asio::const_buffer> buffers, Handler handler) = 0;
+  // Closes the stream; pending operations complete with an error.
+  virtual void Close() = 0;
+  virtual asio::any_io_executor executor() = 0;
+  // "127.0.0.1:9042" (the remote endpoint), and the local port.
+  virtual std::string peer() const = 0;
+  virtual uint16_t local_port() const = 0;
+};
+
+// Builds the OpenSSL context for TlsOptions: verification against the CA
+// (or the system store) unless insecure_skip_verify, optional client
+// certificate and key. Errors name the file that could not be used.
+StatusOr<std::shared_ptr<asio::ssl::context>> MakeTlsContext(const TlsOptions& tls);
+
+struct TransportOptions {
+  std::string host;  // IP or name
+  uint16_t port = 9042;
+  std::chrono::milliseconds connect_timeout{5000};
+  // TLS when set. server_name: the name to verify (default: host).
+  std::shared_ptr<asio::ssl::context> tls;
+  std::string tls_server_name;
+  bool tls_verify = true;
+  // Local ports to bind before connecting, tried in order (ScyllaDB's
+  // shard-aware port assigns the shard from the client's source port).
+  // Empty: any port.
+  std::vector<uint16_t> source_ports;
+};
+
+using TransportCallback = std::function<void(StatusOr<std::unique_ptr<Transport>>)>;
+
+// Resolves, connects (with timeout), binds a source port when asked, and
+// performs the TLS handshake. The callback runs on `io`'s thread exactly once.
+// Errors: ConnectFailed (resolution, refused, timeout, no free source port)
+// or TlsError (handshake or verification, with OpenSSL's reason).
+void ConnectTransport(asio::io_context& io, TransportOptions options, TransportCallback callback);
+
+}  // namespace cqlstream::net
+
+#endif  // CQLSTREAM_NET_TRANSPORT_H_

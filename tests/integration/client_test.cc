@@ -1,0 +1,324 @@
+// Copyright (c) cqlstream authors.
+//
+// The CQL client against the real node: schema, blobs of every size class,
+// many requests in flight, paging, re-prepare, typed server errors.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+#include <random>
+
+#include "cql/frame_decoder.h"
+#include "test_env.h"
+
+namespace cqlstream {
+namespace {
+
+using testing::MustRun;
+using testing::TestKeyspace;
+using testing::TestSession;
+
+std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  std::mt19937 rng(seed);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+// Lands column `col` of row 0 in caller memory (the zero-copy path).
+class LandingSink final : public cql::CellSink {
+ public:
+  LandingSink(int col, std::vector<uint8_t>* out) : col_(col), out_(out) {}
+  Status OnRowsBegin(const cql::RowsMetadata&, int32_t rows) override {
+    rows_ = rows;
+    return Status::OK();
+  }
+  std::span<uint8_t> CellDestination(int32_t row, int32_t col, int32_t size) override {
+    if (row != 0 || col != col_) return {};
+    out_->resize(static_cast<size_t>(size));
+    return {out_->data(), out_->size()};
+  }
+  Status OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) override {
+    if (row == 0 && col == col_) {
+      seen_ = true;
+      if (!data) out_->clear();
+      else if (data->data() != out_->data() && !data->empty()) return Status::Internal("cell not landed in place");
+    }
+    return Status::OK();
+  }
+  int32_t rows_ = -1;
+  bool seen_ = false;
+
+ private:
+  int col_;
+  std::vector<uint8_t>* out_;
+};
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ks_ = TestKeyspace();
+    s_ = TestSession();
+    ASSERT_NE(s_, nullptr);
+  }
+  void TearDown() override {
+    if (s_) s_->Close();
+  }
+  std::string ks_;
+  std::shared_ptr<net::Session> s_;
+};
+
+TEST_F(ClientTest, TopologyAndKeyspace) {
+  auto hosts = s_->Hosts();
+  ASSERT_FALSE(hosts.empty());
+  EXPECT_FALSE(s_->cluster_name().empty());
+  for (const auto& h : hosts) {
+    EXPECT_FALSE(h.datacenter.empty());
+    EXPECT_GT(h.token_count, 0u);
+    EXPECT_EQ(h.release_version.substr(0, 2), "5.");
+  }
+  MustRun(*s_, fmt::format("CREATE TABLE IF NOT EXISTS {}.kv (k int PRIMARY KEY, v text)", ks_));
+  auto r = s_->Query(fmt::format("SELECT table_name FROM system_schema.tables WHERE keyspace_name = '{}'", ks_));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_NE(r->rows(), nullptr);
+  bool found = false;
+  for (int32_t i = 0; i < r->rows()->row_count(); ++i) {
+    auto v = r->rows()->value(i, 0);
+    found = found || (v.ok() && v->as_text() == "kv");
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(ClientTest, BlobsRoundTripBufferedAndInPlace) {
+  MustRun(*s_, fmt::format("CREATE TABLE IF NOT EXISTS {}.blobs (k int PRIMARY KEY, b blob)", ks_));
+  auto ins = s_->Prepare(fmt::format("INSERT INTO {}.blobs (k, b) VALUES (?, ?)", ks_));
+  ASSERT_TRUE(ins.ok()) << ins.status().ToString();
+  auto sel = s_->Prepare(fmt::format("SELECT b FROM {}.blobs WHERE k = ?", ks_));
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  const std::vector<size_t> sizes = {0, 1, 100 * 1000, 5 * 1000 * 1000};
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    SCOPED_TRACE(fmt::format("blob of {} bytes", sizes[i]));
+    const auto blob = Pattern(sizes[i], static_cast<uint32_t>(i));
+    net::Statement w = net::Statement::Bound(*ins, {Value::Int(static_cast<int32_t>(i)), Value::Ref(blob)});
+    w.idempotent = true;
+    auto wr = s_->Execute(w);
+    ASSERT_TRUE(wr.ok()) << wr.status().ToString();
+
+    // Buffered read.
+    auto rr = s_->Execute(net::Statement::Bound(*sel, {Value::Int(static_cast<int32_t>(i))}));
+    ASSERT_TRUE(rr.ok()) << rr.status().ToString();
+    ASSERT_NE(rr->rows(), nullptr);
+    ASSERT_EQ(rr->rows()->row_count(), 1);
+    auto cell = rr->rows()->cell(0, 0);
+    ASSERT_TRUE(cell.has_value());  // an empty blob is empty, not null
+    ASSERT_EQ(cell->size(), blob.size());
+    EXPECT_TRUE(std::equal(cell->begin(), cell->end(), blob.begin()));
+
+    // Read straight into caller memory.
+    std::vector<uint8_t> landed;
+    auto sink = std::make_shared<LandingSink>(0, &landed);
+    net::Statement r2 = net::Statement::Bound(*sel, {Value::Int(static_cast<int32_t>(i))});
+    r2.sink = [sink](int) { return sink; };
+    auto before = s_->metrics().direct_bytes;
+    auto sr = s_->Execute(r2);
+    ASSERT_TRUE(sr.ok()) << sr.status().ToString();
+    EXPECT_TRUE(sr->streamed);
+    EXPECT_EQ(sr->streamed_row_count, 1);
+    EXPECT_TRUE(sink->seen_);
+    ASSERT_EQ(landed.size(), blob.size());
+    EXPECT_EQ(landed, blob);
+    if (blob.size() >= 1000000) {
+      // Most of a large blob is read by the socket straight into place.
+      EXPECT_GT(s_->metrics().direct_bytes - before, blob.size() / 2);
+    }
+  }
+}
+
+TEST_F(ClientTest, OversizedMutationIsRejectedWithATypedError) {
+  MustRun(*s_, fmt::format("CREATE TABLE IF NOT EXISTS {}.oversize (k int PRIMARY KEY, b blob)", ks_));
+  auto ins = s_->Prepare(fmt::format("INSERT INTO {}.oversize (k, b) VALUES (?, ?)", ks_));
+  ASSERT_TRUE(ins.ok()) << ins.status().ToString();
+  // Above the server's limit for one mutation (half a 32 MiB commit-log
+  // segment) and its request frame limit (16 MiB).
+  const auto blob = Pattern(17u << 20, 7);
+  net::Statement w = net::Statement::Bound(*ins, {Value::Int(1), Value::Ref(blob)});
+  w.retry = nullptr;
+  auto r = s_->Execute(w);
+  ASSERT_FALSE(r.ok());
+  // The server refuses the request frame (16 MiB native_transport_max_frame_size)
+  // with a typed Invalid error; never a hang, never a silent success.
+  ASSERT_NE(r.status().server_error(), nullptr) << r.status().ToString();
+  EXPECT_EQ(r.status().server_error()->typed(), ServerErrorCode::kInvalid) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("exceeds maximum allowed length"), std::string::npos)
+      << r.status().ToString();
+  std::printf("[   INFO   ] oversized write rejected: %s\n", r.status().ToString().c_str());
+  // The session still works afterwards.
+  auto ok = s_->Query("SELECT release_version FROM system.local");
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
+TEST_F(ClientTest, TwentyThousandPreparedReadsWith8192InFlightOnOneConnection) {
+  auto o = testing::TestOptions();
+  o.connections_per_host = 1;
+  o.io_threads = 1;
+  auto sess = net::Session::Connect(o);
+  ASSERT_TRUE(sess.ok()) << sess.status().ToString();
+  auto& s = **sess;
+  MustRun(s, fmt::format("CREATE TABLE IF NOT EXISTS {}.many (k int PRIMARY KEY, v blob)", ks_));
+  auto ins = s.Prepare(fmt::format("INSERT INTO {}.many (k, v) VALUES (?, ?)", ks_));
+  ASSERT_TRUE(ins.ok());
+  constexpr int kKeys = 1000;
+  for (int k = 0; k < kKeys; ++k) {
+    auto v = Pattern(512, static_cast<uint32_t>(k));
+    ASSERT_TRUE(s.Execute(net::Statement::Bound(*ins, {Value::Int(k), Value::Blob(std::move(v))})).ok());
+  }
+  auto sel = s.Prepare(fmt::format("SELECT v FROM {}.many WHERE k = ?", ks_));
+  ASSERT_TRUE(sel.ok());
+
+  constexpr int kReads = 20000;
+  constexpr int kWindow = 8192;
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0, done = 0, max_in_flight = 0, bad = 0;
+  std::string first_error;
+  for (int i = 0; i < kReads; ++i) {
+    {
+      std::unique_lock<std::mutex> l(mu);
+      cv.wait(l, [&] { return in_flight < kWindow; });
+      ++in_flight;
+      max_in_flight = std::max(max_in_flight, s.InFlight());
+    }
+    const int k = i % kKeys;
+    net::Statement st = net::Statement::Bound(*sel, {Value::Int(k)});
+    st.idempotent = true;
+    s.ExecuteAsync(std::move(st), [&, k](StatusOr<net::ResultSet> r) {
+      bool good = r.ok() && r->rows() && r->rows()->row_count() == 1;
+      if (good) {
+        auto cell = r->rows()->cell(0, 0);
+        auto want = Pattern(512, static_cast<uint32_t>(k));
+        good = cell && cell->size() == want.size() && std::equal(cell->begin(), cell->end(), want.begin());
+      }
+      std::lock_guard<std::mutex> l(mu);
+      if (!good) {
+        ++bad;
+        if (first_error.empty()) first_error = r.ok() ? "wrong row" : r.status().ToString();
+      }
+      --in_flight;
+      ++done;
+      cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> l(mu);
+  cv.wait(l, [&] { return done == kReads; });
+  EXPECT_EQ(bad, 0) << first_error;
+  EXPECT_GT(max_in_flight, 1000) << "requests were not really concurrent";
+  auto hosts = s.Hosts();
+  ASSERT_EQ(hosts.size(), 1u);
+  EXPECT_EQ(hosts[0].open_connections, 1);
+  s.Close();
+}
+
+TEST_F(ClientTest, PagingOverTenThousandRows) {
+  MustRun(*s_, fmt::format("CREATE TABLE IF NOT EXISTS {}.paged (p int, c int, v text, PRIMARY KEY (p, c))", ks_));
+  auto ins = s_->Prepare(fmt::format("INSERT INTO {}.paged (p, c, v) VALUES (0, ?, ?)", ks_));
+  ASSERT_TRUE(ins.ok());
+  constexpr int kRows = 10000;
+  std::atomic<int> pending{0}, failed{0};
+  for (int c = 0; c < kRows; ++c) {
+    while (pending.load() > 512) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ++pending;
+    net::Statement st = net::Statement::Bound(*ins, {Value::Int(c), Value::Text(fmt::format("row{}", c))});
+    st.idempotent = true;
+    s_->ExecuteAsync(std::move(st), [&](StatusOr<net::ResultSet> r) {
+      if (!r.ok()) ++failed;
+      --pending;
+    });
+  }
+  while (pending.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(failed.load(), 0);
+
+  auto sel = s_->Prepare(fmt::format("SELECT c, v FROM {}.paged WHERE p = 0", ks_));
+  ASSERT_TRUE(sel.ok());
+  net::Statement st = net::Statement::Bound(*sel);
+  st.page_size = 999;
+  int pages = 0, rows = 0;
+  Status s = s_->ForEachPage(st, [&](const cql::Rows& page) {
+    ++pages;
+    for (int32_t i = 0; i < page.row_count(); ++i) {
+      auto c = page.value(i, 0);
+      auto v = page.value(i, 1);
+      if (!c.ok() || c->as_int() != rows || v->as_text() != fmt::format("row{}", rows)) {
+        return Status::Corruption(fmt::format("row {} out of order", rows));
+      }
+      ++rows;
+    }
+    return Status::OK();
+  });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(rows, kRows);
+  EXPECT_GE(pages, 11);  // 10000 / 999 -> 11 pages (the last may be followed by an empty one)
+}
+
+TEST_F(ClientTest, ReprepareAfterTableIsDroppedAndRecreated) {
+  const std::string t = fmt::format("{}.reprep", ks_);
+  MustRun(*s_, fmt::format("CREATE TABLE IF NOT EXISTS {} (k int PRIMARY KEY, v int)", t));
+  MustRun(*s_, fmt::format("INSERT INTO {} (k, v) VALUES (1, 10)", t));
+  auto sel = s_->Prepare(fmt::format("SELECT v FROM {} WHERE k = ?", t));
+  ASSERT_TRUE(sel.ok());
+  auto r1 = s_->Execute(net::Statement::Bound(*sel, {Value::Int(1)}));
+  ASSERT_TRUE(r1.ok());
+  ASSERT_EQ(r1->rows()->row_count(), 1);
+
+  MustRun(*s_, fmt::format("DROP TABLE {}", t));
+  MustRun(*s_, fmt::format("CREATE TABLE {} (k int PRIMARY KEY, v int)", t));
+  MustRun(*s_, fmt::format("INSERT INTO {} (k, v) VALUES (1, 20)", t));
+  const auto reprepares = s_->metrics().reprepares;
+  auto r2 = s_->Execute(net::Statement::Bound(*sel, {Value::Int(1)}));
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  ASSERT_EQ(r2->rows()->row_count(), 1);
+  EXPECT_EQ(r2->rows()->value(0, 0)->as_int(), 20);
+  EXPECT_GE(s_->metrics().reprepares, reprepares + 1) << "the server should have forgotten the statement";
+}
+
+TEST_F(ClientTest, ServerErrorsAreTyped) {
+  // Unknown table.
+  auto r = s_->Query(fmt::format("SELECT * FROM {}.no_such_table", ks_));
+  ASSERT_FALSE(r.ok());
+  ASSERT_NE(r.status().server_error(), nullptr) << r.status().ToString();
+  EXPECT_EQ(r.status().server_error()->typed(), ServerErrorCode::kInvalid);
+  EXPECT_NE(r.status().message().find("no_such_table"), std::string::npos) << r.status().ToString();
+
+  // Syntax error.
+  r = s_->Query("SELEKT 1");
+  ASSERT_FALSE(r.ok());
+  ASSERT_NE(r.status().server_error(), nullptr);
+  EXPECT_EQ(r.status().server_error()->typed(), ServerErrorCode::kSyntaxError);
+
+  // A bad type in a literal: the server says Invalid.
+  MustRun(*s_, fmt::format("CREATE TABLE IF NOT EXISTS {}.typed (k int PRIMARY KEY, v int)", ks_));
+  r = s_->Query(fmt::format("INSERT INTO {}.typed (k, v) VALUES (1, 'text')", ks_));
+  ASSERT_FALSE(r.ok());
+  ASSERT_NE(r.status().server_error(), nullptr);
+  EXPECT_EQ(r.status().server_error()->typed(), ServerErrorCode::kInvalid);
+
+  // A bad type for a bind marker: refused by the client, naming both types.
+  auto ins = s_->Prepare(fmt::format("INSERT INTO {}.typed (k, v) VALUES (?, ?)", ks_));
+  ASSERT_TRUE(ins.ok());
+  auto w = s_->Execute(net::Statement::Bound(*ins, {Value::Int(1), Value::Text("x")}));
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), Status::Code::kInvalidArgument) << w.status().ToString();
+  EXPECT_NE(w.status().message().find("int"), std::string::npos) << w.status().ToString();
+
+  // Wrong number of bind values.
+  w = s_->Execute(net::Statement::Bound(*ins, {Value::Int(1)}));
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), Status::Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace cqlstream
