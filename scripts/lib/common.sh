@@ -7,7 +7,7 @@
 # `set -euo pipefail` themselves.
 
 CQLSTREAM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-CQLSTREAM_CACHE="${CQLSTREAM_CACHE:-$HOME/.cache/cqlstream}"
+CQLSTREAM_CACHE="${CQLSTREAM_CACHE:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache/cqlstream}"
 CASSANDRA_VERSION="5.0.9"
 CASSANDRA_HOME_DIR="$CQLSTREAM_CACHE/cassandra-$CASSANDRA_VERSION"
 CQLSTREAM_VENV="$CQLSTREAM_ROOT/.venv"
