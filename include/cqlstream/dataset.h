@@ -1,0 +1,89 @@
+// Copyright (c) cqlstream authors.
+//
+// Datasets as stored by cqlstream (layout version 1, see docs/schema.md):
+// the catalog entry, its segments, sample keys, and selection files.
+//
+// Thread-safety: value types. Ownership: plain values.
+#ifndef CQLSTREAM_DATASET_H_
+#define CQLSTREAM_DATASET_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cqlstream/status.h"
+
+namespace cqlstream {
+
+inline constexpr int kLayoutVersion = 1;
+inline constexpr int32_t kDefaultChunkSize = 1 << 20;
+
+enum class LabelKind { kNone, kClass, kMultiLabel, kTarget };
+std::string_view LabelKindName(LabelKind k);  // "none", "class", "multilabel", "target"
+StatusOr<LabelKind> ParseLabelKind(std::string_view s);
+
+// A sample key: (segment, index) packed as (seg << 32) | idx.
+using SampleKey = uint64_t;
+constexpr SampleKey MakeKey(int32_t seg, int32_t idx) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(seg)) << 32) | static_cast<uint32_t>(idx);
+}
+constexpr int32_t KeySegment(SampleKey k) { return static_cast<int32_t>(k >> 32); }
+constexpr int32_t KeyIndex(SampleKey k) { return static_cast<int32_t>(k & 0xffffffffu); }
+std::string FormatKey(SampleKey k);  // "seg:idx"
+
+struct SegmentInfo {
+  int32_t seg = 0;
+  std::string split;
+  std::string source_id, source, fingerprint, state;
+  int64_t count = 0;     // committed samples: indices [0, count)
+  int64_t bytes = 0;
+  int64_t max_size = 0;
+  std::vector<int64_t> size_hist;  // bucket b: sizes in [2^b, 2^(b+1))
+};
+
+struct DatasetInfo {
+  std::string keyspace;
+  std::string name;
+  int layout_version = kLayoutVersion;
+  int64_t created_ms = 0;
+  LabelKind label_kind = LabelKind::kNone;
+  std::vector<std::string> class_names;
+  std::string checksum = "xxh64";
+  int32_t chunk_size = kDefaultChunkSize;
+  std::string description;
+  std::vector<SegmentInfo> segments;  // ascending seg
+
+  std::string data_table() const { return "d_" + name; }
+  std::string meta_table() const { return "m_" + name; }
+  std::vector<std::string> splits() const;
+  // Segments of one split with at least one committed sample, ascending seg.
+  std::vector<SegmentInfo> SplitSegments(std::string_view split) const;
+  int64_t Count(std::string_view split) const;
+  int64_t Bytes(std::string_view split) const;
+  int64_t MaxSize(std::string_view split) const;
+};
+
+// A frozen subset of one split (cqlstream select), sorted and unique.
+struct Selection {
+  std::string dataset;
+  std::string split;
+  int layout_version = kLayoutVersion;
+  std::string created;  // ISO-8601
+  std::string query;    // how it was made, for humans
+  std::vector<SampleKey> keys;
+
+  static StatusOr<Selection> Load(const std::string& path);
+  Status Save(const std::string& path) const;
+};
+
+// Identifier rules (docs/schema.md): keyspaces [a-z][a-z0-9_]{0,31},
+// datasets [a-z][a-z0-9_]{0,23}. The error names the rule.
+Status ValidateKeyspaceName(std::string_view name);
+Status ValidateDatasetName(std::string_view name);
+
+}  // namespace cqlstream
+
+#endif  // CQLSTREAM_DATASET_H_
