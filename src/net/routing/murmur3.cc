@@ -92,6 +92,7 @@ void Murmur3Hasher::Update(std::span<const uint8_t> bytes) {
 }
 
 int64_t Murmur3Hasher::Token() const {
+  if (total_ == 0) return std::numeric_limits<int64_t>::min();  // Cassandra: empty key -> MINIMUM
   uint64_t h1 = h1_;
   uint64_t h2 = h2_;
   const size_t tail = static_cast<size_t>(total_ % 16);

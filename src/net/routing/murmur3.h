@@ -8,7 +8,9 @@
 // from the reference MurmurHash3 in one place: the 1..15 tail bytes are read as
 // Java (signed) bytes, i.e. sign-extended before they are shifted into k1/k2.
 // A hash of INT64_MIN (the ring's minimum token, which no key may own) maps to
-// INT64_MAX.
+// INT64_MAX. The one exception is the empty key, whose token is INT64_MIN
+// (as in Cassandra's Murmur3Partitioner.getToken; servers refuse empty
+// partition keys, so no row has it).
 //
 //   routing key (one column)      := the column's serialized value, as is
 //   routing key (n > 1 columns)   := n * ( len:u16 (big-endian) value:len bytes 0x00 )
@@ -34,7 +36,7 @@
 namespace cqlstream::routing {
 
 // The token of `key` (the routing key's bytes) under Murmur3Partitioner.
-// Never returns INT64_MIN.
+// INT64_MIN only for an empty key.
 int64_t Murmur3Token(std::span<const uint8_t> key);
 
 // The routing key of a partition key made of `components` (the serialized
@@ -62,7 +64,7 @@ class Murmur3Hasher {
   Murmur3Hasher() = default;
 
   void Update(std::span<const uint8_t> bytes);
-  // The token of all bytes given so far (normalised, never INT64_MIN).
+  // The token of all bytes given so far (as Murmur3Token of their concatenation).
   int64_t Token() const;
 
  private:

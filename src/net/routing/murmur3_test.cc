@@ -223,13 +223,20 @@ TEST(Murmur3Test, MinimumTokenIsNormalisedToMaximum) {
   static_assert(NormalizeMurmur3Token(-1) == -1);
 }
 
-TEST(Murmur3Test, EmptyKeyHashesToZero) {
-  // Murmur3 of no bytes with seed 0 is all zeros (Cassandra refuses empty
-  // partition keys; this only pins down the behaviour).
-  EXPECT_EQ(Murmur3Token({}), 0);
+TEST(Murmur3Test, EmptyKeyHasTheMinimumToken) {
+  // Cassandra's Murmur3Partitioner.getToken gives MINIMUM to an empty key
+  // (which servers refuse as a partition key) instead of hashing it.
+  EXPECT_EQ(Murmur3Token({}), std::numeric_limits<int64_t>::min());
   Murmur3Hasher h;
   h.Update({});
-  EXPECT_EQ(h.Token(), 0);
+  EXPECT_EQ(h.Token(), std::numeric_limits<int64_t>::min());
+  h.Update(std::vector<uint8_t>{'1', '2', '3'});
+  EXPECT_EQ(h.Token(), -7468325962851647638);  // python-driver's "123" vector
+  // A composite key is never empty, even of empty components.
+  const std::vector<uint8_t> empty;
+  auto token = PartitionKeyToken({empty, empty});
+  ASSERT_TRUE(token.ok());
+  EXPECT_NE(*token, std::numeric_limits<int64_t>::min());
 }
 
 TEST(Murmur3Test, RoutingKeyErrors) {

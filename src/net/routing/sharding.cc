@@ -89,7 +89,9 @@ int ShardOfToken(int64_t token, int nr_shards, int ignore_msb) {
   return static_cast<int>(product >> 64);
 }
 
-int ShardingInfo::ShardOf(int64_t token) const { return ShardOfToken(token, nr_shards, ignore_msb); }
+int ShardingInfo::ShardOf(int64_t token) const {
+  return ShardOfToken(token, nr_shards, ignore_msb);
+}
 
 StatusOr<ShardingInfo> ShardingInfo::Parse(const Options& supported) {
   bool any = false;

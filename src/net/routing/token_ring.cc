@@ -115,7 +115,8 @@ StatusOr<TokenRing> TokenRing::Build(std::vector<RingHost> hosts) {
                                    " hosts has a token");
   }
   std::sort(owned.begin(), owned.end());
-  owned.erase(std::unique(owned.begin(), owned.end()), owned.end());  // a host listing a token twice
+  // A host may list a token twice; two hosts may not.
+  owned.erase(std::unique(owned.begin(), owned.end()), owned.end());
   for (size_t i = 1; i < owned.size(); ++i) {
     if (owned[i].first == owned[i - 1].first) {
       return Status::InvalidArgument(
@@ -461,9 +462,8 @@ StatusOr<ReplicaMap> ReplicaMap::Build(const TokenRing& ring,
 
   switch (strategy.kind) {
     case ReplicationStrategy::Kind::kSimple: {
-      const size_t target =
-          std::min(static_cast<size_t>(std::max(strategy.replication_factor, 0)), hosts_with_tokens);
-      BuildRingWalk(r, target, lists);
+      const size_t rf = static_cast<size_t>(std::max(strategy.replication_factor, 0));
+      BuildRingWalk(r, std::min(rf, hosts_with_tokens), lists);
       break;
     }
     case ReplicationStrategy::Kind::kEverywhere:

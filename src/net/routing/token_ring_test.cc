@@ -580,8 +580,11 @@ TEST(TokenRingTest, ParseReplication) {
   ASSERT_TRUE(transient.ok());
   EXPECT_EQ(transient->replication_factor, 3);  // the full count, transient replicas included
 
-  auto nts = ReplicationStrategy::Parse({{"class", "org.apache.cassandra.locator.NetworkTopologyStrategy"},
-                                         {"dc1", "3"}, {"dc2", "2/1"}, {"analytics", "0"}});
+  auto nts = ReplicationStrategy::Parse(
+      {{"class", "org.apache.cassandra.locator.NetworkTopologyStrategy"},
+       {"dc1", "3"},
+       {"dc2", "2/1"},
+       {"analytics", "0"}});
   ASSERT_TRUE(nts.ok());
   EXPECT_EQ(nts->kind, ReplicationStrategy::Kind::kNetworkTopology);
   EXPECT_EQ(nts->dc_factors,
