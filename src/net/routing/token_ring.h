@@ -9,7 +9,8 @@
 // to the owner of t_i (its primary owner), range 0 being the wrapping range
 // (t_{n-1}, t_0]. A token equal to a ring token belongs to that token's range.
 // The ring's token space is (-2^63, 2^63 - 1]; -2^63 is the minimum token,
-// which no key has (Murmur3Token never returns it).
+// which no stored key has (Murmur3Token gives it only to the empty key, which
+// servers refuse as a partition key). It falls in the wrapping range.
 //
 // Replicas of range i (the order of Cassandra's calculateNaturalReplicas;
 // the first replica is the primary owner):
@@ -21,10 +22,12 @@
 //                           used rack is taken only while the DC has fewer
 //                           racks than its RF and its allowance of RF - racks
 //                           rack repeats is not used up. A DC needs
-//                           min(RF, its hosts) replicas. (Cassandra >= 3.0 and
-//                           ScyllaDB; the 2.x/old-driver variant that appends
-//                           rack repeats after the distinct racks selects the
-//                           same hosts, in another order.)
+//                           min(RF, its hosts) replicas; only hosts with
+//                           tokens count, and racks are per DC. (Current
+//                           Cassandra and ScyllaDB. The older variant that
+//                           appends rack repeats after the distinct racks, as
+//                           in the DataStax C++ driver, picks the same hosts
+//                           in another order.)
 //   EverywhereStrategy      (ScyllaDB) every host: the primary owner first,
 //                           then the others in one fixed cyclic order (that
 //                           of a walk from the ring's first token), so the
@@ -166,8 +169,9 @@ class ReplicaMap {
   const TokenRing& ring() const { return ring_; }
   const ReplicationStrategy& strategy() const;
 
-  // Every range of the ring with its replicas, split at the wrap point
-  // (so n or n + 1 pieces), in increasing token order: what a parallel scan
+  // Every range of the ring with its replicas, the wrapping one split in two
+  // (n + 1 pieces; fewer when a ring token is -2^63 or 2^63 - 1, as empty
+  // pieces are left out), in increasing token order: what a parallel scan
   // needs to send each "token(pk) > start AND token(pk) <= end" query to a
   // replica. Split large pieces further with SplitTokenRange().
   struct ReplicatedRange {

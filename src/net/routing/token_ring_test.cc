@@ -719,6 +719,16 @@ TEST(TokenRingTest, ScanRangesWithReplicas) {
     EXPECT_EQ(Vec(r.replicas), Vec(map.Replicas(r.range.end)));
     EXPECT_EQ(Vec(r.replicas), Vec(map.Replicas(r.range.start + 1)));
   }
+
+  // Ring tokens at both ends of the token space: the wrapping range
+  // (MAX, MIN] holds no token and gives no piece.
+  TokenRing ends = MustRing({Host(1, {kMinToken}), Host(2, {0}), Host(3, {kMaxToken})});
+  auto end_ranges = MustMap(ends, Simple(1)).Ranges();
+  ASSERT_EQ(end_ranges.size(), 2u);
+  EXPECT_EQ(end_ranges[0].range, (TokenRange{kMinToken, 0}));
+  EXPECT_EQ(Vec(end_ranges[0].replicas), std::vector<int>{2});
+  EXPECT_EQ(end_ranges[1].range, (TokenRange{0, kMaxToken}));
+  EXPECT_EQ(Vec(end_ranges[1].replicas), std::vector<int>{3});
 }
 
 TEST(TokenRingTest, CopiesOutliveTheOriginals) {
