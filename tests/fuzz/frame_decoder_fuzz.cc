@@ -1,0 +1,228 @@
+// Copyright (c) cqlstream authors.
+//
+// libFuzzer target for the CQL v4 response path: FrameDecoder (buffered and
+// streamed frames, cell sinks, direct reads), DecodeResponse, DecodeType and
+// DecodeCell.
+//
+// Input layout:
+//   byte 0  sink policy: bits 0-1 which streams get a sink (none / all /
+//           even / odd); bit 2 direct every non-empty cell (else only cells of
+//           64 bytes or more); bit 3 fail OnCell number byte 1; bit 4 fail
+//           OnRowsBegin on streams divisible by 3; bit 5 return a destination
+//           of the wrong size for every 5th cell
+//   byte 1  index of the failing OnCell call
+//   byte 2  read_chunk of the chunked decoder: 1 << (b % 17)
+//   byte 3  seed of the chunk sizes
+//   byte 4  largest chunk: 1 << (b % 17)
+//   rest    the bytes a server sent
+//
+// The same bytes are decoded twice — fed at once, and through
+// ReadTarget/Commit in pseudo-random pieces — and both decodings must agree
+// exactly (frames, sink callbacks, final status): any difference is a bug
+// in the incremental decoder and aborts.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cql/frame_decoder.h"
+#include "cql/response.h"
+#include "cqlstream/value.h"
+
+namespace {
+
+using cqlstream::Status;
+using namespace cqlstream::cql;
+
+constexpr uint32_t kMaxBody = 1 << 20;
+
+uint64_t Fnv(uint64_t h, const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+template <typename T>
+uint64_t Mix(uint64_t h, T v) {
+  return Fnv(h, &v, sizeof v);
+}
+
+struct Control {
+  uint8_t policy = 0, fail_index = 0, chunk_bits = 16, seed = 0, max_bits = 16;
+};
+
+class FuzzSink : public CellSink {
+ public:
+  FuzzSink(const Control& c, int16_t stream) : c_(c), stream_(stream) {}
+
+  Status OnRowsBegin(const RowsMetadata& md, int32_t rows) override {
+    h_ = Mix(Mix(Mix(h_, 'B'), rows), md.column_count);
+    if ((c_.policy & 0x10) && stream_ % 3 == 0) return Status::Cancelled("begin");
+    return Status::OK();
+  }
+  std::span<uint8_t> CellDestination(int32_t row, int32_t col, int32_t size) override {
+    if (size <= 0) abort();  // never asked for null or empty cells
+    h_ = Mix(Mix(Mix(Mix(h_, 'D'), row), col), size);
+    ++dest_calls_;
+    if (!(c_.policy & 0x04) && size < 64) return {};
+    dest_.assign(size_t(size) + ((c_.policy & 0x20) && dest_calls_ % 5 == 0 ? 1 : 0), 0xA5);
+    directed_ = true;
+    return std::span<uint8_t>(dest_);
+  }
+  Status OnCell(int32_t row, int32_t col, std::optional<ByteView> data) override {
+    h_ = Mix(Mix(Mix(h_, 'C'), row), col);
+    if (data) {
+      if (directed_ && data->size() > 0 && data->data() != dest_.data()) abort();  // must be the destination
+      h_ = Fnv(Mix(h_, data->size()), data->data(), data->size());
+    } else {
+      h_ = Mix(h_, 'N');
+    }
+    directed_ = false;
+    if ((c_.policy & 0x08) && cells_++ == c_.fail_index) return Status::Corruption("cell");
+    return Status::OK();
+  }
+  uint64_t hash() const { return h_; }
+
+ private:
+  const Control& c_;
+  int16_t stream_;
+  uint64_t h_ = 0xcbf29ce484222325ULL;
+  std::vector<uint8_t> dest_;
+  bool directed_ = false;
+  int dest_calls_ = 0;
+  int cells_ = 0;
+};
+
+bool WantsSink(const Control& c, int16_t stream) {
+  switch (c.policy & 3) {
+    case 1: return true;
+    case 2: return stream % 2 == 0;
+    case 3: return stream % 2 != 0;
+    default: return false;
+  }
+}
+
+// Exercises the buffered decoders on a complete body.
+void DecodeBody(const FrameHeader& h, const Bytes& body) {
+  auto r = DecodeResponse(h, body);
+  if (!r.ok()) return;
+  if (auto* res = std::get_if<Result>(&r->message)) {
+    if (auto* rows = std::get_if<Rows>(res)) {
+      for (int32_t i = 0; i < rows->row_count(); ++i) {
+        for (int32_t j = 0; j < rows->column_count(); ++j) {
+          (void)rows->cell(i, j);
+          auto v = rows->value(i, j);
+          if (v.ok()) (void)v->ToString();
+        }
+      }
+    }
+  }
+}
+
+std::string Describe(const DecodedFrame& f) {
+  std::string s = std::to_string(int(f.header.opcode)) + "@" + std::to_string(f.header.stream) + "/" +
+                  std::to_string(f.header.flags) + "/" + std::to_string(f.header.length);
+  if (f.streamed) {
+    s += " S rows=" + std::to_string(f.row_count) + " cols=" + std::to_string(f.rows_metadata.column_count) +
+         " sink=" + f.sink_status.ToString() + " warnings=" + std::to_string(f.warnings.size());
+    if (f.rows_metadata.paging_state) s += " paging=" + std::to_string(f.rows_metadata.paging_state->size());
+  } else {
+    s += " B " + std::to_string(Fnv(0, f.body.data(), f.body.size()));
+  }
+  return s + "\n";
+}
+
+// mode 0: everything at once; 1: ReadTarget/Commit in pseudo-random pieces.
+std::string Run(const Control& c, ByteView data, int mode, std::vector<DecodedFrame>* keep) {
+  std::vector<std::shared_ptr<FuzzSink>> sinks;
+  FrameDecoder::Options o;
+  o.max_body = kMaxBody;
+  o.read_chunk = mode == 0 ? (64 << 10) : size_t(1) << (c.chunk_bits % 17);
+  FrameDecoder d(o, [&](int16_t stream) -> std::shared_ptr<CellSink> {
+    if (!WantsSink(c, stream)) return nullptr;
+    sinks.push_back(std::make_shared<FuzzSink>(c, stream));
+    return sinks.back();
+  });
+  std::vector<DecodedFrame> frames;
+  Status st;
+  if (mode == 0) {
+    st = d.Feed(data, &frames);
+  } else {
+    uint32_t x = 0x9e3779b9u ^ c.seed;
+    const size_t max_chunk = size_t(1) << (c.max_bits % 17);
+    size_t pos = 0;
+    while (pos < data.size() && st.ok()) {
+      std::span<uint8_t> t = d.ReadTarget();
+      if (t.empty()) abort();  // ReadTarget is never empty
+      x ^= x << 13;
+      x ^= x >> 17;
+      x ^= x << 5;
+      size_t n = std::min({t.size(), data.size() - pos, size_t(1 + x % max_chunk)});
+      std::memcpy(t.data(), data.data() + pos, n);
+      pos += n;
+      st = d.Commit(n, &frames);
+    }
+  }
+  std::string log;
+  for (const auto& f : frames) log += Describe(f);
+  for (const auto& s : sinks) log += "sink " + std::to_string(s->hash()) + "\n";
+  log += "status " + st.ToString() + "\n";
+  log += "stream " + (d.current_stream() ? std::to_string(*d.current_stream()) : std::string("-")) + "\n";
+  if (keep) *keep = std::move(frames);
+  return log;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 5) return 0;
+  Control c{data[0], data[1], data[2], data[3], data[4]};
+  ByteView stream(data + 5, size - 5);
+
+  std::vector<DecodedFrame> frames;
+  const std::string whole = Run(c, stream, 0, &frames);
+  const std::string pieces = Run(c, stream, 1, nullptr);
+  if (whole != pieces) {
+    fprintf(stderr, "decodings differ\n--- fed at once:\n%s--- in pieces:\n%s", whole.c_str(), pieces.c_str());
+    abort();
+  }
+  for (const auto& f : frames) {
+    if (!f.streamed) DecodeBody(f.header, f.body);
+  }
+
+  // The stream as one complete body of every response opcode.
+  for (Opcode op : {Opcode::kError, Opcode::kReady, Opcode::kAuthenticate, Opcode::kSupported, Opcode::kResult,
+                    Opcode::kEvent, Opcode::kAuthChallenge, Opcode::kAuthSuccess}) {
+    FrameHeader h;
+    h.version = 0x84;
+    h.flags = c.policy & 0x0e;  // tracing / custom payload / warning
+    h.opcode = op;
+    h.length = uint32_t(stream.size());
+    DecodeBody(h, Bytes(stream.begin(), stream.end()));
+  }
+
+  // A type description followed by one cell of that type.
+  Reader r(stream);
+  cqlstream::DataType type;
+  if (DecodeType(r, &type).ok()) {
+    (void)type.ToString();
+    ByteView rest = stream.subspan(r.offset());
+    auto v = cqlstream::DecodeCell(type, rest);
+    if (v.ok()) {
+      (void)v->ToString();
+      // A decoded value that encodes again must decode to the same value.
+      std::vector<uint8_t> again;
+      if (!v->is_null() && cqlstream::EncodeCell(*v, type, &again).ok()) {
+        auto back = cqlstream::DecodeCell(type, again);
+        if (!back.ok() || !(*back == *v)) {
+          fprintf(stderr, "round trip of %s as %s failed\n", v->ToString().c_str(), type.ToString().c_str());
+          abort();
+        }
+      }
+    }
+  }
+  return 0;
+}
