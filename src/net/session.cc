@@ -102,6 +102,7 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
 
   std::atomic<bool> closed{false};
   std::atomic<uint64_t> rr{0};
+  std::atomic<int> conns_per_host{1};
   LatencyTracker latencies;
   std::atomic<uint64_t> latency_samples{0};
 
@@ -180,7 +181,7 @@ void Session::Impl::FillPool(const HostPtr& h) {
   {
     std::lock_guard<std::mutex> l(p.mu);
     if (p.closed || closed) return;
-    const int per = opts.connections_per_host;
+    const int per = conns_per_host.load(std::memory_order_relaxed);
     if (p.sharding && ShardAwarePort(*p.sharding, tls != nullptr) && opts.shard_aware) {
       // One or more connections per shard through the shard-aware port.
       port = *ShardAwarePort(*p.sharding, tls != nullptr);
@@ -568,6 +569,10 @@ std::vector<HostPtr> Session::Impl::QueryPlan(const Statement& st, std::optional
         in_plan.insert(h.get());
       }
     }
+  }
+  if (st.plan_offset > 0 && plan.size() > 1) {
+    std::rotate(plan.begin(), plan.begin() + static_cast<long>(static_cast<size_t>(st.plan_offset) % plan.size()),
+                plan.end());
   }
   return plan;
 }
@@ -1002,6 +1007,7 @@ StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& opt
   CQLS_RETURN_IF_ERROR(options.Validate());
   auto impl = std::make_shared<Impl>();
   impl->opts = options;
+  impl->conns_per_host = options.connections_per_host;
   impl->sopts = std::move(session_options);
   if (!impl->sopts.retry) impl->sopts.retry = std::make_shared<DefaultRetryPolicy>();
   int threads = options.io_threads;
@@ -1354,5 +1360,15 @@ const LatencyTracker& Session::latencies() const { return impl_->latencies; }
 const ConnectionOptions& Session::options() const { return impl_->opts; }
 
 int Session::InFlight() const { return metrics().in_flight; }
+
+void Session::SetConnectionsPerHost(int n) {
+  n = std::clamp(n, 1, 64);
+  if (impl_->conns_per_host.exchange(n) == n) return;
+  if (auto t = impl_->Topo()) {
+    for (auto& h : t->hosts) impl_->FillPool(h);
+  }
+}
+
+int Session::ConnectionsPerHost() const { return impl_->conns_per_host.load(); }
 
 }  // namespace cqlstream::net

@@ -83,6 +83,9 @@ struct Statement {
   // Policies for this statement; nullptr: the session's defaults.
   const RetryPolicy* retry = nullptr;
   const SpeculativePolicy* speculative = nullptr;
+  // Start the query plan at its n-th host (wrapping): callers that retry or
+  // hedge themselves use it to reach another replica.
+  int plan_offset = 0;
   // Run only on this host (its address as in HostInfo::address); no failover.
   std::string target_host;
   // Routing for unprepared statements (prepared ones route themselves).
@@ -200,6 +203,10 @@ class Session : public std::enable_shared_from_this<Session> {
   const ConnectionOptions& options() const;
   // Requests currently in flight over all connections.
   int InFlight() const;
+  // Changes the number of connections kept per host (per shard on ScyllaDB);
+  // more are opened in the background, extra ones are left to idle.
+  void SetConnectionsPerHost(int n);
+  int ConnectionsPerHost() const;
 
   // Fails what is pending with Cancelled and stops the I/O threads.
   void Close();

@@ -1,0 +1,169 @@
+// Copyright (c) cqlstream authors.
+//
+// The cqlstream loader: reads the samples of a dataset split (or of a
+// selection) from Cassandra / ScyllaDB into batches, keeping the training
+// loop fed whatever the network latency.
+//
+// How it works (see docs/loader.md for the full story):
+//  * Epoch plan: a global shuffle of the split per epoch, keyed by (seed,
+//    epoch) only, cut into disjoint contiguous slices per rank; generated on
+//    demand (no per-sample key list).
+//  * Incremental prefetching: a sliding window of single-sample requests is
+//    kept in flight and refilled as each answer arrives. The window starts
+//    small and adapts (grows while throughput rises, backs off on timeouts
+//    and overload), and so do the connections per host.
+//  * Out-of-order assembly (default): a batch is filled with samples in the
+//    order their data arrives, so one slow sample never stalls a batch; it
+//    lands in a later batch of the same epoch. Samples never cross an epoch
+//    boundary. Ordered mode keeps the plan's exact batch composition and
+//    order (bit-for-bit reproducible), hiding latency with a deeper window.
+//  * Exactly once: each sample of the rank's part of an epoch is delivered
+//    exactly once, through timeouts, retries (with backoff and failover to
+//    other replicas), hedged requests, lost connections and node restarts.
+//    A sample that still cannot be read is named (key and path): by default
+//    Next() returns an error; with OnMissing::kSkip it is skipped and counted.
+//  * Memory is bounded by a byte budget (bytes in flight + assembled batches
+//    + batches handed out and not yet released). Sample bytes are received
+//    from the socket directly into the batch buffer; buffers are recycled.
+//
+// Thread-safety: a Loader may be used from one consumer thread at a time
+// (Next, State, Restore); Metrics() may be called from any thread. Batches
+// are immutable once handed out and may be read from any thread.
+// Ownership: Next() hands out std::shared_ptr<const Batch>; the batch memory
+// stays valid while any copy of that pointer (or a view made from it, e.g. a
+// NumPy array in Python) is alive; dropping the last one returns the buffer to
+// the loader's pool. Batches may outlive the Loader.
+#ifndef CQLSTREAM_LOADER_H_
+#define CQLSTREAM_LOADER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cqlstream/dataset.h"
+#include "cqlstream/options.h"
+#include "cqlstream/status.h"
+
+namespace cqlstream {
+
+enum class OnMissing { kRaise, kSkip };
+
+struct LoaderOptions {
+  ConnectionOptions connection;
+  std::string dataset;
+  std::string split = "train";
+  std::string selection_path;  // when set: read this selection instead of the split
+  int batch_size = 256;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  int rank = -1;        // -1: $RANK, else 0
+  int world_size = -1;  // -1: $WORLD_SIZE, else 1
+  bool ordered = false;
+  bool drop_last = false;
+  int64_t epochs = 1;   // <= 0: endless
+  OnMissing on_missing = OnMissing::kRaise;
+  bool verify_checksums = false;
+
+  // Caps; 0 means automatic. They should not be needed.
+  int max_in_flight = 0;              // requests in flight (the adaptive window's ceiling)
+  int initial_window = 0;             // first window (default 32)
+  bool adaptive = true;               // false: window fixed at max_in_flight (benchmarks)
+  int64_t memory_bytes = 0;           // byte budget (default: max(1 GiB, 8 batches))
+  int max_connections_per_host = 0;   // ceiling for adaptive connections (default 16)
+  std::chrono::milliseconds request_timeout{0};  // per attempt (default: adaptive, >= 2 s)
+  int max_attempts = 0;               // per sample (default 10)
+  std::chrono::milliseconds retry_budget{0};    // per sample, from first failure (default 60 s)
+  bool hedge = true;                  // hedged requests for slow samples
+};
+
+// A batch: one contiguous buffer holding the samples' bytes, with per-sample
+// offsets and sizes. For datasets with a blob target (label kind "target"),
+// sample i's payload is image bytes [offset, offset + image_size) followed by
+// its target bytes.
+class Batch {
+ public:
+  virtual ~Batch() = default;
+  size_t size() const { return keys.size(); }
+  // The samples' bytes (sum of sizes, possibly with no gaps) and views.
+  virtual std::span<const uint8_t> data() const = 0;
+  std::span<const uint8_t> sample(size_t i) const { return data().subspan(offsets[i], sizes[i]); }
+
+  int64_t epoch = 0;
+  int64_t index = 0;                  // batch number within the epoch (for this rank)
+  std::vector<uint64_t> offsets;      // into data()
+  std::vector<uint64_t> sizes;        // payload bytes (image + target)
+  std::vector<uint64_t> image_sizes;  // image bytes (== sizes unless targets)
+  std::vector<int32_t> labels;        // class labels (-1 when none)
+  std::vector<std::vector<int32_t>> multilabels;  // label kind multilabel only
+  std::vector<SampleKey> keys;
+};
+using BatchPtr = std::shared_ptr<const Batch>;
+
+struct LoaderMetrics {
+  double images_per_s = 0;      // over the last few seconds
+  double mb_per_s = 0;
+  int64_t images = 0;           // delivered so far
+  int64_t bytes = 0;
+  int64_t batches = 0;
+  int in_flight = 0;            // requests in flight
+  int window = 0;               // current window (target requests in flight)
+  int connections = 0;          // open connections
+  int64_t bytes_in_flight = 0;  // estimate
+  int64_t memory_bytes = 0;     // charged against the budget
+  int64_t memory_budget = 0;
+  double latency_p50_ms = 0, latency_p99_ms = 0;
+  int64_t retries = 0, hedges = 0, hedge_wins = 0, timeouts = 0, duplicates_dropped = 0;
+  int64_t skipped = 0;          // samples skipped (on_missing = skip)
+  int64_t dropped = 0;          // samples not delivered because of drop_last
+  double stall_s = 0;           // time the consumer waited in Next()
+  int64_t direct_bytes = 0;     // received straight into batch memory
+  int64_t copied_bytes = 0;     // copied from a receive buffer into batch memory
+};
+
+class Loader {
+ public:
+  static StatusOr<std::unique_ptr<Loader>> Open(LoaderOptions options);
+  ~Loader();
+
+  // The next batch of the current epoch, or nullptr at the end of the epoch;
+  // the call after that starts the next epoch. Blocks until a batch is ready.
+  // An unreadable sample (OnMissing::kRaise) makes the next call fail with a
+  // Status naming the sample's key and path.
+  StatusOr<BatchPtr> Next();
+  // True when every epoch has been delivered (never for endless loaders).
+  bool Done() const;
+
+  // Batches per epoch for this rank.
+  int64_t BatchesPerEpoch() const;
+  // Samples per epoch for this rank.
+  int64_t SamplesPerEpoch() const;
+  int rank() const;
+  int world_size() const;
+  const DatasetInfo& dataset() const;
+
+  // A checkpoint at the current batch boundary: what this rank has delivered
+  // so far in the current epoch (samples prefetched but not handed out are not
+  // counted and will be read again). Opaque bytes (a versioned format).
+  std::string State() const;
+  // Restores a checkpoint, before the first Next(). `states` holds the states
+  // of all ranks of the previous run (any world size) or just this rank's
+  // own state (same world size); the rest of the epoch is re-split over the
+  // current world size and delivered exactly once.
+  Status Restore(const std::vector<std::string>& states);
+
+  LoaderMetrics Metrics() const;
+  void Close();
+
+  struct Impl;
+
+ private:
+  explicit Loader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cqlstream
+
+#endif  // CQLSTREAM_LOADER_H_

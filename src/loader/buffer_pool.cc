@@ -1,0 +1,69 @@
+// Copyright (c) cqlstream authors.
+#include "loader/buffer_pool.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace cqlstream::loader {
+namespace {
+
+size_t PageSize() {
+  static const size_t p = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return p;
+}
+size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<BatchBuffer>> BatchBuffer::Reserve(size_t capacity) {
+  const size_t cap = RoundUp(std::max<size_t>(capacity, 1), PageSize());
+  void* p = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    return Status::Overloaded(
+        fmt::format("cannot reserve {} bytes of address space for a batch: {}", cap, std::strerror(errno)));
+  }
+  return std::unique_ptr<BatchBuffer>(new BatchBuffer(static_cast<uint8_t*>(p), cap));
+}
+
+BatchBuffer::~BatchBuffer() { ::munmap(data_, capacity_); }
+
+void BatchBuffer::Trim(size_t keep) {
+  const size_t k = RoundUp(keep, PageSize());
+  if (k >= resident_) return;
+  ::madvise(data_ + k, RoundUp(resident_, PageSize()) - k, MADV_DONTNEED);
+  resident_ = k;
+}
+
+BufferPool::BufferPool(size_t capacity, int max_pooled, std::shared_ptr<MemoryAccount> account)
+    : capacity_(capacity), max_pooled_(max_pooled), account_(std::move(account)) {}
+
+StatusOr<std::unique_ptr<BatchBuffer>> BufferPool::Acquire() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!free_.empty()) {
+      auto b = std::move(free_.back());
+      free_.pop_back();
+      account_->pooled_resident -= static_cast<int64_t>(b->resident());
+      return b;
+    }
+  }
+  return BatchBuffer::Reserve(capacity_);
+}
+
+void BufferPool::Release(std::unique_ptr<BatchBuffer> b, size_t used) {
+  b->Touched(used);
+  std::lock_guard<std::mutex> l(mu_);
+  avg_used_ = avg_used_ == 0 ? static_cast<double>(used) : 0.9 * avg_used_ + 0.1 * static_cast<double>(used);
+  if (static_cast<int>(free_.size()) >= max_pooled_) return;  // unmapped by the destructor
+  // Keep what a typical batch needs resident; give the rest back.
+  b->Trim(static_cast<size_t>(avg_used_ * 1.25));
+  account_->pooled_resident += static_cast<int64_t>(b->resident());
+  free_.push_back(std::move(b));
+}
+
+}  // namespace cqlstream::loader

@@ -1,0 +1,83 @@
+// Copyright (c) cqlstream authors.
+//
+// Batch memory. A BatchBuffer is a large virtual reservation (anonymous
+// mmap with MAP_NORESERVE): its address never changes, so sample bytes can be
+// received straight into it while other samples of the same batch are still
+// arriving, and only the pages actually written become resident. Buffers are
+// recycled through a BufferPool; a buffer coming back keeps the pages a
+// typical batch needs (no page faults next time) and gives the rest back to
+// the kernel (madvise(MADV_DONTNEED)).
+//
+// MemoryAccount tracks the bytes charged against the loader's budget:
+// bytes reserved in batches not yet released, plus resident bytes of pooled
+// buffers. It is shared (std::shared_ptr) so that a batch released after the
+// loader is gone still has somewhere to report to.
+//
+// Thread-safety: BufferPool and MemoryAccount are thread-safe. A BatchBuffer
+// is used by one owner at a time (the loader, then the batch).
+#ifndef CQLSTREAM_LOADER_BUFFER_POOL_H_
+#define CQLSTREAM_LOADER_BUFFER_POOL_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cqlstream/status.h"
+
+namespace cqlstream::loader {
+
+struct MemoryAccount {
+  std::atomic<int64_t> in_batches{0};      // bytes reserved in live batches
+  std::atomic<int64_t> pooled_resident{0}; // resident bytes of buffers in the pool
+  int64_t total() const { return in_batches.load() + pooled_resident.load(); }
+};
+
+class BatchBuffer {
+ public:
+  static StatusOr<std::unique_ptr<BatchBuffer>> Reserve(size_t capacity);
+  ~BatchBuffer();
+  BatchBuffer(const BatchBuffer&) = delete;
+  BatchBuffer& operator=(const BatchBuffer&) = delete;
+
+  uint8_t* data() const { return data_; }
+  size_t capacity() const { return capacity_; }
+  // Bytes that may be resident (high-water mark of what was written).
+  size_t resident() const { return resident_; }
+  void Touched(size_t used) {
+    if (used > resident_) resident_ = used;
+  }
+  // Gives pages beyond `keep` bytes back to the kernel.
+  void Trim(size_t keep);
+
+ private:
+  BatchBuffer(uint8_t* d, size_t c) : data_(d), capacity_(c) {}
+  uint8_t* data_;
+  size_t capacity_;
+  size_t resident_ = 0;
+};
+
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  BufferPool(size_t capacity, int max_pooled, std::shared_ptr<MemoryAccount> account);
+  // A buffer with at least capacity() bytes of address space.
+  StatusOr<std::unique_ptr<BatchBuffer>> Acquire();
+  // Takes a buffer back after a batch of `used` bytes was released.
+  void Release(std::unique_ptr<BatchBuffer> b, size_t used);
+  size_t capacity() const { return capacity_; }
+  const std::shared_ptr<MemoryAccount>& account() const { return account_; }
+
+ private:
+  const size_t capacity_;
+  const int max_pooled_;
+  std::shared_ptr<MemoryAccount> account_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<BatchBuffer>> free_;  // GUARDED_BY(mu_)
+  double avg_used_ = 0;                             // GUARDED_BY(mu_)
+};
+
+}  // namespace cqlstream::loader
+
+#endif  // CQLSTREAM_LOADER_BUFFER_POOL_H_

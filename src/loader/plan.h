@@ -1,0 +1,102 @@
+// Copyright (c) cqlstream authors.
+//
+// The epoch plan: which samples a rank reads in an epoch, and in what order.
+//
+//  * Permutation: a keyed pseudo-random permutation of [0, n) computed on
+//    demand (a 4-round Feistel network over the smallest even power of two
+//    >= n, with cycle walking). perm(i) costs a few hash evaluations; nothing
+//    is materialized, so a plan over 10^9 samples takes a few bytes.
+//  * The permutation of epoch e is keyed by (seed, e) only: every rank
+//    computes the same global order whatever its own randomness.
+//  * Ranks take contiguous, disjoint slices of the global order (positions
+//    [start_r, end_r), sizes differing by at most one), so their union is the
+//    whole split. After a resume with another world size, a rank's part is a
+//    list of position ranges instead of one (see checkpoint.h).
+//  * SampleSource maps a sample ordinal (in [0, n)) to its key: by binary
+//    search over segment prefix sums (a split) or by index into a sorted key
+//    list (a selection).
+//
+// Thread-safety: all types are immutable after construction and safe to share.
+#ifndef CQLSTREAM_LOADER_PLAN_H_
+#define CQLSTREAM_LOADER_PLAN_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cqlstream/dataset.h"
+#include "cqlstream/status.h"
+
+namespace cqlstream::loader {
+
+class Permutation {
+ public:
+  // Identity when !shuffle.
+  Permutation(uint64_t n, uint64_t seed, uint64_t epoch, bool shuffle);
+  uint64_t size() const { return n_; }
+  // REQUIRES: i < size()
+  uint64_t operator()(uint64_t i) const;
+
+ private:
+  uint64_t Feistel(uint64_t x) const;
+  uint64_t n_;
+  bool shuffle_;
+  int half_bits_ = 1;
+  uint64_t half_mask_ = 1;
+  uint64_t keys_[4] = {};
+};
+
+// A half-open range of global plan positions.
+struct PositionRange {
+  uint64_t begin = 0, end = 0;
+  uint64_t size() const { return end - begin; }
+  bool operator==(const PositionRange&) const = default;
+};
+
+// The contiguous slice of [0, n) that rank `rank` of `world` gets.
+PositionRange RankSlice(uint64_t n, int rank, int world);
+
+// Splits the positions in `ranges` (ascending, disjoint) into `world`
+// consecutive parts whose sizes differ by at most one, and returns part
+// `rank` (as ranges). Used to re-split the rest of an epoch on resume.
+std::vector<PositionRange> SplitRanges(const std::vector<PositionRange>& ranges, int rank, int world);
+
+// Maps sample ordinals [0, n) to keys.
+class SampleSource {
+ public:
+  // All committed samples of a split, in ascending key order.
+  static SampleSource FromSegments(const std::vector<SegmentInfo>& segments);
+  static SampleSource FromKeys(std::vector<SampleKey> keys);
+  uint64_t size() const { return n_; }
+  SampleKey KeyAt(uint64_t ordinal) const;
+  // A hash of the key space (segments and counts, or the key list) so that a
+  // checkpoint is never applied to a different sample set.
+  uint64_t Fingerprint() const { return fingerprint_; }
+
+ private:
+  uint64_t n_ = 0;
+  std::vector<int32_t> segs_;
+  std::vector<uint64_t> starts_;  // prefix sums: segment i covers [starts_[i], starts_[i+1])
+  std::vector<SampleKey> keys_;   // selection mode
+  uint64_t fingerprint_ = 0;
+};
+
+// A rank's sequence of positions in one epoch: the concatenation of its ranges.
+class RankPlan {
+ public:
+  RankPlan() = default;
+  RankPlan(std::vector<PositionRange> ranges);
+  uint64_t size() const { return total_; }
+  // The i-th position of this rank's sequence. REQUIRES: i < size()
+  uint64_t PositionAt(uint64_t i) const;
+  const std::vector<PositionRange>& ranges() const { return ranges_; }
+
+ private:
+  std::vector<PositionRange> ranges_;
+  std::vector<uint64_t> starts_;
+  uint64_t total_ = 0;
+};
+
+}  // namespace cqlstream::loader
+
+#endif  // CQLSTREAM_LOADER_PLAN_H_

@@ -1,0 +1,164 @@
+// Copyright (c) cqlstream authors.
+#include "loader/window.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace cqlstream::loader {
+
+WindowController::WindowController(Options o, Clock::time_point now)
+    : o_(o),
+      window_(std::clamp(o.initial_window, o.min_window, o.max_window)),
+      connections_(std::clamp(o.initial_connections, 1, std::max(1, o.max_connections))),
+      interval_start_(now) {
+  if (!o_.adaptive) {
+    window_ = o_.max_window;
+    phase_ = Phase::kSteady;
+  }
+}
+
+void WindowController::OnComplete(int64_t bytes, std::chrono::microseconds latency) {
+  bytes_ += bytes;
+  ++completions_;
+  const double us = static_cast<double>(latency.count());
+  sum_latency_us_ += us;
+  srtt_us_ = srtt_us_ == 0 ? us : 0.9 * srtt_us_ + 0.1 * us;
+}
+
+void WindowController::OnCongestion(Clock::time_point now) {
+  if (!o_.adaptive) return;
+  window_ = std::max(o_.min_window, static_cast<int>(window_ * 0.7));
+  if (phase_ == Phase::kStartup) {
+    phase_ = Phase::kSteady;
+    best_window_ = window_;
+  }
+  probe_ = Probe::kNone;
+  // Start a fresh measurement at the new window.
+  interval_start_ = now;
+  bytes_ = completions_ = 0;
+  sum_latency_us_ = 0;
+  held_back_ = false;
+}
+
+bool WindowController::Tick(Clock::time_point now) {
+  if (!o_.adaptive) return false;
+  const auto elapsed = now - interval_start_;
+  const auto min_len = std::max<std::chrono::microseconds>(
+      o_.min_interval, std::chrono::microseconds(static_cast<int64_t>(4 * srtt_us_)));
+  if (elapsed < min_len || completions_ < 8) return false;
+  const double secs = std::chrono::duration<double>(elapsed).count();
+  const double goodput = static_cast<double>(bytes_) / secs;
+  const double mean_lat = sum_latency_us_ / static_cast<double>(completions_);
+  const bool held = held_back_;
+  interval_start_ = now;
+  bytes_ = completions_ = 0;
+  sum_latency_us_ = 0;
+  held_back_ = false;
+  // The lowest mean latency seen approximates the unloaded round trip; it
+  // drifts up slowly so that a changed path is eventually accepted.
+  min_rtt_us_ = min_rtt_us_ == 0 ? mean_lat : std::min(mean_lat, min_rtt_us_ * 1.01);
+  if (held) return false;  // not limited by the window: nothing to learn
+  const int w0 = window_, c0 = connections_;
+  Evaluate(goodput);
+  return window_ != w0 || connections_ != c0;
+}
+
+void WindowController::Evaluate(double g) {
+  if (phase_ == Phase::kStartup) {
+    if (g >= best_goodput_ * 1.10) {
+      best_goodput_ = g;
+      best_window_ = window_;
+      flat_intervals_ = 0;
+      window_ = std::min(o_.max_window, window_ * 2);
+      if (window_ == o_.max_window) phase_ = Phase::kSteady;
+      return;
+    }
+    if (++flat_intervals_ < 2) return;  // one flat interval may be noise
+    phase_ = Phase::kSteady;
+    window_ = std::clamp(static_cast<int>(best_window_ * 1.25), o_.min_window, o_.max_window);
+    best_goodput_ = std::max(best_goodput_, g);
+    return;
+  }
+
+  // Steady state.
+  if (probe_ == Probe::kNone) {
+    best_goodput_ = 0.8 * best_goodput_ + 0.2 * g;  // follow slow changes
+    if (++steady_intervals_ < 5) return;
+    steady_intervals_ = 0;
+    baseline_ = best_goodput_;
+    // Round-robin over the probes that can apply.
+    for (int k = 0; k < 3; ++k) {
+      const int kind = next_probe_++ % 3;
+      if (kind == 0 && window_ < o_.max_window) return StartProbe(Probe::kWindowUp);
+      if (kind == 1 && window_ > o_.min_window) return StartProbe(Probe::kWindowDown);
+      if (kind == 2 && connections_help_ && connections_ < o_.max_connections &&
+          srtt_us_ > 2.0 * min_rtt_us_) {
+        return StartProbe(Probe::kConnections);
+      }
+    }
+    return;
+  }
+  // Measure a probe over two intervals (the first absorbs the transition).
+  ++probe_intervals_;
+  if (probe_intervals_ == 1) return;
+  probe_sum_ += g;
+  if (probe_intervals_ < 3) return;
+  const double pg = probe_sum_ / 2.0;
+  bool keep = false;
+  switch (probe_) {
+    case Probe::kWindowUp:
+    case Probe::kConnections:
+      keep = pg >= baseline_ * 1.05;
+      break;
+    case Probe::kWindowDown:
+      keep = pg >= baseline_ * 0.97;
+      break;
+    case Probe::kNone:
+      break;
+  }
+  if (keep) {
+    best_goodput_ = std::max(pg, probe_ == Probe::kWindowDown ? pg : best_goodput_);
+    if (probe_ == Probe::kWindowUp || probe_ == Probe::kConnections) {
+      // It helped: try again soon.
+      steady_intervals_ = 4;
+      if (probe_ == Probe::kConnections) next_probe_ = 2;
+    }
+  } else {
+    window_ = saved_window_;
+    // Connections stay open (closing them would cost more than it saves);
+    // stop asking for more.
+    if (probe_ == Probe::kConnections) connections_help_ = false;
+  }
+  probe_ = Probe::kNone;
+}
+
+void WindowController::StartProbe(Probe p) {
+  probe_ = p;
+  probe_intervals_ = 0;
+  probe_sum_ = 0;
+  saved_window_ = window_;
+  switch (p) {
+    case Probe::kWindowUp:
+      window_ = std::min(o_.max_window, std::max(window_ + 1, static_cast<int>(window_ * 1.25)));
+      break;
+    case Probe::kWindowDown:
+      window_ = std::max(o_.min_window, static_cast<int>(window_ * 0.8));
+      break;
+    case Probe::kConnections:
+      connections_ = std::min(o_.max_connections, connections_ + std::max(1, connections_ / 2));
+      // More connections usually need a proportionally larger window.
+      window_ = std::min(o_.max_window, static_cast<int>(window_ * 1.25));
+      break;
+    case Probe::kNone:
+      break;
+  }
+}
+
+std::string WindowController::Describe() const {
+  return fmt::format("window {} connections {} phase {} goodput {:.1f} MB/s srtt {:.2f} ms min {:.2f} ms", window_,
+                     connections_, phase_ == Phase::kStartup ? "startup" : "steady", best_goodput_ / 1e6,
+                     srtt_us_ / 1000.0, min_rtt_us_ / 1000.0);
+}
+
+}  // namespace cqlstream::loader
