@@ -29,6 +29,9 @@ namespace {
 
 constexpr int32_t kResultKindRows = 0x0002;
 
+// Bytes the prefix parser of one frame may re-parse for free (ParsePrefix).
+constexpr size_t kPrefixAllowance = 64 << 10;
+
 enum class Phase : uint8_t {
   kHeader,        // waiting for a 9-byte header
   kBody,          // collecting a whole body into State::body
@@ -75,7 +78,8 @@ struct FrameDecoder::State {
   size_t cell_size = 0;     // kCellBuffered
   std::span<uint8_t> dst;   // kCellDirect: the sink's destination
   size_t dst_filled = 0;
-  size_t prefix_retry_at = 0;  // live bytes wanted before parsing the prefix again
+  size_t prefix_last = 0;  // bytes the last attempt to parse the prefix had
+  size_t prefix_work = 0;  // bytes all attempts on this frame's prefix parsed
 
   Target target = Target::kBuffer;
   size_t target_size = 0;
@@ -321,7 +325,8 @@ Status FrameDecoder::State::StartFrame(std::vector<DecodedFrame>* out) {
   warnings.clear();
   row = col = 0;
   cells_left = 0;
-  prefix_retry_at = 1;
+  prefix_last = 0;
+  prefix_work = 0;
   return Status::OK();
 }
 
@@ -342,12 +347,20 @@ void FrameDecoder::State::StartBuffered(std::vector<DecodedFrame>* out) {
 }
 
 // Parses preamble, kind, <metadata> and <rows_count> of a RESULT for a sink.
-// Until all of it is buffered the parse fails; it is retried once twice as
-// many bytes are buffered (or the whole body is), so a large metadata
-// arriving in small pieces costs linear, not quadratic, time.
+// Until all of it is buffered the parse fails, and it is tried again when
+// more bytes have arrived. So that a large metadata trickling in byte by byte
+// cannot cost quadratic time, once the attempts on one frame have parsed
+// more than kPrefixAllowance + 4x the buffered bytes, the next attempt waits
+// until the buffered bytes have doubled (or the whole body is there).
 Status FrameDecoder::State::ParsePrefix(std::vector<DecodedFrame>* out, bool* progress) {
   const size_t avail = std::min(live(), body_left);
-  if (avail < body_left && avail < prefix_retry_at) return Status::OK();
+  if (avail < body_left) {
+    if (avail <= prefix_last) return Status::OK();  // nothing new
+    const bool cheap = prefix_work + avail <= kPrefixAllowance + 4 * avail;
+    if (!cheap && avail < 2 * prefix_last) return Status::OK();
+  }
+  prefix_last = avail;
+  prefix_work += avail;
   Reader r(ByteView(data(), avail));
   std::optional<std::array<uint8_t, 16>> tracing_id;
   std::vector<std::string> w;
@@ -366,8 +379,7 @@ Status FrameDecoder::State::ParsePrefix(std::vector<DecodedFrame>* out, bool* pr
   if (st.ok()) st = r.Int(&rows);
   if (!st.ok()) {
     if (avail == body_left) return Error(fmt::format("Rows result: {}", st.message()));
-    prefix_retry_at = std::min(body_left, std::max(avail + 1, 2 * avail));
-    return Status::OK();
+    return Status::OK();  // wait for more bytes
   }
   *progress = true;
   Consume(r.offset());

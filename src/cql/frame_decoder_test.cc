@@ -455,6 +455,29 @@ TEST(FrameDecoder, ZeroRowsZeroColumnsAndTrailingBytes) {
   EXPECT_EQ(run.Go(input, Mode::kByteByByte).log, whole.log);
 }
 
+TEST(FrameDecoder, RowsBeginAsSoonAsTheMetadataIsThere) {
+  // Found by the fuzzer: the metadata of a streamed result must be handed to
+  // the sink once its bytes are buffered, however they were split, without
+  // waiting for bytes of the cells.
+  const Bytes body = RowsBody(3, {{Pattern(1000, 1), Pattern(10, 2), std::nullopt}});
+  const Bytes f = ResponseFrame(Opcode::kResult, 1, body);
+  const size_t prefix = kHeaderSize + body.size() - (4 + 1000) - (4 + 10) - 4;  // through rows_count
+  for (size_t read_chunk : {size_t(1), size_t(3), size_t(64)}) {
+    auto sink = std::make_shared<RecordingSink>();
+    FrameDecoder::Options o;
+    o.read_chunk = read_chunk;
+    FrameDecoder d(o, [&](int16_t) -> std::shared_ptr<CellSink> { return sink; });
+    std::vector<DecodedFrame> frames;
+    for (size_t i = 0; i < prefix; ++i) ASSERT_TRUE(d.Feed(ByteView(&f[i], 1), &frames).ok());
+    EXPECT_EQ(sink->begin_calls, 1) << read_chunk;
+    EXPECT_EQ(sink->row_count, 1);
+    EXPECT_TRUE(sink->cells.empty());
+    ASSERT_TRUE(d.Feed(ByteView(f).subspan(prefix), &frames).ok());
+    EXPECT_EQ(sink->cells.size(), 3u);
+    EXPECT_EQ(frames.size(), 1u);
+  }
+}
+
 TEST(FrameDecoder, TracingIdBeforeStreamedRows) {
   const Bytes body = Cat({Hex("00112233445566778899aabbccddeeff"), RowsBody(1, {{Hex("beef")}})});
   Harness run;
