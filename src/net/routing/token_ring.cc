@@ -137,7 +137,7 @@ StatusOr<TokenRing> TokenRing::Build(std::vector<RingHost> hosts) {
 
 size_t TokenRing::size() const { return data_->tokens.size(); }
 
-std::span<const int64_t> TokenRing::tokens() const { return data_->tokens; }
+std::span<const int64_t> TokenRing::tokens() const& { return data_->tokens; }
 
 size_t TokenRing::RangeIndexOf(int64_t token) const {
   const auto& t = data_->tokens;
@@ -150,7 +150,7 @@ int TokenRing::OwnerOfRange(size_t i) const {
   return data_->hosts[static_cast<size_t>(data_->owner[i])].id;
 }
 
-const std::vector<RingHost>& TokenRing::hosts() const { return data_->hosts; }
+const std::vector<RingHost>& TokenRing::hosts() const& { return data_->hosts; }
 
 std::vector<TokenRange> TokenRing::PrimaryRanges(int host_id) const {
   std::vector<TokenRange> out;
@@ -490,18 +490,18 @@ StatusOr<ReplicaMap> ReplicaMap::Build(const TokenRing& ring,
   return Build(ring, strategy);
 }
 
-std::span<const int> ReplicaMap::ReplicasOfRange(size_t i) const {
+std::span<const int> ReplicaMap::ReplicasOfRange(size_t i) const& {
   assert(i < data_->begin.size());
   return std::span<const int>(data_->replicas).subspan(data_->begin[i], data_->count[i]);
 }
 
-std::span<const int> ReplicaMap::Replicas(int64_t token) const {
+std::span<const int> ReplicaMap::Replicas(int64_t token) const& {
   return ReplicasOfRange(ring_.RangeIndexOf(token));
 }
 
 const ReplicationStrategy& ReplicaMap::strategy() const { return data_->strategy; }
 
-std::vector<ReplicaMap::ReplicatedRange> ReplicaMap::Ranges() const {
+std::vector<ReplicaMap::ReplicatedRange> ReplicaMap::Ranges() const& {
   std::vector<ReplicatedRange> out;
   for (const Piece& p : Pieces(ring_.tokens())) out.push_back({p.range, ReplicasOfRange(p.index)});
   return out;

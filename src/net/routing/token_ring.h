@@ -38,9 +38,10 @@
 //
 // Thread-safety: TokenRing and ReplicaMap are immutable after Build(); all
 // methods are const and safe to call from any number of threads. Copies are
-// cheap (they share the immutable data). Spans returned by Replicas() point
-// into the ReplicaMap's shared data: they stay valid while any copy of that
-// ReplicaMap is alive.
+// cheap (they share the immutable data). Spans and references returned by
+// Replicas(), Ranges(), tokens() and hosts() point into that shared data:
+// they stay valid while any copy of the map (or ring) they came from is
+// alive. These accessors are deleted on temporaries.
 #ifndef CQLSTREAM_NET_ROUTING_TOKEN_RING_H_
 #define CQLSTREAM_NET_ROUTING_TOKEN_RING_H_
 
@@ -103,8 +104,10 @@ class TokenRing {
 
   // Number of tokens, which is the number of ranges (>= 1).
   size_t size() const;
-  // The sorted tokens t_0 < ... < t_{n-1}.
-  std::span<const int64_t> tokens() const;
+  // The sorted tokens t_0 < ... < t_{n-1}. Like hosts(), it points into the
+  // ring's shared data, so it is not available on a temporary ring.
+  std::span<const int64_t> tokens() const&;
+  std::span<const int64_t> tokens() const&& = delete;
   // The index i of the range (t_{i-1}, t_i] holding `token`: the first ring
   // token >= token, or 0 (the wrapping range) when there is none. O(log n).
   size_t RangeIndexOf(int64_t token) const;
@@ -113,7 +116,8 @@ class TokenRing {
   int PrimaryOwner(int64_t token) const { return OwnerOfRange(RangeIndexOf(token)); }
 
   // The hosts given to Build(), in the order given (with their tokens).
-  const std::vector<RingHost>& hosts() const;
+  const std::vector<RingHost>& hosts() const&;
+  const std::vector<RingHost>& hosts() const&& = delete;
 
   // The ranges whose primary owner is `host_id`, split at the wrap point and
   // merged where contiguous, in increasing order. Empty for an unknown host
@@ -162,9 +166,13 @@ class ReplicaMap {
 
   // The replicas (host ids) of the range holding `token`, primary first.
   // O(log n). Empty for LocalStrategy or a replication factor of 0.
-  std::span<const int> Replicas(int64_t token) const;
+  // The span points into this map's data (see the lifetime rule above); the
+  // calls are deleted on temporaries, whose data could die with them.
+  std::span<const int> Replicas(int64_t token) const&;
+  std::span<const int> Replicas(int64_t token) const&& = delete;
   // The replicas of range i of the ring. REQUIRES: i < ring().size().
-  std::span<const int> ReplicasOfRange(size_t i) const;
+  std::span<const int> ReplicasOfRange(size_t i) const&;
+  std::span<const int> ReplicasOfRange(size_t i) const&& = delete;
 
   const TokenRing& ring() const { return ring_; }
   const ReplicationStrategy& strategy() const;
@@ -178,7 +186,8 @@ class ReplicaMap {
     TokenRange range;
     std::span<const int> replicas;
   };
-  std::vector<ReplicatedRange> Ranges() const;
+  std::vector<ReplicatedRange> Ranges() const&;
+  std::vector<ReplicatedRange> Ranges() const&& = delete;
 
  private:
   struct Data;

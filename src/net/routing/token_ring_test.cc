@@ -229,7 +229,8 @@ TEST(TokenRingTest, CppDriverSimpleStrategy) {
   EXPECT_EQ(Vec(map.Replicas(300)), (std::vector<int>{4, 1, 2}));
 
   TokenRing vnodes = MustRing({Host(1, {0, 100, 200, 300})});
-  EXPECT_EQ(Vec(MustMap(vnodes, Simple(3)).Replicas(0)), std::vector<int>{1});
+  ReplicaMap one_host = MustMap(vnodes, Simple(3));
+  EXPECT_EQ(Vec(one_host.Replicas(0)), std::vector<int>{1});
 }
 
 // datastax/python-driver tests/unit/test_metadata.py
@@ -723,13 +724,25 @@ TEST(TokenRingTest, ScanRangesWithReplicas) {
   // Ring tokens at both ends of the token space: the wrapping range
   // (MAX, MIN] holds no token and gives no piece.
   TokenRing ends = MustRing({Host(1, {kMinToken}), Host(2, {0}), Host(3, {kMaxToken})});
-  auto end_ranges = MustMap(ends, Simple(1)).Ranges();
+  ReplicaMap ends_map = MustMap(ends, Simple(1));
+  auto end_ranges = ends_map.Ranges();
   ASSERT_EQ(end_ranges.size(), 2u);
   EXPECT_EQ(end_ranges[0].range, (TokenRange{kMinToken, 0}));
   EXPECT_EQ(Vec(end_ranges[0].replicas), std::vector<int>{2});
   EXPECT_EQ(end_ranges[1].range, (TokenRange{0, kMaxToken}));
   EXPECT_EQ(Vec(end_ranges[1].replicas), std::vector<int>{3});
 }
+
+// Spans cannot be taken from a temporary map (whose data may die with it).
+template <typename M>
+concept SpansFrom = requires(M&& m) {
+  std::forward<M>(m).Ranges();
+  std::forward<M>(m).Replicas(int64_t{0});
+  std::forward<M>(m).ReplicasOfRange(size_t{0});
+};
+static_assert(SpansFrom<ReplicaMap&>);
+static_assert(SpansFrom<const ReplicaMap&>);
+static_assert(!SpansFrom<ReplicaMap>);
 
 TEST(TokenRingTest, CopiesOutliveTheOriginals) {
   std::optional<ReplicaMap> kept;
