@@ -115,7 +115,8 @@ void DecodeBody(const FrameHeader& h, const Bytes& body) {
   auto r = DecodeResponse(h, body);
   if (!r.ok()) return;
   if (auto* res = std::get_if<Result>(&r->message)) {
-    if (auto* rows = std::get_if<Rows>(res)) {
+    // (A result may claim 2^31 rows of no columns: there is nothing to visit.)
+    if (auto* rows = std::get_if<Rows>(res); rows && rows->column_count() > 0) {
       for (int32_t i = 0; i < rows->row_count(); ++i) {
         for (int32_t j = 0; j < rows->column_count(); ++j) {
           (void)rows->cell(i, j);
