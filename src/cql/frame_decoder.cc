@@ -32,6 +32,12 @@ constexpr int32_t kResultKindRows = 0x0002;
 // Bytes the prefix parser of one frame may re-parse for free (ParsePrefix).
 constexpr size_t kPrefixAllowance = 64 << 10;
 
+// Once a frame has had a directed cell of at least read_chunk bytes, reads at
+// cell boundaries are cut to this many bytes: enough for the small cells and
+// the length that precede the next large cell, so that little of that cell
+// lands in the receive buffer (to be copied) instead of its destination.
+constexpr size_t kLookahead = 4096;
+
 enum class Phase : uint8_t {
   kHeader,        // waiting for a 9-byte header
   kBody,          // collecting a whole body into State::body
@@ -78,6 +84,7 @@ struct FrameDecoder::State {
   size_t cell_size = 0;     // kCellBuffered
   std::span<uint8_t> dst;   // kCellDirect: the sink's destination
   size_t dst_filled = 0;
+  bool large_cells = false;  // a directed cell of >= read_chunk bytes was seen
   size_t prefix_last = 0;  // bytes the last attempt to parse the prefix had
   size_t prefix_work = 0;  // bytes all attempts on this frame's prefix parsed
 
@@ -171,7 +178,12 @@ std::span<uint8_t> FrameDecoder::ReadTarget() {
       return std::span<uint8_t>(s.body.data() + s.body_filled, s.body_left);
     }
   }
-  return s.BufferTarget(options_.read_chunk);
+  size_t want = options_.read_chunk;
+  if (s.large_cells && !s.failed &&
+      (s.phase == Phase::kCellLength || (s.phase == Phase::kCellBuffered && s.cell_size - s.live() < kLookahead))) {
+    want = std::min(want, kLookahead);
+  }
+  return s.BufferTarget(want);
 }
 
 Status FrameDecoder::Feed(ByteView data, std::vector<DecodedFrame>* out) {
@@ -325,6 +337,7 @@ Status FrameDecoder::State::StartFrame(std::vector<DecodedFrame>* out) {
   warnings.clear();
   row = col = 0;
   cells_left = 0;
+  large_cells = false;
   prefix_last = 0;
   prefix_work = 0;
   return Status::OK();
@@ -429,6 +442,7 @@ Status FrameDecoder::State::CellLength() {
   }
   dst = d;
   dst_filled = 0;
+  if (size >= self->options_.read_chunk) large_cells = true;
   phase = Phase::kCellDirect;  // Process copies what is buffered, ReadTarget points at the rest
   return Status::OK();
 }
