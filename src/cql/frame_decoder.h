@@ -15,9 +15,11 @@
 //
 // Malformed input (bad header, bad lengths, a body larger than the limit)
 // yields a non-OK Status from Commit/Feed; after that the decoder must not be
-// used again and the connection must be closed. It never reads out of bounds,
-// never allocates more than max_body + buffer size, and never hangs: any byte
-// sequence is either decoded or rejected.
+// used again and the connection must be closed (Commit/Feed keep returning
+// the same error). It never reads out of bounds, never hangs (any byte
+// sequence is either decoded or rejected), and holds at most one frame body
+// (<= max_body) plus a receive buffer of at most max(kHeaderSize, max_body) +
+// read_chunk bytes; the buffer shrinks back after a large frame.
 //
 // A sink's own error (returned from one of its callbacks) affects only that
 // frame: the decoder stops calling the sink, drains the rest of the frame,
@@ -76,7 +78,7 @@ class FrameDecoder {
  public:
   struct Options {
     uint32_t max_body = kMaxBodySize;  // larger frames are FrameTooLarge
-    size_t read_chunk = 64 << 10;      // free buffer space offered per read
+    size_t read_chunk = 64 << 10;      // free buffer space offered per read (at most; see ReadTarget)
   };
   // Called when the header of a RESULT frame arrives; returns the sink for
   // that stream or nullptr to buffer the frame.
@@ -85,7 +87,12 @@ class FrameDecoder {
   FrameDecoder(Options options, SinkLookup lookup);
   explicit FrameDecoder(SinkLookup lookup) : FrameDecoder(Options{}, std::move(lookup)) {}
 
-  // Memory that the next read from the wire should fill. Never empty.
+  // Memory that the next read from the wire should fill. Never empty. Usually
+  // read_chunk bytes of the receive buffer; the rest of a directed cell (the
+  // sink's destination) or of a large buffered body (DecodedFrame::body) when
+  // that is what comes next; and, in a streamed result that has had a
+  // directed cell of read_chunk bytes or more, only a few KiB at cell
+  // boundaries, so that the next large cell is not read into the buffer.
   std::span<uint8_t> ReadTarget();
   // `n` bytes were written to the start of the span last returned by
   // ReadTarget(). Decodes as much as possible; complete frames are appended
