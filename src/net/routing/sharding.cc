@@ -84,9 +84,13 @@ int ShardOfToken(int64_t token, int nr_shards, int ignore_msb) {
   assert(nr_shards >= 1 && ignore_msb >= 0 && ignore_msb <= 63);
   uint64_t biased = static_cast<uint64_t>(token) + (uint64_t{1} << 63);  // token - INT64_MIN
   biased <<= ignore_msb;
-  __extension__ using Uint128 = unsigned __int128;
-  const Uint128 product = static_cast<Uint128>(biased) * static_cast<uint32_t>(nr_shards);
-  return static_cast<int>(product >> 64);
+  // The high 64 bits of biased * nr_shards without 128-bit integers (as in the
+  // extension's Java example): split biased into 32-bit halves. Exact, as
+  // nr_shards < 2^16 keeps every partial product below 2^64.
+  const uint64_t n = static_cast<uint64_t>(nr_shards);
+  const uint64_t lo = biased & 0xffffffffULL;
+  const uint64_t hi = biased >> 32;
+  return static_cast<int>((hi * n + ((lo * n) >> 32)) >> 32);
 }
 
 int ShardingInfo::ShardOf(int64_t token) const {

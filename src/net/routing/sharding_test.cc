@@ -40,17 +40,13 @@ int64_t TokenOf(std::string_view key) {
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(key.data()), key.size()));
 }
 
-// The Java formulation from protocol-extensions.md (no 128-bit arithmetic),
-// as an independent oracle for ShardOf.
-int JavaShardOf(int64_t token, int nr_shards, int ignore_msb) {
-  uint64_t t = static_cast<uint64_t>(token) + static_cast<uint64_t>(kMin);
-  t <<= ignore_msb;
-  const uint64_t lo = t & 0xffffffffULL;
-  const uint64_t hi = (t >> 32) & 0xffffffffULL;
-  const uint64_t mul1 = lo * static_cast<uint64_t>(nr_shards);
-  const uint64_t mul2 = hi * static_cast<uint64_t>(nr_shards);
-  const uint64_t sum = (mul1 >> 32) + mul2;
-  return static_cast<int>(sum >> 32);
+// The C formulation from protocol-extensions.md, with 128-bit arithmetic
+// (a GCC/Clang extension), as an oracle for ShardOf.
+int Int128ShardOf(int64_t token, int nr_shards, int ignore_msb) {
+  uint64_t biased = static_cast<uint64_t>(token) + (uint64_t{1} << 63);
+  biased <<= ignore_msb;
+  __extension__ typedef unsigned __int128 Uint128;
+  return static_cast<int>((static_cast<Uint128>(biased) * static_cast<uint64_t>(nr_shards)) >> 64);
 }
 
 TEST(ShardingTest, ParsesScyllaSupported) {
@@ -183,14 +179,14 @@ TEST(ShardingTest, ShardOfEdges) {
   EXPECT_EQ(ShardOfToken(-5, 8, 1), ShardOfToken(kMax - 4, 8, 1));
 }
 
-TEST(ShardingTest, ShardOfMatchesTheJavaFormulation) {
+TEST(ShardingTest, ShardOfMatches128BitArithmetic) {
   std::mt19937_64 rng(42);
   for (int nr_shards : {1, 2, 3, 7, 12, 64, 255, 1000, 65535}) {
     for (int msb : {0, 1, 12, 31, 63}) {
       for (int i = 0; i < 2000; ++i) {
         const int64_t token = static_cast<int64_t>(rng());
         const int shard = ShardOfToken(token, nr_shards, msb);
-        ASSERT_EQ(shard, JavaShardOf(token, nr_shards, msb))
+        ASSERT_EQ(shard, Int128ShardOf(token, nr_shards, msb))
             << "token " << token << " nr_shards " << nr_shards << " msb " << msb;
         ASSERT_GE(shard, 0);
         ASSERT_LT(shard, nr_shards);

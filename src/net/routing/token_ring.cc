@@ -21,15 +21,18 @@ StatusOr<std::vector<TokenRange>> SplitTokenRange(TokenRange range, int n) {
     return Status::InvalidArgument("token range (" + std::to_string(range.start) + ", " +
                                    std::to_string(range.end) + "] is empty or wraps");
   }
-  // Width in tokens (1 .. 2^64 - 1) and the boundaries start + floor(k * width / n).
+  // Width in tokens (1 .. 2^64 - 1) and the boundaries start + floor(k * width / parts),
+  // computed as k * q + floor(k * r / parts) with width = q * parts + r: no
+  // overflow, as k, r < parts <= 2^31.
   const uint64_t width = static_cast<uint64_t>(range.end) - static_cast<uint64_t>(range.start);
   const uint64_t parts = std::min<uint64_t>(static_cast<uint64_t>(n), width);
-  __extension__ using Uint128 = unsigned __int128;
+  const uint64_t q = width / parts;
+  const uint64_t r = width % parts;
   std::vector<TokenRange> out;
   out.reserve(static_cast<size_t>(parts));
   uint64_t prev = 0;
   for (uint64_t k = 1; k <= parts; ++k) {
-    const uint64_t offset = static_cast<uint64_t>(static_cast<Uint128>(width) * k / parts);
+    const uint64_t offset = k * q + k * r / parts;
     out.push_back({static_cast<int64_t>(static_cast<uint64_t>(range.start) + prev),
                    static_cast<int64_t>(static_cast<uint64_t>(range.start) + offset)});
     prev = offset;

@@ -110,6 +110,23 @@ TEST(TokenRingTest, SplitTheFullRing) {
   }
 }
 
+TEST(TokenRingTest, SplitBoundariesAreExact) {
+  // Boundary k of n over the full ring is MIN + floor(k * (2^64 - 1) / n);
+  // checked with 128-bit arithmetic (a GCC/Clang extension).
+  __extension__ typedef unsigned __int128 Uint128;
+  const Uint128 width = ~uint64_t{0};
+  for (int n : {3, 5, 7, 1000, 65537, 1 << 20}) {
+    auto parts = SplitTokenRange(n);
+    ASSERT_TRUE(parts.ok());
+    ASSERT_EQ(parts->size(), static_cast<size_t>(n));
+    for (size_t k = 1; k < parts->size(); ++k) {
+      const auto expected = static_cast<int64_t>(static_cast<uint64_t>(kMinToken) +
+                                                 static_cast<uint64_t>(width * k / n));
+      ASSERT_EQ((*parts)[k].start, expected) << "n=" << n << " k=" << k;
+    }
+  }
+}
+
 TEST(TokenRingTest, SplitASubrange) {
   auto parts = SplitTokenRange(TokenRange{-10, 10}, 3);
   ASSERT_TRUE(parts.ok());
