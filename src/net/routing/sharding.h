@@ -28,6 +28,8 @@
 //
 // Thread-safety: ShardingInfo is an immutable value once parsed (const
 // methods only); a ShardPortIterator is a small value to be used by one thread.
+// Ownership: both are self-contained values; Parse() copies what it keeps
+// from the SUPPORTED options.
 #ifndef CQLSTREAM_NET_ROUTING_SHARDING_H_
 #define CQLSTREAM_NET_ROUTING_SHARDING_H_
 
