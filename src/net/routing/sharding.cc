@@ -85,8 +85,8 @@ int ShardOfToken(int64_t token, int nr_shards, int ignore_msb) {
   uint64_t biased = static_cast<uint64_t>(token) + (uint64_t{1} << 63);  // token - INT64_MIN
   biased <<= ignore_msb;
   // The high 64 bits of biased * nr_shards without 128-bit integers (as in the
-  // extension's Java example): split biased into 32-bit halves. Exact, as
-  // nr_shards < 2^16 keeps every partial product below 2^64.
+  // extension's Java example): split biased into 32-bit halves. Exact for any
+  // nr_shards < 2^32: no partial product or sum reaches 2^64.
   const uint64_t n = static_cast<uint64_t>(nr_shards);
   const uint64_t lo = biased & 0xffffffffULL;
   const uint64_t hi = biased >> 32;
