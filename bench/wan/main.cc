@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "wan/proxy.h"
@@ -40,9 +41,9 @@ struct Printer {
       uint64_t down0 = i < prev.size() ? prev[i].bytes_down : 0;
       auto rate = [dt](uint64_t a, uint64_t b) { return dt > 0 ? (b - a) / dt / 1e6 : 0.0; };
       fmt::print(
-          "[wan]   {}  conns {} active / {} total / {} failed  up {} ({:.1f} MB/s)  down {} "
-          "({:.1f} MB/s)\n",
-          s.name, s.active, s.accepted, s.connect_failures, FormatBytes(s.bytes_up),
+          "[wan]   {}  conns {} active / {} total / {} connect failed / {} errors  up {} ({:.1f} "
+          "MB/s)  down {} ({:.1f} MB/s)\n",
+          s.name, s.active, s.accepted, s.connect_failures, s.errors, FormatBytes(s.bytes_up),
           rate(up0, s.bytes_up), FormatBytes(s.bytes_down), rate(down0, s.bytes_down));
     }
     std::fflush(stdout);
@@ -63,7 +64,8 @@ int main(int argc, char** argv) {
   std::string window = "4MiB", sockbuf = "256KiB", read_chunk = "256KiB";
   int threads = 1;
   uint64_t seed = 1;
-  bool no_handshake = false;
+  bool no_handshake = false, copy = false;
+  int rt_priority = 10;
   app.add_option("--map", maps, "LISTEN=TARGET, e.g. 127.0.0.2:9042=127.0.0.1:9042 (repeatable)")
       ->required();
   auto* delay_opt = app.add_option("--delay-ms", delay_ms, "one-way delay D in ms (RTT = 2D)")
@@ -90,6 +92,12 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "jitter seed")->capture_default_str();
   app.add_flag("--no-handshake-delay", no_handshake,
                "do not hold the first bytes for the emulated TCP handshake");
+  app.add_option("--rt-priority", rt_priority,
+                 "SCHED_FIFO priority of the I/O threads, best effort, so timers fire on time on a "
+                 "busy machine (0 = normal scheduling)")
+      ->check(CLI::Range(0, 99))
+      ->capture_default_str();
+  app.add_flag("--copy", copy, "move bytes through user-space buffers instead of splice(2)");
   CLI11_PARSE(app, argc, argv);
 
   cqlstream::wan::ProxyOptions o;
@@ -125,6 +133,8 @@ int main(int argc, char** argv) {
   o.threads = threads;
   o.seed = seed;
   o.emulate_handshake = !no_handshake;
+  o.zero_copy = !copy;
+  o.realtime_priority = rt_priority;
 
   ::signal(SIGPIPE, SIG_IGN);
   // asio's signal_set catches these on whichever thread they land and runs
@@ -139,10 +149,19 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<Proxy> proxy = std::move(proxy_or).value();
   auto eps = proxy->listen_endpoints();
-  fmt::print("[wan] delay {} ms one-way (RTT {} ms), jitter {} ms, rate {}, window {}, threads {}\n",
+  fmt::print("[wan] delay {} ms one-way (RTT {} ms), jitter {} ms, rate {}, window {}, threads {}, {}\n",
              delay_ms, 2 * delay_ms, jitter_ms,
              rate_mbit > 0 ? fmt::format("{} Mbit/s", rate_mbit) : std::string("uncapped"),
-             o.window_bytes ? FormatBytes(o.window_bytes) : std::string("unlimited"), threads);
+             o.window_bytes ? FormatBytes(o.window_bytes) : std::string("unlimited"), threads,
+             copy ? "copy path" : "splice");
+  if (rt_priority > 0) {
+    // The threads set their priority as they start.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!proxy->realtime()) {
+      fmt::print(stderr, "[wan] warning: no SCHED_FIFO priority (needs CAP_SYS_NICE); timers may fire "
+                         "late on a busy machine\n");
+    }
+  }
   for (size_t i = 0; i < eps.size(); ++i) {
     fmt::print("[wan] listening {} -> {}\n", eps[i].ToString(), o.mappings[i].target.ToString());
   }

@@ -10,10 +10,13 @@
 //
 // Implementation: standalone Asio, `threads` I/O threads each with its own
 // io_context; a connection lives on one thread (no locks on the data path).
+// Bytes move with splice(2) through kernel pipes (socket -> pipe -> socket)
+// and never enter user space: the pipes hold the bytes "on the wire" for D.
 // Each pipe owns one timer armed for its earliest event (next release or the
-// credit it waits for), so timers are per pipe, not per chunk; reads are up
-// to `read_chunk` bytes into pooled blocks, writes gather every released
-// byte. At zero delay, no jitter and no rate cap nothing waits on a timer.
+// credit it waits for), so timers are per pipe, not per chunk. At zero delay,
+// no jitter and no rate cap nothing is timed at all (pass-through). With
+// zero_copy = false the bytes go through pooled user-space buffers instead
+// (asynchronous reads, gather writes): same model, about twice the CPU.
 //
 // Ownership: Proxy owns its threads, sockets and buffers; Stop() (or the
 // destructor) closes every connection abruptly and joins the threads.
@@ -50,10 +53,16 @@ struct ProxyOptions {
   // client data reaches the target no earlier than accept + 3D, target data
   // reaches the client no earlier than accept + 4D.
   bool emulate_handshake = true;
-  // With zero delay, no jitter and no rate cap, forward with splice(2)
-  // (socket -> kernel pipe -> socket, no copies through user space), so the
-  // proxy costs as little as possible. false: always use the timed copy path.
+  // Move bytes with splice(2) through kernel pipes (no copies through user
+  // space). false: read into and write from user-space buffers.
   bool zero_copy = true;
+  // Time every byte even at zero delay, no jitter and no cap (normally such
+  // a proxy is a plain pass-through). For measuring the timed path's cost.
+  bool force_timed = false;
+  // > 0: run the I/O threads SCHED_FIFO at this priority (best effort; see
+  // Proxy::realtime()), so that on a busy machine timers fire on time and
+  // the emulated path does not lengthen, as a kernel qdisc would not.
+  int realtime_priority = 0;
 };
 
 struct MappingStats {
@@ -61,6 +70,7 @@ struct MappingStats {
   uint64_t accepted = 0;
   uint64_t active = 0;
   uint64_t connect_failures = 0;   // target refused / unreachable
+  uint64_t errors = 0;             // closed by a socket error (peer reset, out of fds, ...)
   uint64_t bytes_up = 0;           // client -> target, delivered
   uint64_t bytes_down = 0;         // target -> client, delivered
 };
@@ -85,6 +95,10 @@ class Proxy {
 
   // CPU time (user + system) consumed by the proxy's I/O threads so far.
   double CpuSeconds() const;
+
+  // Whether every I/O thread got the requested realtime priority (false when
+  // none was requested or the system refused).
+  bool realtime() const;
 
   class Impl;
 

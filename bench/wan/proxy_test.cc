@@ -26,6 +26,17 @@ namespace {
 using std::chrono::milliseconds;
 using Seconds = std::chrono::duration<double>;
 
+// Both data paths (splice through kernel pipes, copies through user space)
+// must behave the same.
+class ProxyTest : public ::testing::TestWithParam<bool> {
+ protected:
+  ProxyOptions Options() const {
+    ProxyOptions o;
+    o.zero_copy = GetParam();
+    return o;
+  }
+};
+
 std::unique_ptr<Proxy> StartProxy(uint16_t target_port, ProxyOptions o) {
   o.mappings = {MappingSpec{{"127.0.0.1", 0}, {"127.0.0.1", target_port}}};
   auto p = Proxy::Start(o);
@@ -70,7 +81,7 @@ bool WaitFor(Pred pred, double seconds) {
   return pred();
 }
 
-TEST(ProxyTest, DelaysEachDirectionAndChargesTheHandshake) {
+TEST_P(ProxyTest, DelaysEachDirectionAndChargesTheHandshake) {
   uint16_t port = 0;
   int lfd = ListenAny(&port);
   std::thread echo([lfd] {
@@ -82,7 +93,7 @@ TEST(ProxyTest, DelaysEachDirectionAndChargesTheHandshake) {
     while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) ::send(fd, buf, static_cast<size_t>(n), MSG_NOSIGNAL);
     ::close(fd);  // after the client's FIN: close our side too
   });
-  ProxyOptions o;
+  ProxyOptions o = Options();
   o.delay = milliseconds(20);
   auto proxy = StartProxy(port, o);
   ASSERT_NE(proxy, nullptr);
@@ -124,14 +135,14 @@ TEST(ProxyTest, DelaysEachDirectionAndChargesTheHandshake) {
   EXPECT_TRUE(WaitFor([&] { return proxy->Stats()[0].active == 0; }, 2));
 }
 
-TEST(ProxyTest, JitterKeepsEveryByteInOrderAndPassesTheFin) {
+TEST_P(ProxyTest, JitterKeepsEveryByteInOrderAndPassesTheFin) {
   constexpr uint64_t kBytes = 24 << 20;
   auto src = BulkSource::Start(kBytes);
   ASSERT_TRUE(src.ok());
-  ProxyOptions o;
+  ProxyOptions o = Options();
   o.delay = milliseconds(2);
   o.jitter = milliseconds(4);
-  o.window_bytes = 1 << 20;
+  o.window_bytes = 3 << 20;  // several kernel pipes per direction
   o.read_chunk = 64 << 10;  // many chunks, many chances to reorder
   auto proxy = StartProxy((*src)->port(), o);
   ASSERT_NE(proxy, nullptr);
@@ -144,16 +155,24 @@ TEST(ProxyTest, JitterKeepsEveryByteInOrderAndPassesTheFin) {
   EXPECT_EQ(proxy->Stats()[0].bytes_down, 2 * kBytes);
 }
 
-// Zero delay: the splice pass-through and the timed copy path must both
-// forward every byte in order and pass the FIN on.
-class ZeroDelayTest : public ::testing::TestWithParam<bool> {};
+// Zero delay: the pass-through, the timed splice path and the timed copy
+// path must all forward every byte in order and pass the FIN on.
+enum class ZeroDelayPath { kPassThrough, kTimedSplice, kTimedCopy };
+class ZeroDelayTest : public ::testing::TestWithParam<ZeroDelayPath> {
+ protected:
+  ProxyOptions Options() const {
+    ProxyOptions o;
+    o.zero_copy = GetParam() != ZeroDelayPath::kTimedCopy;
+    o.force_timed = GetParam() == ZeroDelayPath::kTimedSplice;
+    return o;
+  }
+};
 
 TEST_P(ZeroDelayTest, ForwardsEveryByteAndTheFin) {
   constexpr uint64_t kBytes = 40 << 20;
   auto src = BulkSource::Start(kBytes);
   ASSERT_TRUE(src.ok());
-  ProxyOptions o;
-  o.zero_copy = GetParam();
+  ProxyOptions o = Options();
   o.window_bytes = 1 << 20;
   auto proxy = StartProxy((*src)->port(), o);
   ASSERT_NE(proxy, nullptr);
@@ -177,9 +196,7 @@ TEST_P(ZeroDelayTest, EchoesAndPassesTheClientFin) {
     }
     ::close(fd);
   });
-  ProxyOptions o;
-  o.zero_copy = GetParam();
-  auto proxy = StartProxy(port, o);
+  auto proxy = StartProxy(port, Options());
   ASSERT_NE(proxy, nullptr);
   int fd = Connect(proxy->listen_endpoints()[0].port);
   std::string sent;
@@ -198,8 +215,20 @@ TEST_P(ZeroDelayTest, EchoesAndPassesTheClientFin) {
   EXPECT_TRUE(WaitFor([&] { return proxy->Stats()[0].active == 0; }, 2));
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, ZeroDelayTest, ::testing::Values(true, false),
+INSTANTIATE_TEST_SUITE_P(Paths, ProxyTest, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "Splice" : "Copy"; });
+
+INSTANTIATE_TEST_SUITE_P(Paths, ZeroDelayTest,
+                         ::testing::Values(ZeroDelayPath::kPassThrough, ZeroDelayPath::kTimedSplice,
+                                           ZeroDelayPath::kTimedCopy),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case ZeroDelayPath::kPassThrough: return "PassThrough";
+                             case ZeroDelayPath::kTimedSplice: return "TimedSplice";
+                             case ZeroDelayPath::kTimedCopy: return "TimedCopy";
+                           }
+                           return "Unknown";
+                         });
 
 double MeasureRate(BulkSink& sink, double warmup, double seconds) {
   std::this_thread::sleep_for(Seconds(warmup));
@@ -210,10 +239,10 @@ double MeasureRate(BulkSink& sink, double warmup, double seconds) {
   return static_cast<double>(b1 - b0) / Seconds(std::chrono::steady_clock::now() - t0).count();
 }
 
-TEST(ProxyTest, OneConnectionMovesWindowPerRtt) {
+TEST_P(ProxyTest, OneConnectionMovesWindowPerRtt) {
   auto src = BulkSource::Start();
   ASSERT_TRUE(src.ok());
-  ProxyOptions o;
+  ProxyOptions o = Options();
   o.delay = milliseconds(25);
   o.window_bytes = 256 << 10;
   auto proxy = StartProxy((*src)->port(), o);
@@ -225,10 +254,10 @@ TEST(ProxyTest, OneConnectionMovesWindowPerRtt) {
   EXPECT_NEAR(rate, expect, expect * 0.10);
 }
 
-TEST(ProxyTest, RateCapIsSharedByConnections) {
+TEST_P(ProxyTest, RateCapIsSharedByConnections) {
   auto src = BulkSource::Start();
   ASSERT_TRUE(src.ok());
-  ProxyOptions o;
+  ProxyOptions o = Options();
   o.delay = milliseconds(1);
   o.window_bytes = 0;  // unlimited: only the link limits
   o.rate_bytes_per_sec = 10'000'000;
@@ -240,10 +269,10 @@ TEST(ProxyTest, RateCapIsSharedByConnections) {
   EXPECT_NEAR(rate, 10e6, 10e6 * 0.10);
 }
 
-TEST(ProxyTest, UnreachableTargetClosesTheClient) {
+TEST_P(ProxyTest, UnreachableTargetClosesTheClient) {
   uint16_t dead_port = 0;
   ::close(ListenAny(&dead_port));  // nothing listens there any more
-  auto proxy = StartProxy(dead_port, ProxyOptions{});
+  auto proxy = StartProxy(dead_port, Options());
   ASSERT_NE(proxy, nullptr);
   int fd = Connect(proxy->listen_endpoints()[0].port);
   char c;
@@ -252,13 +281,16 @@ TEST(ProxyTest, UnreachableTargetClosesTheClient) {
   EXPECT_TRUE(WaitFor([&] { return proxy->Stats()[0].connect_failures == 1; }, 2));
 }
 
-TEST(ProxyTest, RejectsBadOptions) {
+TEST(ProxyOptionsTest, RejectsBadOptions) {
   ProxyOptions o;
   EXPECT_FALSE(Proxy::Start(o).ok());  // no mapping
   o.mappings = {MappingSpec{{"not-an-ip", 0}, {"127.0.0.1", 1}}};
   EXPECT_FALSE(Proxy::Start(o).ok());
   o.mappings = {MappingSpec{{"127.0.0.1", 0}, {"127.0.0.1", 1}}};
   o.threads = 0;
+  EXPECT_FALSE(Proxy::Start(o).ok());
+  o.threads = 1;
+  o.realtime_priority = 100;
   EXPECT_FALSE(Proxy::Start(o).ok());
 }
 

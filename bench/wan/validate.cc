@@ -55,7 +55,7 @@ struct Point {
   double rate_mbit = 0;
   int conns = 1;
   bool direct = false;
-  bool copy_path = false;  // RTT 0 uncapped through the timed copy path (no splice)
+  bool timed_path = false;  // RTT 0 uncapped, every byte timed anyway (force_timed)
   // results
   double measured = 0;      // bytes/s
   double seconds = 0;       // measured interval
@@ -69,8 +69,12 @@ struct Point {
   bool ok = true;
 };
 
+bool g_realtime_refused = false;
+
 struct Settings {
   int proxy_threads = 1;
+  bool zero_copy = true;
+  int rt_priority = 10;
   int sockbuf = 256 << 10;
   double min_seconds = 2;
   double min_rtts = 20;
@@ -128,11 +132,17 @@ cqlstream::StatusOr<bool> RunPoint(const Settings& s, uint16_t source_port, Poin
     o.window_bytes = p.window;
     o.threads = s.proxy_threads;
     o.socket_buffer_bytes = s.sockbuf;
-    o.zero_copy = !p.copy_path;
+    o.zero_copy = s.zero_copy;
+    o.force_timed = p.timed_path;
+    o.realtime_priority = s.rt_priority;
     auto started = Proxy::Start(o);
     if (!started.ok()) return started.status();
     proxy = std::move(started).value();
     port = proxy->listen_endpoints()[0].port;
+    if (s.rt_priority > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // threads set it as they start
+      if (!proxy->realtime()) g_realtime_refused = true;
+    }
   }
   const double rtt = p.rtt_ms / 1e3;
   double measure = std::max(s.min_seconds, s.min_rtts * rtt);
@@ -196,6 +206,8 @@ Status IntegrityCheck(const Settings& s) {
   o.read_chunk = 64 << 10;
   o.threads = s.proxy_threads;
   o.socket_buffer_bytes = s.sockbuf;
+  o.zero_copy = s.zero_copy;
+  o.realtime_priority = s.rt_priority;
   auto proxy = Proxy::Start(o);
   if (!proxy.ok()) return proxy.status();
   auto sink = BulkSink::Start("127.0.0.1", (*proxy)->listen_endpoints()[0].port, 2, true);
@@ -218,16 +230,21 @@ std::string Mbs(double bytes_per_sec) { return fmt::format("{:.1f}", bytes_per_s
 int main(int argc, char** argv) {
   CLI::App app{"cqlstream-wan-validate: measures the WAN emulator against its model"};
   bool quick = false;
-  bool copy_path = false;
+  bool timed_rows = false;
+  bool copy = false;
   std::vector<double> rtts, rates;
   std::vector<std::string> windows;
   std::vector<int> conns;
   Settings s;
   std::string sockbuf = "256KiB";
   app.add_flag("--quick", quick, "CI mode: RTT {0,50} ms, W {1,4} MiB, >= 10 RTTs / 1 s per point (~25 s)");
-  app.add_flag("--copy-path,!--no-copy-path", copy_path,
-               "also measure the timed copy path at zero delay (the ceiling for delayed points; "
-               "default: on, off with --quick)");
+  app.add_flag("--timed-rows,!--no-timed-rows", timed_rows,
+               "also measure the timed path at zero delay: the machine's ceiling for delayed points "
+               "(default: on, off with --quick)");
+  app.add_flag("--copy", copy, "run the proxy on its copy path instead of splice(2)");
+  app.add_option("--rt-priority", s.rt_priority, "proxy SCHED_FIFO priority (0 = normal)")
+      ->check(CLI::Range(0, 99))
+      ->capture_default_str();
   app.add_option("--rtt-ms", rtts, "RTTs to test (default 0 10 50 100 200)");
   app.add_option("--window", windows, "windows to test (default 1MiB 4MiB 16MiB)");
   app.add_option("--rate-mbit", rates, "rate caps to test, 0 = uncapped (default 0 1000)");
@@ -249,7 +266,8 @@ int main(int argc, char** argv) {
     s.warmup_rtts = 3;
     s.min_pairs = 2;
   }
-  if (app.count("--copy-path") == 0 && app.count("--no-copy-path") == 0) copy_path = !quick;
+  if (app.count("--timed-rows") == 0 && app.count("--no-timed-rows") == 0) timed_rows = !quick;
+  s.zero_copy = !copy;
   if (rtts.empty()) rtts = {0, 10, 50, 100, 200};
   if (windows.empty()) windows = {"1MiB", "4MiB", "16MiB"};
   if (rates.empty()) rates = {0, 1000};
@@ -271,9 +289,13 @@ int main(int argc, char** argv) {
   s.sockbuf = static_cast<int>(*sb);
 
   const auto started = std::chrono::steady_clock::now();
-  fmt::print("# cqlstream-wan-validate ({}; proxy threads {}, sockbuf {}, tolerance {:.0f}%, {} cores)\n\n",
-             quick ? "quick" : "full", s.proxy_threads, cqlstream::wan::FormatBytes(s.sockbuf),
-             s.tolerance * 100, std::thread::hardware_concurrency());
+  double load[3] = {0, 0, 0};
+  (void)getloadavg(load, 3);
+  fmt::print("# cqlstream-wan-validate ({}; proxy: {}, threads {}, sockbuf {}, SCHED_FIFO {}; tolerance "
+             "{:.0f}%; {} cores, load average {:.1f})\n\n",
+             quick ? "quick" : "full", s.zero_copy ? "splice" : "copy", s.proxy_threads,
+             cqlstream::wan::FormatBytes(s.sockbuf), s.rt_priority, s.tolerance * 100,
+             std::thread::hardware_concurrency(), load[0]);
   std::fflush(stdout);
 
   Status integrity = IntegrityCheck(s);
@@ -295,8 +317,8 @@ int main(int argc, char** argv) {
       for (double rate : rates) {
         for (int n : conns) {
           points.push_back(Point{.rtt_ms = rtt, .window = w, .rate_mbit = rate, .conns = n});
-          if (rtt == 0 && rate == 0 && copy_path) {
-            points.push_back(Point{.rtt_ms = 0, .window = w, .rate_mbit = 0, .conns = n, .copy_path = true});
+          if (rtt == 0 && rate == 0 && timed_rows) {
+            points.push_back(Point{.rtt_ms = 0, .window = w, .rate_mbit = 0, .conns = n, .timed_path = true});
           }
         }
       }
@@ -318,12 +340,12 @@ int main(int argc, char** argv) {
     if (p.direct) {
       p.expected = p.measured;
       p.checked = false;
-    } else if (p.copy_path) {
-      // What the machine moves through the timed (copying) path: the ceiling
-      // for the points with delay. Informational, not checked.
+    } else if (p.timed_path) {
+      // What the machine moves through the timed path: the ceiling for the
+      // points with delay. Informational, not checked.
       capacity[{p.conns, p.window}] = p.measured;
       p.expected = p.direct_ref;
-      p.limit = "copy path";
+      p.limit = "timed path";
       p.checked = false;
     } else if (p.rtt_ms == 0 && rate == 0) {
       p.expected = p.direct_ref;
@@ -366,11 +388,13 @@ int main(int argc, char** argv) {
     if (p.direct || p.rtt_ms != 0 || p.rate_mbit != 0) continue;
     const double gb = p.measured * p.seconds / 1e9;
     fmt::print("| {} | {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", p.conns,
-               cqlstream::wan::FormatBytes(p.window), p.copy_path ? "copy" : "splice",
+               cqlstream::wan::FormatBytes(p.window),
+               fmt::format("{}{}", p.timed_path ? "timed" : "pass-through", s.zero_copy ? "" : " (copy)"),
                Mbs(p.direct_ref), Mbs(p.measured), p.measured / p.direct_ref, p.direct_cpu_per_gb,
                p.process_cpu / gb, p.proxy_cpu / gb);
   }
   (*src)->Stop();
+  if (g_realtime_refused) fmt::print("\nwarning: the proxy did not get SCHED_FIFO priority\n");
   fmt::print("\n{} in {:.0f} s\n", all_ok ? "PASS" : "FAIL",
              Seconds(std::chrono::steady_clock::now() - started).count());
   return all_ok ? 0 : 1;
