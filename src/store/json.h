@@ -1,0 +1,54 @@
+// Copyright (c) cqlstream authors.
+//
+// A small JSON reader for what ingest sources carry: JSONL manifest lines
+// and WebDataset `key.json` members (RFC 8259: objects, arrays, strings with
+// every escape incl. surrogate pairs, numbers, true/false/null). Numbers keep
+// their source text, so integers of any size survive unchanged. Nesting is
+// limited to kMaxJsonDepth; errors are InvalidArgument naming the offset.
+//
+// Thread-safety: value types. Ownership: a Json owns its children.
+#ifndef CQLSTREAM_STORE_JSON_H_
+#define CQLSTREAM_STORE_JSON_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cqlstream/status.h"
+
+namespace cqlstream::store {
+
+inline constexpr int kMaxJsonDepth = 64;
+
+struct Json {
+  enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
+  Type type = Type::kNull;
+  bool boolean = false;
+  std::string text;                                  // kString: the value; kNumber: its source text
+  std::vector<Json> items;                           // kArray
+  std::vector<std::pair<std::string, Json>> fields;  // kObject, in source order
+
+  bool is_string() const { return type == Type::kString; }
+  bool is_number() const { return type == Type::kNumber; }
+  bool is_array() const { return type == Type::kArray; }
+  bool is_object() const { return type == Type::kObject; }
+  // The first field called `key` of an object, or nullptr.
+  const Json* Find(std::string_view key) const;
+  // An integral number as int64 (no fraction or exponent, in range).
+  std::optional<int64_t> AsInt() const;
+  // Compact serialization (strings escaped); what `extra` stores for
+  // non-string values.
+  std::string Dump() const;
+  // A string's value, a number's text, true/false/null, else Dump().
+  std::string ToText() const;
+};
+
+// Parses exactly one JSON value (surrounding whitespace allowed).
+StatusOr<Json> ParseJson(std::string_view text);
+
+}  // namespace cqlstream::store
+
+#endif  // CQLSTREAM_STORE_JSON_H_

@@ -1,0 +1,155 @@
+// Copyright (c) cqlstream authors.
+#include "store/scan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+#include "net/routing/token_ring.h"
+
+namespace cqlstream::store {
+
+int32_t BlockRef::end_idx() const {
+  const int64_t end = std::min<int64_t>(count, static_cast<int64_t>(first_idx()) + (1 << kBlockShift));
+  return static_cast<int32_t>(end);
+}
+
+std::vector<BlockRef> CommittedBlocks(const std::vector<SegmentInfo>& segs) {
+  std::vector<BlockRef> out;
+  for (const auto& g : segs) {
+    if (g.count <= 0) continue;
+    const int64_t blocks = (g.count + (1 << kBlockShift) - 1) >> kBlockShift;
+    for (int64_t b = 0; b < blocks; ++b) out.push_back(BlockRef{g.seg, static_cast<int32_t>(b), g.count});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.seg != b.seg ? a.seg < b.seg : a.block < b.block; });
+  return out;
+}
+
+std::string MetaBlockQuery(const DatasetInfo& d) {
+  return fmt::format(
+      "SELECT idx, path, target_path, label, labels, size, image_size, checksum, extra FROM {}.{} "
+      "WHERE seg = ? AND block = ?",
+      d.keyspace, d.meta_table());
+}
+
+namespace {
+
+int64_t IntOf(const StatusOr<Value>& v) {
+  if (!v.ok()) return 0;
+  if (v->kind() == Value::Kind::kInt) return v->as_int();
+  if (v->kind() == Value::Kind::kBigint) return v->as_bigint();
+  return 0;
+}
+
+std::string TextOf(const StatusOr<Value>& v) {
+  return v.ok() && v->kind() == Value::Kind::kText ? v->as_text() : std::string();
+}
+
+}  // namespace
+
+StatusOr<std::vector<MetaRow>> ReadMetaBlock(net::Session& s, const net::PreparedPtr& query, const BlockRef& b,
+                                             cql::Consistency cl) {
+  std::vector<MetaRow> out;
+  net::Statement st = net::Statement::Bound(query, {Value::Int(b.seg), Value::Int(b.block)});
+  st.idempotent = true;
+  st.consistency = cl;
+  st.page_size = 2048;
+  const int32_t end = b.end_idx();
+  Status status = s.ForEachPage(st, [&](const cql::Rows& r) {
+    for (int32_t i = 0; i < r.row_count(); ++i) {
+      const int32_t idx = static_cast<int32_t>(IntOf(r.value(i, 0)));
+      if (idx >= end) continue;
+      MetaRow m;
+      m.key = MakeKey(b.seg, idx);
+      m.path = TextOf(r.value(i, 1));
+      m.target_path = TextOf(r.value(i, 2));
+      auto label = r.value(i, 3);
+      if (label.ok() && label->kind() == Value::Kind::kInt) m.label = label->as_int();
+      auto labels = r.value(i, 4);
+      if (labels.ok() && labels->kind() == Value::Kind::kList) {
+        for (const auto& v : labels->as_list()) {
+          if (v.kind() == Value::Kind::kInt) m.labels.push_back(v.as_int());
+        }
+      }
+      m.size = IntOf(r.value(i, 5));
+      m.image_size = IntOf(r.value(i, 6));
+      m.checksum = IntOf(r.value(i, 7));
+      auto extra = r.value(i, 8);
+      if (extra.ok() && extra->kind() == Value::Kind::kMap) {
+        for (const auto& [k, v] : extra->as_map()) {
+          if (k.kind() == Value::Kind::kText && v.kind() == Value::Kind::kText) m.extra[k.as_text()] = v.as_text();
+        }
+      }
+      out.push_back(std::move(m));
+    }
+    return Status::OK();
+  });
+  if (!status.ok()) {
+    return status.WithContext(fmt::format("reading metadata of segment {} block {}", b.seg, b.block));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b2) { return a.key < b2.key; });
+  return out;
+}
+
+Status ParallelFor(size_t n, int threads, const std::function<Status(size_t)>& fn, const std::atomic<bool>* stop) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  Status first;
+  auto work = [&] {
+    for (;;) {
+      if (failed.load() || (stop != nullptr && stop->load())) return;
+      const size_t i = next.fetch_add(1);
+      if (i >= n) return;
+      Status st = fn(i);
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> l(mu);
+        if (first.ok()) first = st;
+        failed = true;
+        return;
+      }
+    }
+  };
+  const size_t t = std::min<size_t>(n, static_cast<size_t>(std::max(1, threads)));
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < t; ++i) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+  if (!first.ok()) return first;
+  if (stop != nullptr && stop->load()) return Status::Cancelled("interrupted");
+  return Status::OK();
+}
+
+Status ScanMeta(net::Session& s, const DatasetInfo& d, const std::vector<SegmentInfo>& segs, int concurrency,
+                const std::function<Status(const BlockRef&, std::vector<MetaRow>&)>& on_block) {
+  const auto blocks = CommittedBlocks(segs);
+  if (blocks.empty()) return Status::OK();
+  CQLS_ASSIGN_OR_RETURN(net::PreparedPtr q, s.Prepare(MetaBlockQuery(d)));
+  return ParallelFor(blocks.size(), concurrency, [&](size_t i) -> Status {
+    CQLS_ASSIGN_OR_RETURN(auto rows, ReadMetaBlock(s, q, blocks[i]));
+    return on_block(blocks[i], rows);
+  });
+}
+
+Status ScanMetaByTokenRanges(net::Session& s, const DatasetInfo& d, const std::string& columns, int ranges,
+                             int concurrency, const std::function<Status(const cql::Rows&)>& on_page) {
+  CQLS_ASSIGN_OR_RETURN(auto split, routing::SplitTokenRange(std::max(1, ranges)));
+  CQLS_ASSIGN_OR_RETURN(
+      net::PreparedPtr q,
+      s.Prepare(fmt::format("SELECT {} FROM {}.{} WHERE token(seg, block) > ? AND token(seg, block) <= ?", columns,
+                            d.keyspace, d.meta_table())));
+  return ParallelFor(split.size(), concurrency, [&](size_t i) -> Status {
+    net::Statement st = net::Statement::Bound(q, {Value::Bigint(split[i].start), Value::Bigint(split[i].end)});
+    st.idempotent = true;
+    st.consistency = cql::Consistency::kLocalQuorum;
+    st.page_size = 5000;
+    Status r = s.ForEachPage(st, on_page);
+    if (!r.ok()) return r.WithContext(fmt::format("scanning token range ({}, {}]", split[i].start, split[i].end));
+    return Status::OK();
+  });
+}
+
+}  // namespace cqlstream::store

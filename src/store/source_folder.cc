@@ -1,0 +1,156 @@
+// Copyright (c) cqlstream authors.
+//
+// Image-folder sources (see source.h): ROOT/split/class/file or
+// ROOT/class/file, told apart by the depth of the files. With --labels none
+// a folder that is not in one of these layouts is taken whole (every file
+// at any depth) as one split.
+#include <dirent.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "store/source.h"
+
+namespace cqlstream::store {
+namespace {
+
+struct FileEntry {
+  std::string rel;  // relative to the root, '/'-separated
+  int depth = 0;    // number of components
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+};
+
+// Lists the non-hidden regular files (symlinks followed) under root, up to
+// max_depth components; directories at depth 1 and 2 are recorded.
+Status Walk(const std::string& root, const std::string& rel, int depth, int max_depth, std::vector<FileEntry>* files,
+            std::set<std::string>* dirs) {
+  const std::string dir = rel.empty() ? root : root + "/" + rel;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return Status::IOError(fmt::format("cannot list '{}': {}", dir, std::strerror(errno)));
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;  // hidden, '.' and '..'
+    names.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) {
+    const std::string r = rel.empty() ? n : rel + "/" + n;
+    struct stat st;
+    if (::stat((root + "/" + r).c_str(), &st) != 0) {
+      // A dangling link or a file that vanished: list it so that it is reported.
+      files->push_back(FileEntry{r, depth + 1, 0, 0});
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (depth + 1 <= 2) dirs->insert(r);
+      if (depth + 1 < max_depth) CQLS_RETURN_IF_ERROR(Walk(root, r, depth + 1, max_depth, files, dirs));
+    } else if (S_ISREG(st.st_mode)) {
+      files->push_back(FileEntry{r, depth + 1, static_cast<uint64_t>(st.st_size),
+                                 static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+    }
+  }
+  return Status::OK();
+}
+
+std::string FirstComponent(const std::string& rel) { return rel.substr(0, rel.find('/')); }
+std::string SecondComponent(const std::string& rel) {
+  const size_t a = rel.find('/');
+  const size_t b = rel.find('/', a + 1);
+  return rel.substr(a + 1, b - a - 1);
+}
+
+}  // namespace
+
+Status ListFolder(const std::string& root, const ListOptions& o, SourceListing* out) {
+  const bool labels_none = o.labels == LabelSource::kNone;
+  if (o.labels == LabelSource::kManifest) {
+    return Status::InvalidArgument(fmt::format("--labels manifest needs a manifest source, but '{}' is a folder", root));
+  }
+  std::vector<FileEntry> files;
+  std::set<std::string> dirs;
+  CQLS_RETURN_IF_ERROR(Walk(root, "", 0, labels_none ? 32 : 3, &files, &dirs));
+  size_t at[5] = {0, 0, 0, 0, 0};
+  for (const auto& f : files) ++at[std::min(f.depth, 4)];
+
+  enum class Layout { kSplitClass, kClass, kFlat } layout;
+  if (at[3] > 0 && at[2] == 0 && (!labels_none || (at[1] == 0 && at[4] == 0))) {
+    layout = Layout::kSplitClass;
+  } else if (at[2] > 0 && at[3] == 0 && (!labels_none || (at[1] == 0 && at[4] == 0))) {
+    layout = Layout::kClass;
+  } else if (labels_none) {
+    layout = Layout::kFlat;
+  } else if (at[2] > 0 && at[3] > 0) {
+    std::string e2, e3;
+    for (const auto& f : files) {
+      if (f.depth == 2 && e2.empty()) e2 = f.rel;
+      if (f.depth == 3 && e3.empty()) e3 = f.rel;
+    }
+    return Status::InvalidArgument(fmt::format(
+        "folder '{}' mixes the layouts class/file ({} files, e.g. '{}') and split/class/file ({} files, e.g. '{}')",
+        root, at[2], e2, at[3], e3));
+  } else {
+    return Status::InvalidArgument(fmt::format(
+        "folder '{}' holds no files in class folders (expected ROOT/class/file or ROOT/split/class/file; "
+        "use --labels none for unlabeled images)",
+        root));
+  }
+
+  const int depth = layout == Layout::kSplitClass ? 3 : 2;
+  const std::string default_split = o.split.empty() ? "train" : o.split;
+  std::set<std::string> classes;
+  if (layout != Layout::kFlat && !labels_none) {
+    for (const auto& d : dirs) {
+      const bool is_class = layout == Layout::kClass ? d.find('/') == std::string::npos : d.find('/') != std::string::npos;
+      if (is_class) classes.insert(layout == Layout::kClass ? d : SecondComponent(d));
+    }
+  }
+  size_t ignored = 0;
+  std::string ignored_example;
+  for (const auto& f : files) {
+    if (layout != Layout::kFlat && f.depth != depth) {
+      if (ignored++ == 0) ignored_example = f.rel;
+      continue;
+    }
+    SourceItem it;
+    it.path = f.rel;
+    it.origin = "file";
+    it.image = ByteRef{root + "/" + f.rel, 0, f.size, false};
+    it.mtime_ns = f.mtime_ns;
+    if (layout == Layout::kSplitClass) {
+      it.split = FirstComponent(f.rel);
+      if (!o.split.empty() && it.split != o.split) continue;
+      if (!labels_none) it.label_texts.push_back(SecondComponent(f.rel));
+    } else {
+      it.split = default_split;
+      if (layout == Layout::kClass && !labels_none) it.label_texts.push_back(FirstComponent(f.rel));
+    }
+    out->items.push_back(std::move(it));
+  }
+  if (layout == Layout::kSplitClass && !o.split.empty() && out->items.empty()) {
+    std::set<std::string> splits;
+    for (const auto& f : files) {
+      if (f.depth == 3) splits.insert(FirstComponent(f.rel));
+    }
+    std::string have;
+    for (const auto& s : splits) have += (have.empty() ? "" : ", ") + s;
+    return Status::InvalidArgument(
+        fmt::format("--split {}: folder '{}' has no such split (it has: {})", o.split, root, have));
+  }
+  if (ignored > 0) {
+    out->notes.push_back(fmt::format("ignored {} file{} outside the {} layout (e.g. '{}')", ignored,
+                                     ignored > 1 ? "s" : "",
+                                     layout == Layout::kSplitClass ? "split/class/file" : "class/file",
+                                     ignored_example));
+  }
+  out->folder_classes.assign(classes.begin(), classes.end());
+  out->label_kind = labels_none || layout == Layout::kFlat ? LabelKind::kNone : LabelKind::kClass;
+  return Status::OK();
+}
+
+}  // namespace cqlstream::store

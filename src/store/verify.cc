@@ -1,0 +1,163 @@
+// Copyright (c) cqlstream authors.
+#include "store/verify.h"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "store/catalog.h"
+
+namespace cqlstream::store {
+namespace {
+
+std::optional<int64_t> OptInt(const cql::Rows& r, int32_t row, int32_t col) {
+  auto v = r.value(row, col);
+  if (!v.ok()) return std::nullopt;
+  if (v->kind() == Value::Kind::kBigint) return v->as_bigint();
+  if (v->kind() == Value::Kind::kInt) return v->as_int();
+  return std::nullopt;
+}
+
+std::string Labels(const std::vector<int32_t>& l) {
+  std::string out = "[";
+  for (size_t i = 0; i < l.size(); ++i) out += (i ? "," : "") + std::to_string(l[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+std::string CheckSample(const SampleData& d, const MetaRow* meta) {
+  std::vector<std::string> bad;
+  if (d.rows == 0) {
+    bad.push_back("missing data");
+  } else if (!d.size) {
+    bad.push_back("incomplete data (no size)");
+  } else {
+    if (d.data_bytes != *d.size) {
+      bad.push_back(fmt::format("size mismatch: chunks hold {} bytes, size says {}", d.data_bytes, *d.size));
+    } else if (!d.checksum || static_cast<int64_t>(d.xxh64) != *d.checksum) {
+      bad.push_back(fmt::format("checksum mismatch: xxh64 {:016x}, stored {:016x}", d.xxh64,
+                                static_cast<uint64_t>(d.checksum.value_or(0))));
+    }
+  }
+  if (meta == nullptr) {
+    bad.push_back("missing metadata row");
+  } else if (d.rows > 0 && d.size) {
+    std::vector<std::string> diff;
+    if (meta->size != *d.size) diff.push_back(fmt::format("size {} vs {}", meta->size, *d.size));
+    if (d.image_size && meta->image_size != *d.image_size) {
+      diff.push_back(fmt::format("image_size {} vs {}", meta->image_size, *d.image_size));
+    }
+    if (d.checksum && meta->checksum != *d.checksum) diff.push_back("checksum");
+    if (meta->label != d.label) {
+      diff.push_back(fmt::format("label {} vs {}", meta->label ? std::to_string(*meta->label) : "null",
+                                 d.label ? std::to_string(*d.label) : "null"));
+    }
+    if (meta->labels != d.labels) diff.push_back(fmt::format("labels {} vs {}", Labels(meta->labels), Labels(d.labels)));
+    if (!diff.empty()) {
+      std::string j;
+      for (size_t i = 0; i < diff.size(); ++i) j += (i ? ", " : "") + diff[i];
+      bad.push_back("metadata disagrees: " + j);
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < bad.size(); ++i) out += (i ? "; " : "") + bad[i];
+  return out;
+}
+
+Status Verify(net::Session& s, const DatasetInfo& d, const VerifyOptions& o, VerifyReport* report) {
+  const auto t0 = std::chrono::steady_clock::now();
+  *report = VerifyReport();
+  std::vector<SegmentInfo> segs;
+  std::map<int32_t, std::string> split_of;
+  for (const auto& g : d.segments) {
+    if (!o.split.empty() && g.split != o.split) continue;
+    segs.push_back(g);
+    split_of[g.seg] = g.split;
+    report->total += g.count;
+  }
+  if (!o.split.empty() && segs.empty()) {
+    return Status::NotFound(fmt::format("dataset '{}' has no split '{}'", d.name, o.split));
+  }
+  const auto blocks = CommittedBlocks(segs);
+  if (blocks.empty()) return Status::OK();
+  CQLS_ASSIGN_OR_RETURN(net::PreparedPtr meta_q, s.Prepare(MetaBlockQuery(d)));
+  CQLS_ASSIGN_OR_RETURN(net::PreparedPtr data_q, s.Prepare(DataReadQuery(d)));
+
+  std::mutex mu;
+  const int outer = std::max(1, std::min<int>(o.concurrency, static_cast<int>(blocks.size())));
+  const int inner = std::max(1, o.concurrency / outer);
+  Status st = ParallelFor(
+      blocks.size(), outer,
+      [&](size_t bi) -> Status {
+        const BlockRef& b = blocks[bi];
+        CQLS_ASSIGN_OR_RETURN(auto metas, ReadMetaBlock(s, meta_q, b));
+        std::map<int32_t, const MetaRow*> by_idx;
+        for (const auto& m : metas) by_idx[KeyIndex(m.key)] = &m;
+        const int32_t first = b.first_idx();
+        return ParallelFor(
+            static_cast<size_t>(b.end_idx() - first), inner,
+            [&](size_t k) -> Status {
+              const int32_t idx = first + static_cast<int32_t>(k);
+              SampleData sd;
+              XXH64_state_t* h = XXH64_createState();
+              XXH64_reset(h, 0);
+              net::Statement q = net::Statement::Bound(data_q, {Value::Int(b.seg), Value::Int(idx)});
+              q.idempotent = true;
+              q.consistency = cql::Consistency::kLocalQuorum;
+              q.page_size = 8;  // chunks of up to chunk_size bytes each
+              Status rs = s.ForEachPage(q, [&](const cql::Rows& r) {
+                for (int32_t i = 0; i < r.row_count(); ++i) {
+                  if (sd.rows++ == 0) {
+                    sd.size = OptInt(r, i, kColSize);
+                    sd.image_size = OptInt(r, i, kColImageSize);
+                    sd.checksum = OptInt(r, i, kColChecksum);
+                    if (auto l = OptInt(r, i, kColLabel)) sd.label = static_cast<int32_t>(*l);
+                    auto ls = r.value(i, kColLabels);
+                    if (ls.ok() && ls->kind() == Value::Kind::kList) {
+                      for (const auto& v : ls->as_list()) {
+                        if (v.kind() == Value::Kind::kInt) sd.labels.push_back(v.as_int());
+                      }
+                    }
+                  }
+                  auto cell = r.cell(i, kColData);
+                  if (cell) {
+                    sd.data_bytes += static_cast<int64_t>(cell->size());
+                    XXH64_update(h, cell->data(), cell->size());
+                  }
+                }
+                return Status::OK();
+              });
+              sd.xxh64 = XXH64_digest(h);
+              XXH64_freeState(h);
+              if (!rs.ok()) return rs.WithContext(fmt::format("reading sample {}", FormatKey(MakeKey(b.seg, idx))));
+              auto it = by_idx.find(idx);
+              const MetaRow* m = it == by_idx.end() ? nullptr : it->second;
+              std::string what = CheckSample(sd, m);
+              std::lock_guard<std::mutex> l(mu);
+              report->checked++;
+              report->bytes += sd.data_bytes;
+              if (!what.empty()) {
+                report->problems.push_back(
+                    VerifyProblem{MakeKey(b.seg, idx), split_of[b.seg], m ? m->path : std::string(), what});
+              }
+              if (o.on_progress && (report->checked % 256 == 0 || report->checked == report->total)) {
+                o.on_progress(report->checked, report->total, report->bytes,
+                              static_cast<int64_t>(report->problems.size()));
+              }
+              return Status::OK();
+            },
+            o.stop);
+      },
+      o.stop);
+  std::sort(report->problems.begin(), report->problems.end(),
+            [](const auto& a, const auto& b) { return a.key < b.key; });
+  report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st;
+}
+
+}  // namespace cqlstream::store
