@@ -215,7 +215,13 @@ void BulkSink::Stop() {
   resume_.notify_all();
   for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
   for (auto& t : readers_) t.join();
-  for (int fd : fds_) ::close(fd);
+  // Abortive close (RST): the sender learns at once that nobody reads any
+  // more. A graceful close can leave it probing a zero window for a minute.
+  const linger abort{1, 0};
+  for (int fd : fds_) {
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+    ::close(fd);
+  }
   fds_.clear();
   readers_.clear();
 }

@@ -9,7 +9,8 @@
 // enough to keep up with loopback TCP.
 //
 // Ownership: each object owns its sockets and threads; Stop() (also run by the
-// destructor) shuts the sockets down and joins the threads.
+// destructor) shuts the sockets down and joins the threads. BulkSink::Stop()
+// resets its connections (abortive close), so the sender fails at once.
 //
 // Thread-safety: Start/Stop from one controlling thread; the counters may be
 // read from any thread at any time.

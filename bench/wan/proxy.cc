@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -158,6 +159,25 @@ struct Worker {
   clockid_t cpu_clock{};
   std::atomic<double> final_cpu{0};
 };
+
+// splice(2) has no MSG_NOSIGNAL: writing into a socket whose peer is gone
+// raises SIGPIPE. The I/O threads block it (so it stays pending on the thread
+// instead of killing the process) and take it back after each EPIPE.
+void BlockSigpipe() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void ConsumeSigpipe() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  const timespec zero{0, 0};
+  while (sigtimedwait(&set, nullptr, &zero) == SIGPIPE) {
+  }
+}
 
 double ThreadCpuSeconds(clockid_t clock) {
   timespec ts{};
@@ -486,6 +506,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
             blocked = true;
             break;
           } else if (!(m < 0 && errno == EINTR)) {
+            if (m < 0 && errno == EPIPE) ConsumeSigpipe();
             return Fail();
           }
         }
@@ -511,9 +532,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
       // Read what the window allows.
       if (!p.reading && !p.src_eof) {
-        const uint64_t credit = timed ? p.model.Credit(now) : kUnlimited;
-        p.wait_credit = credit < credit_wakeup_;
-        if (!p.wait_credit) {
+        // Timed: the window's credit. Pass-through: at most pipe_bytes_ held.
+        uint64_t credit = 0;
+        if (timed) {
+          credit = p.model.Credit(now);
+          p.wait_credit = credit < credit_wakeup_;
+        } else {
+          credit = p.ready < pipe_bytes_ ? pipe_bytes_ - p.ready : 0;  // the next write makes room
+        }
+        if (!p.wait_credit && credit >= std::min<uint64_t>(kMinRead, pipe_bytes_)) {
           if (p.kpipes.empty() || p.kpipes.back().sealed || p.kpipes.back().space() < kMinRead) {
             KernelPipe fresh;
             if (!worker_->pool.GetPipe(pipe_bytes_, &fresh)) return Fail();  // out of fds
@@ -751,6 +778,7 @@ Status Proxy::Impl::Init() {
     Worker* wp = w.get();
     wp->guard.emplace(wp->io.get_executor());
     wp->thread = std::thread([this, wp] {
+      BlockSigpipe();
       if (options_.realtime_priority > 0) {
         sched_param sp{};
         sp.sched_priority = options_.realtime_priority;

@@ -215,6 +215,24 @@ TEST_P(ZeroDelayTest, EchoesAndPassesTheClientFin) {
   EXPECT_TRUE(WaitFor([&] { return proxy->Stats()[0].active == 0; }, 2));
 }
 
+// Writing into a socket whose peer is gone raises SIGPIPE for splice(2)
+// (which has no MSG_NOSIGNAL); this process does not ignore SIGPIPE, so the
+// proxy must keep it from killing us.
+TEST_P(ZeroDelayTest, ClientsVanishingMidStreamDoNotKillTheProcess) {
+  auto src = BulkSource::Start();
+  ASSERT_TRUE(src.ok());
+  auto proxy = StartProxy((*src)->port(), Options());
+  ASSERT_NE(proxy, nullptr);
+  for (int i = 0; i < 20; ++i) {
+    auto sink = BulkSink::Start("127.0.0.1", proxy->listen_endpoints()[0].port, 2, false);
+    ASSERT_TRUE(sink.ok());
+    ASSERT_TRUE(WaitFor([&] { return (*sink)->bytes() > (1u << 20); }, 10));
+    (*sink)->Stop();  // closes with unread data: the proxy's next writes fail
+  }
+  EXPECT_TRUE(WaitFor([&] { return proxy->Stats()[0].active == 0; }, 5));
+  EXPECT_EQ(proxy->Stats()[0].accepted, 40u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, ProxyTest, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "Splice" : "Copy"; });
 
