@@ -534,13 +534,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (!p.reading && !p.src_eof) {
         // Timed: the window's credit. Pass-through: at most pipe_bytes_ held.
         uint64_t credit = 0;
+        bool may_read = false;
         if (timed) {
           credit = p.model.Credit(now);
-          p.wait_credit = credit < credit_wakeup_;
+          p.wait_credit = credit < credit_wakeup_;  // ArmTimer wakes us when it is back
+          may_read = !p.wait_credit;
         } else {
-          credit = p.ready < pipe_bytes_ ? pipe_bytes_ - p.ready : 0;  // the next write makes room
+          credit = p.ready < pipe_bytes_ ? pipe_bytes_ - p.ready : 0;
+          may_read = credit >= std::min<uint64_t>(kMinRead, pipe_bytes_);  // else the next write makes room
         }
-        if (!p.wait_credit && credit >= std::min<uint64_t>(kMinRead, pipe_bytes_)) {
+        if (may_read) {
           if (p.kpipes.empty() || p.kpipes.back().sealed || p.kpipes.back().space() < kMinRead) {
             KernelPipe fresh;
             if (!worker_->pool.GetPipe(pipe_bytes_, &fresh)) return Fail();  // out of fds
