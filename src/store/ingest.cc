@@ -529,6 +529,7 @@ Status SegmentWriter::Run(SplitResult* result) {
   auto last_commit = Clock::now();
   int64_t since_commit = 0;
   bool crashed = false, interrupted = false;
+  int64_t issued = 0;
   Status status;
   while (pos < end) {
     if (o_.stop != nullptr && o_.stop->load()) {
@@ -539,7 +540,7 @@ Status SegmentWriter::Run(SplitResult* result) {
     {
       std::unique_lock<std::mutex> l(mu_);
       if (!error_.ok()) break;
-      if (o_.crash_after >= 0 && written_ >= o_.crash_after) {
+      if (o_.crash_after >= 0 && issued >= o_.crash_after) {
         crashed = true;
         break;
       }
@@ -590,6 +591,7 @@ Status SegmentWriter::Run(SplitResult* result) {
         ++inflight_;
       }
       StartData(smp);
+      ++issued;
     }
     ++pos;
     ++since_commit;
@@ -618,7 +620,8 @@ Status SegmentWriter::Run(SplitResult* result) {
   for (auto& t : readers) t.join();
   ReportProgress(true);
   if (crashed) {
-    return Status::Cancelled(fmt::format("simulated crash after {} samples (segment {} left as it was)", written_,
+    result->count = last_written_.count;
+    return Status::Cancelled(fmt::format("simulated crash after {} samples (segment {} left as it was)", issued,
                                          plan_.seg));
   }
   const bool complete = status.ok() && !interrupted && pos == end;
@@ -958,12 +961,18 @@ Status Ingest(net::Session& s, const IngestOptions& o, IngestReport* report) {
     r.start_count = r.count = plan.start.count;
     r.seg = plan.seg;
     r.sealed = plan.action == Action::kComplete;
-    if (!plan.writes() || !result.ok()) {
+    if (!plan.writes()) {
+      report->splits.push_back(r);
+      continue;
+    }
+    if (!result.ok()) {
+      r.action = "not started";
       report->splits.push_back(r);
       continue;
     }
     if (o.stop != nullptr && o.stop->load()) {
       result = Status::Cancelled("interrupted before split '" + plan.split + "'");
+      r.action = "not started";
       report->splits.push_back(r);
       continue;
     }

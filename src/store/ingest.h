@@ -94,10 +94,10 @@ struct IngestOptions {
   // Called once the plan is known, before anything is written (for messages).
   std::function<void(const std::string&)> on_note;
 
-  // Testing: simulate a crash once this many samples were written in this
-  // run: nothing more is issued, in-flight writes finish, the final
-  // watermark is NOT committed (only periodic commits happened) and Ingest
-  // returns Cancelled. Negative: off.
+  // Testing: simulate a crash once this many samples were issued in this
+  // run: nothing more is issued, in-flight writes finish (so rows above the
+  // committed count exist), the final watermark is NOT committed (only
+  // periodic commits happened) and Ingest returns Cancelled. Negative: off.
   int64_t crash_after = -1;
 };
 
@@ -110,7 +110,7 @@ struct IngestSkip {
 struct SplitResult {
   std::string split;
   int32_t seg = -1;
-  std::string action;        // "new", "resumed", "appended", "complete", "nothing new"
+  std::string action;        // "new", "resumed", "appended", "complete", "nothing new", "not started"
   int64_t listed = 0;        // items of the shard's listing (after append filtering)
   int64_t start_count = 0;   // committed count when the run started
   int64_t count = 0;         // committed count at the end

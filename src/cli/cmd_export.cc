@@ -1,0 +1,55 @@
+// Copyright (c) cqlstream authors.
+//
+// `cqlstream export NAME DIR [--split S]`: writes the dataset back as files,
+// byte-identical to the ingested ones (store/export.h describes the layout).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/cli.h"
+#include "store/catalog.h"
+#include "store/export.h"
+#include "store/progress.h"
+#include "store/stats.h"
+
+namespace cqlstream::cli {
+
+void RegisterExport(CLI::App& app, Action* action) {
+  auto* cmd = app.add_subcommand("export", "Write a dataset back to an image folder (byte-identical files)");
+  auto flags = std::make_shared<ConnectionFlags>();
+  auto name = std::make_shared<std::string>();
+  auto o = std::make_shared<store::ExportOptions>();
+  cmd->add_option("name", *name, "Dataset")->required();
+  cmd->add_option("dir", o->dir, "Output folder (created)")->required();
+  cmd->add_option("--split", o->split, "Only this split");
+  cmd->add_option("--concurrency", o->concurrency, "Samples read at once (default 16)")->check(CLI::Range(1, 1024));
+  flags->Add(cmd);
+  cmd->callback([action, flags, name, o] {
+    *action = [flags, name, o]() -> int {
+      net::SessionOptions so;
+      so.watch_events = false;
+      auto session = flags->Connect(so);
+      if (!session.ok()) return ReportError(session.status());
+      auto& s = **session;
+      auto d = store::LoadDataset(s, s.options().keyspace, *name);
+      if (!d.ok()) return ReportError(d.status());
+      store::ProgressLine line(stderr, ::isatty(STDERR_FILENO) != 0, "export");
+      o->stop = store::InstallInterruptHandler();
+      o->on_progress = [&](int64_t done, int64_t total, int64_t bytes) { line.Update(done, total, bytes, 0, ""); };
+      store::ExportReport r;
+      Status st = store::Export(s, *d, *o, &r);
+      line.Finish();
+      s.Close();
+      for (const auto& p : r.problems) std::fprintf(stderr, "cqlstream: not exported: %s\n", p.c_str());
+      fmt::print("exported {} of {} samples ({} files, {}) to {} in {:.1f} s{}\n", store::Thousands(r.samples),
+                 store::Thousands(r.total), store::Thousands(r.files), store::HumanBytes(static_cast<double>(r.bytes)),
+                 o->dir, r.seconds,
+                 r.renamed ? fmt::format("; {} renamed to avoid name collisions", r.renamed) : std::string());
+      if (!st.ok()) return ReportError(st);
+      return r.problems.empty() ? 0 : 1;
+    };
+  });
+}
+
+}  // namespace cqlstream::cli

@@ -1,0 +1,169 @@
+// Copyright (c) cqlstream authors.
+//
+// `cqlstream ingest --dataset NAME SOURCE...`: writes an image folder, a
+// manifest (CSV/JSONL) or WebDataset tar shards into a dataset (see
+// docs/ingest.md and store/ingest.h). Re-running the same command resumes an
+// interrupted ingest and never duplicates samples.
+//
+// Exit codes: 0 done (items may have been skipped: they are listed); 1 error
+// (including --strict with skips); 2 bad arguments; 130 interrupted (the
+// committed part stays; run the command again to finish).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/cli.h"
+#include "store/ingest.h"
+#include "store/progress.h"
+#include "store/stats.h"
+
+namespace cqlstream::cli {
+namespace {
+
+struct IngestFlags {
+  std::string dataset;
+  std::vector<std::string> sources;
+  std::string split;
+  std::string labels;
+  std::string label_kind;
+  std::string shard;
+  bool strict = false;
+  int64_t chunk_size = 0;
+  std::string replication = "simple:1";
+  int concurrency = 64;
+  int memory_mb = 512;
+  int readers = 4;
+  std::string description;
+  int64_t crash_after = -1;
+  int64_t commit_every = 0;
+};
+
+int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replication_given) {
+  store::IngestOptions o;
+  auto conn = flags.Resolve();
+  if (!conn.ok()) return ReportError(conn.status());
+  o.keyspace = conn->keyspace;
+  o.dataset = f.dataset;
+  o.source.sources = f.sources;
+  o.source.split = f.split;
+  auto ls = store::ParseLabelSource(f.labels);
+  if (!ls.ok()) return ReportError(ls.status());
+  o.source.labels = *ls;
+  if (!f.label_kind.empty()) {
+    auto k = ParseLabelKind(f.label_kind);
+    if (!k.ok()) return ReportError(k.status().WithContext("--label-kind"));
+    o.source.label_kind = *k;
+  }
+  if (!f.shard.empty()) {
+    Status st = store::ParseShard(f.shard, &o.shard_index, &o.shard_count);
+    if (!st.ok()) return ReportError(st);
+  }
+  o.strict = f.strict;
+  if (f.chunk_size != 0) {
+    if (f.chunk_size < 0 || f.chunk_size > INT32_MAX) {
+      return ReportError(Status::InvalidArgument("--chunk-size is out of range"));
+    }
+    o.chunk_size = static_cast<int32_t>(f.chunk_size);
+  }
+  auto rep = store::Replication::Parse(f.replication);
+  if (!rep.ok()) return ReportError(rep.status());
+  o.replication = *rep;
+  o.replication_given = replication_given;
+  o.concurrency = f.concurrency;
+  o.memory_bytes = static_cast<int64_t>(f.memory_mb) << 20;
+  o.readers = f.readers;
+  o.description = f.description;
+  o.crash_after = f.crash_after;
+  o.commit_every = f.commit_every;
+  o.stop = store::InstallInterruptHandler();
+
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  store::ProgressLine line(stderr, tty, "ingest");
+  o.on_note = [&](const std::string& n) {
+    line.Finish();
+    std::fprintf(stderr, "cqlstream: note: %s\n", n.c_str());
+  };
+  o.on_progress = [&](const store::IngestProgress& p) {
+    const std::string extra =
+        fmt::format("[{}]{}", p.split, p.skipped ? fmt::format("  skipped {}", store::Thousands(p.skipped)) : "");
+    line.Update(p.items_done, p.items_total, p.bytes_done, p.bytes_total, extra);
+  };
+
+  auto session = flags.Connect();
+  if (!session.ok()) return ReportError(session.status());
+  store::IngestReport report;
+  Status st = store::Ingest(**session, o, &report);
+  line.Finish();
+  (*session)->Close();
+
+  for (const auto& r : report.splits) {
+    std::string what;
+    if (r.action == "complete") {
+      what = fmt::format("already complete ({} samples)", store::Thousands(r.count));
+    } else if (r.action == "nothing new") {
+      what = "nothing new in the source";
+    } else {
+      what = fmt::format("{} samples written ({}), {} skipped; segment holds {}{}", store::Thousands(r.written),
+                         store::HumanBytes(static_cast<double>(r.bytes)), store::Thousands(r.skipped),
+                         store::Thousands(r.count), r.sealed ? " (sealed)" : " (open)");
+    }
+    std::printf("split %-10s segment %-4d %-9s %s\n", r.split.c_str(), r.seg, r.action.c_str(), what.c_str());
+  }
+  if (!report.skips.empty()) {
+    std::fprintf(stderr, "cqlstream: skipped items by reason:\n%s", report.FormatSkips(20).c_str());
+  }
+  const double secs = std::max(report.seconds, 1e-9);
+  std::printf("ingested %s samples (%s) into '%s' in %.1f s: %s items/s, %.1f MB/s; %s skipped\n",
+              store::Thousands(report.written).c_str(), store::HumanBytes(static_cast<double>(report.bytes)).c_str(),
+              o.dataset.c_str(), report.seconds,
+              store::Thousands(static_cast<int64_t>(static_cast<double>(report.written) / secs + 0.5)).c_str(),
+              static_cast<double>(report.bytes) / 1e6 / secs, store::Thousands(static_cast<int64_t>(report.skips.size())).c_str());
+  std::fflush(stdout);
+  if (!st.ok()) {
+    if (st.code() == Status::Code::kCancelled) {
+      std::fprintf(stderr, "cqlstream: %s\n", st.message().c_str());
+      return 130;
+    }
+    return ReportError(st);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterIngest(CLI::App& app, Action* action) {
+  auto* cmd = app.add_subcommand("ingest", "Write an image folder, a manifest or tar shards into a dataset");
+  auto flags = std::make_shared<ConnectionFlags>();
+  auto f = std::make_shared<IngestFlags>();
+  cmd->add_option("--dataset", f->dataset, "Dataset name ([a-z][a-z0-9_]{0,23})")->required();
+  cmd->add_option("source", f->sources,
+                  "An image folder (split/class/file or class/file), a manifest (.csv, .jsonl), or tar shards "
+                  "(.tar files, a folder of them, or a glob)")
+      ->required();
+  cmd->add_option("--split", f->split,
+                  "Split to ingest (sources with splits) or the split name (others; default train)");
+  cmd->add_option("--labels", f->labels, "Where labels come from: imagefolder, manifest or none (default: the source's)");
+  cmd->add_option("--label-kind", f->label_kind,
+                  "none, class, multilabel or target (default: what the source carries)");
+  cmd->add_option("--shard", f->shard, "Ingest only shard i of N of the sorted listing (round-robin), e.g. 0/4");
+  cmd->add_flag("--strict", f->strict, "Fail (writing nothing) if any item would be skipped");
+  cmd->add_option("--chunk-size", f->chunk_size, "Bytes per data chunk for a new dataset (default 1048576)");
+  auto* rep = cmd->add_option("--replication", f->replication,
+                              "Replication of a new keyspace: simple:RF or nts:DC=RF,... (default simple:1)");
+  cmd->add_option("--concurrency", f->concurrency, "Samples written at once (default 64)")->check(CLI::Range(1, 4096));
+  cmd->add_option("--memory-mb", f->memory_mb, "Payload bytes read ahead and in flight, in MiB (default 512)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--readers", f->readers, "Reader threads (default 4)")->check(CLI::Range(1, 256));
+  cmd->add_option("--description", f->description, "Description of a new dataset");
+  // For tests of crash recovery: hidden.
+  cmd->add_option("--crash-after", f->crash_after)->group("");
+  cmd->add_option("--commit-every", f->commit_every)->group("");
+  flags->Add(cmd);
+  cmd->callback([action, flags, f, rep] {
+    const bool replication_given = rep->count() > 0;
+    *action = [flags, f, replication_given]() -> int { return RunIngest(*flags, *f, replication_given); };
+  });
+}
+
+}  // namespace cqlstream::cli

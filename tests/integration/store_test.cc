@@ -1,0 +1,705 @@
+// Copyright (c) cqlstream authors.
+//
+// Datasets in the real node: ingest from folders, manifests and tar shards;
+// idempotent re-runs, resume after a crash, shards, appends; bad inputs and
+// refused ingests; verify (corruption, missing rows), export (byte-identical),
+// select, class counts, drop; a few end-to-end runs of the cqlstream binary.
+//
+// Everything lives in one keyspace st_<pid>, dropped when the suite ends.
+// Fixture files are generated into temporary folders.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "store/catalog.h"
+#include "store/export.h"
+#include "store/ingest.h"
+#include "store/scan.h"
+#include "store/schema.h"
+#include "store/select.h"
+#include "store/stats.h"
+#include "store/testing_fixtures.h"
+#include "store/verify.h"
+#include "test_env.h"
+
+namespace cqlstream {
+namespace {
+
+namespace fs = std::filesystem;
+using store::testing::MakeJpeg;
+using store::testing::MakePng;
+using store::testing::ReadFile;
+using store::testing::TarBuilder;
+using store::testing::TempDir;
+using store::testing::WriteFile;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    keyspace_ = fmt::format("st_{}", ::getpid());
+    session_ = testing::TestSession();
+    if (!session_) return;
+    std::string note;
+    Status st = store::EnsureKeyspace(*session_, keyspace_, store::Replication::Parse("simple:1").value(), true, &note);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  static void TearDownTestSuite() {
+    if (session_) {
+      (void)store::RunDdl(*session_, "DROP KEYSPACE IF EXISTS " + keyspace_);
+      session_->Close();
+      session_.reset();
+    }
+  }
+  void SetUp() override { ASSERT_NE(session_, nullptr); }
+
+  net::Session& S() { return *session_; }
+
+  store::IngestOptions Opts(const std::string& dataset, std::vector<std::string> sources) {
+    store::IngestOptions o;
+    o.keyspace = keyspace_;
+    o.dataset = dataset;
+    o.source.sources = std::move(sources);
+    o.concurrency = 8;
+    o.readers = 2;
+    o.commit_interval = std::chrono::milliseconds(200);
+    return o;
+  }
+
+  std::pair<Status, store::IngestReport> Run(const store::IngestOptions& o) {
+    store::IngestReport r;
+    Status st = store::Ingest(S(), o, &r);
+    return {st, r};
+  }
+
+  DatasetInfo Load(const std::string& name) {
+    auto d = store::LoadDataset(S(), keyspace_, name);
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    return d.ok() ? *d : DatasetInfo();
+  }
+
+  // The committed metadata of a dataset, by key.
+  std::map<SampleKey, store::MetaRow> Committed(const DatasetInfo& d) {
+    std::map<SampleKey, store::MetaRow> out;
+    std::mutex mu;
+    Status st = store::ScanMeta(S(), d, d.segments, 4, [&](const store::BlockRef&, std::vector<store::MetaRow>& rows) {
+      std::lock_guard<std::mutex> l(mu);
+      for (auto& r : rows) out[r.key] = r;
+      return Status::OK();
+    });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return out;
+  }
+
+  // Every metadata row in the table, committed or not: seg -> row count.
+  std::map<int32_t, int64_t> RawMetaRows(const DatasetInfo& d) {
+    std::map<int32_t, int64_t> out;
+    std::mutex mu;
+    Status st = store::ScanMetaByTokenRanges(S(), d, "seg, idx", 8, 4, [&](const cql::Rows& r) {
+      std::lock_guard<std::mutex> l(mu);
+      for (int32_t i = 0; i < r.row_count(); ++i) out[r.value(i, 0)->as_int()]++;
+      return Status::OK();
+    });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return out;
+  }
+
+  // (split, path, checksum, label) of every committed sample: the content,
+  // independent of segment numbers.
+  std::multiset<std::string> Content(const DatasetInfo& d) {
+    std::map<int32_t, std::string> split_of;
+    for (const auto& g : d.segments) split_of[g.seg] = g.split;
+    std::multiset<std::string> out;
+    for (const auto& [k, m] : Committed(d)) {
+      out.insert(fmt::format("{}|{}|{}|{}|{}", split_of[KeySegment(k)], m.path, m.checksum, m.label.value_or(-1),
+                             m.size));
+    }
+    return out;
+  }
+
+  void Cql(const std::string& q, std::vector<Value> v = {}) {
+    net::Statement st = net::Statement::Query(q, std::move(v));
+    st.consistency = cql::Consistency::kLocalQuorum;
+    auto r = S().Execute(st);
+    ASSERT_TRUE(r.ok()) << q << ": " << r.status().ToString();
+  }
+
+  static std::string keyspace_;
+  static std::shared_ptr<net::Session> session_;
+};
+
+std::string StoreTest::keyspace_;
+std::shared_ptr<net::Session> StoreTest::session_;
+
+std::map<std::string, std::string> SkipsByPath(const store::IngestReport& r) {
+  std::map<std::string, std::string> out;
+  for (const auto& s : r.skips) out[s.path] = s.reason;
+  return out;
+}
+
+// A split/class folder with images of three size classes (one chunk; a few
+// chunks: one batch; many chunks: chunk by chunk) and bad files.
+struct PetFolder {
+  TempDir dir{"pets"};
+  std::map<std::string, std::vector<uint8_t>> valid;  // relative path -> bytes
+  PetFolder() {
+    auto add = [&](const std::string& rel, std::vector<uint8_t> bytes) {
+      WriteFile(dir / rel, bytes);
+      valid[rel] = std::move(bytes);
+    };
+    add("train/cat/c1.png", MakePng(16, 16, 1));
+    add("train/cat/c2.png", MakePng(24, 24, 2));
+    add("train/cat/c3.jpg", MakeJpeg(64, 64, 3));      // ~10 kB: a few chunks, one batch
+    add("train/dog/d1.jpg", MakeJpeg(32, 32, 4));
+    add("train/dog/d2.jpg", MakeJpeg(160, 160, 5));    // ~60 kB: chunk by chunk
+    add("train/dog/d3.png", MakePng(8, 8, 6));
+    add("test/cat/t1.png", MakePng(12, 12, 7));
+    add("test/dog/t2.jpg", MakeJpeg(40, 40, 8));
+    WriteFile(dir / "train/cat/zero.png", std::string_view());
+    WriteFile(dir / "train/dog/notes.jpg", "these are not pixels");
+    fs::create_symlink(dir / "train/cat/gone.png", dir / "train/cat/dangling.png");
+  }
+};
+
+TEST_F(StoreTest, FolderLifecycle) {
+  PetFolder f;
+  auto o = Opts("pets", {f.dir.path()});
+  o.chunk_size = 4096;
+  o.max_batch_bytes = 32 << 10;
+  o.description = "cats and dogs";
+  auto [st, rep] = Run(o);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE(rep.created_dataset);
+  EXPECT_EQ(rep.written, 8);
+  auto skips = SkipsByPath(rep);
+  EXPECT_EQ(skips.size(), 3u);
+  EXPECT_EQ(skips["train/cat/zero.png"], "empty file");
+  EXPECT_EQ(skips["train/dog/notes.jpg"], "not an image (unknown signature)");
+  EXPECT_NE(skips["train/cat/dangling.png"].find("unreadable"), std::string::npos) << skips["train/cat/dangling.png"];
+  EXPECT_NE(rep.FormatSkips().find("empty file (1):\n    train: train/cat/zero.png"), std::string::npos);
+
+  DatasetInfo d = Load("pets");
+  EXPECT_EQ(d.label_kind, LabelKind::kClass);
+  EXPECT_EQ(d.class_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(d.chunk_size, 4096);
+  EXPECT_EQ(d.description, "cats and dogs");
+  EXPECT_EQ(d.Count("train"), 6);
+  EXPECT_EQ(d.Count("test"), 2);
+  int64_t train_bytes = 0;
+  for (const auto& [p, b] : f.valid) train_bytes += p.starts_with("train/") ? static_cast<int64_t>(b.size()) : 0;
+  EXPECT_EQ(d.Bytes("train"), train_bytes);
+  for (const auto& g : d.segments) EXPECT_EQ(g.state, "sealed");
+
+  // Indices follow the sorted listing of the valid items.
+  auto meta = Committed(d);
+  ASSERT_EQ(meta.size(), 8u);
+  std::vector<std::string> train_paths;
+  for (const auto& [k, m] : meta) {
+    if (m.path.starts_with("train/")) train_paths.push_back(m.path);
+  }
+  EXPECT_EQ(train_paths, (std::vector<std::string>{"train/cat/c1.png", "train/cat/c2.png", "train/cat/c3.jpg",
+                                                   "train/dog/d1.jpg", "train/dog/d2.jpg", "train/dog/d3.png"}));
+  for (const auto& [k, m] : meta) {
+    EXPECT_EQ(m.label, m.path.find("/cat/") != std::string::npos ? 0 : 1) << m.path;
+    EXPECT_EQ(m.size, static_cast<int64_t>(f.valid[m.path].size()));
+  }
+
+  // A re-run changes nothing.
+  auto [st2, rep2] = Run(o);
+  ASSERT_TRUE(st2.ok()) << st2.ToString();
+  EXPECT_EQ(rep2.written, 0);
+  for (const auto& s : rep2.splits) EXPECT_EQ(s.action, "complete");
+  DatasetInfo d2 = Load("pets");
+  EXPECT_EQ(d2.segments.size(), d.segments.size());
+  EXPECT_EQ(d2.Count("train"), 6);
+  auto raw = RawMetaRows(d2);
+  int64_t rows = 0;
+  for (const auto& [seg, n] : raw) rows += n;
+  EXPECT_EQ(rows, 8);
+
+  // Verify: clean.
+  store::VerifyReport vr;
+  ASSERT_TRUE(store::Verify(S(), d2, {}, &vr).ok());
+  EXPECT_EQ(vr.checked, 8);
+  EXPECT_TRUE(vr.problems.empty()) << vr.problems[0].what;
+
+  // Export: byte-identical.
+  TempDir out("export");
+  store::ExportOptions eo;
+  eo.dir = out.path();
+  store::ExportReport er;
+  ASSERT_TRUE(store::Export(S(), d2, eo, &er).ok());
+  EXPECT_EQ(er.samples, 8);
+  EXPECT_TRUE(er.problems.empty());
+  size_t files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(out.path())) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    const std::string rel = fs::relative(e.path(), out.path()).string();
+    ASSERT_TRUE(f.valid.count(rel)) << rel;
+    EXPECT_EQ(ReadFile(e.path()), f.valid[rel]) << rel;
+  }
+  EXPECT_EQ(files, 8u);
+
+  // Select: by label, by fraction (deterministic), committed keys only.
+  store::SelectOptions so;
+  so.split = "train";
+  so.labels = {"dog"};
+  auto dogs = store::Select(S(), d2, so);
+  ASSERT_TRUE(dogs.ok()) << dogs.status().ToString();
+  ASSERT_EQ(dogs->keys.size(), 3u);
+  for (SampleKey k : dogs->keys) EXPECT_EQ(meta[k].label, 1);
+  so.labels = {"0"};
+  auto cats = store::Select(S(), d2, so);
+  ASSERT_TRUE(cats.ok());
+  EXPECT_EQ(cats->keys.size(), 3u);
+  so.labels.clear();
+  so.fraction = 0.5;
+  so.seed = 11;
+  auto half1 = store::Select(S(), d2, so);
+  auto half2 = store::Select(S(), d2, so);
+  ASSERT_TRUE(half1.ok() && half2.ok());
+  EXPECT_EQ(half1->keys.size(), 3u);
+  EXPECT_EQ(half1->keys, half2->keys);
+  for (SampleKey k : half1->keys) EXPECT_TRUE(meta.count(k));
+  TempDir seldir("sel");
+  ASSERT_TRUE(half1->Save((seldir / "half.sel").string()).ok());
+  auto loaded = Selection::Load((seldir / "half.sel").string());
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->keys, half1->keys);
+  EXPECT_EQ(loaded->dataset, "pets");
+
+  // Per-class counts from the token-range scan.
+  auto counts = store::ClassCounts(S(), d2, 16, 4);
+  ASSERT_TRUE(counts.ok()) << counts.status().ToString();
+  EXPECT_EQ((*counts)["train"], (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ((*counts)["test"], (std::vector<int64_t>{1, 1}));
+
+  // Verify finds a corrupted chunk and a missing data partition, by key and path.
+  SampleKey big = 0, small = 0;
+  for (const auto& [k, m] : meta) {
+    if (m.path == "train/dog/d2.jpg") big = k;
+    if (m.path == "test/cat/t1.png") small = k;
+  }
+  Cql(fmt::format("UPDATE {}.d_pets SET data = ? WHERE seg = ? AND idx = ? AND chunk = 3", keyspace_),
+      {Value::Blob(std::vector<uint8_t>(4096, 0)), Value::Int(KeySegment(big)), Value::Int(KeyIndex(big))});
+  Cql(fmt::format("DELETE FROM {}.d_pets WHERE seg = ? AND idx = ?", keyspace_),
+      {Value::Int(KeySegment(small)), Value::Int(KeyIndex(small))});
+  store::VerifyReport bad;
+  ASSERT_TRUE(store::Verify(S(), d2, {}, &bad).ok());
+  ASSERT_EQ(bad.problems.size(), 2u);
+  std::map<SampleKey, store::VerifyProblem> probs;
+  for (const auto& p : bad.problems) probs[p.key] = p;
+  EXPECT_EQ(probs[big].path, "train/dog/d2.jpg");
+  EXPECT_NE(probs[big].what.find("checksum mismatch"), std::string::npos) << probs[big].what;
+  EXPECT_EQ(probs[small].path, "test/cat/t1.png");
+  EXPECT_EQ(probs[small].what, "missing data");
+  store::VerifyOptions only_train;
+  only_train.split = "train";
+  ASSERT_TRUE(store::Verify(S(), d2, only_train, &bad).ok());
+  EXPECT_EQ(bad.problems.size(), 1u);
+
+  // Drop removes everything.
+  auto dr = store::DropDataset(S(), keyspace_, "pets");
+  ASSERT_TRUE(dr.ok()) << dr.status().ToString();
+  EXPECT_TRUE(dr->catalog_row);
+  EXPECT_EQ(dr->segments, 2);
+  EXPECT_EQ(dr->tables, (std::vector<std::string>{"d_pets", "m_pets"}));
+  EXPECT_TRUE(store::LoadDataset(S(), keyspace_, "pets").status().IsNotFound());
+  auto tables = S().Execute(net::Statement::Query(
+      "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", {Value::Text(keyspace_)}));
+  ASSERT_TRUE(tables.ok());
+  for (int32_t i = 0; i < tables->rows()->row_count(); ++i) {
+    const std::string t = tables->rows()->value(i, 0)->as_text();
+    EXPECT_TRUE(t != "d_pets" && t != "m_pets") << t;
+  }
+  auto segs = S().Execute(net::Statement::Query(
+      fmt::format("SELECT seg FROM {}.segments WHERE dataset = 'pets'", keyspace_)));
+  ASSERT_TRUE(segs.ok());
+  EXPECT_EQ(segs->rows()->row_count(), 0);
+  EXPECT_TRUE(store::DropDataset(S(), keyspace_, "pets").status().IsNotFound());
+}
+
+TEST_F(StoreTest, ManifestCsvWithExtrasAndJsonlTargets) {
+  TempDir dir("manifest");
+  const auto a = MakeJpeg(20, 20, 1), b = MakePng(10, 10, 2), c = MakeJpeg(30, 30, 3);
+  WriteFile(dir / "img/a.jpg", a);
+  WriteFile(dir / "img/b.png", b);
+  WriteFile(dir / "img/c.jpg", c);
+  WriteFile(dir / "labels.csv",
+            "path,label,split,source\nimg/a.jpg,cat,train,web\nimg/b.png,dog,train,book\nimg/c.jpg,dog,val,web\n"
+            "img/missing.jpg,cat,train,web\nimg/a.jpg,,val,\n");
+  // The last row lists img/a.jpg again: a duplicate path.
+  auto dup = Run(Opts("mcsv", {(dir / "labels.csv").string()}));
+  ASSERT_FALSE(dup.first.ok());
+  EXPECT_NE(dup.first.message().find("duplicate path"), std::string::npos) << dup.first.ToString();
+  EXPECT_TRUE(store::LoadDataset(S(), keyspace_, "mcsv").status().IsNotFound());
+
+  WriteFile(dir / "labels.csv",
+            "path,label,split,source\nimg/a.jpg,cat,train,web\nimg/b.png,dog,train,book\nimg/c.jpg,dog,val,web\n"
+            "img/missing.jpg,cat,train,web\n");
+  auto [st, rep] = Run(Opts("mcsv", {(dir / "labels.csv").string()}));
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(rep.written, 3);
+  ASSERT_EQ(rep.skips.size(), 1u);
+  EXPECT_EQ(rep.skips[0].path, "img/missing.jpg");
+  EXPECT_NE(rep.skips[0].reason.find("unreadable"), std::string::npos);
+  DatasetInfo d = Load("mcsv");
+  EXPECT_EQ(d.class_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(d.Count("train"), 2);
+  EXPECT_EQ(d.Count("val"), 1);
+  auto meta = Committed(d);
+  std::map<std::string, store::MetaRow> by_path;
+  for (const auto& [k, m] : meta) by_path[m.path] = m;
+  EXPECT_EQ(by_path["img/b.png"].extra.at("source"), "book");
+  EXPECT_EQ(by_path["img/b.png"].label, 1);
+  store::SelectOptions so;
+  so.split = "train";
+  so.extra = {{"source", "web"}};
+  auto web = store::Select(S(), d, so);
+  ASSERT_TRUE(web.ok()) << web.status().ToString();
+  ASSERT_EQ(web->keys.size(), 1u);
+  EXPECT_EQ(meta[web->keys[0]].path, "img/a.jpg");
+
+  // JSONL with blob targets: payload = image bytes + target bytes.
+  const auto m1 = MakePng(20, 20, 9), m2 = MakePng(10, 10, 10);
+  WriteFile(dir / "masks/a.png", m1);
+  WriteFile(dir / "masks/b.png", m2);
+  WriteFile(dir / "seg.jsonl",
+            "{\"path\": \"img/a.jpg\", \"target\": \"masks/a.png\", \"city\": \"x\"}\n"
+            "{\"path\": \"img/b.png\", \"target\": \"masks/b.png\"}\n");
+  auto [st2, rep2] = Run(Opts("mseg", {(dir / "seg.jsonl").string()}));
+  ASSERT_TRUE(st2.ok()) << st2.ToString();
+  EXPECT_EQ(rep2.written, 2);
+  DatasetInfo t = Load("mseg");
+  EXPECT_EQ(t.label_kind, LabelKind::kTarget);
+  auto tm = Committed(t);
+  for (const auto& [k, m] : tm) {
+    const bool is_a = m.path == "img/a.jpg";
+    EXPECT_EQ(m.image_size, static_cast<int64_t>((is_a ? a : b).size()));
+    EXPECT_EQ(m.size, static_cast<int64_t>((is_a ? a.size() + m1.size() : b.size() + m2.size())));
+    EXPECT_EQ(m.target_path, is_a ? "masks/a.png" : "masks/b.png");
+  }
+  store::VerifyReport vr;
+  ASSERT_TRUE(store::Verify(S(), t, {}, &vr).ok());
+  EXPECT_TRUE(vr.problems.empty());
+  TempDir out("export");
+  store::ExportOptions eo;
+  eo.dir = out.path();
+  store::ExportReport er;
+  ASSERT_TRUE(store::Export(S(), t, eo, &er).ok());
+  EXPECT_EQ(er.files, 4);
+  EXPECT_EQ(ReadFile(out / "train/img/a.jpg"), a);
+  EXPECT_EQ(ReadFile(out / "train/masks/a.png"), m1);
+  EXPECT_EQ(ReadFile(out / "train/masks/b.png"), m2);
+  const auto csv = ReadFile(out / "manifest.csv");
+  EXPECT_NE(std::string(csv.begin(), csv.end()).find("train/img/a.jpg,train/masks/a.png,train,x"), std::string::npos);
+
+  // Multilabel from a JSONL labels array.
+  WriteFile(dir / "multi.jsonl",
+            "{\"path\": \"img/a.jpg\", \"labels\": [\"sky\", \"tree\"]}\n{\"path\": \"img/c.jpg\", \"labels\": "
+            "\"tree\"}\n");
+  auto [st3, rep3] = Run(Opts("mmulti", {(dir / "multi.jsonl").string()}));
+  ASSERT_TRUE(st3.ok()) << st3.ToString();
+  DatasetInfo ml = Load("mmulti");
+  EXPECT_EQ(ml.label_kind, LabelKind::kMultiLabel);
+  EXPECT_EQ(ml.class_names, (std::vector<std::string>{"sky", "tree"}));
+  so = store::SelectOptions();
+  so.split = "train";
+  so.labels = {"sky"};
+  auto sky = store::Select(S(), ml, so);
+  ASSERT_TRUE(sky.ok());
+  EXPECT_EQ(sky->keys.size(), 1u);
+  store::VerifyReport mv;
+  ASSERT_TRUE(store::Verify(S(), ml, {}, &mv).ok());
+  EXPECT_TRUE(mv.problems.empty()) << mv.problems[0].what;
+}
+
+TEST_F(StoreTest, TarShards) {
+  TempDir dir("tar");
+  const auto j1 = MakeJpeg(20, 20, 1), p2 = MakePng(12, 12, 2), j3 = MakeJpeg(16, 16, 3);
+  {
+    TarBuilder b;
+    b.Add("s0001.jpg", j1);
+    b.Add("s0001.cls", "2");
+    b.Add("s0001.txt", "a red car");
+    b.Add("s0002.png", p2);
+    b.Add("s0002.json", "{\"label\": 0, \"photographer\": \"ann\"}");
+    b.Add("s0003.cls", "1");  // no image
+    WriteFile(dir / "shards/train-000000.tar", b.Finish());
+  }
+  {
+    TarBuilder b;
+    b.Add("s0004.jpg", j3);
+    b.Add("s0004.cls", "2");
+    WriteFile(dir / "shards/train-000001.tar", b.Finish());
+  }
+  auto o = Opts("tars", {(dir / "shards/train-*.tar").string()});
+  auto [st, rep] = Run(o);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(rep.written, 3);
+  ASSERT_EQ(rep.skips.size(), 1u);
+  EXPECT_EQ(rep.skips[0].path, "train-000000.tar/s0003");
+  EXPECT_NE(rep.skips[0].reason.find("no image member"), std::string::npos);
+  DatasetInfo d = Load("tars");
+  EXPECT_EQ(d.class_names, (std::vector<std::string>{"0", "1", "2"}));
+  auto meta = Committed(d);
+  std::map<std::string, store::MetaRow> by;
+  for (const auto& [k, m] : meta) by[m.path] = m;
+  ASSERT_EQ(by.size(), 3u);
+  EXPECT_EQ(by["train-000000.tar/s0001.jpg"].label, 2);
+  EXPECT_EQ(by["train-000000.tar/s0001.jpg"].extra.at("txt"), "a red car");
+  EXPECT_EQ(by["train-000000.tar/s0002.png"].label, 0);
+  EXPECT_EQ(by["train-000000.tar/s0002.png"].extra.at("photographer"), "ann");
+  EXPECT_EQ(by["train-000001.tar/s0004.jpg"].size, static_cast<int64_t>(j3.size()));
+  store::VerifyReport vr;
+  ASSERT_TRUE(store::Verify(S(), d, {}, &vr).ok());
+  EXPECT_EQ(vr.checked, 3);
+  EXPECT_TRUE(vr.problems.empty());
+  TempDir out("export");
+  store::ExportOptions eo;
+  eo.dir = out.path();
+  store::ExportReport er;
+  ASSERT_TRUE(store::Export(S(), d, eo, &er).ok());
+  EXPECT_EQ(ReadFile(out / "train/2/s0001.jpg"), j1);
+  EXPECT_EQ(ReadFile(out / "train/0/s0002.png"), p2);
+  // Same command again: complete.
+  auto again = Run(o);
+  ASSERT_TRUE(again.first.ok());
+  EXPECT_EQ(again.second.written, 0);
+  EXPECT_EQ(again.second.splits[0].action, "complete");
+}
+
+// A class/file folder of n small PNGs over 3 classes.
+void MakeSmallFolder(const TempDir& dir, int n, int first = 0) {
+  for (int i = first; i < first + n; ++i) {
+    WriteFile(dir / fmt::format("c{}/{:03}.png", i % 3, i), MakePng(8 + i % 5, 8, static_cast<uint32_t>(i)));
+  }
+}
+
+TEST_F(StoreTest, CrashResumeAndShardsMatchACleanIngest) {
+  TempDir dir("resume");
+  MakeSmallFolder(dir, 40);
+  WriteFile(dir / "c1/bad.png", "nope");  // one skip in the middle of the listing
+
+  auto clean_o = Opts("clean", {dir.path()});
+  auto clean = Run(clean_o);
+  ASSERT_TRUE(clean.first.ok()) << clean.first.ToString();
+  EXPECT_EQ(clean.second.written, 40);
+  const auto want = Content(Load("clean"));
+  ASSERT_EQ(want.size(), 40u);
+
+  // Crash after 17 samples, with watermarks every 5 positions.
+  auto o = Opts("crashy", {dir.path()});
+  o.crash_after = 17;
+  o.commit_every = 5;
+  o.concurrency = 4;
+  auto crashed = Run(o);
+  ASSERT_EQ(crashed.first.code(), Status::Code::kCancelled) << crashed.first.ToString();
+  DatasetInfo mid = Load("crashy");
+  ASSERT_EQ(mid.segments.size(), 1u);
+  EXPECT_EQ(mid.segments[0].state, "open");
+  EXPECT_GT(mid.segments[0].count, 0);
+  EXPECT_LT(mid.segments[0].count, 40);
+  // Rows above the committed count exist but are invisible.
+  const auto raw_mid = RawMetaRows(mid);
+  EXPECT_GT(raw_mid.at(mid.segments[0].seg), mid.segments[0].count);
+  EXPECT_EQ(Committed(mid).size(), static_cast<size_t>(mid.segments[0].count));
+
+  // The same command finishes it.
+  o.crash_after = -1;
+  auto resumed = Run(o);
+  ASSERT_TRUE(resumed.first.ok()) << resumed.first.ToString();
+  EXPECT_EQ(resumed.second.splits[0].action, "resumed");
+  EXPECT_EQ(resumed.second.splits[0].seg, mid.segments[0].seg);
+  EXPECT_EQ(resumed.second.written, 40 - mid.segments[0].count);
+  DatasetInfo done = Load("crashy");
+  ASSERT_EQ(done.segments.size(), 1u);
+  EXPECT_EQ(done.segments[0].state, "sealed");
+  EXPECT_EQ(done.segments[0].count, 40);
+  EXPECT_EQ(Content(done), want);
+  EXPECT_EQ(RawMetaRows(done).at(done.segments[0].seg), 40);  // no duplicates, nothing stray
+  // Same keys as the clean run too: indices are deterministic.
+  auto ck = Committed(Load("clean"));
+  auto rk = Committed(done);
+  std::vector<std::string> cp, rp;
+  for (const auto& [k, m] : ck) cp.push_back(fmt::format("{}:{}", KeyIndex(k), m.path));
+  for (const auto& [k, m] : rk) rp.push_back(fmt::format("{}:{}", KeyIndex(k), m.path));
+  EXPECT_EQ(cp, rp);
+  store::VerifyReport vr;
+  ASSERT_TRUE(store::Verify(S(), done, {}, &vr).ok());
+  EXPECT_TRUE(vr.problems.empty());
+
+  // Two shards together equal one full ingest.
+  for (int i = 0; i < 2; ++i) {
+    auto so = Opts("sharded", {dir.path()});
+    so.shard_index = i;
+    so.shard_count = 2;
+    auto r = Run(so);
+    ASSERT_TRUE(r.first.ok()) << r.first.ToString();
+  }
+  DatasetInfo sh = Load("sharded");
+  ASSERT_EQ(sh.segments.size(), 2u);
+  EXPECT_NE(sh.segments[0].source_id, sh.segments[1].source_id);
+  EXPECT_EQ(sh.Count("train"), 40);
+  EXPECT_EQ(Content(sh), want);
+}
+
+TEST_F(StoreTest, StrictFailsAndWritesNothing) {
+  TempDir dir("strict");
+  MakeSmallFolder(dir, 6);
+  WriteFile(dir / "c0/empty.png", std::string_view());
+  auto o = Opts("strictds", {dir.path()});
+  o.strict = true;
+  auto [st, rep] = Run(o);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_NE(st.message().find("--strict"), std::string::npos);
+  ASSERT_EQ(rep.skips.size(), 1u);
+  EXPECT_EQ(rep.skips[0].path, "c0/empty.png");
+  EXPECT_EQ(rep.skips[0].reason, "empty file");
+  EXPECT_TRUE(store::LoadDataset(S(), keyspace_, "strictds").status().IsNotFound());
+}
+
+TEST_F(StoreTest, AppendAndRefusedIngests) {
+  TempDir dir("append");
+  MakeSmallFolder(dir, 9);
+  auto o = Opts("growing", {dir.path()});
+  ASSERT_TRUE(Run(o).first.ok());
+  // New files in the folder: only they are written, into a new segment.
+  MakeSmallFolder(dir, 3, 100);
+  auto [st, rep] = Run(o);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(rep.splits[0].action, "appended");
+  EXPECT_EQ(rep.written, 3);
+  DatasetInfo d = Load("growing");
+  ASSERT_EQ(d.segments.size(), 2u);
+  EXPECT_EQ(d.segments[1].count, 3);
+  EXPECT_EQ(d.Count("train"), 12);
+  std::set<std::string> paths;
+  for (const auto& [k, m] : Committed(d)) EXPECT_TRUE(paths.insert(m.path).second) << "duplicate " << m.path;
+  EXPECT_EQ(paths.size(), 12u);
+  auto again = Run(o);
+  ASSERT_TRUE(again.first.ok());
+  EXPECT_EQ(again.second.written, 0);
+  EXPECT_EQ(again.second.splits[0].action, "complete");
+
+  // A class the dataset does not have.
+  TempDir other("append");
+  WriteFile(other / "c0/x.png", MakePng(8, 8, 1));
+  WriteFile(other / "emu/y.png", MakePng(8, 8, 2));
+  auto unknown = Run(Opts("growing", {other.path()}));
+  ASSERT_FALSE(unknown.first.ok());
+  EXPECT_NE(unknown.first.message().find("'emu'"), std::string::npos) << unknown.first.ToString();
+  // Another label kind.
+  auto none = Opts("growing", {dir.path()});
+  none.source.labels = store::LabelSource::kNone;
+  auto kind = Run(none);
+  ASSERT_FALSE(kind.first.ok());
+  EXPECT_EQ(kind.first.code(), Status::Code::kAlreadyExists);
+  EXPECT_NE(kind.first.message().find("label kind 'class'"), std::string::npos) << kind.first.ToString();
+  // Another chunk size.
+  auto cs = Opts("growing", {dir.path()});
+  cs.chunk_size = 2048;
+  auto chunk = Run(cs);
+  ASSERT_FALSE(chunk.first.ok());
+  EXPECT_NE(chunk.first.message().find("chunk size"), std::string::npos) << chunk.first.ToString();
+  // Another layout version.
+  Cql(fmt::format("INSERT INTO {}.datasets (name, layout_version, label_kind, chunk_size, checksum) VALUES "
+                  "('oldlayout', 2, 'class', 1048576, 'xxh64')",
+                  keyspace_));
+  auto old = Run(Opts("oldlayout", {dir.path()}));
+  ASSERT_FALSE(old.first.ok());
+  EXPECT_EQ(old.first.code(), Status::Code::kUnsupported);
+  EXPECT_NE(old.first.message().find("layout version 2"), std::string::npos) << old.first.ToString();
+  // Leftover segments without a catalog entry.
+  Cql(fmt::format("INSERT INTO {}.segments (dataset, seg, split, count) VALUES ('ghost', 0, 'train', 5)", keyspace_));
+  auto ghost = Run(Opts("ghost", {dir.path()}));
+  ASSERT_FALSE(ghost.first.ok());
+  EXPECT_NE(ghost.first.message().find("cqlstream drop ghost"), std::string::npos) << ghost.first.ToString();
+  auto dropped = store::DropDataset(S(), keyspace_, "ghost");
+  ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  EXPECT_EQ(dropped->segments, 1);
+  auto dropped_old = store::DropDataset(S(), keyspace_, "oldlayout");
+  ASSERT_TRUE(dropped_old.ok());
+  EXPECT_TRUE(dropped_old->catalog_row);
+}
+
+// --- the binary -----------------------------------------------------------------
+
+std::string CliPath() {
+  std::string env = testing::Env("CQLSTREAM_CLI");
+  if (!env.empty()) return env;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return (self.parent_path().parent_path() / "src/cli/cqlstream").string();
+}
+
+std::pair<int, std::string> Sh(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, "popen failed"};
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = ::pclose(p);
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+TEST_F(StoreTest, CommandLine) {
+  const std::string cli = CliPath();
+  ASSERT_TRUE(fs::exists(cli)) << cli << " is missing: build the cqlstream target (or set CQLSTREAM_CLI)";
+  TempDir dir("cli");
+  MakeSmallFolder(dir, 7);
+  const std::string common = fmt::format("--keyspace {} --hosts {}", keyspace_,
+                                         testing::Env("CQLSTREAM_TEST_HOSTS", "127.0.0.1"));
+  auto [rc, out] = Sh(fmt::format("{} ingest --dataset clids {} --split val --concurrency 4 {}", cli, dir.path(), common));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ingested 7 samples"), std::string::npos) << out;
+  EXPECT_NE(out.find("split val"), std::string::npos) << out;
+
+  auto ls = Sh(fmt::format("{} ls {}", cli, common));
+  ASSERT_EQ(ls.first, 0) << ls.second;
+  EXPECT_NE(ls.second.find("clids"), std::string::npos) << ls.second;
+  EXPECT_NE(ls.second.find("val 7"), std::string::npos) << ls.second;
+
+  auto info = Sh(fmt::format("{} info clids {}", cli, common));
+  ASSERT_EQ(info.first, 0) << info.second;
+  EXPECT_NE(info.second.find("label kind   class"), std::string::npos) << info.second;
+  EXPECT_NE(info.second.find("c2"), std::string::npos) << info.second;
+
+  auto verify = Sh(fmt::format("{} verify clids {}", cli, common));
+  EXPECT_EQ(verify.first, 0) << verify.second;
+  EXPECT_NE(verify.second.find("verified 7 of 7 samples"), std::string::npos) << verify.second;
+
+  const std::string sel = (dir / "c1.sel").string();
+  auto select = Sh(fmt::format("{} select clids --split val --label c1 -o {} {}", cli, sel, common));
+  ASSERT_EQ(select.first, 0) << select.second;
+  auto loaded = Selection::Load(sel);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->keys.size(), 2u);  // 1 and 4 of 0..6
+
+  WriteFile(dir / "c0/zero.png", std::string_view());
+  auto strict = Sh(fmt::format("{} ingest --dataset clistrict {} --strict {}", cli, dir.path(), common));
+  EXPECT_EQ(strict.first, 1) << strict.second;
+  EXPECT_NE(strict.second.find("empty file (1)"), std::string::npos) << strict.second;
+
+  auto bad_args = Sh(fmt::format("{} ingest --dataset BadName {} {}", cli, dir.path(), common));
+  EXPECT_EQ(bad_args.first, 2) << bad_args.second;
+
+  auto no_yes = Sh(fmt::format("{} drop clids {} < /dev/null", cli, common));
+  EXPECT_EQ(no_yes.first, 2) << no_yes.second;
+  auto drop = Sh(fmt::format("{} drop clids --yes {}", cli, common));
+  ASSERT_EQ(drop.first, 0) << drop.second;
+  auto ls2 = Sh(fmt::format("{} ls {}", cli, common));
+  EXPECT_EQ(ls2.second.find("clids"), std::string::npos) << ls2.second;
+}
+
+}  // namespace
+}  // namespace cqlstream
