@@ -50,6 +50,14 @@ int ReportError(const Status& s);
 // The action returns the process exit code.
 using Action = std::function<int()>;
 void RegisterPing(CLI::App& app, Action* action);
+// Datasets (src/cli/cmd_<name>.cc).
+void RegisterIngest(CLI::App& app, Action* action);
+void RegisterLs(CLI::App& app, Action* action);
+void RegisterInfo(CLI::App& app, Action* action);
+void RegisterSelect(CLI::App& app, Action* action);
+void RegisterVerify(CLI::App& app, Action* action);
+void RegisterExport(CLI::App& app, Action* action);
+void RegisterDrop(CLI::App& app, Action* action);
 
 }  // namespace cqlstream::cli
 

@@ -12,6 +12,13 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "cqlstream 0.1.0");
   cqlstream::cli::Action action;
   cqlstream::cli::RegisterPing(app, &action);
+  cqlstream::cli::RegisterIngest(app, &action);
+  cqlstream::cli::RegisterLs(app, &action);
+  cqlstream::cli::RegisterInfo(app, &action);
+  cqlstream::cli::RegisterSelect(app, &action);
+  cqlstream::cli::RegisterVerify(app, &action);
+  cqlstream::cli::RegisterExport(app, &action);
+  cqlstream::cli::RegisterDrop(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
