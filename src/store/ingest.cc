@@ -233,10 +233,14 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
   void StartData(const std::shared_ptr<Sample>& smp);
   void IssueChunked(const std::shared_ptr<Sample>& smp);
   void OnDataDone(const std::shared_ptr<Sample>& smp, const Status& st, int step);
-  void IssueMeta(const std::shared_ptr<Sample>& smp);
-  void OnMetaDone(const std::shared_ptr<Sample>& smp, const Status& st);
+  using Group = std::vector<std::shared_ptr<Sample>>;
+  net::Statement MetaStatement(const Sample& smp) const;
+  // Metadata rows of samples whose data is written wait in a buffer per
+  // block (one partition) and go out as one unlogged batch.
+  void TakeFullOrAllLocked(int32_t block, std::vector<Group>* out);
+  void IssueMeta(Group group, int attempt);
   void Complete(const std::shared_ptr<Sample>& smp);
-  void Fail(const std::shared_ptr<Sample>& smp, const Status& st);
+  void Fail(const std::shared_ptr<Sample>& smp, const Status& st, bool data_pending);
   bool Retry(const std::shared_ptr<Sample>& smp, const Status& st);
   net::Statement DataStatement(const Sample& smp, int32_t chunk, bool statics) const;
 
@@ -267,7 +271,9 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
   std::unordered_map<size_t, ReadResult> results_;
   std::unordered_map<size_t, int64_t> reservation_;  // pos -> bytes held
   // writes
-  int inflight_ = 0;
+  int inflight_ = 0;       // samples issued and not yet complete
+  int data_inflight_ = 0;  // of which the data rows are still being written
+  std::map<int32_t, Group> meta_buf_;  // block -> samples whose metadata row waits
   int64_t written_ = 0;
   int64_t written_bytes_ = 0;
   Status error_;
@@ -381,7 +387,7 @@ bool SegmentWriter::Retry(const std::shared_ptr<Sample>& smp, const Status& st) 
 
 void SegmentWriter::OnDataDone(const std::shared_ptr<Sample>& smp, const Status& st, int step) {
   if (!st.ok()) {
-    if (!Retry(smp, st)) return Fail(smp, st.WithContext(fmt::format("writing data of {}", smp->item->path)));
+    if (!Retry(smp, st)) return Fail(smp, st.WithContext(fmt::format("writing data of {}", smp->item->path)), true);
     if (step == 2) return IssueChunked(smp);
     return StartData(smp);
   }
@@ -392,16 +398,39 @@ void SegmentWriter::OnDataDone(const std::shared_ptr<Sample>& smp, const Status&
   }
   // The payload is no longer needed: give its memory back to the readers.
   smp->payload = Payload();
+  std::vector<Group> ready;
   {
     std::lock_guard<std::mutex> l(mu_);
     reserved_bytes_ -= smp->reserved;
     smp->reserved = 0;
+    --data_inflight_;
+    const int32_t block = smp->idx >> kBlockShift;
+    meta_buf_[block].push_back(smp);
+    TakeFullOrAllLocked(block, &ready);
     cv_.notify_all();
   }
-  IssueMeta(smp);
+  for (auto& g : ready) IssueMeta(std::move(g), 0);
 }
 
-void SegmentWriter::IssueMeta(const std::shared_ptr<Sample>& smp) {
+void SegmentWriter::TakeFullOrAllLocked(int32_t block, std::vector<Group>* out) {
+  // A full buffer goes at once; when no data write is pending nothing else
+  // would fill the buffers, so they all go (this also drains the end).
+  if (data_inflight_ == 0) {
+    for (auto& [b, g] : meta_buf_) {
+      if (!g.empty()) out->push_back(std::move(g));
+    }
+    meta_buf_.clear();
+    return;
+  }
+  auto it = meta_buf_.find(block);
+  if (it != meta_buf_.end() && static_cast<int>(it->second.size()) >= o_.meta_batch) {
+    out->push_back(std::move(it->second));
+    meta_buf_.erase(it);
+  }
+}
+
+net::Statement SegmentWriter::MetaStatement(const Sample& sample) const {
+  const Sample* smp = &sample;
   const SourceItem& it = *smp->item;
   std::vector<Value> v = {Value::Int(plan_.seg), Value::Int(smp->idx >> kBlockShift), Value::Int(smp->idx),
                           Value::Text(it.path), it.target_path.empty() ? Value::Unset() : Value::Text(it.target_path)};
@@ -427,16 +456,30 @@ void SegmentWriter::IssueMeta(const std::shared_ptr<Sample>& smp) {
   st.idempotent = true;
   st.consistency = o_.consistency;
   st.page_size = -1;
-  auto self = shared_from_this();
-  s_.ExecuteAsync(std::move(st), [self, smp](StatusOr<net::ResultSet> r) { self->OnMetaDone(smp, r.status()); });
+  return st;
 }
 
-void SegmentWriter::OnMetaDone(const std::shared_ptr<Sample>& smp, const Status& st) {
-  if (!st.ok()) {
-    if (!Retry(smp, st)) return Fail(smp, st.WithContext(fmt::format("writing metadata of {}", smp->item->path)));
-    return IssueMeta(smp);
-  }
-  Complete(smp);
+void SegmentWriter::IssueMeta(Group group, int attempt) {
+  auto self = shared_from_this();
+  auto g = std::make_shared<Group>(std::move(group));
+  auto done = [self, g, attempt](StatusOr<net::ResultSet> r) {
+    if (!r.ok()) {
+      if (r.status().code() != Status::Code::kCancelled && attempt + 1 < self->o_.write_attempts) {
+        return self->IssueMeta(std::move(*g), attempt + 1);
+      }
+      for (const auto& smp : *g) {
+        self->Fail(smp, r.status().WithContext(fmt::format("writing metadata of {}", smp->item->path)), false);
+      }
+      return;
+    }
+    for (const auto& smp : *g) self->Complete(smp);
+  };
+  if (g->size() == 1) return s_.ExecuteAsync(MetaStatement(*g->front()), std::move(done));
+  std::vector<net::Statement> batch;
+  batch.reserve(g->size());
+  for (const auto& smp : *g) batch.push_back(MetaStatement(*smp));
+  // One partition (seg, block): a single mutation, applied atomically.
+  s_.ExecuteBatchAsync(cql::BatchType::kUnlogged, batch, o_.consistency, std::move(done));
 }
 
 void SegmentWriter::Complete(const std::shared_ptr<Sample>& smp) {
@@ -452,13 +495,21 @@ void SegmentWriter::Complete(const std::shared_ptr<Sample>& smp) {
   cv_.notify_all();
 }
 
-void SegmentWriter::Fail(const std::shared_ptr<Sample>& smp, const Status& st) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (error_.ok()) error_ = st;
-  reserved_bytes_ -= smp->reserved;
-  smp->reserved = 0;
-  --inflight_;
-  cv_.notify_all();
+void SegmentWriter::Fail(const std::shared_ptr<Sample>& smp, const Status& st, bool data_pending) {
+  std::vector<Group> ready;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (error_.ok()) error_ = st;
+    reserved_bytes_ -= smp->reserved;
+    smp->reserved = 0;
+    --inflight_;
+    if (data_pending) {
+      --data_inflight_;
+      TakeFullOrAllLocked(-1, &ready);
+    }
+    cv_.notify_all();
+  }
+  for (auto& g : ready) IssueMeta(std::move(g), 0);
 }
 
 void SegmentWriter::AdvanceLocked() {
@@ -589,6 +640,7 @@ Status SegmentWriter::Run(SplitResult* result) {
         smp->idx = next_idx++;
         pending_.push_back(Entry{pos, smp->idx, smp->size, false});
         ++inflight_;
+        ++data_inflight_;
       }
       StartData(smp);
       ++issued;
@@ -722,6 +774,8 @@ Status CheckOptions(const IngestOptions& o) {
   }
   if (o.memory_bytes < (1 << 20)) return Status::InvalidArgument("--memory-mb must be at least 1");
   if (o.readers < 1 || o.readers > 256) return Status::InvalidArgument("reader threads must be in 1..256");
+  if (o.meta_batch < 1 || o.meta_batch > 1024) return Status::InvalidArgument("meta_batch must be in 1..1024");
+  if (o.write_attempts < 1) return Status::InvalidArgument("write_attempts must be at least 1");
   if (o.chunk_size && (*o.chunk_size < 1024 || *o.chunk_size > (16 << 20))) {
     return Status::InvalidArgument(
         fmt::format("--chunk-size {} must be between 1024 and 16777216 bytes", *o.chunk_size));

@@ -14,7 +14,9 @@
 //      order, gives each valid item the next index and writes it
 //      asynchronously: data rows (one INSERT; one unlogged single-partition
 //      batch below 8 MiB; else chunk by chunk, the static columns last), then
-//      its metadata row; at most `concurrency` samples in flight;
+//      its metadata row (rows of one metadata partition travel together, up
+//      to meta_batch per unlogged single-partition batch); at most
+//      `concurrency` samples in flight;
 //   3. the segment's committed count advances as a contiguous watermark
 //      (with bytes, size_hist, max_size, next_pos) every commit_interval and
 //      at the end; the segment is sealed when every position was handled.
@@ -86,6 +88,7 @@ struct IngestOptions {
   int64_t commit_every = 0;           // also commit after this many samples (0: by time only)
   int write_attempts = 3;             // per statement, on top of the session's retries
   int64_t max_batch_bytes = kMaxBatchBytes;  // payloads of this size or more: chunk by chunk
+  int meta_batch = 32;                // metadata rows of one block per unlogged batch
   // Set (e.g. by a SIGINT handler) to stop: in-flight writes finish, the
   // watermark is committed, the segment stays open; Ingest returns Cancelled.
   const std::atomic<bool>* stop = nullptr;
