@@ -103,6 +103,8 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
       what = fmt::format("already complete ({} samples)", store::Thousands(r.count));
     } else if (r.action == "nothing new") {
       what = "nothing new in the source";
+    } else if (r.action == "not started") {
+      what = "not started (run the same command again)";
     } else {
       what = fmt::format("{} samples written ({}), {} skipped; segment holds {}{}", store::Thousands(r.written),
                          store::HumanBytes(static_cast<double>(r.bytes)), store::Thousands(r.skipped),
