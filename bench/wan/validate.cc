@@ -14,7 +14,7 @@
 //   timed path at RTT 0 (same n, W; measured first, --no-timed-rows skips
 //   it), that throughput is the expectation ("machine" limit).
 // Prints a table (markdown) and exits 1 if any checked point is off by more
-// than the tolerance (10%), 2 on setup errors. Points whose expectation is a
+// than the tolerance (10%) twice in a row (--retries 1), 2 on setup errors. Points whose expectation is a
 // CPU limit (zero delay vs direct, "machine") measure the host more than the
 // emulator: --cpu-tolerance (default 10%; --quick only reports them). Also
 // checks byte integrity under jitter and reports the proxy's CPU cost at
@@ -86,6 +86,7 @@ struct Settings {
   double tolerance = 0.10;      // window- and rate-limited points: the model
   double cpu_tolerance = 0.10;  // CPU-bound points ("direct", "machine"); < 0: report only
   int min_pairs = 3;  // interleaved direct/proxied slice pairs at zero delay
+  int retries = 1;    // re-measurements of a point that misses
 };
 
 struct Sample {
@@ -195,6 +196,39 @@ cqlstream::StatusOr<bool> RunPoint(const Settings& s, uint16_t source_port, Poin
   return true;
 }
 
+// Sets p.expected and p.limit from the model (and records the timed-path
+// ceiling); see the header comment.
+void Classify(Point& p, std::map<std::pair<int, uint64_t>, double>& capacity) {
+  const double rate = p.rate_mbit * 1e6 / 8;
+  if (p.direct) {
+    p.expected = p.measured;
+    p.checked = false;
+  } else if (p.timed_path) {
+    // What the machine moves through the timed path: the ceiling for the
+    // points with delay. Informational, not checked.
+    capacity[{p.conns, p.window}] = p.measured;
+    p.expected = p.direct_ref;
+    p.limit = "timed path";
+    p.checked = false;
+  } else if (p.rtt_ms == 0 && rate == 0) {
+    p.expected = p.direct_ref;
+    p.limit = "direct";
+  } else {
+    double e = p.rtt_ms > 0 ? p.conns * static_cast<double>(p.window) / (p.rtt_ms / 1e3) : INFINITY;
+    p.limit = "window";
+    if (rate > 0 && rate < e) {
+      e = rate;
+      p.limit = "rate";
+    }
+    auto cap = capacity.find({p.conns, p.window});
+    if (cap != capacity.end() && cap->second < e) {
+      e = cap->second;
+      p.limit = "machine";
+    }
+    p.expected = e;
+  }
+}
+
 // Verified transfer through a jittery path: no byte lost, duplicated or
 // reordered, FIN passed on.
 Status IntegrityCheck(const Settings& s) {
@@ -241,7 +275,7 @@ int main(int argc, char** argv) {
   std::vector<int> conns;
   Settings s;
   std::string sockbuf = "256KiB";
-  app.add_flag("--quick", quick, "CI mode: RTT {0,50} ms, W {1,4} MiB, >= 10 RTTs / 1 s per point (~25 s)");
+  app.add_flag("--quick", quick, "CI mode: RTT {0,50} ms, W {1,4} MiB, >= 10 RTTs / 1 s per point (~20 s)");
   app.add_flag("--timed-rows,!--no-timed-rows", timed_rows,
                "also measure the timed path at zero delay: the machine's ceiling for delayed points "
                "(default: on, off with --quick)");
@@ -260,6 +294,8 @@ int main(int argc, char** argv) {
   app.add_option("--cpu-tolerance", s.cpu_tolerance,
                  "allowed relative error of CPU-bound points (zero delay vs direct, 'machine' "
                  "limit); negative: report only (default 0.10, --quick: report only)");
+  app.add_option("--retries", s.retries, "re-measure a point that misses this many times")
+      ->capture_default_str();
   app.add_option("--min-seconds", s.min_seconds, "shortest measurement per point");
   app.add_option("--min-rtts", s.min_rtts, "fewest RTTs measured per point");
   CLI11_PARSE(app, argc, argv);
@@ -321,11 +357,18 @@ int main(int argc, char** argv) {
   const uint16_t source_port = (*src)->port();
 
   std::vector<Point> points;
-  for (int n : conns) points.push_back(Point{.rtt_ms = 0, .conns = n, .direct = true});
+  // Standalone direct rows for reference (the checked comparison at zero
+  // delay interleaves its own direct slices); --quick skips them.
+  if (!quick) {
+    for (int n : conns) points.push_back(Point{.rtt_ms = 0, .conns = n, .direct = true});
+  }
   for (double rtt : rtts) {
     for (uint64_t w : wins) {
       for (double rate : rates) {
         for (int n : conns) {
+          // --quick: the untimed zero-delay pass-through buffers min(W, 1 MiB)
+          // whatever W is; one window is enough there.
+          if (quick && rtt == 0 && rate == 0 && w != wins.front()) continue;
           points.push_back(Point{.rtt_ms = rtt, .window = w, .rate_mbit = rate, .conns = n});
           if (rtt == 0 && rate == 0 && timed_rows) {
             points.push_back(Point{.rtt_ms = 0, .window = w, .rate_mbit = 0, .conns = n, .timed_path = true});
@@ -340,44 +383,24 @@ int main(int argc, char** argv) {
   fmt::print("|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n");
   std::fflush(stdout);
   for (Point& p : points) {
-    auto r = RunPoint(s, source_port, p);
-    if (!r.ok()) {
-      fmt::print(stderr, "point RTT {} W {} rate {} n {}: {}\n", p.rtt_ms, p.window, p.rate_mbit, p.conns,
-                 r.status().ToString());
-      return 2;
-    }
-    const double rate = p.rate_mbit * 1e6 / 8;
-    if (p.direct) {
-      p.expected = p.measured;
-      p.checked = false;
-    } else if (p.timed_path) {
-      // What the machine moves through the timed path: the ceiling for the
-      // points with delay. Informational, not checked.
-      capacity[{p.conns, p.window}] = p.measured;
-      p.expected = p.direct_ref;
-      p.limit = "timed path";
-      p.checked = false;
-    } else if (p.rtt_ms == 0 && rate == 0) {
-      p.expected = p.direct_ref;
-      p.limit = "direct";
-    } else {
-      double e = p.rtt_ms > 0 ? p.conns * static_cast<double>(p.window) / (p.rtt_ms / 1e3) : INFINITY;
-      p.limit = "window";
-      if (rate > 0 && rate < e) {
-        e = rate;
-        p.limit = "rate";
+    // A point that misses is measured again (--retries): a load spike on a
+    // shared machine passes, a systematic error fails every time.
+    double err = 0;
+    int attempt = 0;
+    for (;; ++attempt) {
+      auto r = RunPoint(s, source_port, p);
+      if (!r.ok()) {
+        fmt::print(stderr, "point RTT {} W {} rate {} n {}: {}\n", p.rtt_ms, p.window, p.rate_mbit,
+                   p.conns, r.status().ToString());
+        return 2;
       }
-      auto cap = capacity.find({p.conns, p.window});
-      if (cap != capacity.end() && cap->second < e) {
-        e = cap->second;
-        p.limit = "machine";
-      }
-      p.expected = e;
+      Classify(p, capacity);
+      err = p.expected > 0 ? (p.measured - p.expected) / p.expected : 0;
+      const bool cpu_bound = p.limit == "direct" || p.limit == "machine";
+      if (cpu_bound && s.cpu_tolerance < 0) p.checked = false;
+      p.ok = !p.checked || std::fabs(err) <= (cpu_bound ? s.cpu_tolerance : s.tolerance);
+      if (p.ok || attempt >= s.retries) break;
     }
-    const double err = p.expected > 0 ? (p.measured - p.expected) / p.expected : 0;
-    const bool cpu_bound = p.limit == "direct" || p.limit == "machine";
-    if (cpu_bound && s.cpu_tolerance < 0) p.checked = false;
-    p.ok = !p.checked || std::fabs(err) <= (cpu_bound ? s.cpu_tolerance : s.tolerance);
     all_ok = all_ok && p.ok;
     const double gb = p.measured * p.seconds / 1e9;
     fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", p.rtt_ms,
@@ -386,7 +409,9 @@ int main(int argc, char** argv) {
                p.conns, Mbs(p.expected), p.direct ? "direct (no proxy)" : p.limit, Mbs(p.measured),
                p.checked ? fmt::format("{:+.1f}%", err * 100) : std::string("-"),
                p.direct ? std::string("-") : fmt::format("{:.2f}", gb > 0 ? p.proxy_cpu / gb : 0.0),
-               p.checked ? (p.ok ? "ok" : "FAIL") : "info");
+               p.checked ? fmt::format("{}{}", p.ok ? "ok" : "FAIL",
+                                       attempt > 0 ? fmt::format(" (try {})", attempt + 1) : "")
+                         : std::string("info"));
     std::fflush(stdout);
   }
 
