@@ -237,7 +237,7 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
   net::Statement MetaStatement(const Sample& smp) const;
   // Metadata rows of samples whose data is written wait in a buffer per
   // block (one partition) and go out as one unlogged batch.
-  void TakeFullOrAllLocked(int32_t block, std::vector<Group>* out);
+  void TakeReadyLocked(std::vector<Group>* out);
   void IssueMeta(Group group, int attempt);
   void Complete(const std::shared_ptr<Sample>& smp);
   void Fail(const std::shared_ptr<Sample>& smp, const Status& st, bool data_pending);
@@ -274,6 +274,8 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
   int inflight_ = 0;       // samples issued and not yet complete
   int data_inflight_ = 0;  // of which the data rows are still being written
   std::map<int32_t, Group> meta_buf_;  // block -> samples whose metadata row waits
+  std::map<int32_t, int> block_data_pending_;  // block -> samples whose data is being written
+  int64_t issued_end_ = 0;                     // one past the last index issued
   int64_t written_ = 0;
   int64_t written_bytes_ = 0;
   Status error_;
@@ -405,27 +407,30 @@ void SegmentWriter::OnDataDone(const std::shared_ptr<Sample>& smp, const Status&
     smp->reserved = 0;
     --data_inflight_;
     const int32_t block = smp->idx >> kBlockShift;
+    if (--block_data_pending_[block] == 0) block_data_pending_.erase(block);
     meta_buf_[block].push_back(smp);
-    TakeFullOrAllLocked(block, &ready);
+    TakeReadyLocked(&ready);
     cv_.notify_all();
   }
   for (auto& g : ready) IssueMeta(std::move(g), 0);
 }
 
-void SegmentWriter::TakeFullOrAllLocked(int32_t block, std::vector<Group>* out) {
-  // A full buffer goes at once; when no data write is pending nothing else
-  // would fill the buffers, so they all go (this also drains the end).
-  if (data_inflight_ == 0) {
-    for (auto& [b, g] : meta_buf_) {
-      if (!g.empty()) out->push_back(std::move(g));
+void SegmentWriter::TakeReadyLocked(std::vector<Group>* out) {
+  // A buffer goes out when it is full; when its block is closed (every index
+  // of the block issued) and none of its data writes is pending; or when no
+  // data write is pending at all (nothing else would fill it; this also
+  // drains the end of the run).
+  for (auto it = meta_buf_.begin(); it != meta_buf_.end();) {
+    const int32_t block = it->first;
+    const bool closed = issued_end_ >= (static_cast<int64_t>(block) + 1) << kBlockShift &&
+                        block_data_pending_.count(block) == 0;
+    if (!it->second.empty() &&
+        (static_cast<int>(it->second.size()) >= o_.meta_batch || closed || data_inflight_ == 0)) {
+      out->push_back(std::move(it->second));
+      it = meta_buf_.erase(it);
+    } else {
+      ++it;
     }
-    meta_buf_.clear();
-    return;
-  }
-  auto it = meta_buf_.find(block);
-  if (it != meta_buf_.end() && static_cast<int>(it->second.size()) >= o_.meta_batch) {
-    out->push_back(std::move(it->second));
-    meta_buf_.erase(it);
   }
 }
 
@@ -505,7 +510,9 @@ void SegmentWriter::Fail(const std::shared_ptr<Sample>& smp, const Status& st, b
     --inflight_;
     if (data_pending) {
       --data_inflight_;
-      TakeFullOrAllLocked(-1, &ready);
+      const int32_t block = smp->idx >> kBlockShift;
+      if (--block_data_pending_[block] == 0) block_data_pending_.erase(block);
+      TakeReadyLocked(&ready);
     }
     cv_.notify_all();
   }
@@ -641,6 +648,8 @@ Status SegmentWriter::Run(SplitResult* result) {
         pending_.push_back(Entry{pos, smp->idx, smp->size, false});
         ++inflight_;
         ++data_inflight_;
+        ++block_data_pending_[smp->idx >> kBlockShift];
+        issued_end_ = static_cast<int64_t>(smp->idx) + 1;
       }
       StartData(smp);
       ++issued;
