@@ -618,6 +618,15 @@ TEST_F(StoreTest, AppendAndRefusedIngests) {
   ASSERT_FALSE(old.first.ok());
   EXPECT_EQ(old.first.code(), Status::Code::kUnsupported);
   EXPECT_NE(old.first.message().find("layout version 2"), std::string::npos) << old.first.ToString();
+  // A table of the name that is not a layout-1 table.
+  Cql(fmt::format("CREATE TABLE {}.d_foreign (seg int PRIMARY KEY, note text)", keyspace_));
+  ASSERT_TRUE(S().WaitForSchemaAgreement().ok());
+  auto foreign = Run(Opts("foreign", {dir.path()}));
+  ASSERT_FALSE(foreign.first.ok());
+  EXPECT_EQ(foreign.first.code(), Status::Code::kAlreadyExists);
+  EXPECT_NE(foreign.first.message().find("d_foreign exists but is not a cqlstream layout-1 table"), std::string::npos)
+      << foreign.first.ToString();
+  EXPECT_TRUE(store::LoadDataset(S(), keyspace_, "foreign").status().IsNotFound());
   // Leftover segments without a catalog entry.
   Cql(fmt::format("INSERT INTO {}.segments (dataset, seg, split, count) VALUES ('ghost', 0, 'train', 5)", keyspace_));
   auto ghost = Run(Opts("ghost", {dir.path()}));
