@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -42,14 +43,20 @@ const std::vector<uint8_t>& PatternBuffer() {
 
 std::string Errno(const char* what) { return fmt::format("{}: {}", what, std::strerror(errno)); }
 
+// Best effort: on Linux, PRIO_PROCESS with the thread id sets one thread.
+void SetThreadNice(int nice) {
+  if (nice != 0) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
+}
+
 }  // namespace
 
 uint8_t BulkPatternByte(uint64_t i) { return PatternBuffer()[i % kPeriod]; }
 
-StatusOr<std::unique_ptr<BulkSource>> BulkSource::Start(uint64_t bytes_per_connection) {
+StatusOr<std::unique_ptr<BulkSource>> BulkSource::Start(uint64_t bytes_per_connection, int nice) {
   (void)PatternBuffer();
   std::unique_ptr<BulkSource> s(new BulkSource());
   s->limit_ = bytes_per_connection;
+  s->nice_ = nice;
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::IOError(Errno("socket"));
   int one = 1;
@@ -91,6 +98,7 @@ void BulkSource::AcceptLoop() {
 }
 
 void BulkSource::WriteLoop(int fd) {
+  SetThreadNice(nice_);
   const std::vector<uint8_t>& pat = PatternBuffer();
   uint64_t pos = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
@@ -126,7 +134,7 @@ void BulkSource::Stop() {
 }
 
 StatusOr<std::unique_ptr<BulkSink>> BulkSink::Start(const std::string& host, uint16_t port, int n,
-                                                    bool verify, bool paused) {
+                                                    bool verify, bool paused, int nice) {
   (void)PatternBuffer();
   std::unique_ptr<BulkSink> s(new BulkSink());
   s->paused_.store(paused);
@@ -146,13 +154,16 @@ StatusOr<std::unique_ptr<BulkSink>> BulkSink::Start(const std::string& host, uin
     }
     s->fds_.push_back(fd);
   }
-  for (int fd : s->fds_) s->readers_.emplace_back([p = s.get(), fd, verify] { p->ReadLoop(fd, verify); });
+  for (int fd : s->fds_) {
+    s->readers_.emplace_back([p = s.get(), fd, verify, nice] { p->ReadLoop(fd, verify, nice); });
+  }
   return s;
 }
 
 BulkSink::~BulkSink() { Stop(); }
 
-void BulkSink::ReadLoop(int fd, bool verify) {
+void BulkSink::ReadLoop(int fd, bool verify, int nice) {
+  SetThreadNice(nice);
   std::vector<uint8_t> buf(kReadSize);
   const std::vector<uint8_t>& pat = PatternBuffer();
   uint64_t pos = 0;

@@ -37,7 +37,9 @@ class BulkSource {
  public:
   // Listens on 127.0.0.1 (any free port). bytes_per_connection == 0: write
   // until the peer goes away; otherwise write that many bytes, then close.
-  static StatusOr<std::unique_ptr<BulkSource>> Start(uint64_t bytes_per_connection = 0);
+  // `nice` != 0: the writer threads' nice value (best effort; negative
+  // values need CAP_SYS_NICE), to keep them on time on a busy machine.
+  static StatusOr<std::unique_ptr<BulkSource>> Start(uint64_t bytes_per_connection = 0, int nice = 0);
   ~BulkSource();
   BulkSource(const BulkSource&) = delete;
   BulkSource& operator=(const BulkSource&) = delete;
@@ -54,6 +56,7 @@ class BulkSource {
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   uint64_t limit_ = 0;
+  int nice_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> accepted_{0};
   std::thread accept_thread_;
@@ -65,9 +68,9 @@ class BulkSource {
 class BulkSink {
  public:
   // Opens n connections to host:port and starts reading (or, when `paused`,
-  // waits for SetPaused(false) before the first read).
+  // waits for SetPaused(false) before the first read). `nice` as above.
   static StatusOr<std::unique_ptr<BulkSink>> Start(const std::string& host, uint16_t port, int n,
-                                                   bool verify, bool paused = false);
+                                                   bool verify, bool paused = false, int nice = 0);
   ~BulkSink();
   BulkSink(const BulkSink&) = delete;
   BulkSink& operator=(const BulkSink&) = delete;
@@ -87,7 +90,7 @@ class BulkSink {
 
  private:
   BulkSink() = default;
-  void ReadLoop(int fd, bool verify);
+  void ReadLoop(int fd, bool verify, int nice);
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> paused_{false};

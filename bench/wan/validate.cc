@@ -78,6 +78,7 @@ struct Settings {
   int proxy_threads = 1;
   bool zero_copy = true;
   int rt_priority = 10;
+  int endpoint_nice = -10;  // source and sink threads
   int sockbuf = 256 << 10;
   double min_seconds = 2;
   double min_rtts = 20;
@@ -157,9 +158,9 @@ cqlstream::StatusOr<bool> RunPoint(const Settings& s, uint16_t source_port, Poin
   if (!p.direct && rtt == 0 && p.rate_mbit == 0) {
     // CPU-bound on a shared machine: measure proxied and direct in short
     // alternating slices (ABBA order) so that load drifts hit both alike.
-    auto d = BulkSink::Start("127.0.0.1", source_port, p.conns, false, /*paused=*/true);
+    auto d = BulkSink::Start("127.0.0.1", source_port, p.conns, false, /*paused=*/true, s.endpoint_nice);
     if (!d.ok()) return d.status();
-    auto x = BulkSink::Start("127.0.0.1", port, p.conns, false, /*paused=*/true);
+    auto x = BulkSink::Start("127.0.0.1", port, p.conns, false, /*paused=*/true, s.endpoint_nice);
     if (!x.ok()) return x.status();
     const int pairs = std::max(s.min_pairs, static_cast<int>(std::ceil(measure / kSliceMeasure - 1e-9)));
     Sample direct, proxied;
@@ -183,7 +184,7 @@ cqlstream::StatusOr<bool> RunPoint(const Settings& s, uint16_t source_port, Poin
     return true;
   }
 
-  auto sink_or = BulkSink::Start("127.0.0.1", port, p.conns, /*verify=*/false);
+  auto sink_or = BulkSink::Start("127.0.0.1", port, p.conns, /*verify=*/false, false, s.endpoint_nice);
   if (!sink_or.ok()) return sink_or.status();
   std::unique_ptr<BulkSink> sink = std::move(sink_or).value();
   const double warmup = std::max(s.warmup_seconds, s.warmup_rtts * rtt);
@@ -233,7 +234,7 @@ void Classify(Point& p, std::map<std::pair<int, uint64_t>, double>& capacity) {
 // reordered, FIN passed on.
 Status IntegrityCheck(const Settings& s) {
   constexpr uint64_t kBytes = 48 << 20;
-  auto src = BulkSource::Start(kBytes);
+  auto src = BulkSource::Start(kBytes, s.endpoint_nice);
   if (!src.ok()) return src.status();
   ProxyOptions o;
   o.mappings = {cqlstream::wan::MappingSpec{{"127.0.0.1", 0}, {"127.0.0.1", (*src)->port()}}};
@@ -248,7 +249,8 @@ Status IntegrityCheck(const Settings& s) {
   o.realtime_priority = s.rt_priority;
   auto proxy = Proxy::Start(o);
   if (!proxy.ok()) return proxy.status();
-  auto sink = BulkSink::Start("127.0.0.1", (*proxy)->listen_endpoints()[0].port, 2, true);
+  auto sink = BulkSink::Start("127.0.0.1", (*proxy)->listen_endpoints()[0].port, 2, true, false,
+                              s.endpoint_nice);
   if (!sink.ok()) return sink.status();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while ((*sink)->eofs() + (*sink)->errors() < 2 && std::chrono::steady_clock::now() < deadline) {
@@ -282,6 +284,11 @@ int main(int argc, char** argv) {
   app.add_flag("--copy", copy, "run the proxy on its copy path instead of splice(2)");
   app.add_option("--rt-priority", s.rt_priority, "proxy SCHED_FIFO priority (0 = normal)")
       ->check(CLI::Range(0, 99))
+      ->capture_default_str();
+  app.add_option("--endpoint-nice", s.endpoint_nice,
+                 "nice value of the source and sink threads, best effort (validates the emulator, "
+                 "not the machine's scheduler)")
+      ->check(CLI::Range(-20, 19))
       ->capture_default_str();
   app.add_option("--rtt-ms", rtts, "RTTs to test (default 0 10 50 100 200)");
   app.add_option("--window", windows, "windows to test (default 1MiB 4MiB 16MiB)");
@@ -336,10 +343,10 @@ int main(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   double load[3] = {0, 0, 0};
   (void)getloadavg(load, 3);
-  fmt::print("# cqlstream-wan-validate ({}; proxy: {}, threads {}, sockbuf {}, SCHED_FIFO {}; tolerance "
-             "{:.0f}%, CPU-bound points {}; {} cores, load average {:.1f})\n\n",
+  fmt::print("# cqlstream-wan-validate ({}; proxy: {}, threads {}, sockbuf {}, SCHED_FIFO {}; endpoints "
+             "nice {}; tolerance {:.0f}%, CPU-bound points {}; {} cores, load average {:.1f})\n\n",
              quick ? "quick" : "full", s.zero_copy ? "splice" : "copy", s.proxy_threads,
-             cqlstream::wan::FormatBytes(s.sockbuf), s.rt_priority, s.tolerance * 100,
+             cqlstream::wan::FormatBytes(s.sockbuf), s.rt_priority, s.endpoint_nice, s.tolerance * 100,
              s.cpu_tolerance < 0 ? std::string("report only") : fmt::format("{:.0f}%", s.cpu_tolerance * 100),
              std::thread::hardware_concurrency(), load[0]);
   std::fflush(stdout);
@@ -349,7 +356,7 @@ int main(int argc, char** argv) {
              integrity.ok() ? "OK" : integrity.ToString());
   bool all_ok = integrity.ok();
 
-  auto src = BulkSource::Start();
+  auto src = BulkSource::Start(0, s.endpoint_nice);
   if (!src.ok()) {
     fmt::print(stderr, "{}\n", src.status().ToString());
     return 2;
