@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--sockbuf", sockbuf, "SO_RCVBUF/SO_SNDBUF of the proxy's sockets (0 = kernel)")
       ->capture_default_str();
-  app.add_option("--read-chunk", read_chunk, "largest single read")->capture_default_str();
+  app.add_option("--read-chunk", read_chunk, "largest single read of the --copy path")
+      ->capture_default_str();
   app.add_option("--seed", seed, "jitter seed")->capture_default_str();
   app.add_flag("--no-handshake-delay", no_handshake,
                "do not hold the first bytes for the emulated TCP handshake");

@@ -47,7 +47,9 @@ struct ProxyOptions {
   // SO_RCVBUF / SO_SNDBUF on the proxy's own sockets (0 = kernel default
   // with autotuning). Small, so the kernel does not buffer much beyond W.
   int socket_buffer_bytes = 256 << 10;
-  size_t read_chunk = 256 << 10;        // largest single read
+  // Copy path: size of the pooled buffers, the largest single read. (The
+  // splice path reads what a kernel pipe, min(W, 1 MiB), holds.)
+  size_t read_chunk = 256 << 10;
   uint64_t seed = 1;                    // jitter sequence
   // Hold the first bytes as a TCP handshake over the emulated path would:
   // client data reaches the target no earlier than accept + 3D, target data
