@@ -871,9 +871,11 @@ Status Ingest(net::Session& s, const IngestOptions& o, IngestReport* report) {
   std::vector<std::string> mapping;
   if (labelled) {
     std::vector<std::string> used = UsedLabelTexts(listing);
-    if (listing.kind == SourceKind::kFolder) {
-      std::set<std::string> all(listing.folder_classes.begin(), listing.folder_classes.end());
-      all.insert(used.begin(), used.end());
+    {
+      // The mapping covers the whole source, every split included.
+      std::set<std::string> all(used.begin(), used.end());
+      all.insert(listing.folder_classes.begin(), listing.folder_classes.end());
+      all.insert(listing.all_label_texts.begin(), listing.all_label_texts.end());
       used.assign(all.begin(), all.end());
     }
     if (existing) {

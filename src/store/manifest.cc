@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "store/json.h"
 #include "store/source.h"
@@ -274,6 +275,11 @@ Status ListManifest(const std::string& file, const ListOptions& o, SourceListing
     return "";
   };
 
+  if (o.labels != LabelSource::kNone && out->label_kind != LabelKind::kTarget) {
+    std::set<std::string> all;
+    for (const auto& row : m.rows) all.insert(row.labels.begin(), row.labels.end());
+    out->all_label_texts.assign(all.begin(), all.end());
+  }
   for (auto& row : m.rows) {
     SourceItem it;
     it.split = row.split.empty() ? default_split : row.split;

@@ -127,6 +127,21 @@ TEST(ManifestTest, ListingResolvesPathsKindsAndSplits) {
   EXPECT_EQ(only_val->items[0].path, "imgs/b.png");
 }
 
+TEST(ManifestTest, ClassesOfEverySplitAreKnownWhenOneIsSelected) {
+  TempDir dir("manifest");
+  WriteFile(dir / "a.jpg", MakeJpeg(8, 8, 1));
+  WriteFile(dir / "b.jpg", MakeJpeg(8, 8, 2));
+  WriteFile(dir / "m.csv", "path,label,split\na.jpg,cat,train\nb.jpg,dog,val\n");
+  ListOptions o;
+  o.sources = {(dir / "m.csv").string()};
+  o.split = "val";
+  auto l = ListSource(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_EQ(l->items.size(), 1u);
+  EXPECT_EQ(UsedLabelTexts(*l), (std::vector<std::string>{"dog"}));
+  EXPECT_EQ(l->all_label_texts, (std::vector<std::string>{"cat", "dog"}));
+}
+
 TEST(ManifestTest, DuplicatePathIsAnError) {
   TempDir dir("manifest");
   WriteFile(dir / "a.jpg", MakeJpeg(8, 8, 1));

@@ -101,6 +101,7 @@ Status ApplyLabelKind(const ListOptions& o, SourceListing* l) {
     for (auto& it : l->items) it.label_texts.clear();
     if (l->label_kind != LabelKind::kTarget) l->label_kind = LabelKind::kNone;
     l->folder_classes.clear();
+    l->all_label_texts.clear();
   }
   if (!o.label_kind) return Status::OK();
   const LabelKind want = *o.label_kind;
@@ -115,6 +116,7 @@ Status ApplyLabelKind(const ListOptions& o, SourceListing* l) {
       }
     }
     l->folder_classes.clear();
+    l->all_label_texts.clear();
     l->label_kind = want;
     return Status::OK();
   }

@@ -78,6 +78,9 @@ struct SourceListing {
   // Folder sources: the class directories of every split (empty ones
   // included), which is the class mapping of a new dataset.
   std::vector<std::string> folder_classes;
+  // Manifests: the label texts of every row, whatever --split selected (the
+  // class mapping of a new dataset covers the whole source, as for folders).
+  std::vector<std::string> all_label_texts;
   std::vector<SourceItem> items;  // sorted by (split, path); paths unique per split
   std::vector<std::string> notes; // things ignored, for the user
 };
