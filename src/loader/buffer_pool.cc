@@ -66,4 +66,19 @@ void BufferPool::Release(std::unique_ptr<BatchBuffer> b, size_t used) {
   free_.push_back(std::move(b));
 }
 
+int64_t BufferPool::Shrink(int64_t bytes) {
+  std::vector<std::unique_ptr<BatchBuffer>> drop;
+  int64_t freed = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    while (freed < bytes && !free_.empty()) {
+      freed += static_cast<int64_t>(free_.back()->resident());
+      account_->pooled_resident -= static_cast<int64_t>(free_.back()->resident());
+      drop.push_back(std::move(free_.back()));
+      free_.pop_back();
+    }
+  }
+  return freed;  // `drop` unmaps outside the lock
+}
+
 }  // namespace cqlstream::loader

@@ -66,6 +66,9 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   StatusOr<std::unique_ptr<BatchBuffer>> Acquire();
   // Takes a buffer back after a batch of `used` bytes was released.
   void Release(std::unique_ptr<BatchBuffer> b, size_t used);
+  // Unmaps pooled buffers until `bytes` of resident memory were given back
+  // (or the pool is empty); returns the bytes given back.
+  int64_t Shrink(int64_t bytes);
   size_t capacity() const { return capacity_; }
   const std::shared_ptr<MemoryAccount>& account() const { return account_; }
 

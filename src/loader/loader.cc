@@ -272,6 +272,14 @@ class AttemptSink final : public cql::CellSink {
       data_cells++;
       return Status::OK();
     }
+    if (col == store::kColSeg || col == store::kColIdx) {
+      // Every row (page) must belong to the sample this attempt asked for.
+      const int32_t want = col == store::kColSeg ? KeySegment(t_->key) : KeyIndex(t_->key);
+      if (!data || data->size() != 4 || static_cast<int32_t>(cql::LoadU32(data->data())) != want) {
+        key_mismatch = true;
+      }
+      return Status::OK();
+    }
     if (row != 0 || continuation) return Status::OK();
     auto big = [&](int64_t* v) {
       if (data && data->size() == 8) *v = static_cast<int64_t>(cql::LoadU64(data->data()));
@@ -311,6 +319,7 @@ class AttemptSink final : public cql::CellSink {
   int32_t rows = 0;
   int data_cells = 0;
   bool statics = false;
+  bool key_mismatch = false;
   int64_t size = -1, image_size = -1, checksum = 0;
   int32_t label = -1;
   std::vector<int32_t> labels;
@@ -333,8 +342,12 @@ Status Loader::Impl::Init() {
   ConnectionOptions co = o.connection;
   const int max_conns = o.max_connections_per_host > 0 ? o.max_connections_per_host : 16;
   co.connections_per_host = std::min(std::max(1, co.connections_per_host), max_conns);
+  // Setup queries (catalog, prepare) use the session's retrying default
+  // policy; sample reads set their own (none: the loader retries per sample).
   net::SessionOptions so;
-  so.retry = std::make_shared<net::NoRetryPolicy>();  // the loader retries per sample itself
+  net::DefaultRetryPolicy::Options ro;
+  ro.max_retries = 8;
+  so.retry = std::make_shared<net::DefaultRetryPolicy>(ro);
   auto s = net::Session::Connect(co, so);
   if (!s.ok()) return s.status();
   session = *s;
@@ -389,7 +402,10 @@ Status Loader::Impl::Init() {
         "memory budget of {} bytes is less than two batches of {} samples (~{:.0f} bytes each)", budget,
         o.batch_size, o.batch_size * mean));
   }
-  pool = std::make_shared<BufferPool>(capacity, 8, account);
+  // Pooled buffers count against the budget: keep at most what it can hold.
+  const int max_pooled =
+      static_cast<int>(std::clamp<double>(static_cast<double>(budget) / (4.0 * o.batch_size * mean), 1.0, 8.0));
+  pool = std::make_shared<BufferPool>(capacity, max_pooled, account);
 
   loader::WindowController::Options wo;
   wo.initial_window = o.initial_window > 0 ? o.initial_window : 32;
@@ -704,9 +720,18 @@ void Loader::Impl::Refill(std::vector<Launch>* out) {
   while (in_flight < ctl.window()) {
     // The byte budget: bytes already placed in batches and pooled buffers,
     // plus what the requests without a slot will bring.
-    const double est = static_cast<double>(account->total()) +
-                       static_cast<double>(in_flight_unslotted + 1) * std::max(avg_size, 1.0);
-    if (est > static_cast<double>(budget)) {
+    double est = static_cast<double>(account->total()) +
+                 static_cast<double>(in_flight_unslotted + 1) * std::max(avg_size, 1.0);
+    if (est > static_cast<double>(budget) && account->pooled_resident.load() > 0) {
+      // Recycled buffers are the first thing to give up.
+      est -= static_cast<double>(pool->Shrink(static_cast<int64_t>(est) - budget));
+    }
+    // Over budget: wait for batches to be released, except when nothing is
+    // in flight and no batch is ready for the consumer: then one request is
+    // allowed, so that progress never depends on the budget.
+    const bool starving = in_flight == 0 && (epochs.empty() || (epochs.front()->ready.empty() &&
+                                                                epochs.front()->ready_by_index.empty()));
+    if (est > static_cast<double>(budget) && !starving) {
       ctl.OnHeldBack();
       return;
     }
@@ -779,6 +804,10 @@ std::span<uint8_t> Loader::Impl::Destination(AttemptSink& s, int32_t size) {
   std::lock_guard<std::mutex> lock(mu);
   Task& t = *s.t_;
   if (t.resolved || closed || !s.err.ok()) return {};
+  if (s.key_mismatch) {
+    s.err = Status::ConnectionLost(fmt::format("sample {}: the answer carries another sample's key", FormatKey(t.key)));
+    return {};
+  }
   if (t.owner == -1) {
     if (s.continuation) return {};  // the first page's owner failed: this page is useless
     if (!s.statics || s.size < 0) {
@@ -828,6 +857,8 @@ void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shar
       err = r.status();
     } else if (!s->err.ok()) {
       err = s->err;
+    } else if (s->key_mismatch) {
+      err = Status::ConnectionLost(fmt::format("sample {}: the answer carries another sample's key", FormatKey(t->key)));
     } else if (!s->continuation && s->rows == 0) {
       err = Status::NotFound(fmt::format("sample {} has no data row", FormatKey(t->key)));
     } else {

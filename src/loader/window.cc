@@ -87,13 +87,13 @@ void WindowController::Evaluate(double g) {
     if (++steady_intervals_ < 5) return;
     steady_intervals_ = 0;
     baseline_ = best_goodput_;
-    // Round-robin over the probes that can apply.
-    for (int k = 0; k < 3; ++k) {
-      const int kind = next_probe_++ % 3;
-      if (kind == 0 && window_ < o_.max_window) return StartProbe(Probe::kWindowUp);
-      if (kind == 1 && window_ > o_.min_window) return StartProbe(Probe::kWindowDown);
-      if (kind == 2 && connections_help_ && connections_ < o_.max_connections &&
-          srtt_us_ > 2.0 * min_rtt_us_) {
+    // Round-robin over the probes that can apply: up, connections, up, down.
+    // A down probe costs throughput while it lasts, so it is the rarest.
+    for (int k = 0; k < 4; ++k) {
+      const int kind = next_probe_++ % 4;
+      if ((kind == 0 || kind == 2) && window_ < o_.max_window) return StartProbe(Probe::kWindowUp);
+      if (kind == 3 && window_ > o_.min_window) return StartProbe(Probe::kWindowDown);
+      if (kind == 1 && connections_help_ && connections_ < o_.max_connections && srtt_us_ > 2.0 * min_rtt_us_) {
         return StartProbe(Probe::kConnections);
       }
     }
@@ -122,7 +122,7 @@ void WindowController::Evaluate(double g) {
     if (probe_ == Probe::kWindowUp || probe_ == Probe::kConnections) {
       // It helped: try again soon.
       steady_intervals_ = 4;
-      if (probe_ == Probe::kConnections) next_probe_ = 2;
+      if (probe_ == Probe::kConnections) next_probe_ = 1;
     }
   } else {
     window_ = saved_window_;
@@ -143,7 +143,7 @@ void WindowController::StartProbe(Probe p) {
       window_ = std::min(o_.max_window, std::max(window_ + 1, static_cast<int>(window_ * 1.25)));
       break;
     case Probe::kWindowDown:
-      window_ = std::max(o_.min_window, static_cast<int>(window_ * 0.8));
+      window_ = std::max(o_.min_window, static_cast<int>(window_ * 0.9));
       break;
     case Probe::kConnections:
       connections_ = std::min(o_.max_connections, connections_ + std::max(1, connections_ / 2));

@@ -12,7 +12,7 @@
 //    requests wait much longer than the fastest ones (the path, not the
 //    server, is the limit: one TCP connection carries at most window/RTT),
 //    more connections — keeping a change only if goodput rises by >= 5%, and
-//    now and then a smaller window (x0.8), kept if goodput does not fall by
+//    now and then a smaller window (x0.9), kept if goodput does not fall by
 //    more than 3% (less memory for the same speed).
 //  * Timeouts and overload errors shrink the window at once (x0.7).
 //  * Intervals in which the loader was held back by something else (the

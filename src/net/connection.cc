@@ -26,11 +26,16 @@ Connection::Connection(std::unique_ptr<Transport> t, Options o)
       local_port_(transport_->local_port()),
       decoder_(cql::FrameDecoder::Options{opts_.max_frame_bytes, 64 << 10},
                [this](int16_t stream) -> std::shared_ptr<cql::CellSink> {
-                 // Only a request still in flight gets its sink; the answer
-                 // to a retired (timed-out) request is buffered and dropped.
+                 // Only a request still in flight gets its sink, and only once:
+                 // the answer to a retired (timed-out) request, or a second
+                 // frame on a stream whose answer is already decoded but not yet
+                 // dispatched (a peer that repeats itself), is buffered instead,
+                 // and Dispatch treats it as the protocol violation it is.
                  if (stream < 0 || static_cast<size_t>(stream) >= slots_.size()) return nullptr;
-                 const Slot& s = slots_[static_cast<size_t>(stream)];
-                 return s.state == SlotState::kInFlight ? s.sink : nullptr;
+                 Slot& s = slots_[static_cast<size_t>(stream)];
+                 if (s.state != SlotState::kInFlight || s.sink_taken) return nullptr;
+                 s.sink_taken = true;
+                 return s.sink;
                }),
       timer_(executor_) {
   const int n = std::clamp(opts_.max_streams, 1, cql::kMaxStreams);
@@ -202,6 +207,7 @@ void Connection::Admit(Request&& r) {
   Slot& s = slots_[static_cast<size_t>(id)];
   s.state = SlotState::kInFlight;
   ++s.generation;
+  s.sink_taken = false;
   s.sink = std::move(r.sink);
   s.callback = std::move(r.callback);
   s.deadline = r.deadline;
@@ -251,6 +257,7 @@ void Connection::OnRead(std::error_code ec, size_t n) {
     return;
   }
   stats_.bytes_read.fetch_add(n, std::memory_order_relaxed);
+  last_read_ = std::chrono::steady_clock::now();
   const uint64_t d0 = decoder_.direct_bytes(), c0 = decoder_.copied_bytes();
   Status s = decoder_.Commit(n, &frames_);
   direct_bytes_.fetch_add(decoder_.direct_bytes() - d0, std::memory_order_relaxed);
@@ -288,6 +295,7 @@ void Connection::Dispatch(cql::DecodedFrame&& f) {
   if (slot.state == SlotState::kRetired) {
     // The late answer to a timed-out request: drop it, the id is free again.
     --retired_;
+    retired_count_.store(retired_, std::memory_order_relaxed);
     FreeSlot(stream);
     return;
   }
@@ -304,6 +312,16 @@ void Connection::Dispatch(cql::DecodedFrame&& f) {
     if (!r.ok()) {
       return CloseOnIoThread(r.status().WithContext(
           fmt::format("malformed {} from {}", cql::OpcodeName(f.header.opcode), peer_)));
+    }
+    // A Rows answer to a request with a sink always streams through it; a
+    // buffered one is a frame the decoder did not attribute to this request
+    // (e.g. a repeated frame on a reused stream id): the stream is confused.
+    if (slot.sink && !slot.sink_taken) {
+      const auto* res = std::get_if<cql::Result>(&r->message);
+      if (res && std::holds_alternative<cql::Rows>(*res)) {
+        return CloseOnIoThread(Status::ProtocolError(
+            fmt::format("{} sent a rows answer on stream {} that does not match its request", peer_, stream)));
+      }
     }
     rep.warnings = r->warnings;
     rep.response = std::move(r).value();
@@ -370,6 +388,7 @@ void Connection::OnTimer() {
   if (closed()) return;
   const auto now = std::chrono::steady_clock::now();
   bool check_waiting = false;
+  bool silent = false;
   for (auto& [timeout_ms, q] : deadlines_) {
     while (!q.empty() && q.front().at <= now) {
       Deadline d = q.front();
@@ -383,6 +402,10 @@ void Connection::OnTimer() {
       // Retire the id: it stays reserved until the late answer arrives.
       s.state = SlotState::kRetired;
       ++retired_;
+      retired_count_.store(retired_, std::memory_order_relaxed);
+      // Nothing at all came back since this request was sent: the peer (or
+      // the path to it) is gone. Close rather than feed it more requests.
+      if (last_read_ < d.at - std::chrono::milliseconds(timeout_ms)) silent = true;
       s.sink.reset();
       ReplyCallback cb = std::move(s.callback);
       s.callback = nullptr;
@@ -407,6 +430,10 @@ void Connection::OnTimer() {
       }
     }
   }
+  if (silent) {
+    return CloseOnIoThread(Status::ConnectionLost(
+        fmt::format("connection to {} is defunct: requests time out and nothing arrives", peer_)));
+  }
   if (retired_ > static_cast<int>(slots_.size()) / 4) {
     return CloseOnIoThread(Status::ConnectionLost(fmt::format(
         "connection to {} is defunct: {} requests timed out without an answer", peer_, retired_)));
@@ -419,7 +446,7 @@ void Connection::FailAll(const Status& why) {
     Slot& s = slots_[i];
     if (s.state == SlotState::kInFlight) {
       ReplyCallback cb = std::move(s.callback);
-      s = Slot{SlotState::kFree, s.generation, nullptr, nullptr, {}};
+      s = Slot{SlotState::kFree, s.generation, false, nullptr, nullptr, {}};
       in_flight_.fetch_sub(1, std::memory_order_relaxed);
       cb(why);
     } else {
@@ -428,6 +455,7 @@ void Connection::FailAll(const Status& why) {
     }
   }
   retired_ = 0;
+  retired_count_.store(0, std::memory_order_relaxed);
   while (!waiting_.empty()) {
     Request r = std::move(waiting_.front());
     waiting_.pop_front();
@@ -448,11 +476,16 @@ void Connection::FailAll(const Status& why) {
 void Connection::CloseOnIoThread(Status why) {
   if (closed()) return;
   if (why.ok()) why = Status::ConnectionLost(fmt::format("connection to {} closed", peer_));
-  close_reason_ = why;
   closed_.store(true, std::memory_order_release);
   timer_.cancel();
   transport_->Close();
-  FailAll(why);
+  // Requests in flight did nothing wrong: whatever broke the connection (a
+  // protocol violation, an oversized frame, a reset), for them it is a lost
+  // connection, which callers may retry elsewhere. The reason is kept.
+  close_reason_ = why.code() == Status::Code::kConnectionLost || why.code() == Status::Code::kCancelled
+                      ? why
+                      : Status::ConnectionLost(fmt::format("connection to {} closed: {}", peer_, why.ToString()));
+  FailAll(close_reason_);
   deadlines_.clear();
   if (handshake_done_ && opts_.on_close) opts_.on_close(why);
 }

@@ -119,6 +119,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closed() const { return closed_.load(std::memory_order_acquire); }
   // Requests sent or waiting for a stream id (not counting retired ids).
   int in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+  // Load for choosing a connection: requests in flight plus retired ids (a
+  // connection whose requests time out must not look idle).
+  int load() const { return in_flight() + retired_count_.load(std::memory_order_relaxed); }
   std::string peer() const { return peer_; }
   uint16_t local_port() const { return local_port_; }
   // The SUPPORTED options the server sent during the handshake.
@@ -142,6 +145,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   struct Slot {
     SlotState state = SlotState::kFree;
     uint32_t generation = 0;
+    bool sink_taken = false;  // the decoder already has this request's sink
     std::shared_ptr<cql::CellSink> sink;
     ReplyCallback callback;
     std::chrono::steady_clock::time_point deadline;
@@ -202,6 +206,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::atomic<bool> closed_{false};
   std::atomic<int> in_flight_{0};
+  std::atomic<int> retired_count_{0};
+  std::chrono::steady_clock::time_point last_read_ = std::chrono::steady_clock::now();
   Status close_reason_;  // set on the I/O thread before closed_
 
   struct AtomicStats {

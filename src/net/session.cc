@@ -308,7 +308,7 @@ std::shared_ptr<Connection> Session::Impl::PickConnection(Host& h, std::optional
     if (c->closed()) continue;
     const bool avoided = std::find(avoid.begin(), avoid.end(), c.get()) != avoid.end();
     const bool on_shard = shard && h.pool.conn_shard[i] == *shard;
-    const int load = c->in_flight();
+    const int load = c->load();
     // Preference: not already used by this request, then the token's shard,
     // then the least loaded.
     auto key = std::make_tuple(!avoided, on_shard, -load);
@@ -1018,10 +1018,20 @@ StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& opt
     if (!ctx.ok()) return ctx.status();
     impl->tls = *ctx;
   }
-  std::promise<Status> ready;
-  auto fut = ready.get_future();
-  impl->OpenControl(options.hosts, 0, [&ready](Status s) { ready.set_value(std::move(s)); });
-  Status s = fut.get();
+  Status s;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::promise<Status> ready;
+    auto fut = ready.get_future();
+    impl->OpenControl(options.hosts, 0, [&ready](Status st) { ready.set_value(std::move(st)); });
+    s = fut.get();
+    // A connection that was accepted and then lost (or answered garbage, or
+    // not at all) may work the next time; refused connections, TLS and
+    // authentication failures will not.
+    const bool again = s.code() == Status::Code::kConnectionLost || s.code() == Status::Code::kTimeout ||
+                       s.code() == Status::Code::kProtocolError;
+    if (s.ok() || !again) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 << attempt));
+  }
   if (!s.ok()) {
     impl->Shutdown();
     return s;

@@ -142,8 +142,9 @@ StatusOr<std::vector<DatasetInfo>> ListDatasets(net::Session& s, const std::stri
 }
 
 std::string DataReadQuery(const DatasetInfo& d) {
-  return fmt::format("SELECT size, image_size, checksum, label, labels, data FROM {}.{} WHERE seg = ? AND idx = ?",
-                     d.keyspace, d.data_table());
+  return fmt::format(
+      "SELECT seg, idx, size, image_size, checksum, label, labels, data FROM {}.{} WHERE seg = ? AND idx = ?",
+      d.keyspace, d.data_table());
 }
 
 }  // namespace cqlstream::store

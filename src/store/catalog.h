@@ -24,11 +24,14 @@ StatusOr<DatasetInfo> LoadDataset(net::Session& s, const std::string& keyspace, 
 StatusOr<std::vector<DatasetInfo>> ListDatasets(net::Session& s, const std::string& keyspace);
 
 // The data read of one sample (docs/schema.md): columns
-//   0 size bigint, 1 image_size bigint, 2 checksum bigint, 3 label int,
-//   4 labels list<int>, 5 data blob; one row per chunk, in chunk order.
+//   0 seg int, 1 idx int, 2 size bigint, 3 image_size bigint,
+//   4 checksum bigint, 5 label int, 6 labels list<int>, 7 data blob;
+// one row per chunk, in chunk order. The key columns come first so that a
+// reader can check that an answer belongs to the sample it asked for before
+// any data byte is placed.
 std::string DataReadQuery(const DatasetInfo& d);
-inline constexpr int kColSize = 0, kColImageSize = 1, kColChecksum = 2, kColLabel = 3, kColLabels = 4,
-                     kColData = 5;
+inline constexpr int kColSeg = 0, kColIdx = 1, kColSize = 2, kColImageSize = 3, kColChecksum = 4, kColLabel = 5,
+                     kColLabels = 6, kColData = 7;
 
 }  // namespace cqlstream::store
 

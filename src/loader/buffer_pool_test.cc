@@ -1,0 +1,42 @@
+// Copyright (c) cqlstream authors.
+#include "loader/buffer_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace cqlstream::loader {
+namespace {
+
+TEST(BufferPoolTest, ReservesAddressSpaceAndRecycles) {
+  auto account = std::make_shared<MemoryAccount>();
+  // 8 GiB of address space per buffer costs nothing until written.
+  BufferPool pool(size_t{8} << 30, 2, account);
+  auto a = pool.Acquire();
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  uint8_t* base = (*a)->data();
+  std::memset(base, 7, 1 << 20);
+  pool.Release(std::move(*a), 1 << 20);
+  EXPECT_GE(account->pooled_resident.load(), 1 << 20);
+  auto b = pool.Acquire();
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b)->data(), base);  // the same buffer came back
+  EXPECT_EQ(account->pooled_resident.load(), 0);
+  EXPECT_EQ((*b)->data()[100], 7);  // kept pages keep their bytes
+}
+
+TEST(BufferPoolTest, TrimsOutliersAndBoundsThePool) {
+  auto account = std::make_shared<MemoryAccount>();
+  BufferPool pool(size_t{1} << 30, 1, account);
+  auto a = pool.Acquire();
+  auto b = pool.Acquire();
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::memset((*a)->data(), 1, 64 << 20);
+  pool.Release(std::move(*a), 64 << 20);
+  // The pool keeps at most 1 buffer; the second is unmapped.
+  pool.Release(std::move(*b), 4096);
+  EXPECT_LE(account->pooled_resident.load(), static_cast<int64_t>(81u << 20));
+}
+
+}  // namespace
+}  // namespace cqlstream::loader

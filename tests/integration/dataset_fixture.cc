@@ -1,0 +1,138 @@
+// Copyright (c) cqlstream authors.
+#include "dataset_fixture.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "test_env.h"
+
+namespace cqlstream::testing {
+
+std::vector<uint8_t> PayloadFor(SampleKey key, int64_t size) {
+  std::vector<uint8_t> v(static_cast<size_t>(size));
+  std::mt19937_64 rng(key * 0x9e3779b97f4a7c15ULL + 1);
+  for (size_t i = 0; i < v.size(); i += 8) {
+    const uint64_t x = rng();
+    for (size_t j = 0; j < 8 && i + j < v.size(); ++j) {
+      v[i + j] = static_cast<uint8_t>(x >> (8 * j));
+    }
+  }
+  return v;
+}
+
+namespace {
+
+void Run(net::Session& s, const std::string& q, std::vector<Value> v = {}) {
+  net::Statement st = net::Statement::Query(q, std::move(v));
+  st.timeout = std::chrono::milliseconds(60000);
+  st.idempotent = true;
+  auto r = s.Execute(st);
+  ASSERT_TRUE(r.ok()) << q << ": " << r.status().ToString();
+  if (std::holds_alternative<cql::SchemaChange>(r->result)) {
+    ASSERT_TRUE(s.WaitForSchemaAgreement().ok());
+  }
+}
+
+}  // namespace
+
+SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& ks, const SyntheticSpec& spec) {
+  SyntheticDataset out;
+  const std::string& n = spec.name;
+  Run(s, fmt::format("CREATE TABLE IF NOT EXISTS {}.datasets (name text PRIMARY KEY, layout_version int, "
+                     "created timestamp, label_kind text, class_names list<text>, checksum text, chunk_size int, "
+                     "description text)",
+                     ks));
+  Run(s, fmt::format("CREATE TABLE IF NOT EXISTS {}.segments (dataset text, seg int, split text, source_id text, "
+                     "source text, fingerprint text, count int, bytes bigint, max_size bigint, size_hist list<bigint>, "
+                     "next_pos bigint, state text, created timestamp, updated timestamp, PRIMARY KEY ((dataset), seg))",
+                     ks));
+  Run(s, fmt::format("DROP TABLE IF EXISTS {}.d_{}", ks, n));
+  Run(s, fmt::format("DROP TABLE IF EXISTS {}.m_{}", ks, n));
+  Run(s, fmt::format("DELETE FROM {}.segments WHERE dataset = ?", ks), {Value::Text(n)});
+  Run(s, fmt::format("CREATE TABLE {}.d_{} (seg int, idx int, chunk int, size bigint static, image_size bigint static, "
+                     "checksum bigint static, label int static, labels list<int> static, data blob, "
+                     "PRIMARY KEY ((seg, idx), chunk)) WITH compression = {{'enabled': 'false'}}",
+                     ks, n));
+  Run(s, fmt::format("CREATE TABLE {}.m_{} (seg int, block int, idx int, path text, target_path text, label int, "
+                     "labels list<int>, size bigint, image_size bigint, checksum bigint, extra map<text, text>, "
+                     "PRIMARY KEY ((seg, block), idx))",
+                     ks, n));
+  std::vector<Value> classes;
+  for (int c = 0; c < spec.classes; ++c) classes.push_back(Value::Text(fmt::format("class{}", c)));
+  Run(s, fmt::format("INSERT INTO {}.datasets (name, layout_version, created, label_kind, class_names, checksum, "
+                     "chunk_size, description) VALUES (?, 1, toTimestamp(now()), 'class', ?, 'xxh64', ?, 'synthetic')",
+                     ks),
+      {Value::Text(n), Value::List(classes), Value::Int(spec.chunk_size)});
+
+  auto data = s.Prepare(fmt::format("INSERT INTO {}.d_{} (seg, idx, chunk, size, image_size, checksum, label, data) "
+                                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                    ks, n));
+  auto meta = s.Prepare(fmt::format("INSERT INTO {}.m_{} (seg, block, idx, path, label, size, image_size, checksum) "
+                                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                    ks, n));
+  EXPECT_TRUE(data.ok() && meta.ok());
+  if (!data.ok() || !meta.ok()) return out;
+
+  std::atomic<int> pending{0}, failed{0};
+  auto submit = [&](net::Statement st) {
+    while (pending.load() > 256) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    ++pending;
+    st.idempotent = true;
+    st.timeout = std::chrono::milliseconds(30000);
+    s.ExecuteAsync(std::move(st), [&](StatusOr<net::ResultSet> r) {
+      if (!r.ok()) ++failed;
+      --pending;
+    });
+  };
+  const int per_seg = (spec.samples + spec.segments - 1) / spec.segments;
+  int i = 0;
+  for (int g = 0; g < spec.segments; ++g) {
+    const int32_t seg = g * 3;  // not dense: segment numbers need not be
+    int count = 0;
+    int64_t bytes = 0, max_size = 0;
+    for (int idx = 0; idx < per_seg && i < spec.samples; ++idx, ++i, ++count) {
+      const SampleKey key = MakeKey(seg, idx);
+      const int64_t size = spec.size(i);
+      auto payload = PayloadFor(key, size);
+      const int64_t checksum = static_cast<int64_t>(XXH64(payload.data(), payload.size(), 0));
+      const int32_t label = i % spec.classes;
+      const int chunks = std::max<int>(1, static_cast<int>((size + spec.chunk_size - 1) / spec.chunk_size));
+      for (int c = 0; c < chunks; ++c) {
+        const size_t lo = static_cast<size_t>(c) * static_cast<size_t>(spec.chunk_size);
+        const size_t hi = std::min(payload.size(), lo + static_cast<size_t>(spec.chunk_size));
+        std::vector<uint8_t> part(payload.begin() + static_cast<long>(lo), payload.begin() + static_cast<long>(hi));
+        submit(net::Statement::Bound(*data, {Value::Int(seg), Value::Int(idx), Value::Int(c), Value::Bigint(size),
+                                             Value::Bigint(size), Value::Bigint(checksum), Value::Int(label),
+                                             Value::Blob(std::move(part))}));
+      }
+      const std::string path = fmt::format("class{}/img_{:05d}.bin", label, i);
+      submit(net::Statement::Bound(*meta, {Value::Int(seg), Value::Int(idx >> 10), Value::Int(idx), Value::Text(path),
+                                           Value::Int(label), Value::Bigint(size), Value::Bigint(size),
+                                           Value::Bigint(checksum)}));
+      out.payload[key] = std::move(payload);
+      out.label[key] = label;
+      out.path[key] = path;
+      bytes += size;
+      max_size = std::max(max_size, size);
+    }
+    while (pending.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    Run(s, fmt::format("INSERT INTO {}.segments (dataset, seg, split, source_id, source, fingerprint, count, bytes, "
+                       "max_size, size_hist, next_pos, state) VALUES (?, ?, ?, ?, 'synthetic', 'none', ?, ?, ?, [], ?, "
+                       "'sealed')",
+                       ks),
+        {Value::Text(n), Value::Int(seg), Value::Text(spec.split), Value::Text(fmt::format("src{}", g)),
+         Value::Int(count), Value::Bigint(bytes), Value::Bigint(max_size), Value::Bigint(count)});
+  }
+  EXPECT_EQ(failed.load(), 0);
+  out.info.name = n;
+  out.info.keyspace = ks;
+  return out;
+}
+
+}  // namespace cqlstream::testing

@@ -1,0 +1,48 @@
+// Copyright (c) cqlstream authors.
+//
+// A synthetic dataset written straight with CQL, following docs/schema.md
+// (layout version 1), so that loader tests do not depend on the ingest code
+// and double as a check of the storage contract. Sample bytes are a
+// deterministic function of the key.
+//
+// Thread-safety: call from the test thread.
+#ifndef CQLSTREAM_TESTS_INTEGRATION_DATASET_FIXTURE_H_
+#define CQLSTREAM_TESTS_INTEGRATION_DATASET_FIXTURE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cqlstream/dataset.h"
+#include "net/session.h"
+
+namespace cqlstream::testing {
+
+struct SyntheticSpec {
+  std::string name;
+  std::string split = "train";
+  int samples = 500;
+  int segments = 2;
+  int32_t chunk_size = 1 << 20;
+  int classes = 10;
+  // Payload size of sample i (in creation order).
+  std::function<int64_t(int)> size = [](int i) { return 100 + (i * 37) % 400; };
+};
+
+struct SyntheticDataset {
+  DatasetInfo info;
+  std::map<SampleKey, std::vector<uint8_t>> payload;
+  std::map<SampleKey, int32_t> label;
+  std::map<SampleKey, std::string> path;
+};
+
+std::vector<uint8_t> PayloadFor(SampleKey key, int64_t size);
+
+// Creates (or replaces) the dataset in `keyspace` (which must exist).
+SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& keyspace, const SyntheticSpec& spec);
+
+}  // namespace cqlstream::testing
+
+#endif  // CQLSTREAM_TESTS_INTEGRATION_DATASET_FIXTURE_H_

@@ -1,0 +1,419 @@
+// Copyright (c) cqlstream authors.
+//
+// The loader against the real node: exactly-once delivery over ranks, seeds,
+// batch sizes, drop_last and both assembly modes; content and labels;
+// reshuffling per epoch; reproducible ordered mode; chunked samples;
+// checkpoints with the same and another world size; missing samples; the
+// byte budget; faults injected by a proxy.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "cqlstream/loader.h"
+#include "dataset_fixture.h"
+#include "fault_proxy.h"
+#include "test_env.h"
+
+namespace cqlstream {
+namespace {
+
+using testing::MakeSyntheticDataset;
+using testing::SyntheticDataset;
+using testing::SyntheticSpec;
+
+struct Delivered {
+  std::vector<SampleKey> keys;  // in delivery order
+  std::vector<size_t> batch_sizes;
+  uint64_t digest = 0;  // over keys and bytes, in order
+  std::string error;
+};
+
+// Reads one epoch (until Next() returns nullptr) and checks every sample's
+// bytes and label against the fixture.
+Delivered ReadEpoch(Loader& l, const SyntheticDataset& d, int max_batches = -1) {
+  Delivered out;
+  XXH64_state_t* h = XXH64_createState();
+  XXH64_reset(h, 0);
+  for (int b = 0; max_batches < 0 || b < max_batches; ++b) {
+    auto r = l.Next();
+    if (!r.ok()) {
+      out.error = r.status().ToString();
+      break;
+    }
+    if (!*r) break;
+    const Batch& batch = **r;
+    out.batch_sizes.push_back(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const SampleKey k = batch.keys[i];
+      auto it = d.payload.find(k);
+      if (it == d.payload.end()) {
+        ADD_FAILURE() << "unknown key " << FormatKey(k);
+        continue;
+      }
+      auto s = batch.sample(i);
+      if (s.size() != it->second.size() || !std::equal(s.begin(), s.end(), it->second.begin())) {
+        ADD_FAILURE() << "wrong bytes for " << FormatKey(k);
+      }
+      EXPECT_EQ(batch.labels[i], d.label.at(k)) << FormatKey(k);
+      out.keys.push_back(k);
+      XXH64_update(h, &k, sizeof k);
+    }
+    XXH64_update(h, batch.data().data(), batch.data().size());
+  }
+  out.digest = XXH64_digest(h);
+  XXH64_freeState(h);
+  return out;
+}
+
+LoaderOptions BaseOptions(const std::string& dataset) {
+  LoaderOptions o;
+  o.connection = testing::TestOptions();
+  o.connection.keyspace = testing::TestKeyspace();
+  o.dataset = dataset;
+  o.split = "train";
+  return o;
+}
+
+class LoaderTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto s = testing::TestSession();
+    ASSERT_NE(s, nullptr);
+    SyntheticSpec spec;
+    spec.name = "ldr";
+    spec.samples = 600;
+    spec.segments = 3;
+    spec.chunk_size = 4096;
+    // Mostly small samples, some chunked ones (up to 5 chunks).
+    spec.size = [](int i) -> int64_t { return i % 50 == 0 ? 4096 * 4 + 123 : 200 + (i * 37) % 700; };
+    data_ = new SyntheticDataset(MakeSyntheticDataset(*s, testing::TestKeyspace(), spec));
+    s->Close();
+  }
+  static void TearDownTestSuite() {
+    delete data_;
+    data_ = nullptr;
+  }
+  static SyntheticDataset* data_;
+};
+SyntheticDataset* LoaderTest::data_ = nullptr;
+
+TEST_F(LoaderTest, ExactlyOncePerEpochAcrossRanksSeedsBatchSizesAndModes) {
+  struct Case {
+    int world, batch;
+    uint64_t seed;
+    bool drop_last, ordered;
+  };
+  const std::vector<Case> cases = {
+      {1, 32, 0, false, false}, {1, 7, 1, true, true},   {2, 1, 7, false, true},  {2, 64, 3, true, false},
+      {3, 16, 5, false, false}, {3, 50, 2, true, true},  {4, 10, 9, false, true}, {5, 33, 4, true, false},
+      {6, 8, 11, false, false}, {7, 20, 13, true, true}, {8, 5, 17, false, false}, {8, 16, 19, true, true},
+  };
+  const size_t n = data_->payload.size();
+  for (const auto& c : cases) {
+    SCOPED_TRACE(fmt::format("world {} batch {} seed {} drop_last {} ordered {}", c.world, c.batch, c.seed,
+                             c.drop_last, c.ordered));
+    std::vector<std::future<Delivered>> ranks;
+    std::vector<int64_t> expected_batches(static_cast<size_t>(c.world));
+    for (int r = 0; r < c.world; ++r) {
+      ranks.push_back(std::async(std::launch::async, [&, r] {
+        LoaderOptions o = BaseOptions("ldr");
+        o.batch_size = c.batch;
+        o.seed = c.seed;
+        o.rank = r;
+        o.world_size = c.world;
+        o.drop_last = c.drop_last;
+        o.ordered = c.ordered;
+        auto l = Loader::Open(o);
+        if (!l.ok()) {
+          Delivered d;
+          d.error = l.status().ToString();
+          return d;
+        }
+        expected_batches[static_cast<size_t>(r)] = (*l)->BatchesPerEpoch();
+        auto d = ReadEpoch(**l, *data_);
+        EXPECT_TRUE((*l)->Done());
+        return d;
+      }));
+    }
+    std::multiset<SampleKey> all;
+    size_t delivered = 0;
+    for (int r = 0; r < c.world; ++r) {
+      Delivered d = ranks[static_cast<size_t>(r)].get();
+      ASSERT_TRUE(d.error.empty()) << d.error;
+      EXPECT_EQ(static_cast<int64_t>(d.batch_sizes.size()), expected_batches[static_cast<size_t>(r)]);
+      for (size_t i = 0; i + 1 < d.batch_sizes.size(); ++i) {
+        EXPECT_EQ(d.batch_sizes[i], static_cast<size_t>(c.batch));
+      }
+      if (c.drop_last && !d.batch_sizes.empty()) {
+        EXPECT_EQ(d.batch_sizes.back(), static_cast<size_t>(c.batch));
+      }
+      all.insert(d.keys.begin(), d.keys.end());
+      delivered += d.keys.size();
+    }
+    std::set<SampleKey> unique(all.begin(), all.end());
+    EXPECT_EQ(unique.size(), all.size()) << "a sample was delivered twice";
+    if (!c.drop_last) {
+      EXPECT_EQ(delivered, n) << "samples lost";
+    } else {
+      // Every rank delivers floor(n / world / batch) full batches.
+      EXPECT_EQ(delivered, static_cast<size_t>(c.world) * (n / static_cast<size_t>(c.world) / c.batch) * c.batch);
+    }
+  }
+}
+
+TEST_F(LoaderTest, EachEpochIsAFreshShuffleAndOrderedModeIsReproducible) {
+  LoaderOptions o = BaseOptions("ldr");
+  o.batch_size = 25;
+  o.seed = 3;
+  o.epochs = 2;
+  o.ordered = true;
+  auto a = Loader::Open(o);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  Delivered e0 = ReadEpoch(**a, *data_);
+  Delivered e1 = ReadEpoch(**a, *data_);
+  ASSERT_TRUE(e0.error.empty() && e1.error.empty()) << e0.error << e1.error;
+  EXPECT_EQ(e0.keys.size(), data_->payload.size());
+  EXPECT_EQ(e1.keys.size(), data_->payload.size());
+  EXPECT_NE(e0.keys, e1.keys) << "epoch 1 repeats epoch 0's order";
+  EXPECT_EQ(std::set<SampleKey>(e0.keys.begin(), e0.keys.end()), std::set<SampleKey>(e1.keys.begin(), e1.keys.end()));
+  auto end = (*a)->Next();
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(*end, nullptr);
+  EXPECT_TRUE((*a)->Done());
+
+  // Ordered mode again with the same options: bit-for-bit the same batches.
+  auto b = Loader::Open(o);
+  ASSERT_TRUE(b.ok());
+  Delivered f0 = ReadEpoch(**b, *data_);
+  EXPECT_EQ(f0.keys, e0.keys);
+  EXPECT_EQ(f0.digest, e0.digest);
+  EXPECT_EQ(f0.batch_sizes, e0.batch_sizes);
+}
+
+TEST_F(LoaderTest, OutOfOrderDeliversTheSameSetWithChecksumsVerified) {
+  LoaderOptions o = BaseOptions("ldr");
+  o.batch_size = 40;
+  o.verify_checksums = true;
+  o.shuffle = false;
+  auto l = Loader::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  Delivered d = ReadEpoch(**l, *data_);
+  ASSERT_TRUE(d.error.empty()) << d.error;
+  EXPECT_EQ(std::set<SampleKey>(d.keys.begin(), d.keys.end()).size(), data_->payload.size());
+  auto m = (*l)->Metrics();
+  EXPECT_EQ(m.images, static_cast<int64_t>(data_->payload.size()));
+  EXPECT_GT(m.window, 0);
+  EXPECT_GT(m.latency_p50_ms, 0);
+}
+
+TEST_F(LoaderTest, ResumeWithTheSameAndWithAnotherWorldSize) {
+  const size_t n = data_->payload.size();
+  // Same world size: rank 1 of 2 stops after 3 batches and resumes.
+  {
+    LoaderOptions o = BaseOptions("ldr");
+    o.batch_size = 20;
+    o.seed = 21;
+    o.rank = 1;
+    o.world_size = 2;
+    auto a = Loader::Open(o);
+    ASSERT_TRUE(a.ok());
+    Delivered first = ReadEpoch(**a, *data_, 3);
+    ASSERT_EQ(first.keys.size(), 60u);
+    std::string state = (*a)->State();
+    (*a)->Close();
+    auto b = Loader::Open(o);
+    ASSERT_TRUE(b.ok());
+    ASSERT_TRUE((*b)->Restore({state}).ok());
+    Delivered rest = ReadEpoch(**b, *data_);
+    ASSERT_TRUE(rest.error.empty()) << rest.error;
+    std::set<SampleKey> all(first.keys.begin(), first.keys.end());
+    for (SampleKey k : rest.keys) EXPECT_TRUE(all.insert(k).second) << "delivered twice: " << FormatKey(k);
+    EXPECT_EQ(all.size(), n / 2);
+  }
+  // Three ranks checkpoint mid-epoch; two ranks finish the epoch.
+  {
+    std::set<SampleKey> all;
+    std::vector<std::string> states;
+    for (int r = 0; r < 3; ++r) {
+      LoaderOptions o = BaseOptions("ldr");
+      o.batch_size = 16;
+      o.seed = 5;
+      o.rank = r;
+      o.world_size = 3;
+      auto a = Loader::Open(o);
+      ASSERT_TRUE(a.ok());
+      Delivered part = ReadEpoch(**a, *data_, r + 1);  // ranks stop at different points
+      for (SampleKey k : part.keys) ASSERT_TRUE(all.insert(k).second);
+      states.push_back((*a)->State());
+    }
+    size_t rest_total = 0;
+    for (int r = 0; r < 2; ++r) {
+      LoaderOptions o = BaseOptions("ldr");
+      o.batch_size = 16;
+      o.seed = 5;
+      o.rank = r;
+      o.world_size = 2;
+      auto b = Loader::Open(o);
+      ASSERT_TRUE(b.ok());
+      Status rs = (*b)->Restore(states);
+      ASSERT_TRUE(rs.ok()) << rs.ToString();
+      Delivered rest = ReadEpoch(**b, *data_);
+      ASSERT_TRUE(rest.error.empty()) << rest.error;
+      rest_total += rest.keys.size();
+      for (SampleKey k : rest.keys) EXPECT_TRUE(all.insert(k).second) << "delivered twice: " << FormatKey(k);
+    }
+    EXPECT_EQ(all.size(), n);
+    EXPECT_GT(rest_total, 0u);
+    // Only one rank's state is not enough for another world size.
+    LoaderOptions o = BaseOptions("ldr");
+    o.seed = 5;
+    o.rank = 0;
+    o.world_size = 2;
+    o.batch_size = 16;
+    auto c = Loader::Open(o);
+    ASSERT_TRUE(c.ok());
+    Status bad = (*c)->Restore({states[0]});
+    EXPECT_FALSE(bad.ok());
+    // A different seed is refused.
+    o.seed = 6;
+    auto d = Loader::Open(o);
+    ASSERT_TRUE(d.ok());
+    EXPECT_FALSE((*d)->Restore(states).ok());
+  }
+}
+
+TEST_F(LoaderTest, TheByteBudgetHolds) {
+  // Samples of nearly one size, so that the only estimate in the accounting
+  // (bytes of requests whose size is not known yet, counted at the mean) is
+  // close to the truth.
+  auto s = testing::TestSession();
+  ASSERT_NE(s, nullptr);
+  SyntheticSpec spec;
+  spec.name = "ldr_budget";
+  spec.samples = 800;
+  spec.segments = 2;
+  spec.size = [](int i) -> int64_t { return 2000 + (i * 7) % 100; };
+  auto d = MakeSyntheticDataset(*s, testing::TestKeyspace(), spec);
+  s->Close();
+  LoaderOptions o = BaseOptions("ldr_budget");
+  o.batch_size = 16;
+  o.memory_bytes = 128 * 1024;  // ~4 batches of ~33 KB
+  auto l = Loader::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  int64_t peak = 0;
+  size_t got = 0;
+  std::vector<BatchPtr> held;
+  for (;;) {
+    auto b = (*l)->Next();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (!*b) break;
+    got += (*b)->size();
+    held.push_back(*b);
+    if (held.size() > 2) held.erase(held.begin());  // the consumer keeps two batches alive
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // and is slower than the loader
+    peak = std::max(peak, (*l)->Metrics().memory_bytes);
+  }
+  EXPECT_EQ(got, d.payload.size());
+  // The budget may be exceeded by at most one sample (a request is always
+  // allowed when none is in flight) plus the spread of sizes.
+  std::printf("[   INFO   ] budget %lld bytes, peak charged %lld bytes\n", (long long)o.memory_bytes, (long long)peak);
+  EXPECT_LE(peak, o.memory_bytes + 2 * 2100) << "peak " << peak;
+  EXPECT_GT(peak, o.memory_bytes / 2) << "the loader did not use its budget";
+}
+
+TEST_F(LoaderTest, MissingSampleIsNamedOrSkipped) {
+  auto s = testing::TestSession();
+  ASSERT_NE(s, nullptr);
+  SyntheticSpec spec;
+  spec.name = "ldr_missing";
+  spec.samples = 120;
+  spec.segments = 1;
+  auto d = MakeSyntheticDataset(*s, testing::TestKeyspace(), spec);
+  const SampleKey gone = MakeKey(0, 17);
+  testing::MustRun(*s, fmt::format("DELETE FROM {}.d_ldr_missing WHERE seg = 0 AND idx = 17", testing::TestKeyspace()));
+  {
+    LoaderOptions o = BaseOptions("ldr_missing");
+    o.batch_size = 10;
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok());
+    std::string err;
+    size_t got = 0;
+    for (;;) {
+      auto b = (*l)->Next();
+      if (!b.ok()) {
+        err = b.status().ToString();
+        break;
+      }
+      if (!*b) break;
+      got += (*b)->size();
+    }
+    EXPECT_NE(err.find("0:17"), std::string::npos) << err;
+    EXPECT_NE(err.find(d.path.at(gone)), std::string::npos) << "the error should name the path: " << err;
+  }
+  {
+    LoaderOptions o = BaseOptions("ldr_missing");
+    o.batch_size = 10;
+    o.on_missing = OnMissing::kSkip;
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok());
+    d.payload.erase(gone);
+    Delivered r = ReadEpoch(**l, d);
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(r.keys.size(), 119u);
+    EXPECT_EQ((*l)->Metrics().skipped, 1);
+  }
+  s->Close();
+}
+
+TEST_F(LoaderTest, ExactlyOnceThroughInjectedFaults) {
+  // The proxy listens on another loopback address, same port.
+  testing::FaultProxy proxy("127.0.0.2", "127.0.0.1", 9042);
+  ASSERT_TRUE(proxy.ok()) << proxy.error();
+  testing::FaultProxy::Faults f;
+  // Per response frame.
+  f.delay_p = 0.02;
+  f.delay_max = std::chrono::milliseconds(200);
+  f.reset_p = 0.002;
+  f.truncate_p = 0.002;
+  f.duplicate_p = 0.005;
+  f.blackhole_p = 0.001;
+  proxy.SetFaults(f);
+  for (bool ordered : {false, true}) {
+    SCOPED_TRACE(ordered ? "ordered" : "out of order");
+    LoaderOptions o = BaseOptions("ldr");
+    o.connection.hosts = {"127.0.0.2"};
+    o.connection.connect_timeout = std::chrono::milliseconds(2000);
+    o.batch_size = 24;
+    o.ordered = ordered;
+    o.request_timeout = std::chrono::milliseconds(800);
+    o.epochs = 2;
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      auto fut = std::async(std::launch::async, [&] { return ReadEpoch(**l, *data_); });
+      ASSERT_EQ(fut.wait_for(std::chrono::seconds(120)), std::future_status::ready) << "the loader hangs";
+      Delivered d = fut.get();
+      ASSERT_TRUE(d.error.empty()) << d.error;
+      std::set<SampleKey> unique(d.keys.begin(), d.keys.end());
+      EXPECT_EQ(unique.size(), d.keys.size()) << "duplicates in epoch " << epoch;
+      EXPECT_EQ(unique.size(), data_->payload.size()) << "samples lost in epoch " << epoch;
+    }
+    auto m = (*l)->Metrics();
+    std::printf("[   INFO   ] faults: %llu resets %llu truncations %llu duplicates %llu blackholes %llu delays; "
+                "loader: %lld retries %lld timeouts %lld hedges %lld duplicates dropped\n",
+                (unsigned long long)proxy.stats().resets.load(), (unsigned long long)proxy.stats().truncations.load(),
+                (unsigned long long)proxy.stats().duplicates.load(), (unsigned long long)proxy.stats().blackholes.load(),
+                (unsigned long long)proxy.stats().delays.load(), (long long)m.retries, (long long)m.timeouts,
+                (long long)m.hedges, (long long)m.duplicates_dropped);
+  }
+  EXPECT_GT(proxy.stats().resets + proxy.stats().truncations + proxy.stats().duplicates, 0u);
+}
+
+}  // namespace
+}  // namespace cqlstream
