@@ -100,6 +100,10 @@ def decode(typ, raw):
     if tid in (0x0020, 0x0022):  # list, set
         r = Reader(raw)
         return "[" + ",".join(decode(sub[0], r.bytes()) for _ in range(r.int())) + "]"
+    if tid == 0x0021:  # map
+        r = Reader(raw)
+        return "{" + ",".join(f"{decode(sub[0], r.bytes())}:{decode(sub[1], r.bytes())}"
+                              for _ in range(r.int())) + "}"
     return "0x" + raw.hex()
 
 
@@ -214,6 +218,9 @@ def main():
                     print("\t".join(row))
         finally:
             conn.close()
+    except BrokenPipeError:  # stdout closed early (e.g. piped into head)
+        sys.stderr.close()
+        return 0
     except (OSError, ProbeError) as e:
         print(f"cqlprobe: {args.host}:{args.port}: {e}", file=sys.stderr)
         return 1
