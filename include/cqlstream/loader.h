@@ -136,6 +136,14 @@ class Loader {
   // True when every epoch has been delivered (never for endless loaders).
   bool Done() const;
 
+  // Interactive mode (e.g. an inference server): reads exactly these samples
+  // now, in this order, with the loader's retries, hedging and zero-copy
+  // placement, independently of the epoch stream. Keys may be any committed
+  // keys of the dataset (any split). A key that cannot be read fails the call
+  // with a Status naming it (OnMissing::kSkip: it is left out and counted).
+  // Thread-safe: may run concurrently with Next() and other Fetch() calls.
+  StatusOr<BatchPtr> Fetch(const std::vector<SampleKey>& keys);
+
   // Batches per epoch for this rank.
   int64_t BatchesPerEpoch() const;
   // Samples per epoch for this rank.
