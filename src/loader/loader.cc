@@ -109,6 +109,9 @@ struct Task {
 
 struct Epoch {
   int64_t number = 0;
+  bool ordered = false;   // fixed batch composition (ordered mode, Fetch)
+  std::vector<SampleKey> keys;  // Fetch: the keys asked for (seq -> key)
+  std::deque<std::pair<SampleKey, Status>> errors;  // unreadable samples, raised in order
   loader::Permutation perm{0, 0, 0, false};
   loader::RankPlan plan;
   uint64_t to_issue = 0;
@@ -190,7 +193,7 @@ struct Loader::Impl {
   bool all_done = false;
   int64_t in_flight = 0;           // tasks issued and not resolved
   int64_t in_flight_unslotted = 0; // of which without a slot yet
-  std::deque<std::pair<SampleKey, Status>> errors;
+  std::vector<std::unique_ptr<Epoch>> fetches;  // Fetch() calls in progress
   struct Retry {
     Clock::time_point due;
     std::shared_ptr<Task> task;
@@ -234,7 +237,7 @@ struct Loader::Impl {
   Status ReserveSlot(Task& t, int64_t size);
   std::shared_ptr<BatchImpl> NewBatch(Epoch& e, int capacity, int64_t build_index, Status* err);
   void CheckBatch(Epoch& e, const std::shared_ptr<BatchImpl>& b);
-  void Finalize(BatchImpl& b);
+  void Finalize(BatchImpl& b, bool ordered);
   void CompleteTask(Task& t, const AttemptSink& s);
   void FailTask(Task& t, const Status& err);
   void HandleFailure(const std::shared_ptr<Task>& t, const Status& err, std::vector<Launch>* out);
@@ -425,6 +428,7 @@ std::unique_ptr<Epoch> Loader::Impl::MakeEpoch(int64_t number, std::vector<loade
                                                int64_t base_batches) {
   auto e = std::make_unique<Epoch>();
   e->number = number;
+  e->ordered = o.ordered;
   e->perm = loader::Permutation(source.size(), o.seed, static_cast<uint64_t>(number), o.shuffle);
   e->plan = loader::RankPlan(std::move(ranges));
   const uint64_t n = e->plan.size();
@@ -472,7 +476,7 @@ Status Loader::Impl::ReserveSlot(Task& t, int64_t size) {
     return Status::Corruption(fmt::format("sample {} is {} bytes, larger than the catalog's maximum", FormatKey(t.key),
                                           size));
   }
-  if (o.ordered) {
+  if (e.ordered) {
     const int64_t idx = static_cast<int64_t>(t.seq / B);
     auto it = e.building.find(idx);
     if (it != e.building.end()) {
@@ -511,7 +515,7 @@ Status Loader::Impl::ReserveSlot(Task& t, int64_t size) {
   t.size = size;
   e.unslotted--;
   in_flight_unslotted--;
-  if (!o.ordered && b->reserved == b->capacity) {
+  if (!e.ordered && b->reserved == b->capacity) {
     b->sealed = true;
     e.open = nullptr;
   }
@@ -519,18 +523,18 @@ Status Loader::Impl::ReserveSlot(Task& t, int64_t size) {
 }
 
 void Loader::Impl::CheckBatch(Epoch& e, const std::shared_ptr<BatchImpl>& b) {
-  const bool full = o.ordered || b->sealed;
+  const bool full = e.ordered || b->sealed;
   if (!full || b->completed + b->holes < b->capacity) return;
   e.building.erase(b->build_index);
   if (b->completed == 0) {
     // Every sample was skipped: no batch. Ordered mode leaves a marker so
     // that delivery moves past this index.
-    if (o.ordered) e.ready_by_index[b->build_index] = nullptr;
+    if (e.ordered) e.ready_by_index[b->build_index] = nullptr;
     ready_cv.notify_all();
     return;
   }
-  Finalize(*b);
-  if (o.ordered) {
+  Finalize(*b, e.ordered);
+  if (e.ordered) {
     e.ready_by_index[b->build_index] = b;
   } else {
     e.ready.push_back(b);
@@ -538,7 +542,7 @@ void Loader::Impl::CheckBatch(Epoch& e, const std::shared_ptr<BatchImpl>& b) {
   ready_cv.notify_all();
 }
 
-void Loader::Impl::Finalize(BatchImpl& b) {
+void Loader::Impl::Finalize(BatchImpl& b, bool ordered) {
   // The order samples are presented in: plan order (ordered mode) or the
   // order their bytes were placed (out-of-order). Holes are dropped and the
   // bytes compacted; in ordered mode the bytes are laid out in plan order so
@@ -547,7 +551,7 @@ void Loader::Impl::Finalize(BatchImpl& b) {
   for (int i = 0; i < b.capacity; ++i) {
     if (b.state[static_cast<size_t>(i)] == kFilled) order.push_back(i);
   }
-  if (!o.ordered) {
+  if (!ordered) {
     std::sort(order.begin(), order.end(),
               [&](int x, int y) { return b.offsets[static_cast<size_t>(x)] < b.offsets[static_cast<size_t>(y)]; });
   }
@@ -564,7 +568,7 @@ void Loader::Impl::Finalize(BatchImpl& b) {
     v.swap(out);
   };
   if (!dense) {
-    if (o.ordered) {
+    if (ordered) {
       // Copy into a fresh buffer in plan order (ordered mode's one extra copy).
       auto nb = pool->Acquire();
       if (nb.ok()) {
@@ -639,7 +643,7 @@ void Loader::Impl::FailTask(Task& t, const Status& err) {
   } else {
     e.unslotted--;
     in_flight_unslotted--;
-    if (o.ordered) {
+    if (e.ordered) {
       const int64_t idx = static_cast<int64_t>(t.seq / B);
       auto it = e.building.find(idx);
       if (it != e.building.end()) {
@@ -665,8 +669,7 @@ void Loader::Impl::FailTask(Task& t, const Status& err) {
     }
   }
   e.MarkDone(t.seq);  // resolved: a checkpoint must not read it again
-  errors.emplace_back(t.key, err);
-  if (o.on_missing == OnMissing::kSkip) errors.pop_back();
+  if (o.on_missing == OnMissing::kRaise) e.errors.emplace_back(t.key, err);
   if (b) CheckBatch(e, b);
   t.batch.reset();
   ready_cv.notify_all();
@@ -1033,9 +1036,9 @@ StatusOr<BatchPtr> Loader::Next() {
   bool waited = false;
   for (;;) {
     if (L.closed) return Status::Cancelled("loader closed");
-    if (!L.errors.empty()) {
-      auto [key, err] = L.errors.front();
-      L.errors.pop_front();
+    if (!L.epochs.empty() && !L.epochs.front()->errors.empty()) {
+      auto [key, err] = L.epochs.front()->errors.front();
+      L.epochs.front()->errors.pop_front();
       lock.unlock();
       const std::string who = L.DescribeKey(key);
       return Status(err.code(), fmt::format("{} [{}]", err.message(), who), err.server_error_ptr());
@@ -1050,11 +1053,11 @@ StatusOr<BatchPtr> Loader::Next() {
     }
     Epoch& e = *L.epochs.front();
     std::shared_ptr<BatchImpl> b;
-    if (!L.o.ordered && !e.ready.empty()) {
+    if (!e.ordered && !e.ready.empty()) {
       b = e.ready.front();
       e.ready.pop_front();
       b->index = e.base_batches + e.batches_delivered;
-    } else if (L.o.ordered && !e.ready_by_index.empty() && e.ready_by_index.begin()->first == e.next_ordered) {
+    } else if (e.ordered && !e.ready_by_index.empty() && e.ready_by_index.begin()->first == e.next_ordered) {
       b = e.ready_by_index.begin()->second;
       e.ready_by_index.erase(e.ready_by_index.begin());
       e.next_ordered++;
@@ -1073,7 +1076,7 @@ StatusOr<BatchPtr> Loader::Next() {
       L.Start(std::move(launches));
       return BatchPtr(std::move(b));
     }
-    if (e.Finished() && e.next_seq == e.to_issue) {
+    if (e.Finished() && e.next_seq == e.to_issue && e.errors.empty()) {
       L.epochs.pop_front();
       L.consumer_epoch++;
       if (L.o.epochs > 0 && L.consumer_epoch >= L.o.epochs) L.all_done = true;
@@ -1093,6 +1096,67 @@ StatusOr<BatchPtr> Loader::Next() {
     waited = true;
     L.ready_cv.wait_for(lock, std::chrono::milliseconds(50));
   }
+}
+
+StatusOr<BatchPtr> Loader::Fetch(const std::vector<SampleKey>& keys) {
+  Impl& L = *impl_;
+  if (keys.size() > static_cast<size_t>(L.o.batch_size)) {
+    return Status::InvalidArgument(
+        fmt::format("fetch of {} keys: at most batch_size ({}) per call", keys.size(), L.o.batch_size));
+  }
+  std::map<int32_t, int64_t> counts;
+  for (const auto& g : L.ds.segments) counts[g.seg] = g.count;
+  for (SampleKey k : keys) {
+    auto it = counts.find(KeySegment(k));
+    if (it == counts.end() || KeyIndex(k) < 0 || KeyIndex(k) >= it->second) {
+      return Status::NotFound(fmt::format("dataset '{}' has no sample {}", L.ds.name, FormatKey(k)));
+    }
+  }
+  std::vector<Launch> launches;
+  Epoch* e = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(L.mu);
+    if (L.closed) return Status::Cancelled("loader closed");
+    auto ep = std::make_unique<Epoch>();
+    ep->number = -1;
+    ep->ordered = true;  // the batch holds the keys in the order asked for
+    ep->keys = keys;
+    ep->to_issue = ep->unslotted = ep->next_seq = keys.size();
+    e = ep.get();
+    L.fetches.push_back(std::move(ep));
+    for (uint64_t i = 0; i < keys.size(); ++i) {
+      auto t = std::make_shared<Task>();
+      t->ep = e;
+      t->seq = i;
+      t->key = keys[i];
+      L.in_flight++;
+      L.in_flight_unslotted++;
+      launches.push_back(Launch{std::move(t), 0, false, std::nullopt, -1});
+    }
+  }
+  L.Start(std::move(launches));
+  std::unique_lock<std::mutex> lock(L.mu);
+  L.ready_cv.wait(lock, [&] { return L.closed || (e->resolved == e->to_issue && e->building.empty()); });
+  auto self = std::find_if(L.fetches.begin(), L.fetches.end(), [&](const auto& p) { return p.get() == e; });
+  std::unique_ptr<Epoch> mine = std::move(*self);
+  L.fetches.erase(self);
+  if (L.closed) return Status::Cancelled("loader closed");
+  if (!mine->errors.empty()) {
+    auto [key, err] = mine->errors.front();
+    lock.unlock();
+    return Status(err.code(), fmt::format("{} [{}]", err.message(), L.DescribeKey(key)), err.server_error_ptr());
+  }
+  std::shared_ptr<BatchImpl> b;
+  if (!mine->ready_by_index.empty()) b = mine->ready_by_index.begin()->second;
+  if (!b) {
+    // Every key was skipped (OnMissing::kSkip) or none was asked for.
+    auto empty = std::make_shared<BatchImpl>();
+    empty->epoch = -1;
+    return BatchPtr(std::move(empty));
+  }
+  b->epoch = -1;
+  b->index = 0;
+  return BatchPtr(std::move(b));
 }
 
 bool Loader::Done() const {

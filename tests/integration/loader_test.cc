@@ -371,6 +371,37 @@ TEST_F(LoaderTest, MissingSampleIsNamedOrSkipped) {
   s->Close();
 }
 
+TEST_F(LoaderTest, FetchReadsGivenKeysInOrder) {
+  LoaderOptions o = BaseOptions("ldr");
+  o.batch_size = 8;
+  auto l = Loader::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  std::vector<SampleKey> want = {MakeKey(3, 5), MakeKey(0, 0), MakeKey(6, 100), MakeKey(0, 50)};
+  // Fetch runs beside the epoch stream.
+  auto first = (*l)->Next();
+  ASSERT_TRUE(first.ok() && *first);
+  auto b = (*l)->Fetch(want);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ((*b)->size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ((*b)->keys[i], want[i]);
+    auto s = (*b)->sample(i);
+    const auto& p = data_->payload.at(want[i]);
+    EXPECT_TRUE(s.size() == p.size() && std::equal(s.begin(), s.end(), p.begin())) << FormatKey(want[i]);
+    EXPECT_EQ((*b)->labels[i], data_->label.at(want[i]));
+  }
+  // Keys the dataset does not have are refused up front.
+  auto bad = (*l)->Fetch({MakeKey(0, 100000)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("0:100000"), std::string::npos);
+  auto too_many = (*l)->Fetch(std::vector<SampleKey>(9, MakeKey(0, 1)));
+  EXPECT_FALSE(too_many.ok());
+  // The epoch stream is unaffected.
+  Delivered rest = ReadEpoch(**l, *data_);
+  ASSERT_TRUE(rest.error.empty()) << rest.error;
+  EXPECT_EQ(rest.keys.size() + (*first)->size(), data_->payload.size());
+}
+
 TEST_F(LoaderTest, ExactlyOnceThroughInjectedFaults) {
   // The proxy listens on another loopback address, same port.
   testing::FaultProxy proxy("127.0.0.2", "127.0.0.1", 9042);
