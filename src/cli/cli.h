@@ -58,6 +58,7 @@ void RegisterSelect(CLI::App& app, Action* action);
 void RegisterVerify(CLI::App& app, Action* action);
 void RegisterExport(CLI::App& app, Action* action);
 void RegisterDrop(CLI::App& app, Action* action);
+void RegisterBench(CLI::App& app, Action* action);
 
 }  // namespace cqlstream::cli
 

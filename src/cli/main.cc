@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   cqlstream::cli::RegisterVerify(app, &action);
   cqlstream::cli::RegisterExport(app, &action);
   cqlstream::cli::RegisterDrop(app, &action);
+  cqlstream::cli::RegisterBench(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

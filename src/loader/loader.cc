@@ -210,6 +210,7 @@ struct Loader::Impl {
   loader::WindowController ctl;
   net::LatencyTracker latencies;
   double avg_size = 0;  // EWMA of sample sizes
+  double hedge_tokens = 10;  // hedge budget: +0.05 per completed sample, at most 100
 
   // Metrics.
   int64_t m_images = 0, m_bytes = 0, m_batches = 0, m_retries = 0, m_hedges = 0, m_hedge_wins = 0,
@@ -900,6 +901,7 @@ void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shar
     } else if (err.ok()) {
       latencies.Record(latency);
       ctl.OnComplete(t->size, latency);
+      hedge_tokens = std::min(100.0, hedge_tokens + 0.05);
       if (s->attempt == t->hedge_attempt) m_hedge_wins++;
       CompleteTask(*t, *s);
     } else {
@@ -944,7 +946,10 @@ void Loader::Impl::PumpLoop() {
       const auto delay = std::max<std::chrono::microseconds>(*p99, std::chrono::milliseconds(2));
       if (watch.front().issued + delay > now) break;
       watch.pop_front();
-      if (!t->hedged && t->outstanding == 1) {
+      // Hedges are budgeted (about 5% of completed requests) so that an
+      // overloaded cluster is not sent even more work.
+      if (!t->hedged && t->outstanding == 1 && hedge_tokens >= 1.0) {
+        hedge_tokens -= 1.0;
         t->hedged = true;
         launches.push_back(Launch{t, t->attempts, true, std::nullopt, -1});
       }

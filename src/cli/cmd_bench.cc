@@ -1,0 +1,178 @@
+// Copyright (c) cqlstream authors.
+//
+// `cqlstream bench NAME`: reads epochs of a dataset through the loader
+// without decoding and prints throughput, the consumer's wait (stall) and
+// request latency. The first --warmup epochs are excluded from the summary.
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "cli/cli.h"
+#include "cqlstream/loader.h"
+
+namespace cqlstream::cli {
+namespace {
+
+struct Args {
+  std::string dataset, split = "train", selection;
+  int batch_size = 256, epochs = 3, warmup = 1, seed = 0, rank = -1, world = -1;
+  bool ordered = false, no_shuffle = false, fixed_window = false, verify = false, json = false, no_hedge = false;
+  int max_in_flight = 0, initial_window = 0, max_connections = 0;
+  int64_t memory_mb = 0;
+};
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+double PeakRssMb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(v.size())));
+  return v[i];
+}
+
+double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
+
+int Run(const ConnectionFlags& flags, const Args& a) {
+  auto co = flags.Resolve();
+  if (!co.ok()) return ReportError(co.status());
+  LoaderOptions o;
+  o.connection = *co;
+  o.dataset = a.dataset;
+  o.split = a.split;
+  o.selection_path = a.selection;
+  o.batch_size = a.batch_size;
+  o.shuffle = !a.no_shuffle;
+  o.seed = static_cast<uint64_t>(a.seed);
+  o.rank = a.rank;
+  o.world_size = a.world;
+  o.ordered = a.ordered;
+  o.epochs = a.epochs + a.warmup;
+  o.verify_checksums = a.verify;
+  o.max_in_flight = a.max_in_flight;
+  o.initial_window = a.initial_window;
+  o.adaptive = !a.fixed_window;
+  o.max_connections_per_host = a.max_connections;
+  o.memory_bytes = a.memory_mb * (1 << 20);
+  o.hedge = !a.no_hedge;
+  auto l = Loader::Open(o);
+  if (!l.ok()) return ReportError(l.status());
+  Loader& loader = **l;
+  if (!a.json) {
+    fmt::print("dataset {} split {}: {} samples per epoch for rank {}/{}, {} batches of {}{}\n", a.dataset,
+               a.selection.empty() ? a.split : "(selection)", loader.SamplesPerEpoch(), loader.rank(),
+               loader.world_size(), loader.BatchesPerEpoch(), a.batch_size, a.ordered ? ", ordered" : "");
+  }
+  struct EpochResult {
+    double seconds, images, bytes, stall, cpu;
+    std::vector<double> waits_ms;
+  };
+  std::vector<EpochResult> measured;
+  std::vector<double> all_waits;
+  for (int e = 0; e < a.epochs + a.warmup; ++e) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = CpuSeconds();
+    const auto m0 = loader.Metrics();
+    EpochResult r{};
+    for (;;) {
+      const auto w0 = std::chrono::steady_clock::now();
+      auto b = loader.Next();
+      const double wait_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
+      if (!b.ok()) return ReportError(b.status());
+      if (!*b) break;
+      r.waits_ms.push_back(wait_ms);
+      r.images += static_cast<double>((*b)->size());
+      r.bytes += static_cast<double>((*b)->data().size());
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.cpu = CpuSeconds() - cpu0;
+    const auto m = loader.Metrics();
+    r.stall = m.stall_s - m0.stall_s;
+    const bool warm = e < a.warmup;
+    if (!a.json) {
+      fmt::print("epoch {}{}: {:.0f} images, {:.1f} MB in {:.2f} s: {:.0f} images/s, {:.1f} MB/s, stall {:.2f} s, "
+                 "wait p50 {:.2f} ms p99 {:.2f} ms; latency p50 {:.2f} ms p99 {:.2f} ms; window {} in flight {} "
+                 "connections {}; retries {} hedges {} ({} won) timeouts {}\n",
+                 e, warm ? " (warm-up)" : "", r.images, r.bytes / 1e6, r.seconds, r.images / r.seconds,
+                 r.bytes / 1e6 / r.seconds, r.stall, Percentile(r.waits_ms, 50), Percentile(r.waits_ms, 99),
+                 m.latency_p50_ms, m.latency_p99_ms, m.window, m.in_flight, m.connections, m.retries, m.hedges,
+                 m.hedge_wins, m.timeouts);
+    }
+    if (!warm) {
+      all_waits.insert(all_waits.end(), r.waits_ms.begin(), r.waits_ms.end());
+      measured.push_back(std::move(r));
+    }
+  }
+  std::vector<double> ips, mbps, cpu_per_gb, stall;
+  for (const auto& r : measured) {
+    ips.push_back(r.images / r.seconds);
+    mbps.push_back(r.bytes / 1e6 / r.seconds);
+    cpu_per_gb.push_back(r.bytes > 0 ? r.cpu / (r.bytes / 1e9) : 0);
+    stall.push_back(r.stall);
+  }
+  const auto m = loader.Metrics();
+  if (a.json) {
+    fmt::print("{{\"loader\": \"cqlstream{}\", \"images_per_s\": {:.1f}, \"mb_per_s\": {:.2f}, \"cpu_s_per_gb\": {:.3f}, "
+               "\"p50_wait_ms\": {:.3f}, \"p99_wait_ms\": {:.3f}, \"peak_rss_mb\": {:.1f}, \"epochs\": {}, "
+               "\"stall_s\": {:.3f}, \"window\": {}, \"connections\": {}, \"retries\": {}, \"hedges\": {}, "
+               "\"latency_p50_ms\": {:.3f}, \"latency_p99_ms\": {:.3f}, \"direct_bytes\": {}, \"copied_bytes\": {}}}\n",
+               a.ordered ? "-ordered" : "", Median(ips), Median(mbps), Median(cpu_per_gb), Percentile(all_waits, 50),
+               Percentile(all_waits, 99), PeakRssMb(), measured.size(), Median(stall), m.window, m.connections,
+               m.retries, m.hedges, m.latency_p50_ms, m.latency_p99_ms, m.direct_bytes, m.copied_bytes);
+  } else if (!measured.empty()) {
+    fmt::print("summary over {} epoch{} (median): {:.0f} images/s, {:.1f} MB/s, {:.3f} CPU s/GB, stall {:.2f} s, "
+               "batch wait p50 {:.2f} ms p99 {:.2f} ms, peak RSS {:.0f} MB; {:.0f}% of sample bytes received in place\n",
+               measured.size(), measured.size() == 1 ? "" : "s", Median(ips), Median(mbps), Median(cpu_per_gb),
+               Median(stall), Percentile(all_waits, 50), Percentile(all_waits, 99), PeakRssMb(),
+               m.direct_bytes + m.copied_bytes > 0
+                   ? 100.0 * static_cast<double>(m.direct_bytes) / static_cast<double>(m.direct_bytes + m.copied_bytes)
+                   : 0.0);
+  }
+  loader.Close();
+  return 0;
+}
+
+}  // namespace
+
+void RegisterBench(CLI::App& app, Action* action) {
+  auto* cmd = app.add_subcommand("bench", "Read epochs of a dataset through the loader (no decoding) and measure");
+  auto flags = std::make_shared<ConnectionFlags>();
+  flags->Add(cmd);
+  auto a = std::make_shared<Args>();
+  cmd->add_option("dataset", a->dataset, "Dataset name")->required();
+  cmd->add_option("--split", a->split, "Split to read (default train)");
+  cmd->add_option("--selection", a->selection, "Read a selection file instead of a split");
+  cmd->add_option("--batch-size", a->batch_size, "Samples per batch (default 256)")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--epochs", a->epochs, "Measured epochs (default 3)")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--warmup", a->warmup, "Warm-up epochs, not measured (default 1)")->check(CLI::Range(0, 1000));
+  cmd->add_flag("--ordered", a->ordered, "Ordered mode (exact plan order)");
+  cmd->add_flag("--no-shuffle", a->no_shuffle, "Read in key order");
+  cmd->add_option("--seed", a->seed, "Shuffle seed");
+  cmd->add_option("--rank", a->rank, "Rank (default $RANK or 0)");
+  cmd->add_option("--world-size", a->world, "World size (default $WORLD_SIZE or 1)");
+  cmd->add_flag("--verify", a->verify, "Verify checksums while reading");
+  cmd->add_option("--max-in-flight", a->max_in_flight, "Cap on requests in flight (default: adaptive up to 16384)");
+  cmd->add_option("--initial-window", a->initial_window, "First window (default 32)");
+  cmd->add_flag("--fixed-window", a->fixed_window, "Keep the window at --max-in-flight (no adaptation)");
+  cmd->add_option("--max-connections", a->max_connections, "Cap on connections per host (default 16)");
+  cmd->add_option("--memory-mb", a->memory_mb, "Byte budget in MiB (default max(1 GiB, 8 batches))");
+  cmd->add_flag("--no-hedge", a->no_hedge, "Do not hedge slow requests");
+  cmd->add_flag("--json", a->json, "Print one JSON summary line (for bench/run)");
+  cmd->callback([action, flags, a] { *action = [flags, a] { return Run(*flags, *a); }; });
+}
+
+}  // namespace cqlstream::cli
