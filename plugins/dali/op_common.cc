@@ -1,0 +1,200 @@
+// Copyright (c) cqlstream authors.
+#include "op_common.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+namespace cqlstream::dali_plugin {
+
+using ::dali::CPUBackend;
+using ::dali::OpSpec;
+using ::dali::OutputDesc;
+using ::dali::TensorList;
+using ::dali::TensorListShape;
+using ::dali::TensorShape;
+
+void Throw(std::string_view where, const Status& s) {
+  // The only exceptions of cqlstream: DALI turns them into a pipeline error
+  // (a RuntimeError in Python) that carries this message.
+  throw std::runtime_error(fmt::format("{}: {}", where, s.ToString()));
+}
+
+namespace {
+
+std::string StringArg(const OpSpec& spec, const char* name) { return spec.GetArgument<std::string>(name); }
+
+}  // namespace
+
+LoaderOptions LoaderOptionsFromSpec(const OpSpec& spec, std::string_view where) {
+  LoaderOptions o;
+  ConnectionOptions& c = o.connection;
+  if (Status s = c.ApplyEnvironment(); !s.ok()) Throw(where, s);
+  if (spec.HasArgument("hosts")) c.hosts = spec.GetRepeatedArgument<std::string>("hosts");
+  if (spec.HasArgument("port")) {
+    const int port = spec.GetArgument<int>("port");
+    if (port < 1 || port > 65535) Throw(where, Status::InvalidArgument(fmt::format("port {} is not in [1, 65535]", port)));
+    c.port = static_cast<uint16_t>(port);
+  }
+  if (spec.HasArgument("keyspace")) c.keyspace = StringArg(spec, "keyspace");
+  if (spec.HasArgument("username")) c.username = StringArg(spec, "username");
+  if (spec.HasArgument("local_dc")) c.local_dc = StringArg(spec, "local_dc");
+  if (spec.HasArgument("password_file")) {
+    if (Status s = c.LoadPasswordFile(StringArg(spec, "password_file")); !s.ok()) Throw(where, s);
+  }
+  for (const char* name : {"tls_ca", "tls_cert", "tls_key", "tls_server_name"}) {
+    if (!spec.HasArgument(name)) continue;
+    if (!c.tls) c.tls.emplace();
+    const std::string v = StringArg(spec, name);
+    if (std::string_view(name) == "tls_ca") c.tls->ca_file = v;
+    if (std::string_view(name) == "tls_cert") c.tls->cert_file = v;
+    if (std::string_view(name) == "tls_key") c.tls->key_file = v;
+    if (std::string_view(name) == "tls_server_name") c.tls->server_name = v;
+  }
+  if (Status s = c.Validate(); !s.ok()) Throw(where, s);
+
+  o.dataset = StringArg(spec, "dataset");
+  o.split = StringArg(spec, "split");
+  o.batch_size = spec.GetArgument<int>("max_batch_size");
+  o.epochs = 0;  // DALI readers are endless; DALI's iterators cut the epochs
+  o.drop_last = false;
+  o.verify_checksums = spec.GetArgument<bool>("verify_checksums");
+  o.memory_bytes = spec.GetArgument<int64_t>("memory_bytes");
+  if (o.memory_bytes < 0) Throw(where, Status::InvalidArgument("memory_bytes must be >= 0"));
+  return o;
+}
+
+int NumOutputsFromSpec(const OpSpec& spec) {
+  return 2 + (spec.GetArgument<bool>("output_target") ? 1 : 0) + (spec.GetArgument<bool>("output_keys") ? 1 : 0);
+}
+
+OutputLayout OutputLayoutFromSpec(const OpSpec& spec, LabelKind kind, std::string_view where) {
+  OutputLayout l;
+  l.label_kind = kind;
+  l.target = spec.GetArgument<bool>("output_target");
+  l.keys = spec.GetArgument<bool>("output_keys");
+  l.zero_copy = spec.GetArgument<bool>("zero_copy");
+  if (l.target && kind != LabelKind::kTarget) {
+    Throw(where, Status::InvalidArgument(fmt::format(
+                     "output_target=True needs a dataset with label kind 'target'; this one has '{}'",
+                     LabelKindName(kind))));
+  }
+  return l;
+}
+
+namespace {
+
+// The image bytes and the target bytes of a sample.
+std::span<const uint8_t> ImageBytes(const SampleRef& r) {
+  const Batch& b = *r.batch;
+  return b.data().subspan(b.offsets[r.index], b.image_sizes[r.index]);
+}
+std::span<const uint8_t> TargetBytes(const SampleRef& r) {
+  const Batch& b = *r.batch;
+  return b.data().subspan(b.offsets[r.index] + b.image_sizes[r.index], b.sizes[r.index] - b.image_sizes[r.index]);
+}
+
+template <typename Bytes>
+TensorListShape<> BytesShape(const std::vector<SampleRef>& samples, Bytes bytes) {
+  TensorListShape<> s(static_cast<int>(samples.size()), 1);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    s.set_tensor_shape(static_cast<int>(i), TensorShape<>{static_cast<int64_t>(bytes(samples[i]).size())});
+  }
+  return s;
+}
+
+TensorListShape<> LabelShape(const OutputLayout& l, const std::vector<SampleRef>& samples) {
+  const int n = static_cast<int>(samples.size());
+  if (l.label_kind != LabelKind::kMultiLabel) return TensorListShape<>(n, 0);  // scalars
+  TensorListShape<> s(n, 1);
+  for (int i = 0; i < n; ++i) {
+    const auto& r = samples[static_cast<size_t>(i)];
+    const auto& ml = r.batch->multilabels;
+    s.set_tensor_shape(i, TensorShape<>{static_cast<int64_t>(r.index < ml.size() ? ml[r.index].size() : 0)});
+  }
+  return s;
+}
+
+// Points sample i of `out` at the bytes of samples[i] (no copy); the
+// shared_ptr aliases the cqlstream batch, so the bytes stay valid for as
+// long as DALI holds the output.
+template <typename Bytes>
+void ShareBytes(TensorList<CPUBackend>& out, const std::vector<SampleRef>& samples, Bytes bytes) {
+  const int n = static_cast<int>(samples.size());
+  out.Reset();
+  out.set_pinned(false);
+  out.set_type(DALI_UINT8);
+  out.set_sample_dim(1);
+  out.SetSize(n);
+  for (int i = 0; i < n; ++i) {
+    const SampleRef& r = samples[static_cast<size_t>(i)];
+    const std::span<const uint8_t> b = bytes(r);
+    // DALI never writes into an operator's inputs; const_cast only adapts
+    // to SetSample's signature.
+    std::shared_ptr<void> owner(r.batch, const_cast<uint8_t*>(b.data()));
+    out.SetSample(i, std::move(owner), b.size(), false, TensorShape<>{static_cast<int64_t>(b.size())},
+                  DALI_UINT8, out.device_id(), ::dali::AccessOrder::host());
+  }
+}
+
+template <typename Bytes>
+void CopyBytes(TensorList<CPUBackend>& out, const std::vector<SampleRef>& samples, Bytes bytes,
+               ::dali::ThreadPool& pool) {
+  for (int i = 0; i < static_cast<int>(samples.size()); ++i) {
+    const std::span<const uint8_t> b = bytes(samples[static_cast<size_t>(i)]);
+    if (b.empty()) continue;
+    pool.AddWork([&out, i, b](int) { std::memcpy(out.raw_mutable_tensor(i), b.data(), b.size()); },
+                 static_cast<int64_t>(b.size()));
+  }
+}
+
+}  // namespace
+
+std::vector<OutputDesc> DescribeOutputs(const OutputLayout& l, const std::vector<SampleRef>& samples) {
+  const int n = static_cast<int>(samples.size());
+  std::vector<OutputDesc> d;
+  d.push_back({BytesShape(samples, ImageBytes), DALI_UINT8});
+  d.push_back({LabelShape(l, samples), DALI_INT32});
+  if (l.target) d.push_back({BytesShape(samples, TargetBytes), DALI_UINT8});
+  if (l.keys) d.push_back({TensorListShape<>(n, 0), DALI_INT64});
+  return d;
+}
+
+void FillOutputs(const OutputLayout& l, const std::vector<SampleRef>& samples, ::dali::Workspace& ws) {
+  const int n = static_cast<int>(samples.size());
+  int o = 0;
+  auto& data = ws.Output<CPUBackend>(o++);
+  auto& labels = ws.Output<CPUBackend>(o++);
+  TensorList<CPUBackend>* target = l.target ? &ws.Output<CPUBackend>(o++) : nullptr;
+  TensorList<CPUBackend>* keys = l.keys ? &ws.Output<CPUBackend>(o++) : nullptr;
+
+  if (l.zero_copy) {
+    ShareBytes(data, samples, ImageBytes);
+    if (target) ShareBytes(*target, samples, TargetBytes);
+    // Small outputs: allocated here (the executor allocated nothing).
+    labels.Resize(LabelShape(l, samples), DALI_INT32);
+    if (keys) keys->Resize(TensorListShape<>(n, 0), DALI_INT64);
+  } else {
+    auto& pool = ws.GetThreadPool();
+    CopyBytes(data, samples, ImageBytes, pool);
+    if (target) CopyBytes(*target, samples, TargetBytes, pool);
+    pool.RunAll();
+  }
+  for (int i = 0; i < n; ++i) {
+    const SampleRef& r = samples[static_cast<size_t>(i)];
+    const Batch& b = *r.batch;
+    if (l.label_kind == LabelKind::kMultiLabel) {
+      if (r.index < b.multilabels.size()) {
+        const auto& ml = b.multilabels[r.index];
+        if (!ml.empty()) std::memcpy(labels.mutable_tensor<int32_t>(i), ml.data(), ml.size() * sizeof(int32_t));
+      }
+    } else {
+      *labels.mutable_tensor<int32_t>(i) = b.labels[r.index];
+    }
+    if (keys) *keys->mutable_tensor<int64_t>(i) = static_cast<int64_t>(b.keys[r.index]);
+  }
+}
+
+}  // namespace cqlstream::dali_plugin

@@ -1,0 +1,68 @@
+// Copyright (c) cqlstream authors.
+//
+// What the cqlstream DALI operators share: the connection arguments (one
+// parent schema), the translation of an OpSpec into LoaderOptions, the
+// description and filling of the outputs from SampleRefs, and the one place
+// where a cqlstream Status becomes a C++ exception (DALI's error path).
+//
+// Outputs, in this order (docs/dali.md):
+//   0 data    uint8, 1-D: the encoded image bytes of each sample
+//   1 labels  int32: a scalar class index per sample (-1 when the dataset has
+//             no class labels), or a 1-D list for label kind "multilabel"
+//   [target]  uint8, 1-D: the blob target (output_target=True; label kind "target")
+//   [keys]    int64 scalar: the sample key (seg << 32 | idx) (output_keys=True)
+//
+// Zero-copy (zero_copy=True, the default): the data and target outputs are
+// views into the loader's batch memory (TensorList::SetSample with a
+// shared_ptr that keeps the cqlstream batch alive until DALI releases the
+// output); only labels and keys are written into buffers DALI allocates.
+// zero_copy=False copies the bytes into DALI-allocated contiguous outputs.
+//
+// Thread-safety: free functions; FillOutputs uses the workspace's thread pool.
+#ifndef CQLSTREAM_PLUGINS_DALI_OP_COMMON_H_
+#define CQLSTREAM_PLUGINS_DALI_OP_COMMON_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cqlstream/loader.h"
+#include "dali/pipeline/operator/operator.h"
+#include "epoch_assembler.h"
+
+namespace cqlstream::dali_plugin {
+
+// Name of the parent schema that holds the connection and loader arguments.
+inline constexpr const char* kBaseSchema = "cqlstreamLoaderBase";
+
+// Raises `s` as a DALI error (std::runtime_error) prefixed with `where`.
+// REQUIRES: !s.ok()
+[[noreturn]] void Throw(std::string_view where, const Status& s);
+
+// Connection, dataset and loader options from the operator's arguments.
+// Defaults, then CQLSTREAM_* environment variables, then the arguments that
+// are set explicitly. Throws on invalid values.
+LoaderOptions LoaderOptionsFromSpec(const ::dali::OpSpec& spec, std::string_view where);
+
+struct OutputLayout {
+  LabelKind label_kind = LabelKind::kNone;
+  bool target = false;
+  bool keys = false;
+  bool zero_copy = true;
+  int count() const { return 2 + (target ? 1 : 0) + (keys ? 1 : 0); }
+};
+
+// Number of outputs for the schema's OutputFn.
+int NumOutputsFromSpec(const ::dali::OpSpec& spec);
+OutputLayout OutputLayoutFromSpec(const ::dali::OpSpec& spec, LabelKind kind, std::string_view where);
+
+// Shapes and types of the outputs (used when the executor allocates them:
+// zero_copy=False, and always for labels and keys).
+std::vector<::dali::OutputDesc> DescribeOutputs(const OutputLayout& layout, const std::vector<SampleRef>& samples);
+// Fills the outputs of `ws` with `samples`. With layout.zero_copy the
+// operator's SetupImpl returned false and nothing is allocated yet.
+void FillOutputs(const OutputLayout& layout, const std::vector<SampleRef>& samples, ::dali::Workspace& ws);
+
+}  // namespace cqlstream::dali_plugin
+
+#endif  // CQLSTREAM_PLUGINS_DALI_OP_COMMON_H_

@@ -1,0 +1,259 @@
+// Copyright (c) cqlstream authors.
+//
+// fn.cqlstream.reader: the DALI reader operator (see reader_op.h) and the
+// schemas of the cqlstream operators' shared arguments.
+#include "reader_op.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "cqlstream/dataset.h"
+#include "reader_checkpoint.h"
+#include "shard_plan.h"
+
+namespace cqlstream::dali_plugin {
+
+using ::dali::OpSpec;
+
+namespace {
+
+// Samples of the split (or selection) the loader reads, as of its Open.
+uint64_t EpochSize(const Loader& loader, const LoaderOptions& o, std::string_view where) {
+  if (o.selection_path.empty()) return static_cast<uint64_t>(loader.dataset().Count(o.split));
+  auto sel = Selection::Load(o.selection_path);
+  if (!sel.ok()) Throw(where, sel.status());
+  return sel->keys.size();
+}
+
+}  // namespace
+
+ReaderOp::ReaderOp(const OpSpec& spec) : ::dali::Operator<::dali::CPUBackend>(spec) {
+  where_ = fmt::format("fn.cqlstream.reader(dataset='{}')", spec.GetArgument<std::string>("dataset"));
+  LoaderOptions o = LoaderOptionsFromSpec(spec, where_);
+  o.selection_path = spec.GetArgument<std::string>("selection");
+  o.shuffle = spec.GetArgument<bool>("shuffle");
+  o.seed = static_cast<uint64_t>(spec.GetArgument<int64_t>("shuffle_seed"));
+  o.ordered = spec.GetArgument<bool>("ordered");
+  const std::string on_missing = spec.GetArgument<std::string>("on_missing");
+  if (on_missing == "raise") {
+    o.on_missing = OnMissing::kRaise;
+  } else if (on_missing == "skip") {
+    o.on_missing = OnMissing::kSkip;
+  } else {
+    Throw(where_, Status::InvalidArgument(fmt::format("on_missing must be 'raise' or 'skip', not '{}'", on_missing)));
+  }
+  if (!spec.GetArgument<bool>("pad_last_batch")) {
+    Throw(where_, Status::InvalidArgument(
+                      "pad_last_batch=False is not supported: it would wrap the last batch of an epoch into the "
+                      "next epoch's samples and break exactly-once delivery; the reader always pads (see "
+                      "docs/dali.md)"));
+  }
+  shard_id_ = spec.GetArgument<int>("shard_id");
+  num_shards_ = spec.GetArgument<int>("num_shards");
+  if (num_shards_ < 1 || shard_id_ < 0 || shard_id_ >= num_shards_) {
+    Throw(where_, Status::InvalidArgument(
+                      fmt::format("shard_id {} is not in [0, num_shards {})", shard_id_, num_shards_)));
+  }
+  batch_size_ = max_batch_size_;
+  o.world_size = num_shards_;
+  o.rank = shard_id_;
+
+  // DALI shard i must get the number of samples DALI's iterators expect for
+  // it (shard_plan.h): the loader rank depends on the epoch size, which is
+  // known once the loader has read the catalog, so the loader is opened again
+  // when the first guess (rank = shard_id) was not that rank. A dataset that
+  // grows between the two opens is caught by the second check.
+  for (int attempt = 0;; ++attempt) {
+    auto opened = Loader::Open(o);
+    if (!opened.ok()) Throw(where_, opened.status());
+    std::unique_ptr<Loader> l = std::move(*opened);
+    const uint64_t n = EpochSize(*l, o, where_);
+    if (n < static_cast<uint64_t>(num_shards_)) {
+      Throw(where_, Status::InvalidArgument(fmt::format("{} samples cannot be cut into num_shards={} shards", n,
+                                                        num_shards_)));
+    }
+    const int rank = LoaderRankForShard(n, shard_id_, num_shards_);
+    if (rank == o.rank) {
+      loader_ = std::move(l);
+      samples_ = n;
+      break;
+    }
+    l->Close();
+    if (attempt == 2) Throw(where_, Status::Internal("the dataset keeps changing size while the reader opens"));
+    o.rank = rank;
+  }
+  const uint64_t shard_samples = DaliShardSize(samples_, shard_id_, num_shards_);
+  if (static_cast<uint64_t>(loader_->SamplesPerEpoch()) != shard_samples) {
+    Throw(where_, Status::Internal(fmt::format("loader rank {} reads {} samples per epoch, DALI shard {} expects {}",
+                                               o.rank, loader_->SamplesPerEpoch(), shard_id_, shard_samples)));
+  }
+  layout_ = OutputLayoutFromSpec(spec, loader_->dataset().label_kind, where_);
+  Loader* loader = loader_.get();
+  assembler_ = std::make_unique<EpochAssembler>(
+      batch_size_, BatchesPerEpoch(samples_, num_shards_, batch_size_), shard_samples,
+      [loader] { return loader->Next(); },
+      [loader](const std::vector<SampleKey>& keys) { return loader->Fetch(keys); });
+
+  meta_.epoch_size = static_cast<::dali::Index>(samples_);
+  meta_.epoch_size_padded = static_cast<::dali::Index>(PaddedShardSize(samples_, num_shards_)) * num_shards_;
+  meta_.number_of_shards = num_shards_;
+  meta_.shard_id = shard_id_;
+  meta_.pad_last_batch = 1;
+  meta_.stick_to_shard = 1;
+}
+
+ReaderOp::~ReaderOp() {
+  current_.clear();
+  if (loader_) loader_->Close();
+}
+
+bool ReaderOp::SetupImpl(std::vector<::dali::OutputDesc>& output_desc, const ::dali::Workspace& ws) {
+  const int requested = ws.GetRequestedBatchSize(0);
+  if (requested != batch_size_) {
+    Throw(where_, Status::InvalidArgument(fmt::format(
+                      "a batch of {} samples was requested; the reader produces batches of the pipeline's "
+                      "batch_size ({}) only",
+                      requested, batch_size_)));
+  }
+  if (Status s = assembler_->NextBatch(&current_); !s.ok()) Throw(where_, s);
+  if (layout_.zero_copy) return false;  // RunImpl points the outputs at the loader's memory
+  output_desc = DescribeOutputs(layout_, current_);
+  return true;
+}
+
+void ReaderOp::RunImpl(::dali::Workspace& ws) {
+  FillOutputs(layout_, current_, ws);
+  current_.clear();
+}
+
+void ReaderOp::SaveState(::dali::OpCheckpoint& cpt, ::dali::AccessOrder) {
+  ReaderCheckpoint c;
+  c.shard_id = shard_id_;
+  c.num_shards = num_shards_;
+  c.batch_size = batch_size_;
+  c.samples = samples_;
+  assembler_->SaveTo(&c);
+  c.loader_state = loader_->State();
+  cpt.MutableCheckpointState() = std::move(c);
+}
+
+void ReaderOp::RestoreState(const ::dali::OpCheckpoint& cpt) {
+  const auto& c = cpt.CheckpointState<ReaderCheckpoint>();
+  if (c.shard_id != shard_id_ || c.num_shards != num_shards_ || c.batch_size != batch_size_ ||
+      c.samples != samples_) {
+    Throw(where_, Status::InvalidArgument(fmt::format(
+                      "the checkpoint was taken with shard_id={} num_shards={} batch_size={} over {} samples; this "
+                      "reader has shard_id={} num_shards={} batch_size={} over {} samples",
+                      c.shard_id, c.num_shards, c.batch_size, c.samples, shard_id_, num_shards_, batch_size_,
+                      samples_)));
+  }
+  if (Status s = loader_->Restore({c.loader_state}); !s.ok()) Throw(where_, s.WithContext("restoring a checkpoint"));
+  if (Status s = assembler_->RestoreFrom(c); !s.ok()) Throw(where_, s.WithContext("restoring a checkpoint"));
+}
+
+std::string ReaderOp::SerializeCheckpoint(const ::dali::OpCheckpoint& cpt) const {
+  return cpt.CheckpointState<ReaderCheckpoint>().Encode();
+}
+
+void ReaderOp::DeserializeCheckpoint(::dali::OpCheckpoint& cpt, const std::string& data) const {
+  auto c = ReaderCheckpoint::Decode(data);
+  if (!c.ok()) Throw(where_, c.status());
+  cpt.MutableCheckpointState() = std::move(*c);
+}
+
+}  // namespace cqlstream::dali_plugin
+
+// ---------------------------------------------------------------------------
+// Schemas. The schema is the documentation: help(fn.cqlstream.reader) shows it.
+
+DALI_SCHEMA(cqlstreamLoaderBase)
+    .DocStr("Arguments shared by the cqlstream operators (connection, dataset, outputs).")
+    .AddArg("dataset", "Name of the cqlstream dataset (as given to `cqlstream ingest --dataset`).",
+            DALI_STRING)
+    .AddOptionalArg("split", R"(Split to read (fn.cqlstream.reader) or to open the loader on
+(fn.cqlstream.keys_reader, which may fetch keys of any split).)",
+                    "train")
+    .AddOptionalArg(
+        "hosts", "Contact points (IP addresses or names). Default: $CQLSTREAM_HOSTS, else 127.0.0.1.",
+        std::vector<std::string>{})
+    .AddOptionalArg("port", "CQL native port. Default: $CQLSTREAM_PORT, else 9042.", 9042)
+    .AddOptionalArg("keyspace", "Keyspace of the datasets. Default: $CQLSTREAM_KEYSPACE, else cqlstream.",
+                    "cqlstream")
+    .AddOptionalArg("username", "User name for password authentication. Default: $CQLSTREAM_USERNAME.", "")
+    .AddOptionalArg("password_file", R"(File whose first line is the password. Default:
+$CQLSTREAM_PASSWORD_FILE or $CQLSTREAM_PASSWORD. There is deliberately no password argument:
+operator arguments are stored in serialized pipelines.)",
+                    "")
+    .AddOptionalArg("tls_ca", R"(PEM CA bundle that verifies the server; setting any tls_* argument
+turns TLS on. Default: $CQLSTREAM_TLS_CA.)",
+                    "")
+    .AddOptionalArg("tls_cert", "Client certificate (PEM). Default: $CQLSTREAM_TLS_CERT.", "")
+    .AddOptionalArg("tls_key", "Private key of tls_cert (PEM). Default: $CQLSTREAM_TLS_KEY.", "")
+    .AddOptionalArg("tls_server_name", "Name checked against the server certificate (default: the address).",
+                    "")
+    .AddOptionalArg("local_dc", "Data center whose hosts are tried first. Default: $CQLSTREAM_LOCAL_DC.", "")
+    .AddOptionalArg("verify_checksums", "Check each sample's xxh64 checksum (a mismatch is an error naming it).",
+                    false)
+    .AddOptionalArg("memory_bytes", R"(Byte budget of the loader (bytes in flight, assembled
+batches and batches that DALI still holds). 0: max(1 GiB, 8 batches).)",
+                             int64_t{0})
+    .AddOptionalArg("zero_copy", R"(True: the `data` (and `target`) outputs point into the loader's
+batch memory, where the bytes were received from the socket; no copy. False: one copy into
+contiguous buffers that DALI allocates.)",
+                    true)
+    .AddOptionalArg("output_target", R"(Add an output with each sample's blob target (datasets of label
+kind "target"; the payload is image bytes then target bytes).)",
+                    false)
+    .AddOptionalArg("output_keys", "Add an int64 output with each sample's key (seg << 32 | idx).", false);
+
+DALI_REGISTER_OPERATOR(cqlstream__Reader, ::cqlstream::dali_plugin::ReaderOp, ::dali::CPU);
+
+DALI_SCHEMA(cqlstream__Reader)
+    .DocStr(R"(Reads the samples of a cqlstream dataset split (or selection) from Cassandra / ScyllaDB.
+
+Outputs, in order: ``data`` (uint8, 1-D: the encoded image bytes), ``labels`` (int32: the class
+index as a scalar, -1 without class labels, or a 1-D list for label kind "multilabel"), then
+``target`` (uint8, 1-D) when ``output_target=True`` and ``keys`` (int64 scalar) when
+``output_keys=True``.
+
+Every epoch is a fresh shuffle of the whole split (keyed by ``shuffle_seed`` and the epoch), cut into
+``num_shards`` disjoint shards: each sample is delivered exactly once per epoch across all shards,
+through retries, hedged reads and lost connections. Shard ``i`` holds
+floor((i+1)*N/num_shards) - floor(i*N/num_shards) samples, as DALI's iterators expect.
+
+Epoch ends follow DALI's ``pad_last_batch=True``: each shard produces
+ceil(ceil(N/num_shards)/batch_size) full batches per epoch; after the shard's last sample the
+rest of the last batch repeats that sample. Pass ``reader_name`` to DALI's framework iterators with
+``last_batch_policy=PARTIAL`` to drop the padding (FILL keeps it, DROP drops the partial batch).
+The reader is endless: the iterators cut the epochs.
+
+Checkpointing (``enable_checkpointing=True``) saves the loader's position at the consumed batch;
+a pipeline built with that checkpoint continues the epoch with exactly the samples not yet
+delivered, on the same ``shard_id``, ``num_shards`` and batch size.
+
+An unreadable sample (after the loader's retries) fails the iteration with an error naming its
+key and path (``on_missing="raise"``), or is left out and counted (``"skip"``; the epoch is then
+completed with padding).)")
+    .NumInput(0)
+    .OutputFn([](const ::dali::OpSpec& spec) { return ::cqlstream::dali_plugin::NumOutputsFromSpec(spec); })
+    .AddOptionalArg("selection", R"(Path of a selection file (`cqlstream select`) to read instead of
+the split.)",
+                    "")
+    .AddOptionalArg("shuffle", "Shuffle every epoch (a global permutation keyed by seed and epoch).", true)
+    .AddOptionalArg("shuffle_seed", R"(Seed of the shuffle. It must be the same in every shard (the default 0
+is): the shards cut one permutation. Deliberately not named ``seed``: DALI fills an operator's
+``seed`` from each pipeline's own seed, which differs between shards and would make them overlap.)",
+                    int64_t{0})
+    .AddOptionalArg("shard_id", "Index of this shard, in [0, num_shards).", 0)
+    .AddOptionalArg("num_shards", "Number of shards (e.g. the data-parallel world size).", 1)
+    .AddOptionalArg("ordered", R"(Deliver batches in the exact plan order and composition (bit-for-bit
+reproducible) instead of in the order samples arrive.)",
+                    false)
+    .AddOptionalArg("on_missing", R"(What an unreadable sample does: "raise" (an error naming its key
+and path) or "skip" (left out and counted).)",
+                    "raise")
+    .AddOptionalArg("pad_last_batch", R"(Accepted for compatibility with DALI's readers; must be True
+(the reader always pads the last batch of an epoch).)",
+                    true)
+    .AddParent(::cqlstream::dali_plugin::kBaseSchema);
