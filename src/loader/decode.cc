@@ -1,0 +1,505 @@
+// Copyright (c) cqlstream authors.
+#include "loader/decode.h"
+
+#include <fmt/format.h>
+#include <png.h>
+#include <turbojpeg.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+namespace cqlstream::loader {
+namespace {
+
+constexpr int kMaxSide = 16384;
+constexpr uint64_t kMaxPixels = uint64_t{1} << 28;
+
+// ---------------------------------------------------------------------------
+// JPEG
+
+struct TjHandle {
+  tjhandle h = tjInitDecompress();
+  ~TjHandle() {
+    if (h != nullptr) tjDestroy(h);
+  }
+};
+
+Status DecodeJpeg(std::span<const uint8_t> b, int channels, int scale, Image* out) {
+  thread_local TjHandle tj;
+  if (tj.h == nullptr) return Status::Internal("cannot create a TurboJPEG decompressor");
+  int w = 0, h = 0, subsamp = 0, colorspace = 0;
+  const auto size = static_cast<unsigned long>(b.size());
+  if (tjDecompressHeader3(tj.h, b.data(), size, &w, &h, &subsamp, &colorspace) != 0) {
+    return Status::Corruption(fmt::format("corrupt JPEG header: {}", tjGetErrorStr2(tj.h)));
+  }
+  if (w <= 0 || h <= 0) return Status::Corruption("corrupt JPEG header: empty image");
+  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+    return Status::Unsupported("CMYK JPEG images cannot be decoded to RGB or grayscale");
+  }
+  if (static_cast<uint64_t>(w) * static_cast<uint64_t>(h) > kMaxPixels) {
+    return Status::InvalidArgument(fmt::format("image of {}x{} pixels is too large to decode", w, h));
+  }
+  const tjscalingfactor sf{1, scale};
+  const int sw = TJSCALED(w, sf), sh = TJSCALED(h, sf);
+  out->width = sw;
+  out->height = sh;
+  out->channels = channels;
+  out->pixels.resize(static_cast<size_t>(sw) * static_cast<size_t>(sh) * static_cast<size_t>(channels));
+  const int pf = channels == 1 ? TJPF_GRAY : TJPF_RGB;
+  if (tjDecompress2(tj.h, b.data(), size, out->pixels.data(), sw, 0, sh, pf, TJFLAG_ACCURATEDCT) != 0) {
+    // Warnings (e.g. extraneous bytes, a truncated last scan) leave a usable
+    // image, as Pillow and DALI accept them; only fatal errors fail.
+    if (tjGetErrorCode(tj.h) != TJERR_WARNING) {
+      return Status::Corruption(fmt::format("corrupt JPEG data: {}", tjGetErrorStr2(tj.h)));
+    }
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// PNG (the classic API: the simplified one composites alpha and converts to
+// grayscale in linear light, which is not what Pillow does)
+
+struct PngSource {
+  const uint8_t* data;
+  size_t size;
+  size_t pos;
+};
+
+struct PngError {
+  char message[200];
+};
+
+void PngRead(png_structp png, png_bytep out, size_t len) {
+  auto* src = static_cast<PngSource*>(png_get_io_ptr(png));
+  if (src->size - src->pos < len) png_error(png, "truncated PNG data");
+  std::memcpy(out, src->data + src->pos, len);
+  src->pos += len;
+}
+
+[[noreturn]] void PngFail(png_structp png, png_const_charp msg) {
+  auto* e = static_cast<PngError*>(png_get_error_ptr(png));
+  std::snprintf(e->message, sizeof e->message, "%s", msg);
+  png_longjmp(png, 1);
+}
+
+void PngWarn(png_structp, png_const_charp) {}
+
+// Reads the PNG into `pixels` as 8-bit gray (1) or RGB (3) per the source;
+// returns the source's channel count, 0 on error (message in `err`). No
+// object with a destructor lives between setjmp and a longjmp.
+int ReadPng(std::span<const uint8_t> b, std::vector<uint8_t>* pixels, std::vector<png_bytep>* rows, int* w_out,
+            int* h_out, PngError* err) {
+  PngSource src{b.data(), b.size(), 0};
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, err, PngFail, PngWarn);
+  if (png == nullptr) {
+    std::snprintf(err->message, sizeof err->message, "cannot create a libpng reader");
+    return 0;
+  }
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr) {
+    png_destroy_read_struct(&png, nullptr, nullptr);
+    std::snprintf(err->message, sizeof err->message, "cannot create a libpng reader");
+    return 0;
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    return 0;
+  }
+  png_set_read_fn(png, &src, PngRead);
+  png_read_info(png, info);
+  const png_uint_32 w = png_get_image_width(png, info);
+  const png_uint_32 h = png_get_image_height(png, info);
+  if (w == 0 || h == 0 || static_cast<uint64_t>(w) * h > kMaxPixels) {
+    png_error(png, "image size out of range");
+  }
+  const int color = png_get_color_type(png, info);
+  const int depth = png_get_bit_depth(png, info);
+  if (depth == 16) png_set_strip_16(png);
+  if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+  if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+  if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  const int ch = png_get_channels(png, info);
+  if (ch != 1 && ch != 3) png_error(png, "unexpected channel count");
+  const size_t stride = static_cast<size_t>(w) * static_cast<size_t>(ch);
+  pixels->resize(stride * h);
+  rows->resize(h);
+  for (png_uint_32 y = 0; y < h; ++y) (*rows)[y] = pixels->data() + stride * y;
+  png_read_image(png, rows->data());
+  png_destroy_read_struct(&png, &info, nullptr);
+  *w_out = static_cast<int>(w);
+  *h_out = static_cast<int>(h);
+  return ch;
+}
+
+Status DecodePng(std::span<const uint8_t> b, int channels, Image* out) {
+  thread_local std::vector<uint8_t> scratch;
+  thread_local std::vector<png_bytep> rows;
+  PngError err{};
+  int w = 0, h = 0;
+  const int src_ch = ReadPng(b, &scratch, &rows, &w, &h, &err);
+  if (src_ch == 0) return Status::Corruption(fmt::format("corrupt PNG data: {}", err.message));
+  out->width = w;
+  out->height = h;
+  out->channels = channels;
+  const size_t n = static_cast<size_t>(w) * static_cast<size_t>(h);
+  out->pixels.resize(n * static_cast<size_t>(channels));
+  uint8_t* d = out->pixels.data();
+  const uint8_t* s = scratch.data();
+  if (src_ch == channels) {
+    std::memcpy(d, s, n * static_cast<size_t>(channels));
+  } else if (channels == 3) {  // gray -> RGB
+    for (size_t i = 0; i < n; ++i) d[3 * i] = d[3 * i + 1] = d[3 * i + 2] = s[i];
+  } else {  // RGB -> L, as Pillow's rgb2l
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t l = s[3 * i] * 19595u + s[3 * i + 1] * 38470u + s[3 * i + 2] * 7471u + 0x8000u;
+      d[i] = static_cast<uint8_t>(l >> 16);
+    }
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// Resampling, after Pillow's libImaging/Resample.c (bilinear filter, 8 bits
+// per channel).
+
+constexpr int kPrecisionBits = 32 - 8 - 2;
+
+double Triangle(double x) {
+  if (x < 0.0) x = -x;
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+struct Coeffs {
+  int ksize = 0;
+  std::vector<int> first;    // first input index of output i (relative to the window)
+  std::vector<int> count;    // input taps of output i
+  std::vector<int32_t> k;    // ksize fixed-point weights per output
+};
+
+// Coefficients for outputs [from, from + n) of a resize of in_size -> out_size.
+Coeffs Precompute(int in_size, int out_size, int from, int n) {
+  Coeffs c;
+  const double scale = static_cast<double>(in_size) / out_size;
+  const double filterscale = std::max(scale, 1.0);
+  const double support = 1.0 * filterscale;
+  c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  c.first.resize(static_cast<size_t>(n));
+  c.count.resize(static_cast<size_t>(n));
+  c.k.assign(static_cast<size_t>(n) * static_cast<size_t>(c.ksize), 0);
+  std::vector<double> w(static_cast<size_t>(c.ksize));
+  for (int i = 0; i < n; ++i) {
+    const int xx = from + i;
+    const double center = (xx + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    int xmin = static_cast<int>(center - support + 0.5);
+    if (xmin < 0) xmin = 0;
+    int xmax = static_cast<int>(center + support + 0.5);
+    if (xmax > in_size) xmax = in_size;
+    xmax -= xmin;
+    xmax = std::min(xmax, c.ksize);
+    double ww = 0.0;
+    for (int x = 0; x < xmax; ++x) {
+      w[static_cast<size_t>(x)] = Triangle((x + xmin - center + 0.5) * ss);
+      ww += w[static_cast<size_t>(x)];
+    }
+    int32_t* k = &c.k[static_cast<size_t>(i) * static_cast<size_t>(c.ksize)];
+    for (int x = 0; x < xmax; ++x) {
+      const double v = ww != 0.0 ? w[static_cast<size_t>(x)] / ww : w[static_cast<size_t>(x)];
+      k[x] = v < 0 ? static_cast<int32_t>(-0.5 + v * (1 << kPrecisionBits))
+                   : static_cast<int32_t>(0.5 + v * (1 << kPrecisionBits));
+    }
+    c.first[static_cast<size_t>(i)] = xmin;
+    c.count[static_cast<size_t>(i)] = xmax;
+  }
+  return c;
+}
+
+inline uint8_t Clip8(int32_t v) {
+  if (v >= (1 << kPrecisionBits << 8)) return 255;
+  if (v <= 0) return 0;
+  return static_cast<uint8_t>(v >> kPrecisionBits);
+}
+
+// Horizontal pass: rows [y0, y0 + rows) of src (width sw) into dst (width n).
+void Horizontal(const uint8_t* src, int sw, int y0, int rows, int ch, const Coeffs& c, uint8_t* dst) {
+  const int n = static_cast<int>(c.first.size());
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* in = src + (static_cast<size_t>(y0 + y) * static_cast<size_t>(sw)) * static_cast<size_t>(ch);
+    uint8_t* out = dst + static_cast<size_t>(y) * static_cast<size_t>(n) * static_cast<size_t>(ch);
+    for (int i = 0; i < n; ++i) {
+      const int32_t* k = &c.k[static_cast<size_t>(i) * static_cast<size_t>(c.ksize)];
+      const uint8_t* p = in + static_cast<size_t>(c.first[static_cast<size_t>(i)]) * static_cast<size_t>(ch);
+      const int cnt = c.count[static_cast<size_t>(i)];
+      for (int b = 0; b < ch; ++b) {
+        int32_t ss = 1 << (kPrecisionBits - 1);
+        for (int x = 0; x < cnt; ++x) ss += p[x * ch + b] * k[x];
+        out[i * ch + b] = Clip8(ss);
+      }
+    }
+  }
+}
+
+// Vertical pass: src rows (width w, first row = input row `y0`) into dst.
+void Vertical(const uint8_t* src, int w, int y0, int ch, const Coeffs& c, uint8_t* dst) {
+  const int n = static_cast<int>(c.first.size());
+  const size_t stride = static_cast<size_t>(w) * static_cast<size_t>(ch);
+  for (int i = 0; i < n; ++i) {
+    const int32_t* k = &c.k[static_cast<size_t>(i) * static_cast<size_t>(c.ksize)];
+    const uint8_t* base = src + static_cast<size_t>(c.first[static_cast<size_t>(i)] - y0) * stride;
+    const int cnt = c.count[static_cast<size_t>(i)];
+    uint8_t* out = dst + static_cast<size_t>(i) * stride;
+    for (size_t x = 0; x < stride; ++x) {
+      int32_t ss = 1 << (kPrecisionBits - 1);
+      for (int y = 0; y < cnt; ++y) ss += base[static_cast<size_t>(y) * stride + x] * k[y];
+      out[x] = Clip8(ss);
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view ResizeModeName(ResizeMode m) { return m == ResizeMode::kCrop ? "crop" : "stretch"; }
+
+Status DecodeOptions::Validate() const {
+  if (height < 1 || height > kMaxSide || width < 1 || width > kMaxSide) {
+    return Status::InvalidArgument(
+        fmt::format("decode size ({}, {}) must be within 1..{} on both sides", height, width, kMaxSide));
+  }
+  if (channels != 1 && channels != 3) {
+    return Status::InvalidArgument(fmt::format("decode channels must be 1 or 3, got {}", channels));
+  }
+  return Status::OK();
+}
+
+ImageFormat SniffFormat(std::span<const uint8_t> b) {
+  if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return ImageFormat::kJpeg;
+  static constexpr uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (b.size() >= 8 && std::memcmp(b.data(), kPng, 8) == 0) return ImageFormat::kPng;
+  if (b.size() >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 && std::memcmp(b.data() + 8, "WEBP", 4) == 0) {
+    return ImageFormat::kWebp;
+  }
+  return ImageFormat::kUnknown;
+}
+
+ResizePlan PlanResize(int src_h, int src_w, const DecodeOptions& o) {
+  ResizePlan p;
+  const int64_t H = o.height, W = o.width, h = src_h, w = src_w;
+  if (o.mode == ResizeMode::kStretch) {
+    p.resized_h = o.height;
+    p.resized_w = o.width;
+  } else if (H * w >= W * h) {  // H / h >= W / w: the height fits
+    p.resized_h = o.height;
+    p.resized_w = static_cast<int>(std::max<int64_t>(W, (2 * w * H + h) / (2 * h)));
+  } else {
+    p.resized_w = o.width;
+    p.resized_h = static_cast<int>(std::max<int64_t>(H, (2 * h * W + w) / (2 * w)));
+  }
+  p.top = (p.resized_h - o.height) / 2;
+  p.left = (p.resized_w - o.width) / 2;
+  if (o.jpeg_scaling) {
+    const int s = std::min(src_w / p.resized_w, src_h / p.resized_h);
+    p.jpeg_scale = s >= 8 ? 8 : s >= 4 ? 4 : s >= 2 ? 2 : 1;
+  }
+  return p;
+}
+
+Status DecodeImage(std::span<const uint8_t> bytes, int channels, int scale, Image* out) {
+  if (channels != 1 && channels != 3) return Status::InvalidArgument("channels must be 1 or 3");
+  switch (SniffFormat(bytes)) {
+    case ImageFormat::kJpeg:
+      return DecodeJpeg(bytes, channels, scale, out);
+    case ImageFormat::kPng:
+      return DecodePng(bytes, channels, out);
+    case ImageFormat::kWebp:
+      return Status::Unsupported("WebP images cannot be decoded here (read raw bytes with decode=None)");
+    case ImageFormat::kUnknown:
+      break;
+  }
+  return Status::Unsupported(
+      fmt::format("not a JPEG or PNG image ({} bytes{})", bytes.size(), bytes.empty() ? "" : ", unknown signature"));
+}
+
+void ResizeWindow(const Image& src, int resized_h, int resized_w, int top, int left, int out_h, int out_w,
+                  uint8_t* out) {
+  const int ch = src.channels;
+  const bool need_h = resized_w != src.width;
+  const bool need_v = resized_h != src.height;
+  const size_t out_stride = static_cast<size_t>(out_w) * static_cast<size_t>(ch);
+  thread_local std::vector<uint8_t> tmp;
+
+  if (!need_h && !need_v) {
+    for (int y = 0; y < out_h; ++y) {
+      const uint8_t* in = src.pixels.data() +
+                          (static_cast<size_t>(top + y) * static_cast<size_t>(src.width) + static_cast<size_t>(left)) *
+                              static_cast<size_t>(ch);
+      std::memcpy(out + static_cast<size_t>(y) * out_stride, in, out_stride);
+    }
+    return;
+  }
+  Coeffs cv;
+  int y0 = top, rows = out_h;  // input rows the vertical pass reads
+  if (need_v) {
+    cv = Precompute(src.height, resized_h, top, out_h);
+    y0 = cv.first.front();
+    const int last = cv.first.back() + cv.count.back();
+    rows = last - y0;
+  }
+  const uint8_t* vin = nullptr;
+  int vin_w = 0;
+  if (need_h) {
+    const Coeffs c = Precompute(src.width, resized_w, left, out_w);
+    uint8_t* dst = need_v ? nullptr : out;
+    if (need_v) {
+      tmp.resize(static_cast<size_t>(rows) * out_stride);
+      dst = tmp.data();
+    }
+    Horizontal(src.pixels.data(), src.width, y0, rows, ch, c, dst);
+    if (!need_v) return;
+    vin = tmp.data();
+    vin_w = out_w;
+  } else {
+    // Only a vertical resize: the columns of the window, rows [y0, y0 + rows).
+    tmp.resize(static_cast<size_t>(rows) * out_stride);
+    for (int y = 0; y < rows; ++y) {
+      const uint8_t* in = src.pixels.data() +
+                          (static_cast<size_t>(y0 + y) * static_cast<size_t>(src.width) + static_cast<size_t>(left)) *
+                              static_cast<size_t>(ch);
+      std::memcpy(tmp.data() + static_cast<size_t>(y) * out_stride, in, out_stride);
+    }
+    vin = tmp.data();
+    vin_w = out_w;
+  }
+  Vertical(vin, vin_w, y0, ch, cv, out);
+}
+
+Status DecodeTo(std::span<const uint8_t> bytes, const DecodeOptions& o, std::span<uint8_t> out) {
+  if (out.size() < o.frame_bytes()) return Status::InvalidArgument("decode output buffer too small");
+  thread_local Image img;
+  int scale = 1;
+  if (o.jpeg_scaling && SniffFormat(bytes) == ImageFormat::kJpeg) {
+    // The plan needs the full size, which the header gives cheaply.
+    thread_local TjHandle tj;
+    int w = 0, h = 0, subsamp = 0, colorspace = 0;
+    if (tj.h != nullptr && tjDecompressHeader3(tj.h, bytes.data(), static_cast<unsigned long>(bytes.size()), &w, &h,
+                                               &subsamp, &colorspace) == 0 &&
+        w > 0 && h > 0) {
+      scale = PlanResize(h, w, o).jpeg_scale;
+      if (scale > 1) {
+        // The geometry is planned on the full size; resample from the scaled decode.
+        CQLS_RETURN_IF_ERROR(DecodeImage(bytes, o.channels, scale, &img));
+        const ResizePlan p = PlanResize(h, w, o);
+        ResizeWindow(img, p.resized_h, p.resized_w, p.top, p.left, o.height, o.width, out.data());
+        return Status::OK();
+      }
+    }
+  }
+  CQLS_RETURN_IF_ERROR(DecodeImage(bytes, o.channels, 1, &img));
+  const ResizePlan p = PlanResize(img.height, img.width, o);
+  ResizeWindow(img, p.resized_h, p.resized_w, p.top, p.left, o.height, o.width, out.data());
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// DecodePool
+
+struct DecodePool::Job {
+  size_t n = 0;
+  const std::function<Status(size_t)>* fn = nullptr;
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t finished = 0;                                     // GUARDED_BY(mu)
+  size_t error_index = std::numeric_limits<size_t>::max();  // GUARDED_BY(mu)
+  Status error;                                            // GUARDED_BY(mu)
+};
+
+DecodePool::DecodePool(int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+DecodePool::~DecodePool() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void DecodePool::Work(Job& job) {
+  for (;;) {
+    const size_t i = job.next.fetch_add(1);
+    if (i >= job.n) return;
+    Status s = (*job.fn)(i);
+    std::lock_guard<std::mutex> l(job.mu);
+    if (!s.ok() && i < job.error_index) {
+      job.error_index = i;
+      job.error = std::move(s);
+    }
+    if (++job.finished == job.n) job.cv.notify_all();
+  }
+}
+
+void DecodePool::WorkerLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    cv_.wait(l, [this] { return stop_ || !jobs_.empty(); });
+    if (stop_) return;
+    std::shared_ptr<Job> job = jobs_.front();
+    if (job->next.load() >= job->n) {  // every index taken: retire it
+      jobs_.pop_front();
+      continue;
+    }
+    l.unlock();
+    Work(*job);
+    l.lock();
+    if (!jobs_.empty() && jobs_.front() == job) jobs_.pop_front();
+  }
+}
+
+Status DecodePool::ParallelFor(size_t n, const std::function<Status(size_t)>& fn) {
+  if (n == 0) return Status::OK();
+  auto job = std::make_shared<Job>();
+  job->n = n;
+  job->fn = &fn;
+  if (!workers_.empty() && n > 1) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      jobs_.push_back(job);
+    }
+    cv_.notify_all();
+  }
+  Work(*job);
+  std::unique_lock<std::mutex> l(job->mu);
+  job->cv.wait(l, [&] { return job->finished == job->n; });
+  // Workers may still hold the shared_ptr; they never touch `fn` again since
+  // every index is taken.
+  return job->error;
+}
+
+Status DecodeBatch(DecodePool& pool, const Batch& batch, const DecodeOptions& o, std::span<uint8_t> out,
+                   std::vector<Status>* per_sample) {
+  CQLS_RETURN_IF_ERROR(o.Validate());
+  const size_t frame = o.frame_bytes();
+  if (out.size() < batch.size() * frame) return Status::InvalidArgument("decode output buffer too small");
+  if (per_sample != nullptr) per_sample->assign(batch.size(), Status::OK());
+  const auto data = batch.data();
+  return pool.ParallelFor(batch.size(), [&](size_t i) -> Status {
+    const auto bytes = data.subspan(batch.offsets[i], batch.image_sizes[i]);
+    Status s = DecodeTo(bytes, o, out.subspan(i * frame, frame));
+    if (!s.ok()) s = s.WithContext(fmt::format("sample {}", FormatKey(batch.keys[i])));
+    if (per_sample != nullptr) (*per_sample)[i] = s;  // distinct elements per index
+    return s;
+  });
+}
+
+}  // namespace cqlstream::loader
