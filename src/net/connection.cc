@@ -434,7 +434,7 @@ void Connection::OnTimer() {
     return CloseOnIoThread(Status::ConnectionLost(
         fmt::format("connection to {} is defunct: requests time out and nothing arrives", peer_)));
   }
-  if (retired_ > static_cast<int>(slots_.size()) / 4) {
+  if (retired_ >= std::max(2, static_cast<int>(slots_.size()) / 4)) {
     return CloseOnIoThread(Status::ConnectionLost(fmt::format(
         "connection to {} is defunct: {} requests timed out without an answer", peer_, retired_)));
   }

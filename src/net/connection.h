@@ -9,9 +9,10 @@
 //  * Every request has a deadline. When it passes, the request completes with
 //    Status::Timeout, but its stream id is *retired*, not freed: it stays
 //    reserved until the late answer arrives (which is then dropped), so a late
-//    answer is never delivered to a newer request that reused the id. If more
-//    than a quarter of the ids are retired the connection is considered
-//    defunct and closed.
+//    answer is never delivered to a newer request that reused the id. If a
+//    quarter of the ids (at least 2) are retired, or a request times out
+//    while nothing at all arrived since it was sent, the connection is
+//    considered defunct and closed.
 //  * Backpressure: when every stream id is in use, further requests wait in
 //    a FIFO inside the connection (still subject to their deadlines).
 //  * A malformed or oversized frame, a read/write error or EOF closes the

@@ -183,23 +183,26 @@ void Session::Impl::FillPool(const HostPtr& h) {
     if (p.closed || closed) return;
     const int per = conns_per_host.load(std::memory_order_relaxed);
     if (p.sharding && ShardAwarePort(*p.sharding, tls != nullptr) && opts.shard_aware) {
-      // One or more connections per shard through the shard-aware port.
+      // At least one connection per shard, through the shard-aware port with
+      // a source port that the server maps to that shard (connections that
+      // landed on a shard by chance through the regular port stay in use, but
+      // do not count).
       port = *ShardAwarePort(*p.sharding, tls != nullptr);
-      std::vector<int> have(static_cast<size_t>(p.sharding->nr_shards), 0);
-      for (int s : p.conn_shard) {
-        if (s >= 0 && s < p.sharding->nr_shards) ++have[static_cast<size_t>(s)];
+      const int n = p.sharding->nr_shards;
+      const int per_shard = std::max(1, (per + n - 1) / n);
+      std::vector<int> have(static_cast<size_t>(n), 0);
+      for (size_t i = 0; i < p.conn_shard.size(); ++i) {
+        const int sh = p.conn_shard[i];
+        if (p.conn_aware[i] && sh >= 0 && sh < n) ++have[static_cast<size_t>(sh)];
       }
-      const int per_shard = std::max(1, per / std::max(1, p.sharding->nr_shards));
-      for (int s = 0; s < p.sharding->nr_shards && p.opening + static_cast<int>(to_open.size()) <
-                                                        p.sharding->nr_shards * per_shard;
-           ++s) {
-        for (int k = have[static_cast<size_t>(s)]; k < per_shard; ++k) {
-          to_open.emplace_back(s, ShardSourcePorts(*p.sharding, s, 16));
+      p.opening_by_shard.resize(static_cast<size_t>(n), 0);
+      for (int sh = 0; sh < n; ++sh) {
+        const size_t k = static_cast<size_t>(sh);
+        for (int c = have[k] + p.opening_by_shard[k]; c < per_shard; ++c) {
+          to_open.emplace_back(sh, ShardSourcePorts(*p.sharding, sh, 16));
+          ++p.opening_by_shard[k];
         }
       }
-      // Opens already under way count against the shards in order.
-      to_open.erase(to_open.begin(),
-                    to_open.begin() + std::min<size_t>(static_cast<size_t>(p.opening), to_open.size()));
     } else {
       for (int n = static_cast<int>(p.conns.size()) + p.opening; n < per; ++n) to_open.emplace_back(-1, std::vector<uint16_t>{});
     }
@@ -221,6 +224,7 @@ void Session::Impl::FillPool(const HostPtr& h) {
             self->AccountClosed(*h->pool.conns[i]);
             h->pool.conns.erase(h->pool.conns.begin() + static_cast<long>(i));
             h->pool.conn_shard.erase(h->pool.conn_shard.begin() + static_cast<long>(i));
+            h->pool.conn_aware.erase(h->pool.conn_aware.begin() + static_cast<long>(i));
           } else {
             ++i;
           }
@@ -241,6 +245,9 @@ void Session::Impl::OnPoolConnection(const HostPtr& h, StatusOr<std::shared_ptr<
   {
     std::lock_guard<std::mutex> l(p.mu);
     --p.opening;
+    if (wanted_shard >= 0 && static_cast<size_t>(wanted_shard) < p.opening_by_shard.size()) {
+      --p.opening_by_shard[static_cast<size_t>(wanted_shard)];
+    }
     if (!c.ok()) {
       ++p.failures;
       p.last_error = c.status().ToString();
@@ -257,9 +264,9 @@ void Session::Impl::OnPoolConnection(const HostPtr& h, StatusOr<std::shared_ptr<
           refill = true;  // now we know the shards: open the missing ones
         }
       }
-      (void)wanted_shard;  // the server decides; we record what it says
       p.conns.push_back(conn);
       p.conn_shard.push_back(shard);
+      p.conn_aware.push_back(wanted_shard >= 0);
       p.failures = 0;
       if (!h->up.exchange(true)) counters.reconnects++;
       if (conn->closed()) refill = true;  // closed before we stored it: on_close saw nothing

@@ -40,7 +40,9 @@ struct HostPool {
   std::mutex mu;
   std::vector<std::shared_ptr<Connection>> conns;  // GUARDED_BY(mu): open connections
   std::vector<int> conn_shard;                     // GUARDED_BY(mu): shard of conns[i] (-1: unknown)
+  std::vector<bool> conn_aware;                    // GUARDED_BY(mu): conns[i] came through the shard-aware port
   int opening = 0;                                 // GUARDED_BY(mu)
+  std::vector<int> opening_by_shard;               // GUARDED_BY(mu): shard-aware opens in progress
   int failures = 0;                                // GUARDED_BY(mu): consecutive failed opens
   bool reconnect_scheduled = false;                // GUARDED_BY(mu)
   bool closed = false;                             // GUARDED_BY(mu)

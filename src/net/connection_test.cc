@@ -1,0 +1,363 @@
+// Copyright (c) cqlstream authors.
+//
+// Connection and session behaviour that a real node cannot show on demand:
+// stream ids under timeouts, backpressure, broken streams, authentication
+// exchanges, and ScyllaDB shard awareness (protocol level, against the
+// in-process fake server).
+#include "net/connection.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <set>
+#include <thread>
+
+#include "net/fake_server_test_util.h"
+#include "net/io_pool.h"
+#include "net/routing/murmur3.h"
+#include "net/routing/sharding.h"
+#include "net/session.h"
+
+namespace cqlstream::net {
+namespace {
+
+using testing::FakeServer;
+using testing::Frame;
+using namespace std::chrono_literals;
+
+cql::Bytes SetKeyspaceBody(const std::string& ks) {
+  cql::Bytes b;
+  cql::Writer w(&b);
+  w.Int(0x0003);
+  w.String(ks);
+  return b;
+}
+
+class ConnectionTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<Connection> Open(FakeServer& srv, int max_streams = cql::kMaxStreams,
+                                   uint32_t max_frame = cql::kMaxBodySize) {
+    Connection::Options o;
+    o.transport.host = "127.0.0.1";
+    o.transport.port = srv.port();
+    o.transport.connect_timeout = 2000ms;
+    o.max_streams = max_streams;
+    o.max_frame_bytes = max_frame;
+    std::promise<StatusOr<std::shared_ptr<Connection>>> p;
+    Connection::Open(io_.Next(), o, [&](StatusOr<std::shared_ptr<Connection>> c) { p.set_value(std::move(c)); });
+    auto c = p.get_future().get();
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? *c : nullptr;
+  }
+  static std::future<StatusOr<Reply>> Query(Connection& c, const std::string& q, std::chrono::milliseconds t = 2000ms) {
+    auto p = std::make_shared<std::promise<StatusOr<Reply>>>();
+    auto f = p->get_future();
+    auto frame = cql::EncodeQuery(q, cql::QueryParameters{});
+    c.Send(std::move(*frame), nullptr, t, [p](StatusOr<Reply> r) { p->set_value(std::move(r)); });
+    return f;
+  }
+  // Requests of `kind` seen by the server whose query is `q`.
+  static std::vector<testing::Request> Seen(FakeServer& s, const std::string& q) {
+    std::vector<testing::Request> out;
+    for (auto& r : s.requests()) {
+      if (r.query == q) out.push_back(r);
+    }
+    return out;
+  }
+  static void WaitFor(const std::function<bool()>& f) {
+    for (int i = 0; i < 400 && !f(); ++i) std::this_thread::sleep_for(5ms);
+  }
+  IoPool io_{1};
+};
+
+TEST_F(ConnectionTest, AnswersAreMatchedByStreamIdInAnyOrder) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request&) { return std::nullopt; });  // answer later, by hand
+  auto c = Open(srv);
+  ASSERT_NE(c, nullptr);
+  auto a = Query(*c, "A"), b = Query(*c, "B"), d = Query(*c, "C");
+  WaitFor([&] { return Seen(srv, "C").size() == 1; });
+  ASSERT_EQ(Seen(srv, "A").size(), 1u);
+  // Answer in reverse order; each answer names its request.
+  for (const char* q : {"C", "B", "A"}) {
+    auto r = Seen(srv, q)[0];
+    srv.Send(r.connection, Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(q)));
+  }
+  std::vector<std::pair<std::future<StatusOr<Reply>>*, std::string>> expect = {{&a, "A"}, {&b, "B"}, {&d, "C"}};
+  for (auto& [f, want] : expect) {
+    auto r = f->get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto* res = std::get_if<cql::Result>(&r->response->message);
+    ASSERT_NE(res, nullptr);
+    EXPECT_EQ(std::get<cql::ResultSetKeyspace>(*res).keyspace, want);
+  }
+}
+
+TEST_F(ConnectionTest, TimedOutStreamIdIsRetiredUntilItsLateAnswer) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    if (r.query == "B" || r.query == "C") return Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query));
+    return std::nullopt;  // "A" is slow
+  });
+  auto c = Open(srv, /*max_streams=*/2);
+  ASSERT_NE(c, nullptr);
+  auto a = Query(*c, "A", 100ms);
+  // Other answers keep arriving after A was sent, so the connection is alive
+  // (a connection that hears nothing at all is closed instead: see below).
+  ASSERT_TRUE(Query(*c, "C").get().ok());
+  auto ra = a.get();
+  ASSERT_FALSE(ra.ok());
+  EXPECT_TRUE(ra.status().IsTimeout()) << ra.status().ToString();
+  const int16_t a_stream = Seen(srv, "A")[0].header.stream;
+  // The next request must not get A's stream id.
+  auto rb = Query(*c, "B").get();
+  ASSERT_TRUE(rb.ok()) << rb.status().ToString();
+  EXPECT_NE(Seen(srv, "B")[0].header.stream, a_stream);
+  // A's late answer arrives (with a misleading body): it is dropped, not
+  // delivered to anyone, and the id becomes usable again.
+  auto late = Seen(srv, "A")[0];
+  srv.Send(late.connection, Frame(cql::Opcode::kResult, late.header.stream, SetKeyspaceBody("LATE")));
+  std::this_thread::sleep_for(50ms);
+  auto rc = Query(*c, "C").get();
+  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+  EXPECT_EQ(Seen(srv, "C").back().header.stream, a_stream) << "the freed id is used again";
+  EXPECT_EQ(std::get<cql::ResultSetKeyspace>(std::get<cql::Result>(rc->response->message)).keyspace, "C");
+  EXPECT_FALSE(c->closed());
+  EXPECT_EQ(c->stats().timeouts, 1u);
+}
+
+TEST_F(ConnectionTest, RequestsWaitForAFreeStreamIdInOrder) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request&) { return std::nullopt; });
+  auto c = Open(srv, /*max_streams=*/4);
+  ASSERT_NE(c, nullptr);
+  std::vector<std::future<StatusOr<Reply>>> fs;
+  for (int i = 0; i < 10; ++i) fs.push_back(Query(*c, "Q" + std::to_string(i)));
+  std::this_thread::sleep_for(100ms);
+  // Only four requests may be on the wire.
+  auto seen = [&] {
+    int n = 0;
+    for (auto& r : srv.requests()) n += r.query.rfind("Q", 0) == 0;
+    return n;
+  };
+  EXPECT_EQ(seen(), 4);
+  EXPECT_EQ(c->in_flight(), 10);
+  // Answering frees ids; the waiting requests go out in submission order.
+  std::set<std::string> answered;
+  for (int round = 0; round < 10; ++round) {
+    WaitFor([&] { return seen() > static_cast<int>(answered.size()); });
+    for (auto& r : srv.requests()) {
+      if (r.query.rfind("Q", 0) == 0 && answered.insert(r.query).second) {
+        srv.Send(r.connection, Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query)));
+        break;
+      }
+    }
+  }
+  for (int i = 0; i < 10; ++i) {
+    auto r = fs[static_cast<size_t>(i)].get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(std::get<cql::ResultSetKeyspace>(std::get<cql::Result>(r->response->message)).keyspace,
+              "Q" + std::to_string(i));
+  }
+  std::vector<std::string> order;
+  for (auto& r : srv.requests()) {
+    if (r.query.rfind("Q", 0) == 0) order.push_back(r.query);
+  }
+  ASSERT_EQ(order.size(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(order[static_cast<size_t>(i)], "Q" + std::to_string(i));
+}
+
+TEST_F(ConnectionTest, MalformedFrameClosesTheConnectionAndFailsWhatIsPending) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request&) { return std::nullopt; });
+  auto c = Open(srv);
+  ASSERT_NE(c, nullptr);
+  auto a = Query(*c, "A");
+  WaitFor([&] { return Seen(srv, "A").size() == 1; });
+  // Version byte of a request (no response bit): a protocol violation.
+  srv.Send(Seen(srv, "A")[0].connection, cql::Bytes{0x04, 0, 0, 0, 0x08, 0, 0, 0, 0});
+  auto r = a.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsConnectionLost()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("ProtocolError"), std::string::npos) << r.status().ToString();
+  WaitFor([&] { return c->closed(); });
+  EXPECT_TRUE(c->closed());
+  auto later = Query(*c, "B").get();
+  EXPECT_FALSE(later.ok());
+}
+
+TEST_F(ConnectionTest, OversizedFrameIsRefused) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    cql::Bytes h(cql::kHeaderSize);
+    cql::FrameHeader fh;
+    fh.version = cql::kProtocolVersion | cql::kResponseBit;
+    fh.stream = r.header.stream;
+    fh.opcode = cql::Opcode::kResult;
+    fh.length = 1 << 20;  // larger than this client accepts
+    cql::EncodeHeader(fh, h.data());
+    return h;
+  });
+  auto c = Open(srv, cql::kMaxStreams, /*max_frame=*/64 * 1024);
+  ASSERT_NE(c, nullptr);
+  auto r = Query(*c, "A").get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("FrameTooLarge"), std::string::npos) << r.status().ToString();
+}
+
+TEST_F(ConnectionTest, ASilentPeerMakesTheConnectionDefunct) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request&) { return std::nullopt; });
+  auto c = Open(srv);
+  ASSERT_NE(c, nullptr);
+  auto r = Query(*c, "A", 100ms).get();
+  EXPECT_TRUE(r.status().IsTimeout());
+  WaitFor([&] { return c->closed(); });
+  EXPECT_TRUE(c->closed()) << "nothing came back at all: the connection should be closed";
+}
+
+TEST_F(ConnectionTest, PasswordAuthenticatorExchange) {
+  FakeServer srv;
+  srv.SetRequireAuth(true);
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    if (r.header.opcode != cql::Opcode::kAuthResponse) return std::nullopt;
+    cql::Reader rd(r.body);
+    std::optional<cql::ByteView> tok;
+    EXPECT_TRUE(rd.BytesValue(&tok).ok());
+    const std::string token(tok->begin(), tok->end());
+    cql::Bytes body;
+    cql::Writer w(&body);
+    if (token == std::string("\0alice\0s3cret", 13)) {  // SASL PLAIN
+      w.BytesValue(std::nullopt);
+      return Frame(cql::Opcode::kAuthSuccess, r.header.stream, body);
+    }
+    w.Int(0x0100);
+    w.String("Provided username alice and/or password are incorrect");
+    return Frame(cql::Opcode::kError, r.header.stream, body);
+  });
+  auto open = [&](const std::string& user, const std::string& password) {
+    Connection::Options o;
+    o.transport.host = "127.0.0.1";
+    o.transport.port = srv.port();
+    o.transport.connect_timeout = 2000ms;
+    o.username = user;
+    o.password = Secret(password);
+    std::promise<StatusOr<std::shared_ptr<Connection>>> p;
+    Connection::Open(io_.Next(), o, [&](StatusOr<std::shared_ptr<Connection>> c) { p.set_value(std::move(c)); });
+    return p.get_future().get();
+  };
+  auto good = open("alice", "s3cret");
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  auto bad = open("alice", "hunter2");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Status::Code::kAuthError);
+  EXPECT_NE(bad.status().message().find("incorrect"), std::string::npos) << bad.status().ToString();
+  EXPECT_EQ(bad.status().message().find("hunter2"), std::string::npos) << "the password leaked into an error";
+  auto none = open("", "");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), Status::Code::kAuthError);
+  EXPECT_NE(none.status().message().find("no credentials"), std::string::npos) << none.status().ToString();
+}
+
+// --- ScyllaDB shard awareness --------------------------------------------------
+
+cql::Bytes PreparedBody() {
+  cql::Bytes b;
+  cql::Writer w(&b);
+  w.Int(0x0004);
+  const uint8_t id[] = {0xAB, 0xCD};
+  w.ShortBytes(cql::ByteView(id, 2));
+  // Bind metadata: global spec, one column, one pk component (index 0).
+  w.Int(0x0001);
+  w.Int(1);
+  w.Int(1);
+  w.Short(0);
+  w.String("ks");
+  w.String("t");
+  w.String("k");
+  w.Short(0x0009);  // int
+  // Result metadata: no metadata.
+  w.Int(0x0004);
+  w.Int(0);
+  return b;
+}
+
+cql::Bytes VoidBody() {
+  cql::Bytes b;
+  cql::Writer w(&b);
+  w.Int(0x0001);
+  return b;
+}
+
+TEST(ShardAwareSessionTest, OneConnectionPerShardThroughTheShardAwarePortAndShardRouting) {
+  constexpr int kShards = 4;
+  constexpr int kIgnoreMsb = 12;
+  FakeServer srv({0, 0});  // port(0): regular, port(1): shard-aware
+  const uint16_t aware = srv.port(1);
+  srv.SetSupportedFn([&](const testing::Request& r) {
+    // On the shard-aware port the shard is the client's source port modulo
+    // the shard count; on the regular port the server picks one.
+    const int shard = r.accepted_port == aware ? r.client_port % kShards : r.connection % kShards;
+    return std::map<std::string, std::vector<std::string>>{
+        {"SCYLLA_SHARD", {std::to_string(shard)}},
+        {"SCYLLA_NR_SHARDS", {std::to_string(kShards)}},
+        {"SCYLLA_PARTITIONER", {"org.apache.cassandra.dht.Murmur3Partitioner"}},
+        {"SCYLLA_SHARDING_ALGORITHM", {"biased-token-round-robin"}},
+        {"SCYLLA_SHARDING_IGNORE_MSB", {std::to_string(kIgnoreMsb)}},
+        {"SCYLLA_SHARD_AWARE_PORT", {std::to_string(aware)}},
+    };
+  });
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    if (r.header.opcode == cql::Opcode::kPrepare) return Frame(cql::Opcode::kResult, r.header.stream, PreparedBody());
+    return Frame(cql::Opcode::kResult, r.header.stream, VoidBody());
+  });
+  ConnectionOptions o;
+  o.hosts = {"127.0.0.1"};
+  o.port = srv.port(0);
+  o.connections_per_host = kShards;
+  o.io_threads = 1;
+  auto s = Session::Connect(o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  // Connections to every shard through the shard-aware port, each from a
+  // source port that maps to its shard.
+  std::map<int, uint16_t> shard_ports;
+  for (int i = 0; i < 400 && shard_ports.size() < kShards; ++i) {
+    for (auto& r : srv.requests()) {
+      if (r.header.opcode == cql::Opcode::kStartup && r.accepted_port == aware) {
+        shard_ports[r.client_port % kShards] = r.client_port;
+      }
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(shard_ports.size(), static_cast<size_t>(kShards));
+  for (auto& [shard, port] : shard_ports) EXPECT_GE(port, routing::kMinShardAwareSourcePort);
+  auto hosts = (*s)->Hosts();
+  ASSERT_EQ(hosts.size(), 1u);
+  EXPECT_EQ(hosts[0].shards, kShards);
+
+  // Each EXECUTE travels on a connection of its token's shard.
+  auto prep = (*s)->Prepare("SELECT v FROM ks.t WHERE k = ?");
+  ASSERT_TRUE(prep.ok()) << prep.status().ToString();
+  std::set<int> shards_used;
+  for (int k = 0; k < 40; ++k) {
+    ASSERT_TRUE((*s)->Execute(Statement::Bound(*prep, {Value::Int(k)})).ok());
+    uint8_t key[4];
+    cql::StoreU32(key, static_cast<uint32_t>(k));
+    const int want = routing::ShardOfToken(routing::Murmur3Token(key), kShards, kIgnoreMsb);
+    // The last EXECUTE the server saw.
+    testing::Request last;
+    for (auto& r : srv.requests()) {
+      if (r.header.opcode == cql::Opcode::kExecute) last = r;
+    }
+    // The shard the fake server assigned to that connection.
+    const int got = last.accepted_port == aware ? last.client_port % kShards : last.connection % kShards;
+    EXPECT_EQ(got, want) << "key " << k;
+    shards_used.insert(want);
+  }
+  EXPECT_EQ(shards_used.size(), static_cast<size_t>(kShards));
+  (*s)->Close();
+}
+
+}  // namespace
+}  // namespace cqlstream::net

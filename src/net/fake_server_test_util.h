@@ -1,0 +1,309 @@
+// Copyright (c) cqlstream authors.
+//
+// Test-only: a minimal CQL v4 server speaking just enough of the protocol to
+// exercise the client's connection and session logic where a real node cannot
+// (ScyllaDB shard awareness, exact stream-id and timeout behaviour). It is an
+// addition to the integration tests against a real Cassandra node, never a
+// replacement.
+//
+// It answers OPTIONS with a configurable SUPPORTED map, STARTUP and REGISTER
+// with READY, queries of system.local / system.peers_v2 /
+// system_schema.keyspaces with a one-host topology, and hands every other
+// request to a handler that may answer, answer later, or never answer.
+//
+// Thread-safety: the server runs on its own thread; the accessors and the
+// handler hooks are thread-safe (guarded by an internal mutex).
+#ifndef CQLSTREAM_NET_FAKE_SERVER_TEST_UTIL_H_
+#define CQLSTREAM_NET_FAKE_SERVER_TEST_UTIL_H_
+
+#include <asio.hpp>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cql/frame.h"
+#include "cql/wire.h"
+
+namespace cqlstream::net::testing {
+
+// Encoding helpers for response bodies.
+inline void PutColumnSpecs(cql::Writer& w, const std::string& ks, const std::string& table,
+                           const std::vector<std::pair<std::string, std::vector<uint16_t>>>& cols) {
+  w.Int(0x0001);  // global tables spec
+  w.Int(static_cast<int32_t>(cols.size()));
+  w.String(ks);
+  w.String(table);
+  for (const auto& [name, type] : cols) {
+    w.String(name);
+    for (uint16_t t : type) w.Short(t);
+  }
+}
+
+inline cql::Bytes Frame(cql::Opcode op, int16_t stream, const cql::Bytes& body) {
+  cql::Bytes out(cql::kHeaderSize);
+  cql::FrameHeader h;
+  h.version = cql::kProtocolVersion | cql::kResponseBit;
+  h.stream = stream;
+  h.opcode = op;
+  h.length = static_cast<uint32_t>(body.size());
+  cql::EncodeHeader(h, out.data());
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+struct Request {
+  cql::FrameHeader header;
+  cql::Bytes body;
+  std::string query;  // QUERY / PREPARE text
+  uint16_t accepted_port = 0;
+  uint16_t client_port = 0;
+  int connection = 0;
+};
+
+class FakeServer {
+ public:
+  // A handler returns the response body's frame(s) to send, or nothing to
+  // leave the request unanswered. It may also call Send later.
+  using Handler = std::function<std::optional<cql::Bytes>(const Request&)>;
+
+  explicit FakeServer(std::vector<uint16_t> ports = {0}) {
+    for (uint16_t p : ports) {
+      auto a = std::make_unique<asio::ip::tcp::acceptor>(io_);
+      asio::ip::tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), p);
+      a->open(ep.protocol());
+      a->set_option(asio::ip::tcp::acceptor::reuse_address(true));
+      a->bind(ep);
+      a->listen();
+      ports_.push_back(a->local_endpoint().port());
+      acceptors_.push_back(std::move(a));
+    }
+    for (size_t i = 0; i < acceptors_.size(); ++i) Accept(i);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~FakeServer() {
+    asio::post(io_, [this] {
+      for (auto& a : acceptors_) a->close();
+      for (auto& c : conns_) {
+        std::error_code ec;
+        c->sock.close(ec);
+      }
+      io_.stop();
+    });
+    thread_.join();
+  }
+
+  uint16_t port(size_t i = 0) const { return ports_[i]; }
+  void SetSupported(std::map<std::string, std::vector<std::string>> m) {
+    std::lock_guard<std::mutex> l(mu_);
+    supported_ = std::move(m);
+  }
+  // Called for the SUPPORTED answer of each connection (e.g. to report the
+  // shard a connection landed on).
+  void SetSupportedFn(std::function<std::map<std::string, std::vector<std::string>>(const Request&)> f) {
+    std::lock_guard<std::mutex> l(mu_);
+    supported_fn_ = std::move(f);
+  }
+  void SetHandler(Handler h) {
+    std::lock_guard<std::mutex> l(mu_);
+    handler_ = std::move(h);
+  }
+  // STARTUP is answered with AUTHENTICATE (PasswordAuthenticator); the
+  // AUTH_RESPONSE goes to the handler.
+  void SetRequireAuth(bool on) {
+    std::lock_guard<std::mutex> l(mu_);
+    require_auth_ = on;
+  }
+  void SetTokens(std::vector<std::string> tokens) {
+    std::lock_guard<std::mutex> l(mu_);
+    tokens_ = std::move(tokens);
+  }
+  std::vector<Request> requests() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return requests_;
+  }
+  // Sends raw bytes on connection `conn`.
+  void Send(int conn, cql::Bytes bytes) {
+    asio::post(io_, [this, conn, bytes = std::move(bytes)]() mutable {
+      if (conn < 0 || static_cast<size_t>(conn) >= conns_.size()) return;
+      auto c = conns_[static_cast<size_t>(conn)];
+      auto buf = std::make_shared<cql::Bytes>(std::move(bytes));
+      asio::async_write(c->sock, asio::buffer(*buf), [buf](std::error_code, size_t) {});
+    });
+  }
+  int connections() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return static_cast<int>(conns_.size());
+  }
+
+ private:
+  struct Conn {
+    explicit Conn(asio::io_context& io) : sock(io) {}
+    asio::ip::tcp::socket sock;
+    cql::Bytes in;
+    uint8_t buf[65536];
+    int id = 0;
+    uint16_t accepted_port = 0;
+  };
+
+  void Accept(size_t i) {
+    acceptors_[i]->async_accept([this, i](std::error_code ec, asio::ip::tcp::socket s) {
+      if (ec) return;
+      auto c = std::make_shared<Conn>(io_);
+      c->sock = std::move(s);
+      c->accepted_port = ports_[i];
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        c->id = static_cast<int>(conns_.size());
+        conns_.push_back(c);
+      }
+      Read(c);
+      Accept(i);
+    });
+  }
+
+  void Read(std::shared_ptr<Conn> c) {
+    c->sock.async_read_some(asio::buffer(c->buf), [this, c](std::error_code ec, size_t n) {
+      if (ec) return;
+      c->in.insert(c->in.end(), c->buf, c->buf + n);
+      while (c->in.size() >= cql::kHeaderSize) {
+        const uint32_t len = cql::LoadU32(&c->in[5]);
+        if (c->in.size() < cql::kHeaderSize + len) break;
+        Request r;
+        r.header.version = c->in[0];
+        r.header.flags = c->in[1];
+        r.header.stream = static_cast<int16_t>(cql::LoadU16(&c->in[2]));
+        r.header.opcode = static_cast<cql::Opcode>(c->in[4]);
+        r.header.length = len;
+        r.body.assign(c->in.begin() + cql::kHeaderSize, c->in.begin() + cql::kHeaderSize + len);
+        c->in.erase(c->in.begin(), c->in.begin() + cql::kHeaderSize + len);
+        r.accepted_port = c->accepted_port;
+        std::error_code e2;
+        r.client_port = c->sock.remote_endpoint(e2).port();
+        r.connection = c->id;
+        if (r.header.opcode == cql::Opcode::kQuery || r.header.opcode == cql::Opcode::kPrepare) {
+          cql::Reader rd(r.body);
+          std::string_view q;
+          if (rd.LongString(&q).ok()) r.query = std::string(q);
+        }
+        auto reply = Answer(r);
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          requests_.push_back(r);
+        }
+        if (reply) {
+          auto buf = std::make_shared<cql::Bytes>(std::move(*reply));
+          asio::async_write(c->sock, asio::buffer(*buf), [buf](std::error_code, size_t) {});
+        }
+      }
+      Read(c);
+    });
+  }
+
+  std::optional<cql::Bytes> Answer(const Request& r) {
+    using cql::Opcode;
+    cql::Bytes body;
+    cql::Writer w(&body);
+    switch (r.header.opcode) {
+      case Opcode::kOptions: {
+        std::map<std::string, std::vector<std::string>> m;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          m = supported_fn_ ? supported_fn_(r) : supported_;
+        }
+        m["CQL_VERSION"] = {"3.4.7"};
+        w.StringMultimap(m);
+        return Frame(Opcode::kSupported, r.header.stream, body);
+      }
+      case Opcode::kStartup: {
+        bool auth;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          auth = require_auth_;
+        }
+        if (auth) {
+          w.String("org.apache.cassandra.auth.PasswordAuthenticator");
+          return Frame(Opcode::kAuthenticate, r.header.stream, body);
+        }
+        return Frame(Opcode::kReady, r.header.stream, body);
+      }
+      case Opcode::kRegister:
+        return Frame(Opcode::kReady, r.header.stream, body);
+      case Opcode::kQuery:
+        if (r.query.find("system.local") != std::string::npos) return Local(r);
+        if (r.query.find("system.peers") != std::string::npos || r.query.find("system_schema.keyspaces") != std::string::npos) {
+          return EmptyRows(r);
+        }
+        break;
+      default:
+        break;
+    }
+    Handler h;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      h = handler_;
+    }
+    if (h) return h(r);
+    return EmptyRows(r);
+  }
+
+  cql::Bytes Local(const Request& r) {
+    cql::Bytes body;
+    cql::Writer w(&body);
+    w.Int(0x0002);  // Rows
+    PutColumnSpecs(w, "system", "local",
+                   {{"cluster_name", {0x000D}},
+                    {"data_center", {0x000D}},
+                    {"rack", {0x000D}},
+                    {"release_version", {0x000D}},
+                    {"tokens", {0x0022, 0x000D}}});
+    w.Int(1);
+    auto text = [&](const std::string& s) { w.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(s.data()), s.size())); };
+    text("fake");
+    text("dc1");
+    text("rack1");
+    text("2025.1.0");
+    std::vector<std::string> tokens;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      tokens = tokens_;
+    }
+    cql::Bytes set;
+    cql::Writer sw(&set);
+    sw.Int(static_cast<int32_t>(tokens.size()));
+    for (const auto& t : tokens) sw.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(t.data()), t.size()));
+    w.BytesValue(cql::ByteView(set));
+    return Frame(cql::Opcode::kResult, r.header.stream, body);
+  }
+
+  static cql::Bytes EmptyRows(const Request& r) {
+    cql::Bytes body;
+    cql::Writer w(&body);
+    w.Int(0x0002);
+    PutColumnSpecs(w, "system", "peers", {{"peer", {0x0010}}});
+    w.Int(0);
+    return Frame(cql::Opcode::kResult, r.header.stream, body);
+  }
+
+  asio::io_context io_;
+  std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
+  std::vector<uint16_t> ports_;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::vector<std::string>> supported_;
+  std::function<std::map<std::string, std::vector<std::string>>(const Request&)> supported_fn_;
+  Handler handler_;
+  std::vector<std::string> tokens_ = {"0"};
+  bool require_auth_ = false;
+  std::vector<Request> requests_;
+  std::vector<std::shared_ptr<Conn>> conns_;
+};
+
+}  // namespace cqlstream::net::testing
+
+#endif  // CQLSTREAM_NET_FAKE_SERVER_TEST_UTIL_H_
