@@ -156,3 +156,22 @@ def env_int(name, default):
         return int(os.environ.get(name, default))
     except ValueError:
         return default
+
+
+def translator_args(spec):
+    """Cluster(**translator_args("A=B,...")) for the Python driver.
+
+    The driver takes the address a node advertises in system.local /
+    system.peers (rpc_address) as the address to open its pools to, even for
+    the contact point it reached through a proxy; an AddressTranslator (the
+    driver's hook for NAT) maps it back to the proxy's address."""
+    if not spec:
+        return {}
+    from cassandra.policies import AddressTranslator
+    table = dict(kv.split("=", 1) for kv in spec.split(","))
+
+    class MapTranslator(AddressTranslator):
+        def translate(self, addr):
+            return table.get(addr, addr)
+
+    return dict(address_translator=MapTranslator())

@@ -82,13 +82,16 @@ def main():
     common.add_cluster_args(ap)
     ap.add_argument("--concurrency", type=int, default=100, help="requests in flight per batch (helper default 100)")
     ap.add_argument("--prefetch", type=int, default=4, help="batches read ahead by the background thread")
+    ap.add_argument("--translate", default="", help="A=B[,...]: node address A (as system.local/peers name it) "
+                    "is reached at B (an AddressTranslator; bench/run maps the node to the WAN emulator)")
     a = ap.parse_args()
 
     import cassandra
     from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
 
     cluster = Cluster(a.hosts.split(","), port=a.port, protocol_version=4,
-                      execution_profiles={EXEC_PROFILE_DEFAULT: ExecutionProfile(request_timeout=60)})
+                      execution_profiles={EXEC_PROFILE_DEFAULT: ExecutionProfile(request_timeout=60)},
+                      **common.translator_args(a.translate))
     session = cluster.connect()
     keys = common.dataset_keys(lambda q: [(r.seg, r.split, r.count) for r in session.execute(q)],
                                a.keyspace, a.dataset, a.split)

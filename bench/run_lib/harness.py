@@ -35,7 +35,7 @@ import threading
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.path.join(ROOT, "build-bench")
+BUILD = os.path.join(ROOT, os.environ.get("CQLSTREAM_BENCH_BUILD_DIR", "build-bench"))
 VENV_PY = os.path.join(ROOT, ".venv", "bin", "python")
 STREAMING_VENV = os.path.join(ROOT, ".cache", "bench-streaming-venv")
 STREAMING_PY = os.path.join(STREAMING_VENV, "bin", "python")
@@ -339,7 +339,7 @@ def loader_command(cfg, loader, dataset):
             "--max-warmup-s", str(cfg.max_warmup_s)]
     if loader == "driver":
         return [VENV_PY, os.path.join(LOADERS, "driver_loader.py"), "--hosts", host, "--keyspace", cfg.keyspace,
-                "--dataset", dataset] + caps + common, None
+                "--dataset", dataset, "--translate", f"{NODE[0]}={PROXY_IP}"] + caps + common, None
     if loader == "acsylla":
         return [VENV_PY, os.path.join(LOADERS, "acsylla_loader.py"), "--hosts", host, "--keyspace", cfg.keyspace,
                 "--dataset", dataset] + caps + common, None
@@ -394,8 +394,12 @@ def run_loader(cfg, loader, dataset, rtt, rate, raw, proxy):
               f"{S3[0] if loader == 'streaming' else NODE[0]}:{S3[1] if loader == 'streaming' else NODE[1]}"
         down = after.get(key, {}).get("down", 0) - before.get(key, {}).get("down", 0)
         rec["proxy_down_bytes"] = down
-        if result and result.get("bytes_measured"):
-            rec["proxy_down_over_measured"] = round(down / result["bytes_measured"], 3)
+        measured = (result or {}).get("bytes_measured")
+        if result and not measured and loader.startswith("cqlstream"):
+            # cqlstream bench reads whole epochs: its measured bytes are the split's.
+            measured = cfg.info[dataset]["train_bytes"] * result.get("epochs", 0)
+        if measured:
+            rec["proxy_down_over_measured"] = round(down / measured, 3)
     if result is None:
         tail = open(os.path.join(raw, tag + ".stderr")).read()[-600:]
         rec["error"] = tail.strip().splitlines()[-1] if tail.strip() else f"exit {p.returncode}"
@@ -541,7 +545,8 @@ def main():
     ap.add_argument("--rates", default=None, help="rate series in Mbit/s, 0 = uncapped (default 0,1000)")
     ap.add_argument("--loaders", default=None, help="subset of " + ",".join(NETWORK_LOADERS + LOCAL_LOADERS))
     ap.add_argument("--datasets", default=None, help="subset: jpeg,fashion")
-    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--no-build", action="store_true", help="use the binaries already in the build folder")
+    ap.add_argument("--build-dir", default=None, help="build folder (default build-bench, or $CQLSTREAM_BENCH_BUILD_DIR)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
 
@@ -572,6 +577,9 @@ def main():
     raw = os.path.join(ROOT, "bench", "results", "raw", run_id)
     os.makedirs(raw, exist_ok=True)
 
+    if a.build_dir:
+        global BUILD
+        BUILD = os.path.abspath(a.build_dir)
     if not a.no_build:
         build(["cqlstream_cli", "cqlstream-wan", "cqlstream-gen-images"])
     if subprocess.run([os.path.join(ROOT, "scripts", "cassandra"), "status"], stdout=subprocess.DEVNULL).returncode:
@@ -596,6 +604,7 @@ def main():
             log(f"loader {l}: not installed here, skipped")
     log(f"loaders: {', '.join(available)}")
     info = prepare_data(cfg)
+    cfg.info = info
     datasets = [d for d, k in ((cfg.jpeg_name, "jpeg"), (cfg.fashion_name, "fashion")) if k in want_datasets]
     cfg.rate_datasets = [d for d in cfg.rate_datasets if d in datasets]
 
