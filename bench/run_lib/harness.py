@@ -349,8 +349,7 @@ def loader_command(cfg, loader, dataset):
                 s3_env(f"http://{PROXY_IP}:{S3[1]}"))
     folder = os.path.join(DATA, dataset)
     kind = "torch" if loader == "torch-files" else "dali"
-    return [VENV_PY, os.path.join(LOADERS, "files_loader.py"), "--folder", folder, "--kind", kind] + \
-        ["--epochs", str(cfg.epochs), "--warmup", str(cfg.warmup)] + common, None
+    return [VENV_PY, os.path.join(LOADERS, "files_loader.py"), "--folder", folder, "--kind", kind] + caps + common, None
 
 
 def run_loader(cfg, loader, dataset, rtt, rate, raw, proxy):
