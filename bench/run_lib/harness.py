@@ -344,8 +344,13 @@ def loader_command(cfg, loader, dataset):
         return [VENV_PY, os.path.join(LOADERS, "acsylla_loader.py"), "--hosts", host, "--keyspace", cfg.keyspace,
                 "--dataset", dataset] + caps + common, None
     if loader == "streaming":
+        # Whole epochs, each from an empty cache (so no warm-up): with the
+        # default shuffle a batch mixes samples of all shards of a dataset of
+        # this size, so the first batch comes only after most shards are in
+        # and a time cap would measure only that wait.
         return ([STREAMING_PY, os.path.join(LOADERS, "streaming_loader.py"), "read",
-                 "--remote", f"s3://cqlstream-bench/{cfg.keyspace}/{dataset}"] + caps + common,
+                 "--remote", f"s3://cqlstream-bench/{cfg.keyspace}/{dataset}",
+                 "--epochs", str(cfg.streaming_epochs), "--warmup", "0"] + common,
                 s3_env(f"http://{PROXY_IP}:{S3[1]}"))
     folder = os.path.join(DATA, dataset)
     kind = "torch" if loader == "torch-files" else "dali"
@@ -370,6 +375,10 @@ def run_loader(cfg, loader, dataset, rtt, rate, raw, proxy):
             out, _ = p.communicate()
             out = ""
             err.write(f"\n[bench] killed after {cfg.loader_timeout} s\n")
+        except BaseException:
+            os.killpg(p.pid, signal.SIGKILL)  # interrupted: leave nothing behind
+            p.wait()
+            raise
         finally:
             if mon:
                 mon.stop()
@@ -565,6 +574,7 @@ def main():
     cfg.batch_size = 64 if a.quick else 256
     cfg.epochs = 1 if a.quick else 2
     cfg.py_epochs = cfg.epochs
+    cfg.streaming_epochs = 1
     cfg.warmup = 1
     cfg.max_epoch_s = 20.0
     cfg.max_warmup_s = 10.0
@@ -576,6 +586,12 @@ def main():
     raw = os.path.join(ROOT, "bench", "results", "raw", run_id)
     os.makedirs(raw, exist_ok=True)
 
+    # SIGTERM (and SIGINT, also when started in the background) unwind like
+    # Ctrl-C: the running loader, the proxy and moto are stopped.
+    def interrupt(sig, frame):
+        raise KeyboardInterrupt(f"signal {sig}")
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
     if a.build_dir:
         global BUILD
         BUILD = os.path.abspath(a.build_dir)
