@@ -10,11 +10,13 @@
 //             (torchvision's Resize + CenterCrop);
 //   kStretch  the image is resized to exactly (H, W).
 // Resampling is antialiased bilinear (a triangle filter whose support grows
-// with the downscale factor), computed exactly as Pillow's
-// Image.resize(..., Image.BILINEAR) does (same coefficients, same 22-bit
-// fixed point, same horizontal-then-vertical passes with 8-bit rounding in
-// between), so results match Pillow bit for bit on the same decoded pixels.
-// Frames whose decoded size already equals the output are copied unchanged.
+// with the downscale factor), computed as Pillow's libImaging/Resample.c does
+// for Image.resize(..., Image.BILINEAR): same coefficients, same 22-bit fixed
+// point, a horizontal then a vertical pass with 8-bit rounding in between.
+// Pillow 13 runs the vertical pass first for some shapes, which moves a few
+// pixels by one level; otherwise results equal Pillow's on the same decoded
+// pixels. Frames whose decoded size already equals the output are copied
+// unchanged.
 //
 // JPEG scaling: when the image is at least twice as large as the resized
 // size on both axes, libjpeg decodes it at 1/2, 1/4 or 1/8 size directly (DCT

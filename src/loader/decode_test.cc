@@ -5,6 +5,7 @@
 #include <png.h>
 #include <turbojpeg.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <numeric>
@@ -162,6 +163,35 @@ TEST(DecodeTest, ResizeMatchesPillowBilinear) {
   ResizeWindow(r, 7, 8, 2, 3, 2, 3, win);
   for (int y = 0; y < 2; ++y) {
     for (int x = 0; x < 3; ++x) EXPECT_EQ(win[y * 3 + x], want[static_cast<size_t>((2 + y) * 8 + 3 + x)]);
+  }
+}
+
+TEST(DecodeTest, WindowsEqualTheFullResize) {
+  // Downscale and upscale on each axis; every window equals the same part of
+  // the full resize.
+  for (const auto& [w, h, rw, rh] : std::vector<std::array<int, 4>>{
+           {27, 61, 24, 54}, {61, 27, 54, 24}, {40, 40, 90, 70}, {33, 80, 33, 50}, {80, 33, 50, 33}}) {
+    for (int ch : {1, 3}) {
+      Image img;
+      img.width = w;
+      img.height = h;
+      img.channels = ch;
+      img.pixels = Pixels(w, h, ch, 11, false);
+      std::vector<uint8_t> full(static_cast<size_t>(rw) * rh * ch);
+      ResizeWindow(img, rh, rw, 0, 0, rh, rw, full.data());
+      for (const auto& [top, left, oh, ow] : std::vector<std::array<int, 4>>{
+               {0, 0, rh, rw}, {rh / 4, 0, rh / 2, rw}, {0, rw / 3, rh, rw / 2}, {rh - 1, rw - 1, 1, 1}}) {
+        std::vector<uint8_t> win(static_cast<size_t>(oh) * ow * ch);
+        ResizeWindow(img, rh, rw, top, left, oh, ow, win.data());
+        for (int y = 0; y < oh; ++y) {
+          ASSERT_EQ(0, std::memcmp(win.data() + static_cast<size_t>(y) * ow * ch,
+                                   full.data() + (static_cast<size_t>(top + y) * rw + left) * ch,
+                                   static_cast<size_t>(ow) * ch))
+              << w << "x" << h << " -> " << rw << "x" << rh << " ch " << ch << " window " << top << "," << left
+              << " row " << y;
+        }
+      }
+    }
   }
 }
 
