@@ -1,0 +1,360 @@
+"""cqlstream.Loader: the Python face of the C++ loader (see docs/python.md)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Union
+
+from . import _core
+from ._core import Batch
+
+__all__ = ["Loader", "DecodeSpec", "parse_keys"]
+
+#: What ``decode=`` accepts: None (raw bytes), a side S (S x S), (H, W), or
+#: {"size": (H, W) | S, "channels": 1 | 3, "mode": "crop" | "stretch", "jpeg_scaling": bool}.
+DecodeSpec = Union[None, int, Sequence[int], Mapping[str, Any]]
+
+_PASSWORD_REFUSED = (
+    "Loader() does not accept password=: a password in code ends up in notebooks, logs and "
+    "process listings. Put it in a file and pass password_file=..., or set "
+    "CQLSTREAM_PASSWORD_FILE (or CQLSTREAM_PASSWORD) in the environment."
+)
+
+_DECODE_KEYS = {"size", "channels", "mode", "jpeg_scaling"}
+
+
+def _size(v: Any) -> tuple[int, int]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v, v)
+    if isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return (int(v[0]), int(v[1]))
+    raise ValueError(f"decode size must be an int S or a pair (H, W) of ints, got {v!r}")
+
+
+def _parse_decode(spec: DecodeSpec) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    if isinstance(spec, Mapping):
+        unknown = set(spec) - _DECODE_KEYS
+        if unknown:
+            raise ValueError(f"unknown decode option(s) {sorted(unknown)}; known: {sorted(_DECODE_KEYS)}")
+        if "size" not in spec:
+            raise ValueError("decode={...} needs a 'size': (H, W)")
+        out = {"size": _size(spec["size"]), "channels": int(spec.get("channels", 3)),
+               "mode": str(spec.get("mode", "crop")), "jpeg_scaling": bool(spec.get("jpeg_scaling", True))}
+    else:
+        out = {"size": _size(spec), "channels": 3, "mode": "crop", "jpeg_scaling": True}
+    if out["channels"] not in (1, 3):
+        raise ValueError(f"decode channels must be 1 or 3, got {out['channels']}")
+    if out["mode"] not in ("crop", "stretch"):
+        raise ValueError(f"decode mode must be 'crop' or 'stretch', got {out['mode']!r}")
+    return out
+
+
+def parse_keys(keys: Iterable[Any]) -> list[int]:
+    """Sample keys as 64-bit ints, from ints, (seg, idx) pairs or "seg:idx" strings."""
+    out: list[int] = []
+    for k in keys:
+        if isinstance(k, str):
+            seg, sep, idx = k.partition(":")
+            if not sep:
+                raise ValueError(f"key {k!r} is not 'seg:idx'")
+            out.append(_core.make_key(int(seg), int(idx)))
+        elif isinstance(k, (tuple, list)):
+            if len(k) != 2:
+                raise ValueError(f"key {k!r} is not a (seg, idx) pair")
+            out.append(_core.make_key(int(k[0]), int(k[1])))
+        else:
+            v = int(k)
+            if v < 0 or v >= 1 << 64:
+                raise ValueError(f"key {k!r} is not a 64-bit sample key")
+            out.append(v)
+    return out
+
+
+def _seconds(name: str, v: float | None) -> float | None:
+    if v is None:
+        return None
+    if v <= 0:
+        raise ValueError(f"{name} must be positive seconds, got {v!r}")
+    return float(v)
+
+
+def _state_bytes(s: Any) -> bytes:
+    if isinstance(s, Mapping):
+        if "checkpoint" not in s:
+            raise ValueError("a loader state dict needs its 'checkpoint' entry (from Loader.state_dict())")
+        s = s["checkpoint"]
+    if isinstance(s, (bytes, bytearray, memoryview)):
+        return bytes(s)
+    raise TypeError(f"expected a Loader.state_dict() (or its checkpoint bytes), got {type(s).__name__}")
+
+
+class Loader:
+    """Streams batches of a dataset split (or selection) from Cassandra / ScyllaDB.
+
+    Iterating the loader yields the batches of the next epoch, like a
+    PyTorch DataLoader::
+
+        loader = cqlstream.Loader("fashion_mnist", batch_size=256, epochs=3, decode=(28, 28))
+        for epoch in range(3):
+            for batch in loader:
+                train(batch.images, batch.labels)
+
+    At most ``epochs`` epochs are delivered (None: endless); iterating after
+    the last one yields nothing. Leaving an epoch early (``break``) and
+    iterating again continues that epoch where it stopped.
+
+    Batches (:class:`cqlstream.Batch`): ``data`` (all samples' bytes, one
+    read-only uint8 array over the batch buffer), ``offsets``, ``sizes``,
+    ``image_sizes``, ``labels``, ``keys``, ``len(batch)``, ``batch[i]``;
+    with ``decode=`` instead ``images`` (N, H, W, C uint8). All are
+    zero-copy views that keep the memory alive on their own;
+    ``batch.torch()`` and ``torch.from_dlpack(...)`` give tensors over the
+    same memory. See docs/python.md for every option.
+
+    Connection options (hosts, port, keyspace, username, password_file,
+    tls_ca, tls_cert, tls_key, local_dc) default to the CQLSTREAM_*
+    environment variables, then to 127.0.0.1:9042 and keyspace
+    ``cqlstream``. A password is only read from a file (``password_file``,
+    CQLSTREAM_PASSWORD_FILE) or CQLSTREAM_PASSWORD, never passed in code.
+    """
+
+    def __init__(
+        self,
+        dataset: str,
+        *,
+        split: str = "train",
+        selection: str | os.PathLike[str] | None = None,
+        batch_size: int = 256,
+        shuffle: bool = True,
+        seed: int = 0,
+        rank: int | None = None,
+        world_size: int | None = None,
+        ordered: bool = False,
+        drop_last: bool = False,
+        epochs: int | None = 1,
+        on_missing: str = "raise",
+        verify_checksums: bool = False,
+        memory_bytes: int | None = None,
+        decode: DecodeSpec = None,
+        prefetch: int = 2,
+        decode_threads: int | None = None,
+        hosts: str | Sequence[str] | None = None,
+        port: int | None = None,
+        keyspace: str | None = None,
+        username: str | None = None,
+        password_file: str | os.PathLike[str] | None = None,
+        tls_ca: str | os.PathLike[str] | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_server_name: str | None = None,
+        tls_insecure_skip_verify: bool = False,
+        local_dc: str | None = None,
+        connections_per_host: int | None = None,
+        io_threads: int | None = None,
+        connect_timeout: float | None = None,
+        max_in_flight: int | None = None,
+        initial_window: int | None = None,
+        adaptive: bool = True,
+        max_connections_per_host: int | None = None,
+        request_timeout: float | None = None,
+        max_attempts: int | None = None,
+        retry_budget: float | None = None,
+        hedge: bool = True,
+        **unexpected: Any,
+    ) -> None:
+        self._core: _core.Loader | None = None
+        self._closed = True
+        if "password" in unexpected:
+            raise TypeError(_PASSWORD_REFUSED)
+        if unexpected:
+            raise TypeError(f"Loader() got unexpected keyword argument(s): {', '.join(sorted(unexpected))}")
+        if not isinstance(dataset, str) or not dataset:
+            raise ValueError("dataset must be a non-empty string")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+            raise ValueError(f"epochs must be a positive int or None (endless), got {epochs!r}")
+        if on_missing not in ("raise", "skip"):
+            raise ValueError(f"on_missing must be 'raise' or 'skip', got {on_missing!r}")
+        dec = _parse_decode(decode)
+
+        a = _core.OpenArgs()
+        a.dataset = dataset
+        a.split = split
+        a.selection = os.fspath(selection) if selection is not None else None
+        a.batch_size = batch_size
+        a.shuffle = bool(shuffle)
+        a.seed = int(seed)
+        a.rank = rank
+        a.world_size = world_size
+        a.ordered = bool(ordered)
+        a.drop_last = bool(drop_last)
+        a.epochs = epochs
+        a.on_missing = on_missing
+        a.verify_checksums = bool(verify_checksums)
+        a.memory_bytes = memory_bytes
+        a.max_in_flight = max_in_flight
+        a.initial_window = initial_window
+        a.adaptive = bool(adaptive)
+        a.max_connections_per_host = max_connections_per_host
+        a.request_timeout_s = _seconds("request_timeout", request_timeout)
+        a.max_attempts = max_attempts
+        a.retry_budget_s = _seconds("retry_budget", retry_budget)
+        a.hedge = bool(hedge)
+        if isinstance(hosts, str):
+            hosts = [h for h in hosts.split(",") if h]
+        a.hosts = list(hosts) if hosts is not None else None
+        a.port = port
+        a.keyspace = keyspace
+        a.username = username
+        a.password_file = os.fspath(password_file) if password_file is not None else None
+        a.tls_ca = os.fspath(tls_ca) if tls_ca is not None else None
+        a.tls_cert = os.fspath(tls_cert) if tls_cert is not None else None
+        a.tls_key = os.fspath(tls_key) if tls_key is not None else None
+        a.tls_server_name = tls_server_name
+        a.tls_insecure_skip_verify = bool(tls_insecure_skip_verify)
+        a.local_dc = local_dc
+        a.connections_per_host = connections_per_host
+        a.io_threads = io_threads
+        a.connect_timeout_s = _seconds("connect_timeout", connect_timeout)
+        if dec is not None:
+            a.decode_size = dec["size"]
+            a.decode_channels = dec["channels"]
+            a.decode_mode = dec["mode"]
+            a.jpeg_scaling = dec["jpeg_scaling"]
+        a.prefetch = prefetch
+        a.decode_threads = decode_threads or 0
+        self._decode = dec
+        self._core = _core.Loader(a)
+        self._closed = False
+        self._info: dict[str, Any] | None = None
+
+    # -- iteration ---------------------------------------------------------
+
+    def _live(self) -> _core.Loader:
+        if self._closed or self._core is None:
+            raise ValueError("the loader is closed")
+        return self._core
+
+    def __iter__(self) -> Iterator[Batch]:
+        """The batches of the current (or next) epoch."""
+        core = self._live()
+        return self._epoch(core)
+
+    @staticmethod
+    def _epoch(core: _core.Loader) -> Iterator[Batch]:
+        while True:
+            b = core.next()
+            if b is None:
+                return
+            yield b
+
+    def next_batch(self) -> Batch | None:
+        """The next batch of the current epoch, or None at its end."""
+        return self._live().next()
+
+    def __len__(self) -> int:
+        """Batches per epoch for this rank."""
+        return int(self._live().batches_per_epoch)
+
+    # -- checkpoints -------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """A checkpoint at the batch boundary the consumer has reached.
+
+        ``checkpoint`` holds the opaque bytes (all that load_state_dict
+        needs); ``epoch``, ``rank``, ``world_size``, ``batches_delivered``,
+        ``samples_remaining`` and the rest are for humans. Plain types only,
+        so it fits torch.save / json (after base64) / pickle.
+        """
+        st = self._live().state()
+        d: dict[str, Any] = {"format": "cqlstream.loader/1", "checkpoint": st}
+        d.update(_core.describe_state(st))
+        return d
+
+    def load_state_dict(self, state: Any) -> None:
+        """Restores a checkpoint before the first batch is read.
+
+        ``state`` is this rank's own ``state_dict()`` (same world size), or a
+        list with the state dicts of *every* rank of the previous run (any
+        world size): the rest of the epoch is then re-split over this run's
+        ranks and delivered exactly once.
+        """
+        states = list(state) if isinstance(state, (list, tuple)) else [state]
+        if not states:
+            raise ValueError("load_state_dict() got an empty list of states")
+        self._live().restore([_state_bytes(s) for s in states])
+
+    # -- other -------------------------------------------------------------
+
+    def fetch(self, keys: Iterable[Any]) -> Batch:
+        """Reads exactly these samples now, in this order (interactive mode).
+
+        Keys are 64-bit ints (``batch.keys`` values), (seg, idx) pairs or
+        "seg:idx" strings; any committed sample of the dataset. Decoded when
+        the loader decodes. Safe to call while another thread iterates.
+        """
+        return self._live().fetch(parse_keys(keys))
+
+    def metrics(self) -> dict[str, float]:
+        """Throughput, latency, window, memory and error counters (see docs/python.md)."""
+        return dict(self._live().metrics())
+
+    @property
+    def dataset_info(self) -> dict[str, Any]:
+        """The catalog entry: name, label_kind, class_names, splits with their sample counts."""
+        if self._info is None:
+            self._info = dict(self._live().dataset_info())
+        return self._info
+
+    @property
+    def class_names(self) -> list[str]:
+        return list(self.dataset_info["class_names"])
+
+    @property
+    def rank(self) -> int:
+        return int(self._live().rank)
+
+    @property
+    def world_size(self) -> int:
+        return int(self._live().world_size)
+
+    @property
+    def samples_per_epoch(self) -> int:
+        return int(self._live().samples_per_epoch)
+
+    @property
+    def done(self) -> bool:
+        """True when every epoch has been delivered (never for endless loaders)."""
+        return bool(self._live().done)
+
+    @property
+    def decode(self) -> dict[str, Any] | None:
+        """The decode settings (None: raw bytes)."""
+        return None if self._decode is None else dict(self._decode)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Stops reading and frees the connections. Batches already handed out stay valid."""
+        if self._core is not None and not self._closed:
+            self._closed = True
+            self._core.close()
+
+    def __enter__(self) -> Loader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self._closed or self._core is None:
+            return "<cqlstream.Loader closed>"
+        c = self._core
+        return (f"<cqlstream.Loader rank {c.rank}/{c.world_size}, {c.batches_per_epoch} batches per epoch"
+                f"{', decode ' + str(self._decode['size']) if self._decode else ''}>")

@@ -1,0 +1,142 @@
+// Copyright (c) cqlstream authors.
+//
+// Stream: what the Python Loader drives. It wraps a cqlstream::Loader and,
+// when decoding is asked for, a pipeline that decodes batch k+1 while the
+// training loop works on batch k:
+//
+//   Loader::Next() --> producer thread --> DecodePool (decode + resize) -->
+//   queue of at most `prefetch` decoded batches --> Stream::Next()
+//
+// The producer starts at the first Next() (so that Restore() can come
+// before), runs across epoch boundaries (an end-of-epoch marker travels in
+// the queue) and stops after the last epoch, at Close() or when the Stream
+// is destroyed. Errors of Loader::Next() and of decoding travel in the queue
+// too and reach the consumer at the position where they happened; the
+// producer carries on after them (as Loader::Next() does).
+//
+// Checkpoints: Loader::State() counts what Loader::Next() handed out, which
+// in decode mode runs ahead of the consumer. So the producer takes State()
+// right after each Next() and the state travels with the batch; State()
+// returns the state of the last batch the consumer received. Batches still
+// in the queue are not counted and are read again after a restore.
+//
+// Decode failures: with OnMissing::kRaise the batch is not delivered and its
+// Next() fails with the first bad sample's key; with kSkip the bad samples
+// are left out of the batch (counted in decode_skipped()).
+//
+// Memory: decoded frames live in buffers recycled through a small pool; a
+// batch's buffer returns there when the last reference to the batch (a
+// NumPy array, a tensor) is gone, also after the Stream is destroyed. The
+// raw batch is released as soon as it is decoded, so it stops counting
+// against the loader's byte budget.
+//
+// Thread-safety: Next, State, Restore and Close are for one consumer thread
+// at a time; Close may also be called from another thread while Next
+// blocks. Fetch and Metrics may be called from any thread. Items are
+// immutable and may be read from any thread. Nothing here touches Python.
+#ifndef CQLSTREAM_PYTHON_STREAM_H_
+#define CQLSTREAM_PYTHON_STREAM_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cqlstream/loader.h"
+#include "loader/decode.h"
+
+namespace cqlstream::python {
+
+class FramePool;
+
+// A batch of decoded frames: n x height x width x channels, uint8, packed.
+struct DecodedBatch {
+  ~DecodedBatch();
+  int64_t epoch = 0;
+  int64_t index = 0;
+  int height = 0, width = 0, channels = 0;
+  std::vector<int32_t> labels;
+  std::vector<std::vector<int32_t>> multilabels;
+  std::vector<SampleKey> keys;
+  uint8_t* pixels = nullptr;  // owned: returns to `pool` (or is freed) on destruction
+  size_t capacity = 0;
+  std::shared_ptr<FramePool> pool;
+
+  size_t size() const { return keys.size(); }
+  size_t frame_bytes() const {
+    return static_cast<size_t>(height) * static_cast<size_t>(width) * static_cast<size_t>(channels);
+  }
+};
+
+// One step of the stream: a raw batch, a decoded batch, or the end of an epoch.
+struct Item {
+  BatchPtr raw;
+  std::shared_ptr<const DecodedBatch> decoded;
+  bool end_of_epoch() const { return !raw && !decoded; }
+};
+
+struct StreamOptions {
+  std::optional<loader::DecodeOptions> decode;  // nullopt: raw bytes
+  int prefetch = 2;                             // decoded batches kept ready
+  int decode_threads = 0;                       // 0: hardware threads
+};
+
+class Stream {
+ public:
+  static StatusOr<std::unique_ptr<Stream>> Open(LoaderOptions loader, StreamOptions options);
+  ~Stream();  // Close()
+
+  // Blocks until the next item (a batch or the end of the epoch).
+  StatusOr<Item> Next();
+  // See "Checkpoints" above.
+  std::string State();
+  // REQUIRES: before the first Next().
+  Status Restore(const std::vector<std::string>& states);
+  // Interactive reads (Loader::Fetch), decoded when the stream decodes.
+  StatusOr<Item> Fetch(const std::vector<SampleKey>& keys);
+  void Close();
+
+  bool Done() const;
+  const Loader& loader() const { return *loader_; }
+  bool decoding() const { return options_.decode.has_value(); }
+  const StreamOptions& options() const { return options_; }
+  int64_t decode_skipped() const { return decode_skipped_.load(); }
+  double decode_seconds() const { return static_cast<double>(decode_ns_.load()) / 1e9; }
+
+ private:
+  Stream(std::unique_ptr<Loader> loader, StreamOptions options, OnMissing on_missing);
+  struct Slot {
+    Status status;
+    Item item;
+    std::string state;
+  };
+  void Produce();
+  StatusOr<std::shared_ptr<const DecodedBatch>> Decode(const Batch& raw);
+
+  std::unique_ptr<Loader> loader_;
+  const StreamOptions options_;
+  const OnMissing on_missing_;
+  std::unique_ptr<loader::DecodePool> pool_;
+  std::shared_ptr<FramePool> frames_;
+  std::atomic<int64_t> decode_skipped_{0};
+  std::atomic<int64_t> decode_ns_{0};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Slot> queue_;      // GUARDED_BY(mu_)
+  bool started_ = false;        // GUARDED_BY(mu_)
+  bool stop_ = false;           // GUARDED_BY(mu_)
+  bool finished_ = false;       // GUARDED_BY(mu_): the producer delivered the last epoch
+  std::string consumer_state_;  // GUARDED_BY(mu_)
+  std::thread producer_;
+};
+
+}  // namespace cqlstream::python
+
+#endif  // CQLSTREAM_PYTHON_STREAM_H_
