@@ -1,0 +1,133 @@
+"""Fixtures for the Python tests: they run against the real Cassandra node.
+
+A session fixture writes a small generated image set (PNG and JPEG, RGB and
+grayscale, several sizes, two splits) and ingests it with the `cqlstream`
+CLI under a dataset name of its own (py_...), dropped at the end. The CLI
+comes from $CQLSTREAM_BUILD_DIR (scripts/test exports it; default build/).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import random
+import subprocess
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+ROOT = Path(os.environ.get("CQLSTREAM_SOURCE_DIR") or Path(__file__).resolve().parents[2])
+HOSTS = os.environ.get("CQLSTREAM_TEST_HOSTS", "127.0.0.1")
+CLASSES = ["cat", "dog", "fish"]
+
+
+def cli_path() -> Path:
+    build = Path(os.environ.get("CQLSTREAM_BUILD_DIR", "build"))
+    if not build.is_absolute():
+        build = ROOT / build
+    p = build / "src" / "cli" / "cqlstream"
+    if not p.exists():
+        pytest.fail(f"the cqlstream CLI is not built ({p}); run scripts/test (or ninja -C build cqlstream)")
+    return p
+
+
+def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [str(cli_path()), *args, "--hosts", HOSTS]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def unique_name(prefix: str) -> str:
+    # Dataset names: [a-z][a-z0-9_]{0,23}.
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"[:24]
+
+
+@dataclasses.dataclass
+class Sample:
+    split: str
+    cls: str
+    path: Path
+    data: bytes
+
+
+@dataclasses.dataclass
+class DatasetFixture:
+    name: str
+    root: Path
+    samples: list[Sample]
+
+    def split(self, split: str) -> list[Sample]:
+        return [s for s in self.samples if s.split == split]
+
+    def by_content(self, split: str) -> dict[bytes, Sample]:
+        return {s.data: s for s in self.split(split)}
+
+    def count(self, split: str) -> int:
+        return len(self.split(split))
+
+
+def _image(rng: random.Random, w: int, h: int, mode: str) -> Image.Image:
+    """A smooth image with some texture (resizing matters, JPEG keeps detail)."""
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    a, b, c = (rng.uniform(0.02, 0.3) for _ in range(3))
+    base = np.stack([128 + 100 * np.sin(a * x + b * y + k) * np.cos(c * y - k) for k in range(3)], axis=-1)
+    noise = np.random.default_rng(rng.randrange(1 << 30)).integers(-20, 20, size=base.shape)
+    arr = np.clip(base + noise, 0, 255).astype(np.uint8)
+    im = Image.fromarray(arr, "RGB")
+    return im.convert("L") if mode == "L" else im
+
+
+def write_image_set(root: Path, per_class: dict[str, int], seed: int = 1) -> list[Sample]:
+    rng = random.Random(seed)
+    out: list[Sample] = []
+    kinds = [("png", "RGB"), ("png", "L"), ("jpg", "RGB"), ("jpg", "L")]
+    n = 0
+    for split, count in per_class.items():
+        for cls in CLASSES:
+            d = root / split / cls
+            d.mkdir(parents=True, exist_ok=True)
+            for i in range(count):
+                fmt, mode = kinds[n % len(kinds)]
+                # Mostly small images, a few large ones (JPEG DCT scaling).
+                if n % 11 == 5:
+                    w, h = rng.randint(230, 320), rng.randint(180, 260)
+                else:
+                    w, h = rng.randint(20, 72), rng.randint(20, 72)
+                im = _image(rng, w, h, mode)
+                buf = io.BytesIO()
+                if fmt == "png":
+                    im.save(buf, "PNG")
+                else:
+                    im.save(buf, "JPEG", quality=90)
+                p = d / f"{i:03d}.{fmt}"
+                p.write_bytes(buf.getvalue())
+                out.append(Sample(split, cls, p, buf.getvalue()))
+                n += 1
+    return out
+
+
+@pytest.fixture(scope="session")
+def hosts() -> str:
+    return HOSTS
+
+
+@pytest.fixture(scope="session")
+def images(tmp_path_factory) -> DatasetFixture:
+    """The generated image set and its dataset in the node: 90 train (3 classes x 30) and 18 test samples."""
+    root = tmp_path_factory.mktemp("images")
+    samples = write_image_set(root, {"train": 30, "test": 6})
+    name = unique_name("py_img")
+    run_cli("ingest", "--dataset", name, str(root))
+    yield DatasetFixture(name, root, samples)
+    run_cli("drop", name, "--yes", check=False)
+
+
+@pytest.fixture()
+def loader_kwargs(hosts) -> dict:
+    return {"hosts": hosts}
