@@ -366,6 +366,7 @@ nb::dict MetricsDict(Stream& s) {
   d["copied_bytes"] = m.copied_bytes;
   d["decode_skipped"] = s.decode_skipped();
   d["decode_s"] = s.decode_seconds();
+  d["wait_s"] = s.wait_seconds();
   return d;
 }
 

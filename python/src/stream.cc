@@ -166,10 +166,17 @@ void Stream::Produce() {
 }
 
 StatusOr<Item> Stream::Next() {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto waited = [&] {
+    wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+  };
   if (!decoding()) {
-    CQLS_ASSIGN_OR_RETURN(BatchPtr b, loader_->Next());
+    StatusOr<BatchPtr> b = loader_->Next();
+    waited();
+    if (!b.ok()) return b.status();
     Item it;
-    it.raw = std::move(b);
+    it.raw = std::move(*b);
     return it;
   }
   std::unique_lock<std::mutex> l(mu_);
@@ -180,6 +187,7 @@ StatusOr<Item> Stream::Next() {
     producer_ = std::thread([this] { Produce(); });
   }
   cv_.wait(l, [&] { return stop_ || !queue_.empty() || finished_; });
+  waited();
   if (stop_) return Status::Cancelled("loader closed");
   if (queue_.empty()) return Item{};  // every epoch delivered
   Slot s = std::move(queue_.front());

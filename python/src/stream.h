@@ -108,6 +108,9 @@ class Stream {
   const StreamOptions& options() const { return options_; }
   int64_t decode_skipped() const { return decode_skipped_.load(); }
   double decode_seconds() const { return static_cast<double>(decode_ns_.load()) / 1e9; }
+  // Time the consumer spent in Next() waiting for a batch (decode mode: for
+  // a decoded one; the loader's own stall_s then counts the producer's waits).
+  double wait_seconds() const { return static_cast<double>(wait_ns_.load()) / 1e9; }
 
  private:
   Stream(std::unique_ptr<Loader> loader, StreamOptions options, OnMissing on_missing);
@@ -126,6 +129,7 @@ class Stream {
   std::shared_ptr<FramePool> frames_;
   std::atomic<int64_t> decode_skipped_{0};
   std::atomic<int64_t> decode_ns_{0};
+  std::atomic<int64_t> wait_ns_{0};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -147,7 +147,7 @@ def test_decoding_overlaps_the_training_step(images, loader_kwargs):
         it = iter(l)
         next(it)
         step, waited, batches = 0.0, 0.0, 0
-        d0 = l.metrics()["decode_s"]
+        d0, cw0 = l.metrics()["decode_s"], l.metrics()["wait_s"]
         t0 = time.monotonic()
         while True:
             w0 = time.monotonic()
@@ -161,9 +161,11 @@ def test_decoding_overlaps_the_training_step(images, loader_kwargs):
             step += per
         wall = time.monotonic() - t0
         decode = l.metrics()["decode_s"] - d0
+        cwait = l.metrics()["wait_s"] - cw0  # the same waits, measured in C++
     assert batches >= 4
     assert wall < 0.85 * (decode + step), (wall, decode, step)
     assert waited < 0.5 * decode, (waited, decode)
+    assert 0 <= cwait <= waited + 0.01, (cwait, waited)
 
 
 @pytest.fixture()
