@@ -29,6 +29,7 @@ struct IngestFlags {
   std::string label_kind;
   std::string shard;
   bool strict = false;
+  bool allow_same_paths = false;
   int64_t chunk_size = 0;
   std::string replication = "simple:1";
   int concurrency = 64;
@@ -60,6 +61,7 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
     if (!st.ok()) return ReportError(st);
   }
   o.strict = f.strict;
+  o.allow_same_paths = f.allow_same_paths;
   if (f.chunk_size != 0) {
     if (f.chunk_size < 0 || f.chunk_size > INT32_MAX) {
       return ReportError(Status::InvalidArgument("--chunk-size is out of range"));
@@ -150,6 +152,9 @@ void RegisterIngest(CLI::App& app, Action* action) {
                   "none, class, multilabel or target (default: what the source carries)");
   cmd->add_option("--shard", f->shard, "Ingest only shard i of N of the sorted listing (round-robin), e.g. 0/4");
   cmd->add_flag("--strict", f->strict, "Fail (writing nothing) if any item would be skipped");
+  cmd->add_flag("--allow-same-paths", f->allow_same_paths,
+                "Write items whose relative path and size match samples another source already put in the split "
+                "(refused by default: usually the same files from another location)");
   cmd->add_option("--chunk-size", f->chunk_size, "Bytes per data chunk for a new dataset (default 1048576)");
   auto* rep = cmd->add_option("--replication", f->replication,
                               "Replication of a new keyspace: simple:RF or nts:DC=RF,... (default simple:1)");

@@ -62,7 +62,7 @@ struct Committed {
 // A row of the segments table, as ingest needs it.
 struct SegRow {
   int32_t seg = 0;
-  std::string split, source_id, fingerprint, state;
+  std::string split, source_id, fingerprint, state, source;
   Committed c;
   int64_t writetime = 0;
 };
@@ -71,7 +71,7 @@ StatusOr<std::vector<SegRow>> ReadSegRows(net::Session& s, const std::string& ks
   std::vector<SegRow> out;
   net::Statement st = net::Statement::Query(
       fmt::format("SELECT seg, split, source_id, fingerprint, count, bytes, max_size, size_hist, next_pos, state, "
-                  "writetime(state), writetime(count) FROM {}.segments WHERE dataset = ?",
+                  "writetime(state), writetime(count), source FROM {}.segments WHERE dataset = ?",
                   ks),
       {Value::Text(dataset)});
   st.idempotent = true;
@@ -96,6 +96,7 @@ StatusOr<std::vector<SegRow>> ReadSegRows(net::Session& s, const std::string& ks
       g.c.next_pos = IntCell(r, i, 8);
       g.state = TextCell(r, i, 9);
       g.writetime = std::max(IntCell(r, i, 10), IntCell(r, i, 11));
+      g.source = TextCell(r, i, 12);
       out.push_back(std::move(g));
     }
     return Status::OK();
@@ -169,6 +170,61 @@ StatusOr<std::set<std::string>> CommittedPaths(net::Session& s, const DatasetInf
   });
   if (!st.ok()) return st;
   return out;
+}
+
+// Refuses to write `items` into `split` when samples committed there by
+// other sources have the same relative path and size: almost always the same
+// files ingested again from another location (a copy, another mount point),
+// which would silently double those samples in every epoch. Only new and
+// appended segments are checked; a resume continues what was allowed.
+Status CheckForeignPaths(net::Session& s, const IngestOptions& o, const DatasetInfo& d, const std::string& split,
+                         const std::string& source_id, const std::vector<SegRow>& segrows,
+                         const std::vector<const SourceItem*>& items, int concurrency) {
+  if (o.allow_same_paths || items.empty()) return Status::OK();
+  std::vector<SegmentInfo> foreign;
+  std::map<int32_t, std::string> origin;
+  for (const auto& g : segrows) {
+    if (g.split != split || g.source_id == source_id || g.c.count <= 0) continue;
+    SegmentInfo i;
+    i.seg = g.seg;
+    i.split = g.split;
+    i.count = g.c.count;
+    foreign.push_back(i);
+    origin[g.seg] = g.source;
+  }
+  if (foreign.empty()) return Status::OK();
+  std::map<std::string, const SourceItem*> wanted;
+  for (const SourceItem* it : items) wanted.emplace(it->path, it);
+  struct Hit {
+    std::string path;
+    int32_t seg;
+  };
+  std::vector<Hit> hits;
+  std::mutex mu;
+  Status st = ScanMeta(s, d, foreign, concurrency, [&](const BlockRef& b, std::vector<MetaRow>& rows) {
+    std::lock_guard<std::mutex> l(mu);
+    for (const auto& r : rows) {
+      auto it = wanted.find(r.path);
+      if (it != wanted.end() && static_cast<int64_t>(it->second->image.size) == r.image_size) {
+        hits.push_back(Hit{r.path, b.seg});
+      }
+    }
+    return Status::OK();
+  });
+  if (!st.ok()) return st;
+  if (hits.empty()) return Status::OK();
+  std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.path < b.path; });
+  std::string examples;
+  for (size_t i = 0; i < hits.size() && i < 3; ++i) {
+    examples += fmt::format("{}{} (segment {})", i ? ", " : "", hits[i].path, hits[i].seg);
+  }
+  const std::string& from = origin[hits.front().seg];
+  return Status::AlreadyExists(fmt::format(
+      "{} of the {} items to write into split '{}' of dataset '{}' have the same relative path and size as samples "
+      "that another source already committed there (e.g. {}; ingested from {}): this looks like the same data "
+      "from another location, which would be stored twice. Nothing was written. If the two sources really hold "
+      "different images, pass --allow-same-paths",
+      hits.size(), items.size(), split, o.dataset, examples, from.empty() ? "an unnamed source" : from));
 }
 
 // Progress shared by the splits of one run.
@@ -942,11 +998,17 @@ Status Ingest(net::Session& s, const IngestOptions& o, IngestReport* report) {
         }
       } else if (!same.empty()) {
         plan.action = plan.items.empty() ? Action::kNothingNew : Action::kAppend;
+        CQLS_RETURN_IF_ERROR(CheckForeignPaths(s, o, *existing, split, plan.source_id, segrows, plan.items,
+                                               scan_concurrency));
         for (const auto& g : same) {
           if (g.state != "sealed") plan.supersede.push_back(g);
         }
       } else {
         plan.action = Action::kNew;
+        if (existing) {
+          CQLS_RETURN_IF_ERROR(CheckForeignPaths(s, o, *existing, split, plan.source_id, segrows, plan.items,
+                                                 scan_concurrency));
+        }
       }
     }
     plans.push_back(std::move(plan));

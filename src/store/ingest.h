@@ -76,6 +76,11 @@ struct IngestOptions {
   int shard_index = 0;
   int shard_count = 1;
   bool strict = false;
+  // A source whose items match, by relative path and size, samples that
+  // another source already committed to the same split is refused (the same
+  // files ingested again from another location would be duplicated); this
+  // allows it (the two sources really hold different images).
+  bool allow_same_paths = false;
   std::optional<int32_t> chunk_size;  // default kDefaultChunkSize (or the dataset's)
   Replication replication;            // for a new keyspace
   bool replication_given = false;

@@ -590,6 +590,24 @@ TEST_F(StoreTest, AppendAndRefusedIngests) {
   EXPECT_EQ(again.second.written, 0);
   EXPECT_EQ(again.second.splits[0].action, "complete");
 
+  // The same files from another location: refused, nothing written, unless
+  // the user says the two sources hold different images.
+  TempDir copy("append");
+  fs::copy(dir.path(), copy.path(), fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  auto dup = Run(Opts("growing", {copy.path()}));
+  ASSERT_FALSE(dup.first.ok());
+  EXPECT_EQ(dup.first.code(), Status::Code::kAlreadyExists);
+  EXPECT_NE(dup.first.message().find("12 of the 12 items to write into split 'train'"), std::string::npos)
+      << dup.first.ToString();
+  EXPECT_NE(dup.first.message().find("--allow-same-paths"), std::string::npos) << dup.first.ToString();
+  EXPECT_EQ(Load("growing").Count("train"), 12);
+  auto allowed_opts = Opts("growing", {copy.path()});
+  allowed_opts.allow_same_paths = true;
+  auto allowed = Run(allowed_opts);
+  ASSERT_TRUE(allowed.first.ok()) << allowed.first.ToString();
+  EXPECT_EQ(allowed.second.written, 12);
+  EXPECT_EQ(Load("growing").Count("train"), 24);
+
   // A class the dataset does not have.
   TempDir other("append");
   WriteFile(other / "c0/x.png", MakePng(8, 8, 1));
