@@ -812,7 +812,8 @@ void Execution::Attempt(size_t host_index, bool is_hedge) {
       why = host->pool.last_error;
     }
     OnReply(execution, host, nullptr, Clock::now(),
-            Status::ConnectionLost(fmt::format("no open connection to {}{}{}", host->endpoint(),
+            // Nothing was sent: safe to try the next host for any statement.
+            Status::ConnectFailed(fmt::format("no open connection to {}{}{}", host->endpoint(),
                                                why.empty() ? "" : ": ", why)));
     return;
   }
@@ -1043,20 +1044,25 @@ StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& opt
     impl->Shutdown();
     return s;
   }
-  // Wait (bounded) until at least one pool connection is open, so the first
-  // statements do not all fail over.
+  // Wait (bounded) until at least one pool connection is open and every
+  // up host's first open has settled (a connection, or an error), so that
+  // the first statements are not sent to hosts whose pools are still
+  // opening (they would fail over, and a non-idempotent one could fail).
   const auto until = Clock::now() + options.connect_timeout;
+  const auto settle_until = Clock::now() + std::min<std::chrono::milliseconds>(options.connect_timeout,
+                                                                                 std::chrono::milliseconds(2000));
   for (;;) {
-    bool any = false;
+    bool any = false, settled = true;
     std::string why;
     if (auto t = impl->Topo()) {
       for (auto& h : t->hosts) {
         std::lock_guard<std::mutex> l(h->pool.mu);
         if (!h->pool.conns.empty()) any = true;
+        if (h->up && h->pool.conns.empty() && h->pool.last_error.empty()) settled = false;
         if (why.empty()) why = h->pool.last_error;
       }
     }
-    if (any) break;
+    if (any && (settled || Clock::now() >= settle_until)) break;
     if (Clock::now() >= until) {
       impl->Shutdown();
       return Status::ConnectFailed(fmt::format("no connection to any host could be opened{}{}",
@@ -1264,45 +1270,46 @@ StatusOr<ResultSet> Session::ExecuteBatch(cql::BatchType type, const std::vector
 }
 
 Status Session::WaitForSchemaAgreement(std::chrono::milliseconds timeout) {
+  // Every up host is asked for its own schema version (system.local), on its
+  // own connections. Reading system.peers on the control connection instead
+  // is not enough: right after a DDL coordinated by another node, the control
+  // node and its gossip view of the peers can all still report the *old*
+  // version and "agree" before the change has reached them (a 3-node test
+  // then failed with "table does not exist" on a write right after CREATE
+  // TABLE). The DDL's coordinator already has the new version, so equal
+  // versions on every up host mean the change is everywhere.
   const auto until = Clock::now() + timeout;
   std::string last;
   for (;;) {
-    std::shared_ptr<Connection> c;
-    {
-      std::lock_guard<std::mutex> l(impl_->control_mu);
-      c = impl_->control;
-    }
-    if (c && !c->closed()) {
-      auto run = [&](const std::string& q) {
-        std::promise<StatusOr<cql::Rows>> p;
-        auto f = p.get_future();
-        impl_->RunOn(c, q, [&p](StatusOr<cql::Rows> r) { p.set_value(std::move(r)); });
-        return f.get();
-      };
-      auto local = run("SELECT schema_version FROM system.local WHERE key='local'");
-      auto peers = run("SELECT peer, schema_version FROM system.peers");
-      if (local.ok() && peers.ok()) {
-        std::set<std::string> versions;
-        if (local->row_count() > 0) versions.insert(UuidCell(*local, 0, 0));
-        // Only peers we consider up take part (a dead node never agrees).
-        std::set<std::string> up_addresses;
-        if (auto t = impl_->Topo()) {
-          for (auto& h : t->hosts) {
-            if (h->up) up_addresses.insert(h->address);
-          }
-        }
-        for (int32_t i = 0; i < peers->row_count(); ++i) {
-          const std::string peer = InetCell(*peers, i, 0);
-          const std::string v = UuidCell(*peers, i, 1);
-          if (!v.empty() && (up_addresses.empty() || up_addresses.count(peer))) versions.insert(v);
-        }
-        if (versions.size() <= 1) return Status::OK();
-        last = fmt::format("{} schema versions in the cluster", versions.size());
-      } else {
-        last = (!local.ok() ? local.status() : peers.status()).ToString();
+    std::vector<std::string> hosts;
+    if (auto t = impl_->Topo()) {
+      for (auto& h : t->hosts) {
+        if (h->up) hosts.push_back(h->address);
       }
+    }
+    std::set<std::string> versions;
+    std::string failed;
+    for (const auto& h : hosts) {
+      Statement st = Statement::Query("SELECT schema_version FROM system.local WHERE key='local'");
+      st.target_host = h;
+      st.idempotent = true;
+      st.timeout = std::chrono::milliseconds(2000);
+      st.page_size = 0;
+      auto r = Execute(std::move(st));
+      if (!r.ok() || r->rows() == nullptr || r->rows()->row_count() != 1) {
+        failed = fmt::format("{}: {}", h, r.ok() ? std::string("no schema version") : r.status().ToString());
+        break;
+      }
+      versions.insert(UuidCell(*r->rows(), 0, 0));
+    }
+    if (hosts.empty()) {
+      last = "no host is up";
+    } else if (!failed.empty()) {
+      last = failed;
+    } else if (versions.size() == 1) {
+      return Status::OK();
     } else {
-      last = "no control connection";
+      last = fmt::format("{} schema versions among {} up hosts", versions.size(), hosts.size());
     }
     if (Clock::now() >= until) {
       return Status::Timeout(fmt::format("no schema agreement within {} ms ({})", timeout.count(), last));

@@ -28,8 +28,10 @@ std::vector<uint8_t> PayloadFor(SampleKey key, int64_t size) {
 
 namespace {
 
-void Run(net::Session& s, const std::string& q, std::vector<Value> v = {}) {
+void Run(net::Session& s, const std::string& q, std::vector<Value> v = {},
+         cql::Consistency consistency = cql::Consistency::kLocalOne) {
   net::Statement st = net::Statement::Query(q, std::move(v));
+  st.consistency = consistency;
   st.timeout = std::chrono::milliseconds(60000);
   st.idempotent = true;
   auto r = s.Execute(st);
@@ -54,7 +56,7 @@ SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& ks, co
                      ks));
   Run(s, fmt::format("DROP TABLE IF EXISTS {}.d_{}", ks, n));
   Run(s, fmt::format("DROP TABLE IF EXISTS {}.m_{}", ks, n));
-  Run(s, fmt::format("DELETE FROM {}.segments WHERE dataset = ?", ks), {Value::Text(n)});
+  Run(s, fmt::format("DELETE FROM {}.segments WHERE dataset = ?", ks), {Value::Text(n)}, spec.consistency);
   Run(s, fmt::format("CREATE TABLE {}.d_{} (seg int, idx int, chunk int, size bigint static, image_size bigint static, "
                      "checksum bigint static, label int static, labels list<int> static, data blob, "
                      "PRIMARY KEY ((seg, idx), chunk)) WITH compression = {{'enabled': 'false'}}",
@@ -68,7 +70,7 @@ SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& ks, co
   Run(s, fmt::format("INSERT INTO {}.datasets (name, layout_version, created, label_kind, class_names, checksum, "
                      "chunk_size, description) VALUES (?, 1, toTimestamp(now()), 'class', ?, 'xxh64', ?, 'synthetic')",
                      ks),
-      {Value::Text(n), Value::List(classes), Value::Int(spec.chunk_size)});
+      {Value::Text(n), Value::List(classes), Value::Int(spec.chunk_size)}, spec.consistency);
 
   auto data = s.Prepare(fmt::format("INSERT INTO {}.d_{} (seg, idx, chunk, size, image_size, checksum, label, data) "
                                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -84,6 +86,7 @@ SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& ks, co
     while (pending.load() > 256) std::this_thread::sleep_for(std::chrono::microseconds(100));
     ++pending;
     st.idempotent = true;
+    st.consistency = spec.consistency;
     st.timeout = std::chrono::milliseconds(30000);
     s.ExecuteAsync(std::move(st), [&](StatusOr<net::ResultSet> r) {
       if (!r.ok()) ++failed;
@@ -127,7 +130,8 @@ SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& ks, co
                        "'sealed')",
                        ks),
         {Value::Text(n), Value::Int(seg), Value::Text(spec.split), Value::Text(fmt::format("src{}", g)),
-         Value::Int(count), Value::Bigint(bytes), Value::Bigint(max_size), Value::Bigint(count)});
+         Value::Int(count), Value::Bigint(bytes), Value::Bigint(max_size), Value::Bigint(count)},
+        spec.consistency);
   }
   EXPECT_EQ(failed.load(), 0);
   out.info.name = n;

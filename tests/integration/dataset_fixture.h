@@ -29,6 +29,9 @@ struct SyntheticSpec {
   int classes = 10;
   // Payload size of sample i (in creation order).
   std::function<int64_t(int)> size = [](int i) { return 100 + (i * 37) % 400; };
+  // Of every write (a cluster test writes at ALL so that any replica can
+  // answer a read at once).
+  cql::Consistency consistency = cql::Consistency::kLocalOne;
 };
 
 struct SyntheticDataset {

@@ -1,0 +1,277 @@
+// Copyright (c) cqlstream authors.
+//
+// The client and the loader against a real 3-node cluster (the `cluster`
+// profile of scripts/cassandra on 127.0.3.1-3; scripts/test starts it for
+// tests named *Cluster* and passes CQLSTREAM_TEST_CLUSTER_HOSTS and
+// CQLSTREAM_TEST_CLUSTER_STATE):
+//   - the whole topology from one contact point;
+//   - token-aware routing, checked against the server's own token() of each
+//     key and the ring's tokens as the nodes report them (not against the
+//     client's Murmur3 and replica map, which is what is under test);
+//   - a loader epoch while one replica hangs (SIGSTOP: the process keeps
+//     its sockets open and answers nothing, the worst kind of failure), and
+//     a clean epoch after it resumes: exactly-once in both.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "cqlstream/loader.h"
+#include "dataset_fixture.h"
+#include "net/session.h"
+#include "test_env.h"
+
+namespace cqlstream {
+namespace {
+
+using testing::Env;
+using testing::MakeSyntheticDataset;
+using testing::SyntheticDataset;
+using testing::SyntheticSpec;
+
+// An inet cell (4 or 16 raw bytes) as text; IPv4 only here.
+std::string InetText(const Value& v) {
+  if (v.kind() != Value::Kind::kBlob || v.as_blob().size() != 4) return v.ToString();
+  const auto b = v.as_blob();
+  return fmt::format("{}.{}.{}.{}", int{b[0]}, int{b[1]}, int{b[2]}, int{b[3]});
+}
+
+// Resumes a stopped node whatever happens to the test.
+class Resume {
+ public:
+  explicit Resume(pid_t pid) : pid_(pid) {}
+  ~Resume() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+  }
+  Resume(const Resume&) = delete;
+  Resume& operator=(const Resume&) = delete;
+
+ private:
+  pid_t pid_;
+};
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { keyspace_ = fmt::format("cl_{}", ::getpid()); }
+  static void TearDownTestSuite() {
+    const std::string hosts = Env("CQLSTREAM_TEST_CLUSTER_HOSTS");
+    if (hosts.empty()) return;
+    ConnectionOptions o;
+    o.hosts = {hosts};
+    auto s = net::Session::Connect(o);
+    if (!s.ok()) return;
+    for (const char* suffix : {"_rf1", "_rf3"}) {
+      net::Statement st = net::Statement::Query(fmt::format("DROP KEYSPACE IF EXISTS {}{}", keyspace_, suffix));
+      st.timeout = std::chrono::milliseconds(60000);
+      (void)(*s)->Execute(st);
+    }
+    (*s)->Close();
+  }
+
+  void SetUp() override {
+    hosts_ = Env("CQLSTREAM_TEST_CLUSTER_HOSTS");
+    state_ = Env("CQLSTREAM_TEST_CLUSTER_STATE");
+    // Not a skip: without the cluster these tests cannot pass.
+    ASSERT_FALSE(hosts_.empty() || state_.empty())
+        << "CQLSTREAM_TEST_CLUSTER_HOSTS / CQLSTREAM_TEST_CLUSTER_STATE are not set: run through scripts/test, or "
+           "start scripts/cassandra up --profile cluster and export them (127.0.3.1, .state/cassandra/cluster)";
+  }
+
+  ConnectionOptions Options() const {
+    ConnectionOptions o;
+    o.hosts = {hosts_};  // one contact point: the others must be discovered
+    return o;
+  }
+
+  std::shared_ptr<net::Session> Connect() {
+    auto s = net::Session::Connect(Options());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? *s : nullptr;
+  }
+
+  pid_t NodePid(int i) const {
+    std::ifstream in(fmt::format("{}/node{}/cassandra.pid", state_, i));
+    pid_t pid = 0;
+    in >> pid;
+    return pid;
+  }
+
+  std::string hosts_, state_;
+  static std::string keyspace_;
+};
+std::string ClusterTest::keyspace_;
+
+TEST_F(ClusterTest, DiscoversEveryNodeAndRoutesEachKeyToItsOwner) {
+  auto s = Connect();
+  ASSERT_NE(s, nullptr);
+  std::set<std::string> addresses;
+  for (const auto& h : s->Hosts()) {
+    addresses.insert(h.address);
+    EXPECT_TRUE(h.up) << h.address;
+    EXPECT_EQ(h.token_count, 16u) << h.address;  // num_tokens of scripts/cassandra
+    EXPECT_EQ(h.datacenter, "dc1") << h.address;
+  }
+  EXPECT_EQ(addresses, (std::set<std::string>{"127.0.3.1", "127.0.3.2", "127.0.3.3"}));
+
+  // RF 1: each key lives on exactly one node, so the node that answers a
+  // token-aware request must be that node.
+  const std::string ks = keyspace_ + "_rf1";
+  testing::MustRun(*s, fmt::format("CREATE KEYSPACE IF NOT EXISTS {} WITH replication = "
+                                   "{{'class': 'SimpleStrategy', 'replication_factor': 1}}",
+                                   ks));
+  testing::MustRun(*s, fmt::format("CREATE TABLE IF NOT EXISTS {}.t (k int PRIMARY KEY, v blob)", ks));
+  constexpr int kKeys = 300;
+  for (int k = 0; k < kKeys; ++k) {
+    auto r = s->Execute(net::Statement::Query(fmt::format("INSERT INTO {}.t (k, v) VALUES (?, ?)", ks),
+                                              {Value::Int(k), Value::Blob(std::vector<uint8_t>(16, uint8_t(k)))}));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  // The ring as the nodes report it, from one node (system.local + peers).
+  std::map<int64_t, std::string> ring;  // token -> owner
+  auto add_tokens = [&](const std::string& q) {
+    net::Statement st = net::Statement::Query(q);
+    st.target_host = "127.0.3.1";
+    auto r = s->Execute(st);
+    ASSERT_TRUE(r.ok() && r->rows()) << q << ": " << r.status().ToString();
+    const cql::Rows& rows = *r->rows();
+    for (int32_t i = 0; i < rows.row_count(); ++i) {
+      auto addr = rows.value(i, 0);
+      auto tokens = rows.value(i, 1);
+      ASSERT_TRUE(addr.ok() && tokens.ok());
+      for (const auto& t : tokens->as_list()) ring[std::stoll(t.as_text())] = InetText(*addr);
+    }
+  };
+  add_tokens("SELECT rpc_address, tokens FROM system.local");
+  add_tokens("SELECT rpc_address, tokens FROM system.peers");
+  ASSERT_EQ(ring.size(), 48u);
+
+  auto read = s->Prepare(fmt::format("SELECT v FROM {}.t WHERE k = ?", ks));
+  auto token = s->Prepare(fmt::format("SELECT token(k) FROM {}.t WHERE k = ?", ks));
+  ASSERT_TRUE(read.ok() && token.ok());
+  std::map<std::string, int> per_owner;
+  int mismatches = 0;
+  for (int k = 0; k < kKeys; ++k) {
+    auto t = s->Execute(net::Statement::Bound(*token, {Value::Int(k)}));
+    ASSERT_TRUE(t.ok() && t->rows() && t->rows()->row_count() == 1) << t.status().ToString();
+    const int64_t tok = t->rows()->value(0, 0)->as_bigint();
+    // The owner of token t is the node with the first ring token >= t (wrapping).
+    auto it = ring.lower_bound(tok);
+    const std::string owner = it == ring.end() ? ring.begin()->second : it->second;
+    auto r = s->Execute(net::Statement::Bound(*read, {Value::Int(k)}));
+    ASSERT_TRUE(r.ok() && r->rows() && r->rows()->row_count() == 1) << r.status().ToString();
+    const auto v = r->rows()->value(0, 0)->as_blob();
+    EXPECT_EQ(std::vector<uint8_t>(v.begin(), v.end()), std::vector<uint8_t>(16, uint8_t(k)));
+    const std::string answered = r->host.substr(0, r->host.rfind(':'));  // "address:port"
+    if (answered != owner) ++mismatches;
+    ++per_owner[owner];
+  }
+  EXPECT_EQ(mismatches, 0) << "reads answered by a node that does not own the key";
+  EXPECT_EQ(per_owner.size(), 3u) << "300 keys should spread over all 3 nodes";
+  s->Close();
+}
+
+TEST_F(ClusterTest, LoaderEpochIsExactlyOnceWhileAReplicaHangs) {
+  auto s = Connect();
+  ASSERT_NE(s, nullptr);
+  const std::string ks = keyspace_ + "_rf3";
+  testing::MustRun(*s, fmt::format("CREATE KEYSPACE IF NOT EXISTS {} WITH replication = "
+                                   "{{'class': 'SimpleStrategy', 'replication_factor': 3}}",
+                                   ks));
+  SyntheticSpec spec;
+  spec.name = "hung";
+  spec.samples = 3000;
+  spec.segments = 3;
+  spec.size = [](int i) -> int64_t { return 2000 + (i * 131) % 6000; };
+  spec.consistency = cql::Consistency::kAll;  // every replica holds every row before the epoch
+  const SyntheticDataset data = MakeSyntheticDataset(*s, ks, spec);
+  ASSERT_EQ(data.payload.size(), 3000u);
+  s->Close();
+
+  const pid_t victim = NodePid(2);
+  ASSERT_GT(victim, 0) << "no pid file for node 2 under " << state_;
+  ASSERT_EQ(::kill(victim, 0), 0) << "node 2 (pid " << victim << ") is not running";
+
+  LoaderOptions o;
+  o.connection = Options();
+  o.connection.keyspace = ks;
+  o.dataset = "hung";
+  o.split = "train";
+  o.batch_size = 50;
+  o.epochs = 2;
+  o.seed = 5;
+  auto opened = Loader::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Loader& l = **opened;
+
+  auto read_epoch = [&](const std::function<void(int)>& after_batch) {
+    std::map<SampleKey, int> seen;
+    for (int b = 0;; ++b) {
+      auto r = l.Next();
+      if (!r.ok()) {
+        ADD_FAILURE() << "epoch failed: " << r.status().ToString();
+        break;
+      }
+      if (!*r) break;
+      const Batch& batch = **r;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const SampleKey k = batch.keys[i];
+        ++seen[k];
+        auto it = data.payload.find(k);
+        if (it == data.payload.end()) {
+          ADD_FAILURE() << "unknown key " << FormatKey(k);
+          continue;
+        }
+        auto bytes = batch.sample(i);
+        if (bytes.size() != it->second.size() || !std::equal(bytes.begin(), bytes.end(), it->second.begin())) {
+          ADD_FAILURE() << "wrong bytes for " << FormatKey(k);
+        }
+      }
+      after_batch(b);
+    }
+    return seen;
+  };
+  auto check_exactly_once = [&](const std::map<SampleKey, int>& seen) {
+    EXPECT_EQ(seen.size(), data.payload.size());
+    int dup = 0;
+    for (const auto& [k, n] : seen) dup += n > 1;
+    EXPECT_EQ(dup, 0) << "samples delivered more than once";
+  };
+
+  // Epoch 1: node 2 hangs after the third batch and stays hung to the end.
+  std::optional<Resume> resume;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto seen1 = read_epoch([&](int b) {
+    if (b == 2) {
+      ASSERT_EQ(::kill(victim, SIGSTOP), 0);
+      resume.emplace(victim);
+    }
+  });
+  const double hung_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(resume.has_value()) << "the epoch ended before node 2 was stopped";
+  check_exactly_once(seen1);
+  const LoaderMetrics m1 = l.Metrics();
+  // Requests to the hung node were in flight when it stopped: they must have
+  // been hedged or retried elsewhere (that is how the epoch finished).
+  EXPECT_GT(m1.hedges + m1.retries + m1.timeouts, 0) << "nothing was in flight on node 2?";
+  std::printf("[cluster] epoch with node 2 hung: %.1f s, %lld hedges (%lld won), %lld retries, %lld timeouts\n",
+              hung_s, static_cast<long long>(m1.hedges), static_cast<long long>(m1.hedge_wins),
+              static_cast<long long>(m1.retries), static_cast<long long>(m1.timeouts));
+
+  // Epoch 2: node 2 is back.
+  resume.reset();
+  auto seen2 = read_epoch([](int) {});
+  check_exactly_once(seen2);
+  EXPECT_TRUE(l.Done());
+  l.Close();
+}
+
+}  // namespace
+}  // namespace cqlstream
