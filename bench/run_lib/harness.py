@@ -556,6 +556,9 @@ def main():
     ap.add_argument("--no-build", action="store_true", help="use the binaries already in the build folder")
     ap.add_argument("--build-dir", default=None, help="build folder (default build-bench, or $CQLSTREAM_BENCH_BUILD_DIR)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--merge", default=None, metavar="RAW_RUN_DIR",
+                    help="re-measure only the points of this run (--loaders, --rtts, ...) and write the summary "
+                         "of an earlier run (bench/results/raw/<run>) with those points replaced")
     a = ap.parse_args()
 
     class Cfg:
@@ -662,6 +665,22 @@ def main():
     meta["load_end"] = loadavg()
     with open(os.path.join(raw, "records.json"), "w") as f:
         json.dump(dict(meta=meta, info=info, records=records), f, indent=1)
+    if a.merge:
+        with open(os.path.join(a.merge, "records.json")) as f:
+            old = json.load(f)
+        key = lambda r: (r["dataset"], r["loader"], r["rtt_ms"], r["rate_mbit"])
+        redone = {key(r) for r in records}
+        kept = [r for r in old["records"] if key(r) not in redone]
+        records = kept + records
+        cfg.rtts = sorted({r["rtt_ms"] for r in records})
+        cfg.rates = sorted({r["rate_mbit"] for r in records})
+        cfg.rate_datasets = sorted({r["dataset"] for r in records if r["rate_mbit"]})
+        meta = dict(old["meta"], mode=old["meta"]["mode"] + f", {len(redone)} points re-measured in run {run_id}",
+                    run=f"{old['meta']['run']} + {run_id}",
+                    load_start=f"{old['meta']['load_start']} (re-run: {meta['load_start']})",
+                    load_end=f"{old['meta']['load_end']} (re-run: {meta['load_end']})")
+        with open(os.path.join(raw, "merged-records.json"), "w") as f:
+            json.dump(dict(meta=meta, info=info, records=records), f, indent=1)
     summarize(records, cfg, out, meta)
     log(f"wrote {out}/summary.csv, summary.md, throughput_*.png (raw: {raw})")
     failed = [r for r in records if r.get("result") is None]

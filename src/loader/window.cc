@@ -70,11 +70,26 @@ void WindowController::Evaluate(double g) {
       best_goodput_ = g;
       best_window_ = window_;
       flat_intervals_ = 0;
+      startup_connection_step_ = false;  // it paid (or there was none)
       window_ = std::min(o_.max_window, window_ * 2);
       if (window_ == o_.max_window) phase_ = Phase::kSteady;
       return;
     }
     if (++flat_intervals_ < 2) return;  // one flat interval may be noise
+    // A larger window stopped paying. If requests now wait far longer than
+    // the fastest ones, the path may be what limits each connection (one TCP
+    // connection carries at most its window per round trip): double the
+    // connections, keep the window, and go on climbing. A step that does
+    // not pay ends it (a busy server also makes requests wait; connections
+    // cannot help there).
+    if (startup_connection_step_) {
+      connections_help_ = false;
+    } else if (connections_help_ && connections_ < o_.max_connections && srtt_us_ > 2.0 * min_rtt_us_) {
+      connections_ = std::min(o_.max_connections, connections_ * 2);
+      startup_connection_step_ = true;
+      flat_intervals_ = 0;
+      return;
+    }
     phase_ = Phase::kSteady;
     window_ = std::clamp(static_cast<int>(best_window_ * 1.25), o_.min_window, o_.max_window);
     best_goodput_ = std::max(best_goodput_, g);

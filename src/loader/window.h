@@ -6,8 +6,11 @@
 // The objective is goodput (bytes delivered per second). The controller
 // climbs it:
 //  * Startup: the window doubles every measurement interval while goodput
-//    still rises by >= 10%; when it stops rising, the window settles at the
-//    best window seen plus 25% headroom.
+//    still rises by >= 10%. When it stops rising while requests wait far
+//    longer than the fastest ones, the connections double (the path may
+//    limit each connection) and the climb goes on; otherwise, or when that
+//    did not pay, the window settles at the best window seen plus 25%
+//    headroom.
 //  * Steady state: it keeps probing — a larger window (x1.25) and, when
 //    requests wait much longer than the fastest ones (the path, not the
 //    server, is the limit: one TCP connection carries at most window/RTT),
@@ -93,6 +96,7 @@ class WindowController {
   int steady_intervals_ = 0;
   int next_probe_ = 0;    // round-robin over probe kinds
   bool connections_help_ = true;
+  bool startup_connection_step_ = false;  // the last startup step added connections
 };
 
 }  // namespace cqlstream::loader

@@ -21,6 +21,9 @@ struct Pipe {
   double Goodput(int w) const { return std::min(w * size / rtt_s, bw); }
   double Latency(int w) const { return std::max(rtt_s, w * size / bw); }
   double Bdp() const { return bw * rtt_s / size; }  // requests
+  // Per connection at most `conn_window` bytes per round trip (0: no limit).
+  double conn_window = 0;
+  double Cap(int conns) const { return conn_window > 0 ? std::min(bw, conns * conn_window / rtt_s) : bw; }
 };
 
 // Drives the controller for `seconds` of simulated time; *mean_goodput gets
@@ -34,15 +37,17 @@ WindowController Simulate(const Pipe& p, double seconds, WindowController::Optio
   const auto step = std::chrono::milliseconds(10);
   for (double t = 0; t < seconds; t += 0.01) {
     const int w = c.window();
-    const double lat = p.Latency(w);
-    const double completions = p.Goodput(w) / p.size * 0.01;
+    const double cap = p.Cap(c.connections());
+    const double goodput = std::min(w * p.size / p.rtt_s, cap);
+    const double lat = std::max(p.rtt_s, w * p.size / cap);
+    const double completions = goodput / p.size * 0.01;
     for (int i = 0; i < static_cast<int>(std::lround(completions)); ++i) {
       c.OnComplete(static_cast<int64_t>(p.size), std::chrono::microseconds(static_cast<int64_t>(lat * 1e6)));
     }
     now += step;
     c.Tick(now);
     if (t >= seconds / 2) {
-      sum += p.Goodput(w);
+      sum += goodput;
       ++samples;
     }
   }
@@ -60,6 +65,32 @@ TEST(WindowControllerTest, SettlesNearTheBandwidthDelayProduct) {
     EXPECT_LE(c.window(), 4 * p.Bdp() + 64) << "rtt " << rtt;
     EXPECT_EQ(c.phase(), WindowController::Phase::kSteady);
   }
+}
+
+TEST(WindowControllerTest, AddsConnectionsWhenEachConnectionIsWindowLimited) {
+  // A WAN path: 4 MiB per connection per round trip, 600 MB/s in all; two
+  // connections carry 84 MB/s at 100 ms, sixteen can fill the link.
+  for (double rtt : {0.05, 0.1, 0.2}) {
+    Pipe p{rtt, 600e6};
+    p.conn_window = 4 * 1048576.0;
+    double mean = 0;
+    auto c = Simulate(p, 60, {}, &mean);
+    SCOPED_TRACE(c.Describe());
+    EXPECT_GE(mean, 0.9 * p.Cap(16)) << "rtt " << rtt;
+    EXPECT_GE(c.connections(), static_cast<int>(std::ceil(p.Cap(16) * rtt / p.conn_window))) << "rtt " << rtt;
+    EXPECT_LE(c.window(), 4 * p.Bdp() + 64) << "rtt " << rtt;
+  }
+}
+
+TEST(WindowControllerTest, ConnectionsStopGrowingWhenTheyDoNotPay) {
+  // A busy server (no per-connection limit): requests queue as the window
+  // grows, but more connections bring nothing.
+  Pipe p{0.001, 300e6};
+  double mean = 0;
+  auto c = Simulate(p, 60, {}, &mean);
+  SCOPED_TRACE(c.Describe());
+  EXPECT_GE(mean, 0.95 * p.bw);
+  EXPECT_LE(c.connections(), 4);
 }
 
 TEST(WindowControllerTest, CongestionShrinksTheWindow) {
