@@ -44,8 +44,11 @@ void WindowController::OnCongestion(Clock::time_point now) {
 bool WindowController::Tick(Clock::time_point now) {
   if (!o_.adaptive) return false;
   const auto elapsed = now - interval_start_;
+  // Startup measures over 2 smoothed latencies (it only needs to see a
+  // doubling pay), steady-state probes over 4 (they look for 5% gains).
+  const double lats = phase_ == Phase::kStartup ? 2.0 : 4.0;
   const auto min_len = std::max<std::chrono::microseconds>(
-      o_.min_interval, std::chrono::microseconds(static_cast<int64_t>(4 * srtt_us_)));
+      o_.min_interval, std::chrono::microseconds(static_cast<int64_t>(lats * srtt_us_)));
   if (elapsed < min_len || completions_ < 8) return false;
   const double secs = std::chrono::duration<double>(elapsed).count();
   const double goodput = static_cast<double>(bytes_) / secs;
@@ -75,7 +78,10 @@ void WindowController::Evaluate(double g) {
       if (window_ == o_.max_window) phase_ = Phase::kSteady;
       return;
     }
-    if (++flat_intervals_ < 2) return;  // one flat interval may be noise
+    // One flat interval may be noise; heavy queueing (4x the fastest
+    // latency) is a clear enough signal.
+    const bool queueing = srtt_us_ > 4.0 * min_rtt_us_;
+    if (++flat_intervals_ < 2 && !queueing) return;
     // A larger window stopped paying. If requests now wait far longer than
     // the fastest ones, the path may be what limits each connection (one TCP
     // connection carries at most its window per round trip): double the
