@@ -53,6 +53,8 @@ bool WindowController::Tick(Clock::time_point now) {
   const double secs = std::chrono::duration<double>(elapsed).count();
   const double goodput = static_cast<double>(bytes_) / secs;
   const double mean_lat = sum_latency_us_ / static_cast<double>(completions_);
+  const double mean_bytes = static_cast<double>(bytes_) / static_cast<double>(completions_);
+  mean_bytes_ = mean_bytes_ == 0 ? mean_bytes : 0.8 * mean_bytes_ + 0.2 * mean_bytes;
   const bool held = held_back_;
   interval_start_ = now;
   bytes_ = completions_ = 0;
@@ -64,6 +66,13 @@ bool WindowController::Tick(Clock::time_point now) {
   if (held) return false;  // not limited by the window: nothing to learn
   const int w0 = window_, c0 = connections_;
   Evaluate(goodput);
+  // Requests beyond a few bandwidth-delay products only wait in queues —
+  // mostly the server's: a node buffers the answers a slow path cannot take
+  // yet (a 1 GiB Cassandra node ran out of direct memory at 100 ms RTT
+  // before this cap, with ~1 GB of answers queued for its clients).
+  const double bdp = std::max(best_goodput_, goodput) * (min_rtt_us_ / 1e6) / std::max(1.0, mean_bytes_);
+  const int cap = std::clamp(static_cast<int>(kBdpFactor * bdp), std::max(o_.min_window, kMinCap), o_.max_window);
+  window_ = std::min(window_, cap);
   return window_ != w0 || connections_ != c0;
 }
 

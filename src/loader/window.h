@@ -18,6 +18,9 @@
 //    now and then a smaller window (x0.9), kept if goodput does not fall by
 //    more than 3% (less memory for the same speed).
 //  * Timeouts and overload errors shrink the window at once (x0.7).
+//  * The window never exceeds 3 bandwidth-delay products (goodput x the
+//    lowest latency seen): more requests only queue, mostly in the server,
+//    which buffers the answers a slow path cannot take yet.
 //  * Intervals in which the loader was held back by something else (the
 //    consumer is slower, the byte budget is spent) are not measured.
 //
@@ -97,6 +100,11 @@ class WindowController {
   int next_probe_ = 0;    // round-robin over probe kinds
   bool connections_help_ = true;
   bool startup_connection_step_ = false;  // the last startup step added connections
+  double mean_bytes_ = 0;                 // per completion (smoothed)
+  // The window never exceeds kBdpFactor bandwidth-delay products (goodput x
+  // the lowest latency seen, in requests), nor goes below kMinCap for it.
+  static constexpr double kBdpFactor = 3.0;
+  static constexpr int kMinCap = 64;
 };
 
 }  // namespace cqlstream::loader
