@@ -666,7 +666,8 @@ def main():
     with open(os.path.join(raw, "records.json"), "w") as f:
         json.dump(dict(meta=meta, info=info, records=records), f, indent=1)
     if a.merge:
-        with open(os.path.join(a.merge, "records.json")) as f:
+        merged = os.path.join(a.merge, "merged-records.json")  # the earlier run was itself a merge
+        with open(merged if os.path.exists(merged) else os.path.join(a.merge, "records.json")) as f:
             old = json.load(f)
         key = lambda r: (r["dataset"], r["loader"], r["rtt_ms"], r["rate_mbit"])
         redone = {key(r) for r in records}
