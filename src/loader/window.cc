@@ -71,7 +71,8 @@ bool WindowController::Tick(Clock::time_point now) {
   // yet (a 1 GiB Cassandra node ran out of direct memory at 100 ms RTT
   // before this cap, with ~1 GB of answers queued for its clients).
   const double bdp = std::max(best_goodput_, goodput) * (min_rtt_us_ / 1e6) / std::max(1.0, mean_bytes_);
-  const int cap = std::clamp(static_cast<int>(kBdpFactor * bdp), std::max(o_.min_window, kMinCap), o_.max_window);
+  const int floor = std::min(std::max(o_.min_window, kMinCap), o_.max_window);  // a user cap may be below 64
+  const int cap = std::clamp(static_cast<int>(std::min(kBdpFactor * bdp, 1e9)), floor, o_.max_window);
   window_ = std::min(window_, cap);
   return window_ != w0 || connections_ != c0;
 }

@@ -93,6 +93,16 @@ TEST(WindowControllerTest, ConnectionsStopGrowingWhenTheyDoNotPay) {
   EXPECT_LE(c.connections(), 4);
 }
 
+TEST(WindowControllerTest, AUserCapBelowTheFloorIsKept) {
+  WindowController::Options o;
+  o.initial_window = 8;
+  o.max_window = 16;  // --max-in-flight 16, adaptive
+  double mean = 0;
+  auto c = Simulate(Pipe{0.01, 1e9}, 10, o, &mean);
+  EXPECT_LE(c.window(), 16);
+  EXPECT_GE(c.window(), o.min_window);
+}
+
 TEST(WindowControllerTest, CongestionShrinksTheWindow) {
   auto now = Clock::now();
   WindowController::Options o;
