@@ -167,7 +167,9 @@ TEST_F(ClusterTest, DiscoversEveryNodeAndRoutesEachKeyToItsOwner) {
     const std::string owner = it == ring.end() ? ring.begin()->second : it->second;
     auto r = s->Execute(net::Statement::Bound(*read, {Value::Int(k)}));
     ASSERT_TRUE(r.ok() && r->rows() && r->rows()->row_count() == 1) << r.status().ToString();
-    const auto v = r->rows()->value(0, 0)->as_blob();
+    const auto cell = r->rows()->value(0, 0);  // keeps the value alive while its bytes are viewed
+    ASSERT_TRUE(cell.ok()) << cell.status().ToString();
+    const auto v = cell->as_blob();
     EXPECT_EQ(std::vector<uint8_t>(v.begin(), v.end()), std::vector<uint8_t>(16, uint8_t(k)));
     const std::string answered = r->host.substr(0, r->host.rfind(':'));  // "address:port"
     if (answered != owner) ++mismatches;
