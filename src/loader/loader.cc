@@ -1059,9 +1059,20 @@ StatusOr<BatchPtr> Loader::Next() {
     Epoch& e = *L.epochs.front();
     std::shared_ptr<BatchImpl> b;
     if (!e.ordered && !e.ready.empty()) {
-      b = e.ready.front();
-      e.ready.pop_front();
-      b->index = e.base_batches + e.batches_delivered;
+      // Only the last batch of an epoch may be short: the tail batch (fewer
+      // samples left than a batch) can complete before the full batches
+      // opened ahead of it, so it waits until it is the epoch's last.
+      auto it = e.ready.begin();
+      const bool others_left = !e.building.empty() || e.unslotted > 0 || e.ready.size() > 1;
+      if ((*it)->capacity < L.o.batch_size && others_left) {
+        it = std::find_if(e.ready.begin(), e.ready.end(),
+                          [&](const std::shared_ptr<BatchImpl>& r) { return r->capacity >= L.o.batch_size; });
+      }
+      if (it != e.ready.end()) {
+        b = *it;
+        e.ready.erase(it);
+        b->index = e.base_batches + e.batches_delivered;
+      }
     } else if (e.ordered && !e.ready_by_index.empty() && e.ready_by_index.begin()->first == e.next_ordered) {
       b = e.ready_by_index.begin()->second;
       e.ready_by_index.erase(e.ready_by_index.begin());
