@@ -23,7 +23,6 @@
 // atomics and the latency samples sit behind a mutex (one push per request).
 #include <fmt/format.h>
 #include <malloc.h>
-#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -46,31 +45,12 @@
 #include "cqlstream/options.h"
 #include "net/session.h"
 #include "store/catalog.h"
+#include "util/measure.h"
 
 namespace cqlstream::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double CpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
-double PeakRssMb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;
-}
-
-double Percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(v.size())));
-  return v[i];
-}
 
 int64_t BigEndian(cql::ByteView b) {
   int64_t v = 0;
@@ -168,13 +148,13 @@ class Runner {
     m_errors_ = 0;
     for (int i = 0; i < concurrency; ++i) Launch();
     std::this_thread::sleep_for(std::chrono::duration<double>(warmup_s));
-    const double cpu0 = CpuSeconds();
+    const double cpu0 = ProcessCpuSeconds();
     const auto t0 = Clock::now();
     measuring_ = true;
     std::this_thread::sleep_for(std::chrono::duration<double>(measure_s));
     measuring_ = false;
     const auto t1 = Clock::now();
-    const double cpu1 = CpuSeconds();
+    const double cpu1 = ProcessCpuSeconds();
     {
       std::unique_lock<std::mutex> l(mu_);
       stop_ = true;

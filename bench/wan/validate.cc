@@ -21,7 +21,6 @@
 // zero delay, measured in alternating slices against a direct connection.
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -34,6 +33,7 @@
 
 #include "wan/bulk.h"
 #include "wan/proxy.h"
+#include "util/measure.h"
 #include "wan/units.h"
 
 namespace {
@@ -44,13 +44,7 @@ using cqlstream::wan::BulkSource;
 using cqlstream::wan::Proxy;
 using cqlstream::wan::ProxyOptions;
 using Seconds = std::chrono::duration<double>;
-
-double ProcessCpuSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-}
+using cqlstream::ProcessCpuSeconds;
 
 struct Point {
   double rtt_ms = 0;

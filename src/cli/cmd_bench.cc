@@ -4,7 +4,6 @@
 // without decoding and prints throughput, the consumer's wait (stall) and
 // request latency. The first --warmup epochs are excluded from the summary.
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "util/measure.h"
 #include "cqlstream/loader.h"
 
 namespace cqlstream::cli {
@@ -24,26 +24,6 @@ struct Args {
   int max_in_flight = 0, initial_window = 0, max_connections = 0;
   int64_t memory_mb = 0;
 };
-
-double CpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
-double PeakRssMb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(v.size())));
-  return v[i];
-}
 
 double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
 
@@ -85,7 +65,7 @@ int Run(const ConnectionFlags& flags, const Args& a) {
   std::vector<double> all_waits;
   for (int e = 0; e < a.epochs + a.warmup; ++e) {
     const auto t0 = std::chrono::steady_clock::now();
-    const double cpu0 = CpuSeconds();
+    const double cpu0 = ProcessCpuSeconds();
     const auto m0 = loader.Metrics();
     EpochResult r{};
     for (;;) {
@@ -99,7 +79,7 @@ int Run(const ConnectionFlags& flags, const Args& a) {
       r.bytes += static_cast<double>((*b)->data().size());
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    r.cpu = CpuSeconds() - cpu0;
+    r.cpu = ProcessCpuSeconds() - cpu0;
     const auto m = loader.Metrics();
     r.stall = m.stall_s - m0.stall_s;
     const bool warm = e < a.warmup;
