@@ -21,7 +21,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include "cqlstream/loader.h"
 #include "dataset_fixture.h"
@@ -31,8 +30,10 @@
 namespace cqlstream {
 namespace {
 
+using testing::Delivered;
 using testing::Env;
 using testing::MakeSyntheticDataset;
+using testing::ReadEpoch;
 using testing::SyntheticDataset;
 using testing::SyntheticSpec;
 
@@ -213,52 +214,26 @@ TEST_F(ClusterTest, LoaderEpochIsExactlyOnceWhileAReplicaHangs) {
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   Loader& l = **opened;
 
-  auto read_epoch = [&](const std::function<void(int)>& after_batch) {
-    std::map<SampleKey, int> seen;
-    for (int b = 0;; ++b) {
-      auto r = l.Next();
-      if (!r.ok()) {
-        ADD_FAILURE() << "epoch failed: " << r.status().ToString();
-        break;
-      }
-      if (!*r) break;
-      const Batch& batch = **r;
-      for (size_t i = 0; i < batch.size(); ++i) {
-        const SampleKey k = batch.keys[i];
-        ++seen[k];
-        auto it = data.payload.find(k);
-        if (it == data.payload.end()) {
-          ADD_FAILURE() << "unknown key " << FormatKey(k);
-          continue;
-        }
-        auto bytes = batch.sample(i);
-        if (bytes.size() != it->second.size() || !std::equal(bytes.begin(), bytes.end(), it->second.begin())) {
-          ADD_FAILURE() << "wrong bytes for " << FormatKey(k);
-        }
-      }
-      after_batch(b);
-    }
-    return seen;
-  };
-  auto check_exactly_once = [&](const std::map<SampleKey, int>& seen) {
-    EXPECT_EQ(seen.size(), data.payload.size());
-    int dup = 0;
-    for (const auto& [k, n] : seen) dup += n > 1;
-    EXPECT_EQ(dup, 0) << "samples delivered more than once";
+  auto check_exactly_once = [&](const Delivered& d) {
+    ASSERT_TRUE(d.error.empty()) << "epoch failed: " << d.error;
+    const std::set<SampleKey> unique(d.keys.begin(), d.keys.end());
+    EXPECT_EQ(unique.size(), d.keys.size()) << "samples delivered more than once";
+    EXPECT_EQ(unique.size(), data.payload.size());
   };
 
   // Epoch 1: node 2 hangs after the third batch and stays hung to the end.
   std::optional<Resume> resume;
   const auto t0 = std::chrono::steady_clock::now();
-  auto seen1 = read_epoch([&](int b) {
-    if (b == 2) {
-      ASSERT_EQ(::kill(victim, SIGSTOP), 0);
-      resume.emplace(victim);
-    }
-  });
+  Delivered epoch1 = ReadEpoch(l, data, 3);
+  ASSERT_TRUE(epoch1.error.empty()) << epoch1.error;
+  ASSERT_EQ(epoch1.batch_sizes.size(), 3u) << "the epoch ended before node 2 was stopped";
+  ASSERT_EQ(::kill(victim, SIGSTOP), 0);
+  resume.emplace(victim);
+  const Delivered rest = ReadEpoch(l, data);
+  epoch1.keys.insert(epoch1.keys.end(), rest.keys.begin(), rest.keys.end());
+  epoch1.error = rest.error;
   const double hung_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_TRUE(resume.has_value()) << "the epoch ended before node 2 was stopped";
-  check_exactly_once(seen1);
+  check_exactly_once(epoch1);
   const LoaderMetrics m1 = l.Metrics();
   // Requests to the hung node were in flight when it stopped: they must have
   // been hedged or retried elsewhere (that is how the epoch finished).
@@ -269,8 +244,7 @@ TEST_F(ClusterTest, LoaderEpochIsExactlyOnceWhileAReplicaHangs) {
 
   // Epoch 2: node 2 is back.
   resume.reset();
-  auto seen2 = read_epoch([](int) {});
-  check_exactly_once(seen2);
+  check_exactly_once(ReadEpoch(l, data));
   EXPECT_TRUE(l.Done());
   l.Close();
 }

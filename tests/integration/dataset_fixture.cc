@@ -139,4 +139,39 @@ SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& ks, co
   return out;
 }
 
+Delivered ReadEpoch(Loader& l, const SyntheticDataset& d, int max_batches) {
+  Delivered out;
+  XXH64_state_t* h = XXH64_createState();
+  XXH64_reset(h, 0);
+  for (int b = 0; max_batches < 0 || b < max_batches; ++b) {
+    auto r = l.Next();
+    if (!r.ok()) {
+      out.error = r.status().ToString();
+      break;
+    }
+    if (!*r) break;
+    const Batch& batch = **r;
+    out.batch_sizes.push_back(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const SampleKey k = batch.keys[i];
+      auto it = d.payload.find(k);
+      if (it == d.payload.end()) {
+        ADD_FAILURE() << "unknown key " << FormatKey(k);
+        continue;
+      }
+      auto s = batch.sample(i);
+      if (s.size() != it->second.size() || !std::equal(s.begin(), s.end(), it->second.begin())) {
+        ADD_FAILURE() << "wrong bytes for " << FormatKey(k);
+      }
+      EXPECT_EQ(batch.labels[i], d.label.at(k)) << FormatKey(k);
+      out.keys.push_back(k);
+      XXH64_update(h, &k, sizeof k);
+    }
+    XXH64_update(h, batch.data().data(), batch.data().size());
+  }
+  out.digest = XXH64_digest(h);
+  XXH64_freeState(h);
+  return out;
+}
+
 }  // namespace cqlstream::testing

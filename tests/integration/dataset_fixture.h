@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cqlstream/dataset.h"
+#include "cqlstream/loader.h"
 #include "net/session.h"
 
 namespace cqlstream::testing {
@@ -45,6 +46,19 @@ std::vector<uint8_t> PayloadFor(SampleKey key, int64_t size);
 
 // Creates (or replaces) the dataset in `keyspace` (which must exist).
 SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& keyspace, const SyntheticSpec& spec);
+
+// What a loader delivered in one epoch (or part of one).
+struct Delivered {
+  std::vector<SampleKey> keys;  // in delivery order
+  std::vector<size_t> batch_sizes;
+  uint64_t digest = 0;  // over keys and bytes, in order
+  std::string error;    // the error that ended the epoch, if one did
+};
+
+// Reads one epoch (until Next() returns nullptr), or at most `max_batches`
+// batches of it, and checks every sample's bytes and label against the
+// fixture (test failures, not an error).
+Delivered ReadEpoch(Loader& l, const SyntheticDataset& d, int max_batches = -1);
 
 }  // namespace cqlstream::testing
 

@@ -7,7 +7,6 @@
 // byte budget; faults injected by a proxy.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <future>
@@ -23,53 +22,11 @@
 namespace cqlstream {
 namespace {
 
+using testing::Delivered;
 using testing::MakeSyntheticDataset;
+using testing::ReadEpoch;
 using testing::SyntheticDataset;
 using testing::SyntheticSpec;
-
-struct Delivered {
-  std::vector<SampleKey> keys;  // in delivery order
-  std::vector<size_t> batch_sizes;
-  uint64_t digest = 0;  // over keys and bytes, in order
-  std::string error;
-};
-
-// Reads one epoch (until Next() returns nullptr) and checks every sample's
-// bytes and label against the fixture.
-Delivered ReadEpoch(Loader& l, const SyntheticDataset& d, int max_batches = -1) {
-  Delivered out;
-  XXH64_state_t* h = XXH64_createState();
-  XXH64_reset(h, 0);
-  for (int b = 0; max_batches < 0 || b < max_batches; ++b) {
-    auto r = l.Next();
-    if (!r.ok()) {
-      out.error = r.status().ToString();
-      break;
-    }
-    if (!*r) break;
-    const Batch& batch = **r;
-    out.batch_sizes.push_back(batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const SampleKey k = batch.keys[i];
-      auto it = d.payload.find(k);
-      if (it == d.payload.end()) {
-        ADD_FAILURE() << "unknown key " << FormatKey(k);
-        continue;
-      }
-      auto s = batch.sample(i);
-      if (s.size() != it->second.size() || !std::equal(s.begin(), s.end(), it->second.begin())) {
-        ADD_FAILURE() << "wrong bytes for " << FormatKey(k);
-      }
-      EXPECT_EQ(batch.labels[i], d.label.at(k)) << FormatKey(k);
-      out.keys.push_back(k);
-      XXH64_update(h, &k, sizeof k);
-    }
-    XXH64_update(h, batch.data().data(), batch.data().size());
-  }
-  out.digest = XXH64_digest(h);
-  XXH64_freeState(h);
-  return out;
-}
 
 LoaderOptions BaseOptions(const std::string& dataset) {
   LoaderOptions o;
