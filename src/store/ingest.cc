@@ -8,6 +8,7 @@
 #include <bit>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -150,9 +151,10 @@ struct Plan {
   bool writes() const { return action == Action::kNew || action == Action::kResume || action == Action::kAppend; }
 };
 
-// Paths committed by `segs` (scan of their metadata).
-StatusOr<std::set<std::string>> CommittedPaths(net::Session& s, const DatasetInfo& d, const std::vector<SegRow>& segs,
-                                               int concurrency) {
+// Calls `fn(seg, row)` for every committed metadata row of `segs` (a scan
+// of their metadata; `fn` runs under one lock).
+Status ForEachCommittedRow(net::Session& s, const DatasetInfo& d, const std::vector<SegRow>& segs, int concurrency,
+                           const std::function<void(int32_t seg, MetaRow& row)>& fn) {
   std::vector<SegmentInfo> infos;
   for (const auto& g : segs) {
     SegmentInfo i;
@@ -161,13 +163,19 @@ StatusOr<std::set<std::string>> CommittedPaths(net::Session& s, const DatasetInf
     i.count = g.c.count;
     infos.push_back(i);
   }
-  std::set<std::string> out;
   std::mutex mu;
-  Status st = ScanMeta(s, d, infos, concurrency, [&](const BlockRef&, std::vector<MetaRow>& rows) {
+  return ScanMeta(s, d, infos, concurrency, [&](const BlockRef& b, std::vector<MetaRow>& rows) {
     std::lock_guard<std::mutex> l(mu);
-    for (auto& r : rows) out.insert(std::move(r.path));
+    for (auto& r : rows) fn(b.seg, r);
     return Status::OK();
   });
+}
+
+// Paths committed by `segs`.
+StatusOr<std::set<std::string>> CommittedPaths(net::Session& s, const DatasetInfo& d, const std::vector<SegRow>& segs,
+                                               int concurrency) {
+  std::set<std::string> out;
+  Status st = ForEachCommittedRow(s, d, segs, concurrency, [&](int32_t, MetaRow& r) { out.insert(std::move(r.path)); });
   if (!st.ok()) return st;
   return out;
 }
@@ -181,44 +189,29 @@ Status CheckForeignPaths(net::Session& s, const IngestOptions& o, const DatasetI
                          const std::string& source_id, const std::vector<SegRow>& segrows,
                          const std::vector<const SourceItem*>& items, int concurrency) {
   if (o.allow_same_paths || items.empty()) return Status::OK();
-  std::vector<SegmentInfo> foreign;
+  std::vector<SegRow> foreign;
   std::map<int32_t, std::string> origin;
   for (const auto& g : segrows) {
     if (g.split != split || g.source_id == source_id || g.c.count <= 0) continue;
-    SegmentInfo i;
-    i.seg = g.seg;
-    i.split = g.split;
-    i.count = g.c.count;
-    foreign.push_back(i);
+    foreign.push_back(g);
     origin[g.seg] = g.source;
   }
   if (foreign.empty()) return Status::OK();
   std::map<std::string, const SourceItem*> wanted;
   for (const SourceItem* it : items) wanted.emplace(it->path, it);
-  struct Hit {
-    std::string path;
-    int32_t seg;
-  };
-  std::vector<Hit> hits;
-  std::mutex mu;
-  Status st = ScanMeta(s, d, foreign, concurrency, [&](const BlockRef& b, std::vector<MetaRow>& rows) {
-    std::lock_guard<std::mutex> l(mu);
-    for (const auto& r : rows) {
-      auto it = wanted.find(r.path);
-      if (it != wanted.end() && static_cast<int64_t>(it->second->image.size) == r.image_size) {
-        hits.push_back(Hit{r.path, b.seg});
-      }
-    }
-    return Status::OK();
+  std::map<std::string, int32_t> hits;  // path -> a foreign segment holding it (sorted, each path once)
+  Status st = ForEachCommittedRow(s, d, foreign, concurrency, [&](int32_t seg, MetaRow& r) {
+    auto it = wanted.find(r.path);
+    if (it != wanted.end() && static_cast<int64_t>(it->second->image.size) == r.image_size) hits.emplace(r.path, seg);
   });
   if (!st.ok()) return st;
   if (hits.empty()) return Status::OK();
-  std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.path < b.path; });
   std::string examples;
-  for (size_t i = 0; i < hits.size() && i < 3; ++i) {
-    examples += fmt::format("{}{} (segment {})", i ? ", " : "", hits[i].path, hits[i].seg);
+  int shown = 0;
+  for (auto h = hits.begin(); h != hits.end() && shown < 3; ++h, ++shown) {
+    examples += fmt::format("{}{} (segment {})", shown ? ", " : "", h->first, h->second);
   }
-  const std::string& from = origin[hits.front().seg];
+  const std::string& from = origin[hits.begin()->second];
   return Status::AlreadyExists(fmt::format(
       "{} of the {} items to write into split '{}' of dataset '{}' have the same relative path and size as samples "
       "that another source already committed there (e.g. {}; ingested from {}): this looks like the same data "
