@@ -26,13 +26,21 @@ CLASSES = ["cat", "dog", "fish"]
 
 
 def cli_path() -> Path:
-    build = Path(os.environ.get("CQLSTREAM_BUILD_DIR", "build"))
-    if not build.is_absolute():
-        build = ROOT / build
-    p = build / "src" / "cli" / "cqlstream"
-    if not p.exists():
-        pytest.fail(f"the cqlstream CLI is not built ({p}); run scripts/test (or ninja -C build cqlstream)")
-    return p
+    """The cqlstream CLI: $CQLSTREAM_CLI, else src/cli/cqlstream in the first of
+    $CQLSTREAM_BUILD_DIR, build, build-dali (relative to the repository) that has it."""
+    if os.environ.get("CQLSTREAM_CLI"):
+        return Path(os.environ["CQLSTREAM_CLI"])
+    tried = []
+    for b in (os.environ.get("CQLSTREAM_BUILD_DIR"), "build", "build-dali"):
+        if not b:
+            continue
+        build = Path(b) if Path(b).is_absolute() else ROOT / b
+        p = build / "src" / "cli" / "cqlstream"
+        if p.is_file():
+            return p
+        tried.append(str(p))
+    pytest.fail(f"the cqlstream CLI is not built (tried {', '.join(tried)}); run scripts/test "
+                "(or ninja -C build cqlstream_cli), or set CQLSTREAM_CLI")
 
 
 def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:

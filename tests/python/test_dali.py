@@ -22,10 +22,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from conftest import cli_path
+
 import cqlstream.dali as cd
 from nvidia.dali import fn, pipeline_def, types
 
-REPO = Path(__file__).resolve().parents[2]
 HOSTS = os.environ.get("CQLSTREAM_TEST_HOSTS", "127.0.0.1").split(",")
 RUN = os.getpid() % 100000
 N = 23  # samples of the class dataset: uneven for 2 and 3 shards
@@ -33,14 +34,7 @@ B = 4
 
 
 def cli() -> str:
-    if os.environ.get("CQLSTREAM_CLI"):
-        return os.environ["CQLSTREAM_CLI"]
-    for b in (os.environ.get("CQLSTREAM_BUILD_DIR"), "build", "build-dali"):
-        if b:
-            p = Path(b) if Path(b).is_absolute() else REPO / b
-            if (p / "src/cli/cqlstream").is_file():
-                return str(p / "src/cli/cqlstream")
-    raise FileNotFoundError("cqlstream CLI not found: set CQLSTREAM_CLI or CQLSTREAM_BUILD_DIR")
+    return str(cli_path())
 
 
 def run_cli(*args: str) -> str:

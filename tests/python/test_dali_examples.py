@@ -18,20 +18,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import cli_path
+
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = os.environ.get("CQLSTREAM_TEST_HOSTS", "127.0.0.1")
 RUN = os.getpid() % 100000
 
 
 def cli() -> str:
-    if os.environ.get("CQLSTREAM_CLI"):
-        return os.environ["CQLSTREAM_CLI"]
-    for b in (os.environ.get("CQLSTREAM_BUILD_DIR"), "build", "build-dali"):
-        if b:
-            p = Path(b) if Path(b).is_absolute() else REPO / b
-            if (p / "src/cli/cqlstream").is_file():
-                return str(p / "src/cli/cqlstream")
-    raise FileNotFoundError("cqlstream CLI not found: set CQLSTREAM_CLI or CQLSTREAM_BUILD_DIR")
+    return str(cli_path())
 
 
 def load(path: Path, name: str):
