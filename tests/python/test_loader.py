@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import math
+import socket
 import threading
 import time
 
@@ -139,32 +140,78 @@ def test_release(images, loader_kwargs):
         b.release()  # twice is fine
 
 
-def test_gil_is_released_while_next_waits(images, loader_kwargs):
-    # Large decoded frames on one thread make each batch slow to produce, so
-    # next() waits; a Python thread must keep running meanwhile.
-    counter = [0]
-    stop = threading.Event()
+class SlowProxy:
+    """A TCP proxy run by Python threads that holds every server->client chunk
+    for ``delay`` seconds. A loader connected through it can only get data
+    while those threads run, that is while the caller's thread does not hold
+    the GIL."""
 
-    def spin():
-        while not stop.is_set():
-            counter[0] += 1
+    def __init__(self, target: tuple[str, int], delay: float):
+        self.target, self.delay = target, delay
+        self.forwarded = 0  # server->client bytes, written only by the proxy threads
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._socks: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
 
-    with cqlstream.Loader(images.name, batch_size=16, decode=(768, 768), decode_threads=1, prefetch=1,
-                          **loader_kwargs) as loader:
-        it = iter(loader)
-        next(it)  # the pipeline is running
-        t = threading.Thread(target=spin)
-        t.start()
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.target)
+            self._socks += [client, server]
+            threading.Thread(target=self._pump, args=(client, server, 0.0), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, self.delay), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, delay: float):
         try:
-            time.sleep(0.05)
-            c0, t0 = counter[0], time.monotonic()
-            next(it)
-            waited, progressed = time.monotonic() - t0, counter[0] - c0
-        finally:
-            stop.set()
-            t.join()
-    assert waited > 0.05, "next() did not have to wait; the test proves nothing"
-    assert progressed > 1000, f"the other thread made {progressed} steps in {waited:.3f} s"
+            while data := src.recv(1 << 20):
+                if delay:
+                    time.sleep(delay)
+                    with self._lock:
+                        self.forwarded += len(data)
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self._listener.close()
+        for s in self._socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+
+def test_gil_is_released_while_next_waits(images, hosts):
+    # Every response reaches the loader through Python threads that add
+    # 100 ms, so next() must wait for the network, and it can only get its
+    # data while it does not hold the GIL. Were the GIL held, next() would
+    # wait until the request timeout and fail.
+    proxy = SlowProxy((hosts.split(",")[0], 9042), delay=0.1)
+    try:
+        with cqlstream.Loader(images.name, batch_size=images.count("train"), hosts="127.0.0.1",
+                              port=proxy.port, request_timeout=20.0) as loader:
+            it = iter(loader)
+            f0, t0 = proxy.forwarded, time.monotonic()
+            batch = next(it)
+            waited, forwarded = time.monotonic() - t0, proxy.forwarded - f0
+            assert len(batch) == images.count("train")
+            assert sorted(bytes(batch[i]) for i in range(len(batch))) == \
+                sorted(s.data for s in images.split("train"))
+    finally:
+        proxy.close()
+    assert waited > 0.05, f"next() returned after {waited:.3f} s: it did not wait for the network"
+    assert forwarded > 0, "no response passed the proxy while next() waited"
 
 
 def test_close_from_another_thread_unblocks_next(images, loader_kwargs):
