@@ -215,8 +215,10 @@ def test_gil_is_released_while_next_waits(images, hosts):
 
 
 def test_close_from_another_thread_unblocks_next(images, loader_kwargs):
+    # Endless epochs: the consumer never stops by itself and spends its time
+    # waiting in next() for a slow single decode thread; only close() ends it.
     loader = cqlstream.Loader(images.name, batch_size=16, decode=(1024, 1024), decode_threads=1, prefetch=1,
-                              **loader_kwargs)
+                              epochs=None, **loader_kwargs)
     it = iter(loader)
     errors = []
 
@@ -232,7 +234,8 @@ def test_close_from_another_thread_unblocks_next(images, loader_kwargs):
     time.sleep(0.2)
     loader.close()
     t.join(timeout=20)
-    assert not t.is_alive()
+    assert not t.is_alive(), "close() did not unblock next()"
+    assert len(errors) == 1, "the consumer did not end with CancelledError"
     assert loader.closed
     with pytest.raises(ValueError, match="closed"):
         list(loader)
