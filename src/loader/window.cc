@@ -84,14 +84,19 @@ void WindowController::Evaluate(double g) {
       best_window_ = window_;
       flat_intervals_ = 0;
       startup_connection_step_ = false;  // it paid (or there was none)
-      window_ = std::min(o_.max_window, window_ * 2);
-      if (window_ == o_.max_window) phase_ = Phase::kSteady;
-      return;
+      if (window_ < o_.max_window) {
+        window_ = std::min(o_.max_window, window_ * 2);
+        return;
+      }
+      // The window is at the user's cap (--max-in-flight) and the last step
+      // still paid: only connections can raise goodput further, so go on
+      // as if the window had stopped paying.
+    } else {
+      // One flat interval may be noise; heavy queueing (4x the fastest
+      // latency) is a clear enough signal.
+      const bool queueing = srtt_us_ > 4.0 * min_rtt_us_;
+      if (++flat_intervals_ < 2 && !queueing) return;
     }
-    // One flat interval may be noise; heavy queueing (4x the fastest
-    // latency) is a clear enough signal.
-    const bool queueing = srtt_us_ > 4.0 * min_rtt_us_;
-    if (++flat_intervals_ < 2 && !queueing) return;
     // A larger window stopped paying. If requests now wait far longer than
     // the fastest ones, the path may be what limits each connection (one TCP
     // connection carries at most its window per round trip): double the

@@ -10,7 +10,8 @@
 //    longer than the fastest ones, the connections double (the path may
 //    limit each connection) and the climb goes on; otherwise, or when that
 //    did not pay, the window settles at the best window seen plus 25%
-//    headroom.
+//    headroom. A window that reaches the user's cap (max_window) while
+//    goodput still rises goes on to the connection step the same way.
 //  * Steady state: it keeps probing — a larger window (x1.25) and, when
 //    requests wait much longer than the fastest ones (the path, not the
 //    server, is the limit: one TCP connection carries at most window/RTT),

@@ -82,6 +82,24 @@ TEST(WindowControllerTest, AddsConnectionsWhenEachConnectionIsWindowLimited) {
   }
 }
 
+TEST(WindowControllerTest, AUserWindowCapStillLetsConnectionsGrow) {
+  // --max-in-flight 800 on the same WAN path: the window reaches the user's
+  // cap while each connection is still window-limited; only more
+  // connections can fill the link (before this rule the controller left
+  // start-up at the cap with 8 connections and 40% of the path).
+  Pipe p{0.1, 600e6};
+  p.conn_window = 4 * 1048576.0;
+  WindowController::Options o;
+  o.max_window = 800;
+  o.max_connections = 32;
+  double mean = 0;
+  auto c = Simulate(p, 60, o, &mean);
+  SCOPED_TRACE(c.Describe());
+  EXPECT_GE(mean, 0.9 * p.bw);
+  EXPECT_LE(c.window(), 800);
+  EXPECT_GE(c.connections(), static_cast<int>(std::ceil(p.bw * p.rtt_s / p.conn_window)));
+}
+
 TEST(WindowControllerTest, ConnectionsStopGrowingWhenTheyDoNotPay) {
   // A busy server (no per-connection limit): requests queue as the window
   // grows, but more connections bring nothing.
