@@ -72,7 +72,7 @@ struct LoaderOptions {
   int initial_window = 0;             // first window (default 32)
   bool adaptive = true;               // false: window fixed at max_in_flight (benchmarks)
   int64_t memory_bytes = 0;           // byte budget (default: max(1 GiB, 8 batches))
-  int max_connections_per_host = 0;   // ceiling for adaptive connections (default 16)
+  int max_connections_per_host = 0;   // ceiling for adaptive connections (default 32)
   std::chrono::milliseconds request_timeout{0};  // per attempt (default: adaptive, >= 2 s)
   int max_attempts = 0;               // per sample (default 10)
   std::chrono::milliseconds retry_budget{0};    // per sample, from first failure (default 60 s)

@@ -148,7 +148,7 @@ void RegisterBench(CLI::App& app, Action* action) {
   cmd->add_option("--max-in-flight", a->max_in_flight, "Cap on requests in flight (default: adaptive up to 16384)");
   cmd->add_option("--initial-window", a->initial_window, "First window (default 32)");
   cmd->add_flag("--fixed-window", a->fixed_window, "Keep the window at --max-in-flight (no adaptation)");
-  cmd->add_option("--max-connections", a->max_connections, "Cap on connections per host (default 16)");
+  cmd->add_option("--max-connections", a->max_connections, "Cap on connections per host (default 32)");
   cmd->add_option("--memory-mb", a->memory_mb, "Byte budget in MiB (default max(1 GiB, 8 batches))");
   cmd->add_flag("--no-hedge", a->no_hedge, "Do not hedge slow requests");
   cmd->add_flag("--json", a->json, "Print one JSON summary line (for bench/run)");

@@ -344,7 +344,8 @@ Status Loader::Impl::Init() {
   if (o.dataset.empty()) return Status::InvalidArgument("no dataset given");
 
   ConnectionOptions co = o.connection;
-  const int max_conns = o.max_connections_per_host > 0 ? o.max_connections_per_host : 16;
+  const int max_conns =
+      o.max_connections_per_host > 0 ? o.max_connections_per_host : loader::WindowController::kDefaultMaxConnections;
   co.connections_per_host = std::min(std::max(1, co.connections_per_host), max_conns);
   // Setup queries (catalog, prepare) use the session's retrying default
   // policy; sample reads set their own (none: the loader retries per sample).
