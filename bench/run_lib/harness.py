@@ -553,6 +553,9 @@ def main():
     ap.add_argument("--rates", default=None, help="rate series in Mbit/s, 0 = uncapped (default 0,1000)")
     ap.add_argument("--loaders", default=None, help="subset of " + ",".join(NETWORK_LOADERS + LOCAL_LOADERS))
     ap.add_argument("--datasets", default=None, help="subset: jpeg,fashion")
+    ap.add_argument("--epochs", type=int, default=None,
+                    help="measured epochs per point (default 2; --quick 1), median reported; "
+                         "Streaming always reads one cold epoch")
     ap.add_argument("--no-build", action="store_true", help="use the binaries already in the build folder")
     ap.add_argument("--build-dir", default=None, help="build folder (default build-bench, or $CQLSTREAM_BENCH_BUILD_DIR)")
     ap.add_argument("--out", default=None)
@@ -575,7 +578,7 @@ def main():
     # moves a few MB/s, far below 1000 Mbit/s.
     cfg.rate_datasets = [cfg.jpeg_name]
     cfg.batch_size = 64 if a.quick else 256
-    cfg.epochs = 1 if a.quick else 2
+    cfg.epochs = a.epochs or (1 if a.quick else 2)
     cfg.py_epochs = cfg.epochs
     cfg.streaming_epochs = 1
     cfg.warmup = 1
