@@ -426,6 +426,20 @@ def run_loader(cfg, loader, dataset, rtt, rate, raw, proxy):
 # Summary
 # --------------------------------------------------------------------------
 
+def series_of(records, cfg):
+    """Sets the RTTs, rate series and rate-capped data sets that records cover."""
+    cfg.rtts = sorted({r["rtt_ms"] for r in records})
+    cfg.rates = sorted({r["rate_mbit"] for r in records})
+    cfg.rate_datasets = sorted({r["dataset"] for r in records if r["rate_mbit"]})
+
+
+def load_records(run_dir):
+    """A raw run's records (its merged-records.json when it was itself a merge)."""
+    merged = os.path.join(run_dir, "merged-records.json")
+    with open(merged if os.path.exists(merged) else os.path.join(run_dir, "records.json")) as f:
+        return json.load(f)
+
+
 def summarize(records, cfg, out, meta):
     rows = []
     by = {}
@@ -518,8 +532,10 @@ def plot(rows, cfg, out, datasets, loaders):
         return
     for d in datasets:
         fig, ax = plt.subplots(figsize=(8, 5))
+        # One colour per loader; one line style and marker per rate series.
+        styles = [("-", "o"), ("--", "s"), ("-.", "^"), (":", "v")]
         for i, l in enumerate(loaders):
-            for rate in cfg.rates:
+            for k, rate in enumerate(cfg.rates):
                 sel = [r for r in rows if r["dataset"] == d and r["loader"] == l and r["rate_mbit"] == rate]
                 if not sel:
                     continue
@@ -529,7 +545,8 @@ def plot(rows, cfg, out, datasets, loaders):
                 xs = [r["rtt_ms"] for r in sel]
                 key = "mb_per_s" if d == cfg.jpeg_name else "images_per_s"
                 ys = [r[key] for r in sel]
-                ax.plot(xs, ys, marker="" if local else "o", linestyle=":" if local else ("--" if rate else "-"),
+                style, marker = styles[k % len(styles)]
+                ax.plot(xs, ys, marker="" if local else marker, linestyle=":" if local else style,
                         color=f"C{i}", label=f"{l}" + (" (local files)" if local else "") +
                         (f", {rate} Mbit/s" if rate else ""))
         ax.set_xlabel("RTT (ms), W = 4 MiB per connection")
@@ -556,6 +573,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=None,
                     help="measured epochs per point (default 2; --quick 1), median reported; "
                          "Streaming always reads one cold epoch")
+    ap.add_argument("--summarize", default=None, metavar="RAW_RUN_DIR",
+                    help="measure nothing: write the summary, table and plots again from a raw run's records")
     ap.add_argument("--no-build", action="store_true", help="use the binaries already in the build folder")
     ap.add_argument("--build-dir", default=None, help="build folder (default build-bench, or $CQLSTREAM_BENCH_BUILD_DIR)")
     ap.add_argument("--out", default=None)
@@ -588,6 +607,12 @@ def main():
     want_loaders = (a.loaders or ",".join(NETWORK_LOADERS + LOCAL_LOADERS)).split(",")
     want_datasets = (a.datasets or "jpeg,fashion").split(",")
     out = a.out or os.path.join(ROOT, "bench", "results", *(["raw", "quick"] if a.quick else []))
+    if a.summarize:
+        old = load_records(a.summarize)
+        series_of(old["records"], cfg)
+        summarize(old["records"], cfg, out, old["meta"])
+        log(f"wrote {out}/summary.csv, summary.md, throughput_*.png from {a.summarize}")
+        return 0
     run_id = datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + ("-quick" if a.quick else "")
     raw = os.path.join(ROOT, "bench", "results", "raw", run_id)
     os.makedirs(raw, exist_ok=True)
@@ -669,16 +694,12 @@ def main():
     with open(os.path.join(raw, "records.json"), "w") as f:
         json.dump(dict(meta=meta, info=info, records=records), f, indent=1)
     if a.merge:
-        merged = os.path.join(a.merge, "merged-records.json")  # the earlier run was itself a merge
-        with open(merged if os.path.exists(merged) else os.path.join(a.merge, "records.json")) as f:
-            old = json.load(f)
+        old = load_records(a.merge)
         key = lambda r: (r["dataset"], r["loader"], r["rtt_ms"], r["rate_mbit"])
         redone = {key(r) for r in records}
         kept = [r for r in old["records"] if key(r) not in redone]
         records = kept + records
-        cfg.rtts = sorted({r["rtt_ms"] for r in records})
-        cfg.rates = sorted({r["rate_mbit"] for r in records})
-        cfg.rate_datasets = sorted({r["dataset"] for r in records if r["rate_mbit"]})
+        series_of(records, cfg)
         meta = dict(old["meta"], mode=old["meta"]["mode"] + f", {len(redone)} points re-measured in run {run_id}",
                     run=f"{old['meta']['run']} + {run_id}",
                     load_start=f"{old['meta']['load_start']} (re-run: {meta['load_start']})",
