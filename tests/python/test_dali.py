@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import csv
 import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import cli_path
+from conftest import run_cli
 
 import cqlstream.dali as cd
 from nvidia.dali import fn, pipeline_def, types
@@ -33,18 +32,8 @@ N = 23  # samples of the class dataset: uneven for 2 and 3 shards
 B = 4
 
 
-def cli() -> str:
-    return str(cli_path())
-
-
-def run_cli(*args: str) -> str:
-    r = subprocess.run([cli(), *args, "--hosts", ",".join(HOSTS)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, f"cqlstream {' '.join(args)} failed:\n{r.stdout}\n{r.stderr}"
-    return r.stdout
-
-
 def drop(name: str) -> None:
-    subprocess.run([cli(), "drop", name, "--yes", "--hosts", ",".join(HOSTS)], capture_output=True, timeout=300)
+    run_cli("drop", name, "--yes", check=False)
 
 
 def key(seg: int, idx: int) -> int:

@@ -18,15 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_path
+from conftest import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = os.environ.get("CQLSTREAM_TEST_HOSTS", "127.0.0.1")
 RUN = os.getpid() % 100000
-
-
-def cli() -> str:
-    return str(cli_path())
 
 
 def load(path: Path, name: str):
@@ -43,12 +39,10 @@ def fashion(tmp_path_factory) -> str:
     subprocess.run([sys.executable, str(REPO / "scripts/fashion_mnist_to_png.py"), str(out), "--limit", "2000"],
                    check=True, capture_output=True, timeout=300)
     name = f"dali_t{RUN}_fm"
-    subprocess.run([cli(), "drop", name, "--yes", "--hosts", HOSTS], capture_output=True, timeout=300)
-    r = subprocess.run([cli(), "ingest", "--dataset", name, str(out), "--hosts", HOSTS], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    run_cli("drop", name, "--yes", check=False)
+    run_cli("ingest", "--dataset", name, str(out))
     yield name
-    subprocess.run([cli(), "drop", name, "--yes", "--hosts", HOSTS], capture_output=True, timeout=300)
+    run_cli("drop", name, "--yes", check=False)
 
 
 def test_fashion_mnist_dali_example_beats_chance(fashion):
