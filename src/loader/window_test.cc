@@ -12,18 +12,18 @@ namespace {
 using Clock = WindowController::Clock;
 
 // A pipe with a fixed round trip and a bandwidth limit: with w requests in
-// flight, goodput = min(w * size / rtt, bw) and latency grows once the pipe
-// is full (queueing).
+// flight over `conns` connections, goodput = min(w * size / rtt, Cap(conns))
+// and latency grows once the pipe is full (queueing).
 struct Pipe {
   double rtt_s;
   double bw;        // bytes/s
   double size = 100e3;
-  double Goodput(int w) const { return std::min(w * size / rtt_s, bw); }
-  double Latency(int w) const { return std::max(rtt_s, w * size / bw); }
-  double Bdp() const { return bw * rtt_s / size; }  // requests
   // Per connection at most `conn_window` bytes per round trip (0: no limit).
   double conn_window = 0;
   double Cap(int conns) const { return conn_window > 0 ? std::min(bw, conns * conn_window / rtt_s) : bw; }
+  double Goodput(int w, int conns) const { return std::min(w * size / rtt_s, Cap(conns)); }
+  double Latency(int w, int conns) const { return std::max(rtt_s, w * size / Cap(conns)); }
+  double Bdp() const { return bw * rtt_s / size; }  // requests
 };
 
 // Drives the controller for `seconds` of simulated time; *mean_goodput gets
@@ -37,9 +37,8 @@ WindowController Simulate(const Pipe& p, double seconds, WindowController::Optio
   const auto step = std::chrono::milliseconds(10);
   for (double t = 0; t < seconds; t += 0.01) {
     const int w = c.window();
-    const double cap = p.Cap(c.connections());
-    const double goodput = std::min(w * p.size / p.rtt_s, cap);
-    const double lat = std::max(p.rtt_s, w * p.size / cap);
+    const double goodput = p.Goodput(w, c.connections());
+    const double lat = p.Latency(w, c.connections());
     const double completions = goodput / p.size * 0.01;
     for (int i = 0; i < static_cast<int>(std::lround(completions)); ++i) {
       c.OnComplete(static_cast<int64_t>(p.size), std::chrono::microseconds(static_cast<int64_t>(lat * 1e6)));
