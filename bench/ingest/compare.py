@@ -37,12 +37,12 @@ def folder_stats(root):
 
 
 def timed(cmd):
-    """Runs cmd; returns (returncode, wall s, child CPU s, stdout)."""
+    """Runs cmd; returns (returncode, wall s, stdout, stderr). Its CPU time is
+    in the RUSAGE_CHILDREN delta around the call (children_cpu)."""
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = p.communicate()
     wall = time.monotonic() - t0
-    # communicate() reaped the child: its CPU is in the RUSAGE_CHILDREN delta.
     return p.returncode, wall, out, err
 
 
