@@ -46,7 +46,7 @@ class WindowController {
   // Connections per host the controller may open by default. One TCP
   // connection carries at most its window per round trip (Linux: 4 MiB by
   // default, tcp_wmem): 32 x 4 MiB at 200 ms is 670 MB/s. With 16, a 200 ms
-  // path stopped at 335 MB/s (3,030 images/s here; 32: 3,600-4,700). Only
+  // path stopped at 335 MB/s (3,030-3,083 images/s here; 32: 3,600-4,732). Only
   // connections that pay are opened.
   static constexpr int kDefaultMaxConnections = 32;
   struct Options {
