@@ -14,7 +14,9 @@
 //
 // Large payloads bypass the buffer: the rest of a directed cell is read
 // straight into the sink's destination, and the rest of a large buffered
-// body straight into DecodedFrame::body.
+// body straight into DecodedFrame::body, which grows with the bytes that
+// arrive (to at most twice what has arrived, plus read_chunk) rather than to
+// the length the header declares.
 #include "cql/frame_decoder.h"
 
 #include <fmt/format.h>
@@ -171,11 +173,15 @@ std::span<uint8_t> FrameDecoder::ReadTarget() {
     // A large remainder of a buffered body goes straight into the body; a
     // small one through the buffer, so that one read also picks up the frames
     // that follow.
+    // The body grows with the bytes that have arrived (at most doubling what
+    // is there), never to the length the header declares: a header that
+    // claims max_body costs memory only once those bytes actually come.
     if (s.phase == Phase::kBody && s.body_left >= options_.read_chunk) {
-      s.body.resize(s.body_filled + s.body_left);
+      const size_t grow = std::min(s.body_left, std::max(options_.read_chunk, s.body_filled));
+      s.body.resize(s.body_filled + grow);
       s.target = Target::kBody;
-      s.target_size = s.body_left;
-      return std::span<uint8_t>(s.body.data() + s.body_filled, s.body_left);
+      s.target_size = grow;
+      return std::span<uint8_t>(s.body.data() + s.body_filled, grow);
     }
   }
   size_t want = options_.read_chunk;
@@ -355,7 +361,8 @@ void FrameDecoder::State::StartBuffered(std::vector<DecodedFrame>* out) {
     EmitBuffered(out);
     return;
   }
-  body.reserve(body_left);
+  // No reserve(body_left): the declared length is the sender's claim, and
+  // the body grows with the bytes that arrive (see ReadTarget).
   phase = Phase::kBody;
 }
 

@@ -19,7 +19,10 @@
 // the same error). It never reads out of bounds, never hangs (any byte
 // sequence is either decoded or rejected), and holds at most one frame body
 // (<= max_body) plus a receive buffer of at most max(kHeaderSize, max_body) +
-// read_chunk bytes; the buffer shrinks back after a large frame.
+// read_chunk bytes; the buffer shrinks back after a large frame. Memory
+// follows the bytes that arrive, not the lengths the peer declares: a
+// buffered body holds at most 2 x (its bytes received) + read_chunk, so a
+// header that claims max_body and then sends little costs little.
 //
 // A sink's own error (returned from one of its callbacks) affects only that
 // frame: the decoder stops calling the sink, drains the rest of the frame,
@@ -89,8 +92,9 @@ class FrameDecoder {
 
   // Memory that the next read from the wire should fill. Never empty. Usually
   // read_chunk bytes of the receive buffer; the rest of a directed cell (the
-  // sink's destination) or of a large buffered body (DecodedFrame::body) when
-  // that is what comes next; and, in a streamed result that has had a
+  // sink's destination) or the next part of a large buffered body
+  // (DecodedFrame::body, at most as much as has arrived of it, at least
+  // read_chunk) when that is what comes next; and, in a streamed result that has had a
   // directed cell of read_chunk bytes or more, only a few KiB at cell
   // boundaries, so that the next large cell is not read into the buffer.
   std::span<uint8_t> ReadTarget();
