@@ -20,24 +20,55 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cqlstream/status.h"
 
 namespace cqlstream {
 
-// A string that is never printed.
+// A string that is never printed, and wiped when it is let go: the
+// destructor, Clear(), assignment and moves overwrite the bytes it held
+// (OPENSSL_cleanse, which the compiler may not elide) before releasing them.
+// A moved-from Secret is empty. Copies are separate Secrets, each wiped on
+// its own; reveal() hands out a reference, and whoever copies it into a
+// std::string of its own owns that copy.
 class Secret {
  public:
   Secret() = default;
-  explicit Secret(std::string value) : value_(std::move(value)) {}
+  explicit Secret(std::string value);
+  Secret(const char* data, size_t size);  // copies, leaving no temporary behind
+  Secret(const Secret& other);
+  Secret(Secret&& other) noexcept;
+  Secret& operator=(const Secret& other);
+  Secret& operator=(Secret&& other) noexcept;
+  ~Secret();
+
   const std::string& reveal() const { return value_; }
   bool empty() const { return value_.empty(); }
+  // Overwrites the held bytes with zeros, then empties the Secret (the
+  // string keeps its capacity, so the zeroed buffer is what remains).
+  void Clear() noexcept;
   static constexpr const char* kRedacted = "<redacted>";
 
  private:
   std::string value_;
 };
+
+// The most bytes a password file may hold (the first line is the password).
+inline constexpr size_t kMaxPasswordFileBytes = 4096;
+
+// Marks the process non-dumpable (prctl(PR_SET_DUMPABLE, 0)): no core file,
+// no ptrace or /proc/<pid>/mem access by other processes of the same user.
+// Called whenever a secret is loaded (password file, CQLSTREAM_PASSWORD).
+// Idempotent; on systems without prctl it does nothing.
+void ProtectProcessHoldingSecrets();
+
+// The warning every front end (CLI, Python, DALI) gives when TLS
+// verification is turned off; `how` names the option as that front end
+// spells it ("--tls-insecure-skip-verify", "tls_insecure_skip_verify").
+// Front ends print it as "cqlstream: WARNING: <text>" on stderr.
+std::string InsecureTlsWarning(std::string_view how);
 
 struct TlsOptions {
   std::string ca_file;    // PEM CA bundle to verify the server; empty: the system store
@@ -80,8 +111,16 @@ struct ConnectionOptions {
   // set): HOSTS, PORT, KEYSPACE, USERNAME, PASSWORD, PASSWORD_FILE, TLS_CA,
   // TLS_CERT, TLS_KEY, LOCAL_DC. Errors name the variable and the value.
   Status ApplyEnvironment();
-  // Reads the password from a file (first line, trailing newline removed).
-  Status LoadPasswordFile(const std::string& path);
+  // Reads the password from a file: its first line, trailing CR/LF removed.
+  // The file must be a regular file of at most kMaxPasswordFileBytes (a
+  // FIFO, a device such as /dev/zero or a directory is refused without
+  // blocking); a file readable by group or others gets a warning on stderr.
+  // Errors never contain `path`: a user who pasted the password itself as
+  // the argument must not see it printed (or logged). `origin` names where
+  // the path came from in messages ("--password-file", "password_file",
+  // "CQLSTREAM_PASSWORD_FILE"). Makes the process non-dumpable
+  // (ProtectProcessHoldingSecrets).
+  Status LoadPasswordFile(const std::string& path, std::string_view origin = "--password-file");
   // Checks ranges and combinations (e.g. a key without a certificate).
   Status Validate() const;
   // One-line description for logs; the password is never included.

@@ -44,7 +44,7 @@ StatusOr<ConnectionOptions> ConnectionFlags::Resolve() const {
   }
   if (!keyspace_.empty()) o.keyspace = keyspace_;
   if (!username_.empty()) o.username = username_;
-  if (!password_file_.empty()) CQLS_RETURN_IF_ERROR(o.LoadPasswordFile(password_file_));
+  if (!password_file_.empty()) CQLS_RETURN_IF_ERROR(o.LoadPasswordFile(password_file_, "--password-file"));
   if (!tls_ca_.empty() || !tls_cert_.empty() || !tls_key_.empty() || tls_insecure_) {
     if (!o.tls) o.tls.emplace();
     if (!tls_ca_.empty()) o.tls->ca_file = tls_ca_;
@@ -61,9 +61,7 @@ StatusOr<ConnectionOptions> ConnectionFlags::Resolve() const {
   }
   CQLS_RETURN_IF_ERROR(o.Validate());
   if (o.tls && o.tls->insecure_skip_verify) {
-    std::fprintf(stderr,
-                 "cqlstream: WARNING: TLS certificate verification is DISABLED "
-                 "(--tls-insecure-skip-verify); the server's identity is not checked\n");
+    std::fprintf(stderr, "cqlstream: WARNING: %s\n", InsecureTlsWarning("--tls-insecure-skip-verify").c_str());
   }
   return o;
 }

@@ -1,8 +1,16 @@
 // Copyright (c) cqlstream authors.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <openssl/crypto.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <array>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <sstream>
 #include <thread>
 
@@ -29,7 +37,56 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
+void Wipe(std::string& s) noexcept {
+  if (!s.empty()) OPENSSL_cleanse(s.data(), s.size());
+  s.clear();
+}
+
+// Closes the descriptor and wipes the buffer whatever path the read takes.
+struct PasswordRead {
+  int fd = -1;
+  std::array<char, kMaxPasswordFileBytes + 1> buf{};
+  ~PasswordRead() {
+    OPENSSL_cleanse(buf.data(), buf.size());
+    if (fd >= 0) ::close(fd);
+  }
+};
+
 }  // namespace
+
+Secret::Secret(std::string value) : value_(std::move(value)) {
+  // The caller's string was moved from; nothing is left to wipe there.
+}
+Secret::Secret(const char* data, size_t size) : value_(data, size) {}
+Secret::Secret(const Secret& other) : value_(other.value_) {}
+Secret::Secret(Secret&& other) noexcept : value_(other.value_) { other.Clear(); }
+Secret& Secret::operator=(const Secret& other) {
+  if (this != &other) {
+    Clear();
+    value_ = other.value_;
+  }
+  return *this;
+}
+Secret& Secret::operator=(Secret&& other) noexcept {
+  if (this != &other) {
+    Clear();
+    value_ = other.value_;
+    other.Clear();
+  }
+  return *this;
+}
+Secret::~Secret() { Clear(); }
+void Secret::Clear() noexcept { Wipe(value_); }
+
+void ProtectProcessHoldingSecrets() {
+#ifdef PR_SET_DUMPABLE
+  (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+#endif
+}
+
+std::string InsecureTlsWarning(std::string_view how) {
+  return fmt::format("TLS certificate verification is DISABLED ({}); the server's identity is not checked", how);
+}
 
 Status ConnectionOptions::ApplyEnvironment() {
   if (auto v = Env("CQLSTREAM_HOSTS")) {
@@ -46,8 +103,11 @@ Status ConnectionOptions::ApplyEnvironment() {
   }
   if (auto v = Env("CQLSTREAM_KEYSPACE")) keyspace = *v;
   if (auto v = Env("CQLSTREAM_USERNAME")) username = *v;
-  if (auto v = Env("CQLSTREAM_PASSWORD")) password = Secret(*v);
-  if (auto v = Env("CQLSTREAM_PASSWORD_FILE")) CQLS_RETURN_IF_ERROR(LoadPasswordFile(*v));
+  if (auto v = Env("CQLSTREAM_PASSWORD")) {
+    password = Secret(std::move(*v));
+    ProtectProcessHoldingSecrets();
+  }
+  if (auto v = Env("CQLSTREAM_PASSWORD_FILE")) CQLS_RETURN_IF_ERROR(LoadPasswordFile(*v, "CQLSTREAM_PASSWORD_FILE"));
   if (auto v = Env("CQLSTREAM_TLS_CA")) {
     if (!tls) tls.emplace();
     tls->ca_file = *v;
@@ -64,14 +124,58 @@ Status ConnectionOptions::ApplyEnvironment() {
   return Status::OK();
 }
 
-Status ConnectionOptions::LoadPasswordFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::IOError(fmt::format("cannot read password file '{}'", path));
-  std::string line;
-  std::getline(in, line);
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-  if (line.empty()) return Status::InvalidArgument(fmt::format("password file '{}' is empty", path));
-  password = Secret(std::move(line));
+Status ConnectionOptions::LoadPasswordFile(const std::string& path, std::string_view origin) {
+  // Never name `path` below: it may be the password pasted by mistake.
+  PasswordRead r;
+  // O_NONBLOCK: opening a FIFO with no writer must not hang; the type check
+  // below refuses it anyway.
+  r.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (r.fd < 0) {
+    return Status::IOError(fmt::format("cannot open the password file given by {}: {} (its name is not printed: "
+                                       "it could be the password itself)",
+                                       origin, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(r.fd, &st) != 0) {
+    return Status::IOError(fmt::format("cannot stat the password file given by {}: {}", origin, std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(
+        fmt::format("the password file given by {} is not a regular file ({})", origin,
+                    S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket"));
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxPasswordFileBytes) {
+    return Status::InvalidArgument(fmt::format("the password file given by {} holds {} bytes; at most {} are read",
+                                               origin, st.st_size, kMaxPasswordFileBytes));
+  }
+  size_t n = 0;
+  while (n < r.buf.size()) {
+    const ssize_t got = ::read(r.fd, r.buf.data() + n, r.buf.size() - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      return Status::IOError(fmt::format("cannot read the password file given by {}: {}", origin, std::strerror(errno)));
+    }
+    if (got == 0) break;
+    n += static_cast<size_t>(got);
+  }
+  if (n > kMaxPasswordFileBytes) {  // grew while being read
+    return Status::InvalidArgument(
+        fmt::format("the password file given by {} holds more than {} bytes", origin, kMaxPasswordFileBytes));
+  }
+  size_t len = 0;
+  while (len < n && r.buf[len] != '\n') ++len;
+  while (len > 0 && r.buf[len - 1] == '\r') --len;
+  if (len == 0) return Status::InvalidArgument(fmt::format("the password file given by {} is empty", origin));
+  if ((st.st_mode & (S_IRGRP | S_IROTH)) != 0) {
+    std::fprintf(stderr,
+                 "cqlstream: WARNING: the password file given by %.*s is readable by %s (mode %03o); "
+                 "restrict it with chmod 600\n",
+                 static_cast<int>(origin.size()), origin.data(),
+                 (st.st_mode & S_IROTH) != 0 ? "every user" : "its group",
+                 static_cast<unsigned>(st.st_mode & 0777));
+  }
+  password = Secret(r.buf.data(), len);
+  ProtectProcessHoldingSecrets();
   return Status::OK();
 }
 
