@@ -57,6 +57,12 @@ struct RowsMetadata {
 // Decodes <metadata> from `r`. Exposed for the streaming decoder.
 Status DecodeRowsMetadata(Reader& r, RowsMetadata* md);
 
+// The address of an inet cell: 4 (IPv4) or 16 (IPv6) bytes.
+struct InetAddress {
+  Bytes bytes;
+  std::string ToString() const { return FormatAddress(bytes); }
+};
+
 // A decoded Rows result. Cells are addressed by (row, column).
 class Rows {
  public:
@@ -70,6 +76,33 @@ class Rows {
   StatusOr<Value> value(int32_t row, int32_t col) const;
   // Index of the column called `name`, or -1.
   int32_t column_index(std::string_view name) const;
+
+  // Typed getters (rows_get.cc). The column's type in the result metadata
+  // must fit T, else the answer is a ProtocolError naming the column, its
+  // type and the expected one; so is an absent column (by name) and a cell
+  // that does not decode. Get() also refuses a null cell; GetOptional()
+  // returns nullopt for it. A row or column index outside the result, or a
+  // result without metadata, is InvalidArgument (a caller's mistake).
+  // T and the CQL types it fits:
+  //   std::string: ascii, text      int32_t: int     int64_t: bigint, counter
+  //   bool: boolean                 double: double   Uuid: uuid, timeuuid
+  //   InetAddress: inet             ByteView: blob (a view into this Rows)
+  //   std::vector<std::string>: list/set of ascii/text
+  //   std::vector<int32_t>: list/set of int   std::vector<int64_t>: list/set of bigint
+  //   std::map<std::string, std::string>: map of ascii/text to ascii/text
+  //   Value: any type (decoded as cqlstream/value.h does)
+  template <typename T>
+  StatusOr<T> Get(int32_t row, int32_t col) const;
+  template <typename T>
+  StatusOr<T> Get(int32_t row, std::string_view column) const;
+  template <typename T>
+  StatusOr<std::optional<T>> GetOptional(int32_t row, int32_t col) const;
+  template <typename T>
+  StatusOr<std::optional<T>> GetOptional(int32_t row, std::string_view column) const;
+  // Index of `column`, checked to be present with a type that fits T: check
+  // the requested columns once, before reading rows (also for an empty result).
+  template <typename T>
+  StatusOr<int32_t> ColumnOf(std::string_view column) const;
 
   // Builds Rows from an owned body; `r` reads *body and stands at the
   // <metadata> of the Rows result (right after the kind). Validates every

@@ -10,13 +10,16 @@
 #include <cassert>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "cql/frame.h"
+#include "cql/response.h"
 #include "cql/wire.h"
+#include "cqlstream/value.h"
 
 namespace cqlstream::cql::testing {
 
@@ -149,6 +152,59 @@ inline std::vector<SampleFrame> SampleResponseFrames() {
   add("auth_challenge", Opcode::kAuthChallenge, 0, Hex("00000002 0102"));
   add("auth_success", Opcode::kAuthSuccess, 0, Hex("ffffffff"));
   return v;
+}
+
+// [option] of a type (spec 4.2.5.2), for the simple types and collections.
+inline void PutType(Writer& w, const DataType& t) {
+  w.Short(static_cast<uint16_t>(t.id));
+  for (const auto& p : t.params) PutType(w, p);
+}
+
+// A Rows result (as a server would send it) of one table, decoded: columns
+// (name, type) and rows of cells, each a Value encoded with its column's type
+// or nullopt for null. `raw` rows give the cell bytes as they are.
+struct RowsSpec {
+  std::string keyspace = "ks", table = "t";
+  std::vector<std::pair<std::string, DataType>> columns;
+  std::vector<std::vector<std::optional<Value>>> rows;
+  std::vector<std::vector<std::optional<Bytes>>> raw;
+};
+inline Rows MakeRows(const RowsSpec& spec) {
+  Bytes body;
+  Writer w(&body);
+  w.Int(0x0002);  // Rows
+  w.Int(0x0001);  // global tables spec
+  w.Int(static_cast<int32_t>(spec.columns.size()));
+  w.String(spec.keyspace);
+  w.String(spec.table);
+  for (const auto& [name, type] : spec.columns) {
+    w.String(name);
+    PutType(w, type);
+  }
+  w.Int(static_cast<int32_t>(spec.rows.size() + spec.raw.size()));
+  for (const auto& row : spec.rows) {
+    assert(row.size() == spec.columns.size());
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (!row[c]) {
+        w.BytesValue(std::nullopt);
+        continue;
+      }
+      Bytes cell;
+      [[maybe_unused]] Status st = EncodeCell(*row[c], spec.columns[c].second, &cell);
+      assert(st.ok());
+      w.BytesValue(ByteView(cell));
+    }
+  }
+  for (const auto& row : spec.raw) {
+    for (const auto& cell : row) w.BytesValue(cell ? std::optional<ByteView>(ByteView(*cell)) : std::nullopt);
+  }
+  FrameHeader h;
+  h.version = kProtocolVersion | kResponseBit;
+  h.opcode = Opcode::kResult;
+  h.length = static_cast<uint32_t>(body.size());
+  auto r = DecodeResponse(h, std::move(body));
+  assert(r.ok());
+  return std::get<Rows>(std::get<Result>(r->message));
 }
 
 }  // namespace cqlstream::cql::testing
