@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from typing import Any
 __all__ = [
     "DALI_VERSION",
     "PluginNotLoadedError",
+    "FallbackWarning",
     "plugin_path",
     "load_plugin",
     "plugin_loaded",
@@ -58,6 +60,29 @@ _CONNECTION_ARGS = ("hosts", "port", "keyspace", "username", "password_file", "t
 
 class PluginNotLoadedError(RuntimeError):
     """The native plugin is not loaded (see :func:`plugin_error` for why)."""
+
+
+class FallbackWarning(UserWarning):
+    """reader() runs on the ``external_source`` fallback because the native plugin is not loaded."""
+
+
+#: CQLSTREAM_DALI_FALLBACK: "warn" (default: a FallbackWarning) or "error"
+#: (PluginNotLoadedError) when reader() would fall back without being asked to.
+FALLBACK_ENV = "CQLSTREAM_DALI_FALLBACK"
+
+
+def _fallback_allowed() -> None:
+    """Warns (or raises, with CQLSTREAM_DALI_FALLBACK=error) that reader() falls back, naming why."""
+    mode = os.environ.get(FALLBACK_ENV, "warn").strip().lower() or "warn"
+    if mode not in ("warn", "error"):
+        raise ValueError(f"{FALLBACK_ENV} must be 'warn' or 'error', got {os.environ[FALLBACK_ENV]!r}")
+    why = plugin_error() or "the plugin is not loaded"
+    msg = (f"cqlstream.dali.reader: the native fn.cqlstream.reader is not available ({why}); using the slower "
+           "external_source fallback (no reader metadata or DALI checkpoints; see docs/dali.md). "
+           f"Pass use_plugin=False to choose it explicitly, or set {FALLBACK_ENV}=error to fail instead.")
+    if mode == "error":
+        raise PluginNotLoadedError(msg)
+    warnings.warn(msg, FallbackWarning, stacklevel=3)
 
 
 _lock = threading.Lock()
@@ -189,7 +214,8 @@ def reader(
     Call inside a pipeline definition; the batch size is the pipeline's.
     ``use_plugin``: True requires the native reader, False forces the
     ``external_source`` fallback, None (default) uses the plugin when it is
-    loaded. ``seed`` is the shuffle seed, the same in every shard (passed to
+    loaded, else falls back with a :class:`FallbackWarning` naming why (an
+    error instead with CQLSTREAM_DALI_FALLBACK=error). ``seed`` is the shuffle seed, the same in every shard (passed to
     the operator as ``shuffle_seed``: DALI would overwrite an argument named
     ``seed`` with a per-pipeline value and the shards would overlap).
     Connection keywords: hosts, port, keyspace, username, password_file,
@@ -198,6 +224,8 @@ def reader(
     conn = _connection_kwargs(connection)
     if use_plugin is None:
         use_plugin = plugin_loaded() or load_plugin(required=False)
+        if not use_plugin:
+            _fallback_allowed()
     elif use_plugin:
         load_plugin(required=True)
     if use_plugin:
