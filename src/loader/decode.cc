@@ -17,7 +17,14 @@ namespace cqlstream::loader {
 namespace {
 
 constexpr int kMaxSide = 16384;
-constexpr uint64_t kMaxPixels = uint64_t{1} << 28;
+
+Status TooLarge(uint64_t w, uint64_t h, int scale, uint64_t decoded, uint64_t max_pixels) {
+  const std::string at = scale > 1 ? fmt::format(" (decoded at 1/{}: {} pixels)", scale, decoded) : "";
+  if (scale <= 1) (void)decoded;
+  return Status::InvalidArgument(fmt::format(
+      "image of {}x{} pixels{} exceeds the decode bound of {} pixels (decode option max_decode_pixels)", w, h, at,
+      max_pixels));
+}
 
 // ---------------------------------------------------------------------------
 // JPEG
@@ -29,7 +36,7 @@ struct TjHandle {
   }
 };
 
-Status DecodeJpeg(std::span<const uint8_t> b, int channels, int scale, Image* out) {
+Status DecodeJpeg(std::span<const uint8_t> b, int channels, int scale, uint64_t max_pixels, Image* out) {
   thread_local TjHandle tj;
   if (tj.h == nullptr) return Status::Internal("cannot create a TurboJPEG decompressor");
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
@@ -41,11 +48,12 @@ Status DecodeJpeg(std::span<const uint8_t> b, int channels, int scale, Image* ou
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
     return Status::Unsupported("CMYK JPEG images cannot be decoded to RGB or grayscale");
   }
-  if (static_cast<uint64_t>(w) * static_cast<uint64_t>(h) > kMaxPixels) {
-    return Status::InvalidArgument(fmt::format("image of {}x{} pixels is too large to decode", w, h));
-  }
   const tjscalingfactor sf{1, scale};
   const int sw = TJSCALED(w, sf), sh = TJSCALED(h, sf);
+  if (static_cast<uint64_t>(sw) * static_cast<uint64_t>(sh) > max_pixels) {
+    return TooLarge(static_cast<uint64_t>(w), static_cast<uint64_t>(h), scale,
+                    static_cast<uint64_t>(sw) * static_cast<uint64_t>(sh), max_pixels);
+  }
   out->width = sw;
   out->height = sh;
   out->channels = channels;
@@ -93,8 +101,10 @@ void PngWarn(png_structp, png_const_charp) {}
 // Reads the PNG into `pixels` as 8-bit gray (1) or RGB (3) per the source;
 // returns the source's channel count, 0 on error (message in `err`). No
 // object with a destructor lives between setjmp and a longjmp.
-int ReadPng(std::span<const uint8_t> b, std::vector<uint8_t>* pixels, std::vector<png_bytep>* rows, int* w_out,
-            int* h_out, PngError* err) {
+// A header above `max_pixels` returns 0 with *w_out, *h_out set and an
+// empty err->message (the caller reports the sizes).
+int ReadPng(std::span<const uint8_t> b, uint64_t max_pixels, std::vector<uint8_t>* pixels,
+            std::vector<png_bytep>* rows, int* w_out, int* h_out, PngError* err) {
   PngSource src{b.data(), b.size(), 0};
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, err, PngFail, PngWarn);
   if (png == nullptr) {
@@ -115,8 +125,13 @@ int ReadPng(std::span<const uint8_t> b, std::vector<uint8_t>* pixels, std::vecto
   png_read_info(png, info);
   const png_uint_32 w = png_get_image_width(png, info);
   const png_uint_32 h = png_get_image_height(png, info);
-  if (w == 0 || h == 0 || static_cast<uint64_t>(w) * h > kMaxPixels) {
-    png_error(png, "image size out of range");
+  if (w == 0 || h == 0) png_error(png, "image size out of range");
+  if (static_cast<uint64_t>(w) * h > max_pixels) {
+    *w_out = static_cast<int>(std::min<png_uint_32>(w, 0x7fffffff));
+    *h_out = static_cast<int>(std::min<png_uint_32>(h, 0x7fffffff));
+    err->message[0] = '\0';
+    png_destroy_read_struct(&png, &info, nullptr);
+    return 0;
   }
   const int color = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
@@ -139,12 +154,16 @@ int ReadPng(std::span<const uint8_t> b, std::vector<uint8_t>* pixels, std::vecto
   return ch;
 }
 
-Status DecodePng(std::span<const uint8_t> b, int channels, Image* out) {
+Status DecodePng(std::span<const uint8_t> b, int channels, uint64_t max_pixels, Image* out) {
   thread_local std::vector<uint8_t> scratch;
   thread_local std::vector<png_bytep> rows;
   PngError err{};
   int w = 0, h = 0;
-  const int src_ch = ReadPng(b, &scratch, &rows, &w, &h, &err);
+  const int src_ch = ReadPng(b, max_pixels, &scratch, &rows, &w, &h, &err);
+  if (src_ch == 0 && err.message[0] == '\0' && w > 0 && h > 0) {
+    return TooLarge(static_cast<uint64_t>(w), static_cast<uint64_t>(h), 1,
+                    static_cast<uint64_t>(w) * static_cast<uint64_t>(h), max_pixels);
+  }
   if (src_ch == 0) return Status::Corruption(fmt::format("corrupt PNG data: {}", err.message));
   out->width = w;
   out->height = h;
@@ -276,7 +295,17 @@ Status DecodeOptions::Validate() const {
   if (channels != 1 && channels != 3) {
     return Status::InvalidArgument(fmt::format("decode channels must be 1 or 3, got {}", channels));
   }
+  if (max_decode_pixels > kDecodePixelsMax) {
+    return Status::InvalidArgument(fmt::format("max_decode_pixels must be at most {} (2^28), got {}",
+                                               kDecodePixelsMax, max_decode_pixels));
+  }
   return Status::OK();
+}
+
+uint64_t DecodeOptions::MaxPixels() const {
+  if (max_decode_pixels != 0) return std::min(max_decode_pixels, kDecodePixelsMax);
+  const uint64_t relative = 64 * static_cast<uint64_t>(std::max(height, 0)) * static_cast<uint64_t>(std::max(width, 0));
+  return std::min(std::max(kDecodePixelsFloor, relative), kDecodePixelsMax);
 }
 
 ImageFormat SniffFormat(std::span<const uint8_t> b) {
@@ -311,13 +340,13 @@ ResizePlan PlanResize(int src_h, int src_w, const DecodeOptions& o) {
   return p;
 }
 
-Status DecodeImage(std::span<const uint8_t> bytes, int channels, int scale, Image* out) {
+Status DecodeImage(std::span<const uint8_t> bytes, int channels, int scale, Image* out, uint64_t max_pixels) {
   if (channels != 1 && channels != 3) return Status::InvalidArgument("channels must be 1 or 3");
   switch (SniffFormat(bytes)) {
     case ImageFormat::kJpeg:
-      return DecodeJpeg(bytes, channels, scale, out);
+      return DecodeJpeg(bytes, channels, scale, max_pixels, out);
     case ImageFormat::kPng:
-      return DecodePng(bytes, channels, out);
+      return DecodePng(bytes, channels, max_pixels, out);
     case ImageFormat::kWebp:
       return Status::Unsupported("WebP images cannot be decoded here (read raw bytes with decode=None)");
     case ImageFormat::kUnknown:
@@ -394,14 +423,14 @@ Status DecodeTo(std::span<const uint8_t> bytes, const DecodeOptions& o, std::spa
       scale = PlanResize(h, w, o).jpeg_scale;
       if (scale > 1) {
         // The geometry is planned on the full size; resample from the scaled decode.
-        CQLS_RETURN_IF_ERROR(DecodeImage(bytes, o.channels, scale, &img));
+        CQLS_RETURN_IF_ERROR(DecodeImage(bytes, o.channels, scale, &img, o.MaxPixels()));
         const ResizePlan p = PlanResize(h, w, o);
         ResizeWindow(img, p.resized_h, p.resized_w, p.top, p.left, o.height, o.width, out.data());
         return Status::OK();
       }
     }
   }
-  CQLS_RETURN_IF_ERROR(DecodeImage(bytes, o.channels, 1, &img));
+  CQLS_RETURN_IF_ERROR(DecodeImage(bytes, o.channels, 1, &img, o.MaxPixels()));
   const ResizePlan p = PlanResize(img.height, img.width, o);
   ResizeWindow(img, p.resized_h, p.resized_w, p.top, p.left, o.height, o.width, out.data());
   return Status::OK();

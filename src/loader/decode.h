@@ -24,6 +24,15 @@
 // Pillow's Image.draft() does: the largest of 8, 4, 2 not above
 // min(w / resized_w, h / resized_h).
 //
+// Decoded-pixel bound: a header may claim any size up to 65535 x 65535
+// (JPEG) or 2^31 x 2^31 (PNG), and the decoder would allocate for it before
+// reading a single pixel. An image is only decoded when its decoded size
+// (after JPEG DCT scaling, which never needs more than about 8x the output
+// per side) is at most DecodeOptions::MaxPixels(): max_decode_pixels when
+// set, else max(2^25, 64 x H x W), never above 2^28. Larger images fail
+// with InvalidArgument naming both sizes (a per-sample error: the loader
+// skips or raises as on_missing says), before any pixel memory is taken.
+//
 // Channels: 3 gives RGB (grayscale sources replicated), 1 gives luma: the Y
 // plane of a colour JPEG (as libjpeg's grayscale output), or for colour PNGs
 // Pillow's convert("L") (ITU-R 601-2: (19595 R + 38470 G + 7471 B + 2^15) >> 16).
@@ -64,11 +73,20 @@ struct DecodeOptions {
   int channels = 3;  // 1 (grayscale) or 3 (RGB)
   ResizeMode mode = ResizeMode::kCrop;
   bool jpeg_scaling = true;  // decode large JPEGs at 1/2, 1/4 or 1/8 size when it covers the output
+  // Most pixels one image may decode to (after JPEG scaling); 0: automatic,
+  // max(kDecodePixelsFloor, 64 x height x width), capped at kDecodePixelsMax.
+  uint64_t max_decode_pixels = 0;
+
+  static constexpr uint64_t kDecodePixelsFloor = uint64_t{1} << 25;  // 32 Mpx: 96 MiB RGB
+  static constexpr uint64_t kDecodePixelsMax = uint64_t{1} << 28;
 
   size_t frame_bytes() const {
     return static_cast<size_t>(height) * static_cast<size_t>(width) * static_cast<size_t>(channels);
   }
-  // Sizes in [1, 16384], channels 1 or 3. The error names the bad field.
+  // The decoded-pixel bound in effect (see max_decode_pixels).
+  uint64_t MaxPixels() const;
+  // Sizes in [1, 16384], channels 1 or 3, max_decode_pixels 0 or in
+  // [1, kDecodePixelsMax]. The error names the bad field.
   Status Validate() const;
 };
 
@@ -98,8 +116,10 @@ ResizePlan PlanResize(int src_h, int src_w, const DecodeOptions& o);
 // Decodes a JPEG or PNG at full size (JPEG: at 1/scale, scale in {1,2,4,8},
 // size ceil(w / scale) x ceil(h / scale)) into `channels` (1 or 3).
 // Errors: Corruption (undecodable data), Unsupported (WebP, CMYK JPEG, an
-// unknown format), InvalidArgument (an image above 2^28 pixels).
-Status DecodeImage(std::span<const uint8_t> bytes, int channels, int scale, Image* out);
+// unknown format), InvalidArgument (a decoded size above max_pixels, checked
+// on the header before any pixel memory is allocated).
+Status DecodeImage(std::span<const uint8_t> bytes, int channels, int scale, Image* out,
+                   uint64_t max_pixels = DecodeOptions::kDecodePixelsMax);
 
 // Pillow-exact bilinear resampling of `src` to (resized_h, resized_w),
 // writing only the window [top, top + out_h) x [left, left + out_w) to `out`

@@ -348,6 +348,104 @@ TEST(DecodeTest, ErrorsSayWhatIsWrong) {
   EXPECT_NE(s.message().find("WebP"), std::string::npos);
 }
 
+// Crafted headers: a real small image whose header claims another size.
+std::vector<uint8_t> WithJpegSize(std::vector<uint8_t> jpg, int w, int h) {
+  for (size_t i = 2; i + 9 < jpg.size();) {
+    EXPECT_EQ(jpg[i], 0xFF);
+    const uint8_t m = jpg[i + 1];
+    if (m == 0xC0 || m == 0xC1 || m == 0xC2) {  // SOFn: len(2) precision(1) height(2) width(2)
+      jpg[i + 5] = static_cast<uint8_t>(h >> 8);
+      jpg[i + 6] = static_cast<uint8_t>(h);
+      jpg[i + 7] = static_cast<uint8_t>(w >> 8);
+      jpg[i + 8] = static_cast<uint8_t>(w);
+      return jpg;
+    }
+    i += 2 + ((size_t{jpg[i + 2]} << 8) | jpg[i + 3]);
+  }
+  ADD_FAILURE() << "no SOF marker";
+  return jpg;
+}
+
+uint32_t Crc32(const uint8_t* p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+std::vector<uint8_t> WithPngSize(std::vector<uint8_t> png, uint32_t w, uint32_t h) {
+  // Signature (8), then IHDR: length(4) "IHDR"(4) width(4) height(4) ... crc.
+  EXPECT_EQ(std::memcmp(png.data() + 12, "IHDR", 4), 0);
+  for (int k = 0; k < 4; ++k) {
+    png[16 + k] = static_cast<uint8_t>(w >> (24 - 8 * k));
+    png[20 + k] = static_cast<uint8_t>(h >> (24 - 8 * k));
+  }
+  const uint32_t crc = Crc32(png.data() + 12, 4 + 13);
+  for (int k = 0; k < 4; ++k) png[29 + k] = static_cast<uint8_t>(crc >> (24 - 8 * k));
+  return png;
+}
+
+TEST(DecodeTest, TheDecodedPixelBoundFollowsTheOutputSize) {
+  DecodeOptions o;
+  o.height = o.width = 224;
+  ASSERT_TRUE(o.Validate().ok());
+  EXPECT_EQ(o.MaxPixels(), DecodeOptions::kDecodePixelsFloor);
+  o.height = o.width = 1024;  // 64 x 2^20
+  EXPECT_EQ(o.MaxPixels(), uint64_t{1} << 26);
+  o.height = o.width = 8192;
+  EXPECT_EQ(o.MaxPixels(), DecodeOptions::kDecodePixelsMax);
+  o.max_decode_pixels = 1000;
+  EXPECT_EQ(o.MaxPixels(), 1000u);
+  o.max_decode_pixels = DecodeOptions::kDecodePixelsMax + 1;
+  const Status s = o.Validate();
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("max_decode_pixels"), std::string::npos) << s.ToString();
+}
+
+TEST(DecodeTest, AHugeJpegHeaderIsAClearErrorBeforeAnyPixelMemory) {
+  // 65000 x 65000 claimed; even at 1/8 that is 66 Mpx, above the 32 Mpx a
+  // 32 x 32 output allows (the old bound, 2^28, let it allocate ~200 MB).
+  const auto jpg = WithJpegSize(EncodeJpeg(Pixels(16, 16, 3, 1, true), 16, 16, 3), 65000, 65000);
+  DecodeOptions o;
+  o.height = o.width = 32;
+  std::vector<uint8_t> out(o.frame_bytes());
+  const Status s = DecodeTo(jpg, o, out);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("65000x65000"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("decoded at 1/8"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("exceeds the decode bound"), std::string::npos) << s.ToString();
+}
+
+TEST(DecodeTest, AHugePngHeaderIsAClearErrorBeforeAnyPixelMemory) {
+  // 16000 x 16000 = 256 Mpx: under the old fixed 2^28 bound (a 768 MB
+  // allocation per decode thread), above what a 224 x 224 output allows.
+  const auto png = WithPngSize(EncodePng(Pixels(8, 8, 3, 1, false), 8, 8, PNG_FORMAT_RGB), 16000, 16000);
+  DecodeOptions o;
+  o.height = o.width = 224;
+  std::vector<uint8_t> out(o.frame_bytes());
+  const Status s = DecodeTo(png, o, out);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("16000x16000"), std::string::npos) << s.ToString();
+  // Claimed sizes past 2^31 are reported, not wrapped.
+  const auto wide = WithPngSize(EncodePng(Pixels(8, 8, 3, 1, false), 8, 8, PNG_FORMAT_RGB), 0x7FFFFFFFu, 3);
+  EXPECT_FALSE(DecodeTo(wide, o, out).ok());
+}
+
+TEST(DecodeTest, AnExplicitPixelBoundApplies) {
+  const auto png = EncodePng(Pixels(20, 20, 3, 2, false), 20, 20, PNG_FORMAT_RGB);
+  DecodeOptions o;
+  o.height = o.width = 10;
+  o.max_decode_pixels = 399;
+  std::vector<uint8_t> out(o.frame_bytes());
+  Status s = DecodeTo(png, o, out);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("20x20"), std::string::npos) << s.ToString();
+  o.max_decode_pixels = 400;
+  EXPECT_TRUE(DecodeTo(png, o, out).ok());
+}
+
 TEST(DecodePoolTest, RunsEveryIndexOnceAndReportsTheFirstError) {
   DecodePool pool(4);
   EXPECT_EQ(pool.threads(), 4);
