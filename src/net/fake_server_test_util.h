@@ -8,7 +8,8 @@
 //
 // It answers OPTIONS with a configurable SUPPORTED map, STARTUP and REGISTER
 // with READY, queries of system.local / system.peers_v2 /
-// system_schema.keyspaces with a one-host topology, and hands every other
+// system_schema.keyspaces with a topology of itself and the peers set with
+// SetPeers (none by default), and hands every other
 // request to a handler that may answer, answer later, or never answer.
 //
 // Thread-safety: the server runs on its own thread; the accessors and the
@@ -72,10 +73,12 @@ class FakeServer {
   // leave the request unanswered. It may also call Send later.
   using Handler = std::function<std::optional<cql::Bytes>(const Request&)>;
 
-  explicit FakeServer(std::vector<uint16_t> ports = {0}) {
+  // Listens on `address` (any loopback address: several fake hosts can
+  // share a port number on 127.0.0.1, .2, .3).
+  explicit FakeServer(std::vector<uint16_t> ports = {0}, const std::string& address = "127.0.0.1") {
     for (uint16_t p : ports) {
       auto a = std::make_unique<asio::ip::tcp::acceptor>(io_);
-      asio::ip::tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), p);
+      asio::ip::tcp::endpoint ep(asio::ip::make_address(address), p);
       a->open(ep.protocol());
       a->set_option(asio::ip::tcp::acceptor::reuse_address(true));
       a->bind(ep);
@@ -118,6 +121,17 @@ class FakeServer {
   void SetRequireAuth(bool on) {
     std::lock_guard<std::mutex> l(mu_);
     require_auth_ = on;
+  }
+  // Off: queries of the system tables go to the handler too (to answer
+  // them wrongly on purpose).
+  void SetAnswerSystemTables(bool on) {
+    std::lock_guard<std::mutex> l(mu_);
+    answer_system_tables_ = on;
+  }
+  // Rows of system.peers_v2: (address, native port) of the other hosts.
+  void SetPeers(std::vector<std::pair<std::string, uint16_t>> peers) {
+    std::lock_guard<std::mutex> l(mu_);
+    peers_ = std::move(peers);
   }
   void SetTokens(std::vector<std::string> tokens) {
     std::lock_guard<std::mutex> l(mu_);
@@ -235,10 +249,10 @@ class FakeServer {
       case Opcode::kRegister:
         return Frame(Opcode::kReady, r.header.stream, body);
       case Opcode::kQuery:
+        if (!SystemTables()) break;
         if (r.query.find("system.local") != std::string::npos) return Local(r);
-        if (r.query.find("system.peers") != std::string::npos || r.query.find("system_schema.keyspaces") != std::string::npos) {
-          return EmptyRows(r);
-        }
+        if (r.query.find("system.peers_v2") != std::string::npos) return Peers(r);
+        if (r.query.find("system_schema.keyspaces") != std::string::npos) return Keyspaces(r);
         break;
       default:
         break;
@@ -252,6 +266,11 @@ class FakeServer {
     return EmptyRows(r);
   }
 
+  bool SystemTables() {
+    std::lock_guard<std::mutex> l(mu_);
+    return answer_system_tables_;
+  }
+
   cql::Bytes Local(const Request& r) {
     cql::Bytes body;
     cql::Writer w(&body);
@@ -261,13 +280,13 @@ class FakeServer {
                     {"data_center", {0x000D}},
                     {"rack", {0x000D}},
                     {"release_version", {0x000D}},
+                    {"host_id", {0x000C}},
+                    {"schema_version", {0x000C}},
                     {"tokens", {0x0022, 0x000D}}});
     w.Int(1);
     auto text = [&](const std::string& s) { w.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(s.data()), s.size())); };
     text("fake");
-    text("dc1");
-    text("rack1");
-    text("2025.1.0");
+    HostCells(w);
     std::vector<std::string> tokens;
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -278,6 +297,59 @@ class FakeServer {
     sw.Int(static_cast<int32_t>(tokens.size()));
     for (const auto& t : tokens) sw.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(t.data()), t.size()));
     w.BytesValue(cql::ByteView(set));
+    return Frame(cql::Opcode::kResult, r.header.stream, body);
+  }
+
+  // data_center, rack, release_version, host_id, schema_version.
+  static void HostCells(cql::Writer& w) {
+    auto text = [&](const std::string& s) { w.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(s.data()), s.size())); };
+    text("dc1");
+    text("rack1");
+    text("2025.1.0");
+    const uint8_t uuid[16] = {0x11, 0x11, 0x11, 0x11, 0x22, 0x22, 0x43, 0x33, 0x84, 0x44, 1, 2, 3, 4, 5, 6};
+    w.BytesValue(cql::ByteView(uuid, 16));
+    w.BytesValue(cql::ByteView(uuid, 16));
+  }
+
+  cql::Bytes Peers(const Request& r) {
+    std::vector<std::pair<std::string, uint16_t>> peers;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      peers = peers_;
+    }
+    cql::Bytes body;
+    cql::Writer w(&body);
+    w.Int(0x0002);
+    PutColumnSpecs(w, "system", "peers_v2",
+                   {{"peer", {0x0010}},
+                    {"data_center", {0x000D}},
+                    {"rack", {0x000D}},
+                    {"release_version", {0x000D}},
+                    {"host_id", {0x000C}},
+                    {"schema_version", {0x000C}},
+                    {"tokens", {0x0022, 0x000D}},
+                    {"native_address", {0x0010}},
+                    {"native_port", {0x0009}}});
+    w.Int(static_cast<int32_t>(peers.size()));
+    for (const auto& [address, port] : peers) {
+      const auto a = asio::ip::make_address_v4(address).to_bytes();
+      w.BytesValue(cql::ByteView(a.data(), a.size()));
+      HostCells(w);
+      w.BytesValue(std::nullopt);  // tokens: none (not routable)
+      w.BytesValue(cql::ByteView(a.data(), a.size()));
+      uint8_t p[4];
+      cql::StoreU32(p, port);
+      w.BytesValue(cql::ByteView(p, 4));
+    }
+    return Frame(cql::Opcode::kResult, r.header.stream, body);
+  }
+
+  static cql::Bytes Keyspaces(const Request& r) {
+    cql::Bytes body;
+    cql::Writer w(&body);
+    w.Int(0x0002);
+    PutColumnSpecs(w, "system_schema", "keyspaces", {{"keyspace_name", {0x000D}}, {"replication", {0x0021, 0x000D, 0x000D}}});
+    w.Int(0);
     return Frame(cql::Opcode::kResult, r.header.stream, body);
   }
 
@@ -299,6 +371,8 @@ class FakeServer {
   std::function<std::map<std::string, std::vector<std::string>>(const Request&)> supported_fn_;
   Handler handler_;
   std::vector<std::string> tokens_ = {"0"};
+  std::vector<std::pair<std::string, uint16_t>> peers_;
+  bool answer_system_tables_ = true;
   bool require_auth_ = false;
   std::vector<Request> requests_;
   std::vector<std::shared_ptr<Conn>> conns_;

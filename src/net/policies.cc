@@ -12,13 +12,16 @@ namespace {
 
 using Kind = RetryDecision::Kind;
 
-std::chrono::milliseconds Backoff(const DefaultRetryPolicy::Options& o, int attempt) {
-  // Exponential with full jitter in [d/2, d].
+std::chrono::milliseconds Backoff(std::chrono::milliseconds base, std::chrono::milliseconds max, int attempt) {
+  // Exponential with jitter in [d/2, d].
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  double d = static_cast<double>(o.base_delay.count()) * std::pow(2.0, std::min(attempt - 1, 20));
-  d = std::min(d, static_cast<double>(o.max_delay.count()));
+  double d = static_cast<double>(base.count()) * std::pow(2.0, std::min(attempt - 1, 20));
+  d = std::min(d, static_cast<double>(max.count()));
   std::uniform_real_distribution<double> u(0.5, 1.0);
   return std::chrono::milliseconds(static_cast<int64_t>(d * u(rng)));
+}
+std::chrono::milliseconds Backoff(const DefaultRetryPolicy::Options& o, int attempt) {
+  return Backoff(o.base_delay, o.max_delay, attempt);
 }
 
 class DefaultRetrySession final : public RetrySession {
@@ -28,16 +31,24 @@ class DefaultRetrySession final : public RetrySession {
   RetryDecision OnError(const Status& error, bool idempotent, int attempt) override {
     const auto now = std::chrono::steady_clock::now();
     if (attempt == 1) first_failure_ = now;
-    if (attempt > o_.max_retries || now - first_failure_ > o_.max_total) return {Kind::kGiveUp, {}};
-    const auto next = [&] { return RetryDecision{Kind::kNextHost, Backoff(o_, attempt)}; };
+    if (now - first_failure_ > o_.max_total) return {Kind::kGiveUp, {}};
+    if (error.code() == Status::Code::kOverloaded) {
+      // The node refused the request (nothing applied) to shed load: back
+      // off longer and more often than for other failures, with its own
+      // budget, so that a node at its in-flight limit sees the load drop.
+      if (++overloads_ > o_.max_overload_retries) return {Kind::kGiveUp, {}};
+      return {Kind::kNextHost, Backoff(o_.overload_base_delay, o_.overload_max_delay, overloads_)};
+    }
+    // Failures other than Overloaded so far (`attempt` counts all of them).
+    const int n = std::max(1, attempt - overloads_);
+    if (n > o_.max_retries) return {Kind::kGiveUp, {}};
+    const auto next = [&] { return RetryDecision{Kind::kNextHost, Backoff(o_, n)}; };
     switch (error.code()) {
       case Status::Code::kTimeout:
       case Status::Code::kConnectionLost:
         return idempotent ? next() : RetryDecision{};
       case Status::Code::kConnectFailed:
         // Nothing was sent: safe for any request.
-        return next();
-      case Status::Code::kOverloaded:
         return next();
       default:
         break;
@@ -55,7 +66,7 @@ class DefaultRetrySession final : public RetrySession {
         if (!idempotent) return {};
         if (!same_host_used_ && e->alive >= e->required && !e->data_present) {
           same_host_used_ = true;
-          return {Kind::kSameHost, Backoff(o_, attempt)};
+          return {Kind::kSameHost, Backoff(o_, n)};
         }
         return next();
       case ServerErrorCode::kWriteTimeout:
@@ -69,6 +80,7 @@ class DefaultRetrySession final : public RetrySession {
  private:
   DefaultRetryPolicy::Options o_;
   std::chrono::steady_clock::time_point first_failure_{};
+  int overloads_ = 0;  // Overloaded failures so far
   bool same_host_used_ = false;
 };
 

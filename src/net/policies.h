@@ -52,9 +52,13 @@ class RetryPolicy {
 
 // Retries transient failures with exponential, jittered backoff, up to
 // max_retries retries and max_total time since the first failure.
+// Overloaded answers (a node shedding load; nothing was applied) have their
+// own budget and a longer backoff: up to max_overload_retries, waiting
+// overload_base_delay x 2^(n-1) (capped at overload_max_delay), each delay
+// jittered in [d/2, d] so that the clients of a node do not come back at once.
 //  - client Timeout, ConnectionLost, ConnectFailed: next host (idempotent only)
-//  - Unavailable, Overloaded, IsBootstrapping, ServerError(0x0000), Truncate:
-//    next host
+//  - Overloaded: next host, with the overload backoff above
+//  - Unavailable, IsBootstrapping, ServerError(0x0000), Truncate: next host
 //  - ReadTimeout / ReadFailure: same host once when enough replicas answered
 //    but data was missing, else next host (idempotent)
 //  - WriteTimeout / WriteFailure: next host (idempotent only)
@@ -68,6 +72,9 @@ class DefaultRetryPolicy final : public RetryPolicy {
     std::chrono::milliseconds base_delay{2};
     std::chrono::milliseconds max_delay{1000};
     std::chrono::milliseconds max_total{std::chrono::seconds(30)};
+    int max_overload_retries = 8;
+    std::chrono::milliseconds overload_base_delay{50};
+    std::chrono::milliseconds overload_max_delay{2000};
   };
   DefaultRetryPolicy() = default;
   explicit DefaultRetryPolicy(Options o) : opts_(o) {}

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "cqlstream/errors.h"
 
 namespace cqlstream::net {
@@ -26,8 +28,34 @@ TEST(RetryPolicyTest, TransientErrorsGoToTheNextHostWithBackoff) {
   EXPECT_LE(d.delay.count(), p.options().max_delay.count());
   EXPECT_EQ(s->OnError(Server(ServerErrorCode::kUnavailable), false, 2).kind, RetryDecision::Kind::kNextHost);
   EXPECT_EQ(s->OnError(Server(ServerErrorCode::kOverloaded), false, 3).kind, RetryDecision::Kind::kNextHost);
+  // Overloaded has its own budget: the third other failure is still retried.
+  EXPECT_EQ(s->OnError(Status::Timeout("t"), true, 4).kind, RetryDecision::Kind::kNextHost);
   // Out of retries.
-  EXPECT_EQ(s->OnError(Status::Timeout("t"), true, 4).kind, RetryDecision::Kind::kGiveUp);
+  EXPECT_EQ(s->OnError(Status::Timeout("t"), true, 5).kind, RetryDecision::Kind::kGiveUp);
+}
+
+// Issue 9: a node at its in-flight limit answers Overloaded; the client backs
+// off exponentially with jitter, bounded in count, so the node sees the load drop.
+TEST(RetryPolicyTest, OverloadedBacksOffExponentiallyWithJitterAndABound) {
+  DefaultRetryPolicy::Options o;
+  o.max_overload_retries = 6;
+  o.overload_base_delay = std::chrono::milliseconds(40);
+  o.overload_max_delay = std::chrono::milliseconds(500);
+  DefaultRetryPolicy p(o);
+  std::set<int64_t> distinct_first;
+  for (int trial = 0; trial < 20; ++trial) {
+    auto s = p.NewSession();
+    for (int n = 1; n <= 6; ++n) {
+      auto d = s->OnError(Server(ServerErrorCode::kOverloaded), /*idempotent=*/false, n);
+      ASSERT_EQ(d.kind, RetryDecision::Kind::kNextHost) << n;
+      const int64_t full = std::min<int64_t>(40LL << (n - 1), 500);
+      EXPECT_GE(d.delay.count(), full / 2) << n;
+      EXPECT_LE(d.delay.count(), full) << n;
+      if (n == 1) distinct_first.insert(d.delay.count());
+    }
+    EXPECT_EQ(s->OnError(Server(ServerErrorCode::kOverloaded), false, 7).kind, RetryDecision::Kind::kGiveUp);
+  }
+  EXPECT_GT(distinct_first.size(), 1u);  // jittered
 }
 
 TEST(RetryPolicyTest, NonIdempotentRequestsAreNotRetriedWhenTheyMayHaveHappened) {

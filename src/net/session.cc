@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <future>
 #include <map>
@@ -15,6 +16,7 @@
 #include "net/connection.h"
 #include "net/io_pool.h"
 #include "net/routing/murmur3.h"
+#include "net/system_tables.h"
 #include "net/topology.h"
 
 namespace cqlstream::net {
@@ -27,48 +29,6 @@ std::optional<cql::Bytes> ResultSet::paging_state() const {
   return std::nullopt;
 }
 
-namespace {
-
-// Text of a cell (empty for null / non-text).
-std::string TextCell(const cql::Rows& rows, int32_t r, int32_t c) {
-  if (c < 0) return {};
-  auto v = rows.value(r, c);
-  if (!v.ok() || v->kind() != Value::Kind::kText) return {};
-  return v->as_text();
-}
-
-std::string InetCell(const cql::Rows& rows, int32_t r, int32_t c) {
-  if (c < 0) return {};
-  auto cell = rows.cell(r, c);
-  if (!cell || (cell->size() != 4 && cell->size() != 16)) return {};
-  return cql::FormatAddress(*cell);
-}
-
-std::string UuidCell(const cql::Rows& rows, int32_t r, int32_t c) {
-  if (c < 0) return {};
-  auto v = rows.value(r, c);
-  if (!v.ok() || v->kind() != Value::Kind::kUuid) return {};
-  return v->as_uuid().ToString();
-}
-
-std::vector<int64_t> TokensCell(const cql::Rows& rows, int32_t r, int32_t c) {
-  std::vector<int64_t> out;
-  if (c < 0) return out;
-  auto v = rows.value(r, c);
-  if (!v.ok() || v->kind() != Value::Kind::kList) return out;
-  for (const Value& t : v->as_list()) {
-    if (t.kind() != Value::Kind::kText) continue;
-    try {
-      out.push_back(std::stoll(t.as_text()));
-    } catch (...) {
-      // A non-Murmur3 token (other partitioner): not routable; ignored.
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-}  // namespace
 
 // ============================================================================
 // Hosts and their connection pools
@@ -165,7 +125,15 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   void OnEvent(const cql::Event& e);
   void ScheduleRefresh(std::chrono::milliseconds delay);
   void ReconnectControl();
-  void OpenControl(std::vector<std::string> candidates, size_t index, std::function<void(Status)> done);
+  // Tries candidates[index...] in turn; `first_error` is the failure of the
+  // first candidate that failed (reported when none answers).
+  void OpenControl(std::vector<std::string> candidates, size_t index, std::function<void(Status)> done,
+                   Status first_error = Status::OK());
+
+  // Warns once (stderr) when credentials go over plaintext to a host that is
+  // not a loopback address.
+  void WarnPlaintextCredentials();
+  std::atomic<bool> plaintext_warned{false};
 
   void Shutdown();
 };
@@ -251,6 +219,9 @@ void Session::Impl::OnPoolConnection(const HostPtr& h, StatusOr<std::shared_ptr<
     if (!c.ok()) {
       ++p.failures;
       p.last_error = c.status().ToString();
+      // Seen down: query plans try it last until a connection opens again
+      // (reconnection keeps trying it with backoff).
+      if (p.conns.empty()) h->up = false;
     } else if (p.closed || closed) {
       (*c)->Close(Status::Cancelled("session closed"));
       return;
@@ -353,90 +324,63 @@ void Session::Impl::RunOn(const std::shared_ptr<Connection>& c, std::string quer
           });
 }
 
+namespace {
+
+HostPtr MakeHost(SystemHost&& sh, std::string address, uint16_t port) {
+  auto h = std::make_shared<Host>();
+  h->address = std::move(address);
+  h->port = sh.port.value_or(port);
+  h->datacenter = std::move(sh.datacenter);
+  h->rack = std::move(sh.rack);
+  h->release_version = std::move(sh.release_version);
+  h->host_id = std::move(sh.host_id);
+  h->schema_version = std::move(sh.schema_version);
+  h->tokens = std::move(sh.tokens);
+  return h;
+}
+
+}  // namespace
+
+// Reads system.local, the peers and the keyspaces' replication on `c` (the
+// parsing is in system_tables.cc) and publishes the topology.
 void Session::Impl::LoadTopology(const std::shared_ptr<Connection>& c, const std::string& contact,
                                  std::function<void(Status)> done) {
   auto t = std::make_shared<Topology>();
   auto self = shared_from_this();
   const uint16_t port = opts.port;
-  RunOn(c,
-        "SELECT cluster_name, data_center, rack, release_version, host_id, tokens, schema_version "
-        "FROM system.local WHERE key='local'",
-        [self, c, t, contact, port, done](StatusOr<cql::Rows> local) {
-          if (!local.ok()) return done(local.status());
-          if (local->row_count() < 1) return done(Status::ProtocolError("system.local is empty"));
-          const cql::Rows& r = *local;
-          auto h = std::make_shared<Host>();
-          h->address = contact;
-          h->port = port;
-          t->cluster_name = TextCell(r, 0, r.column_index("cluster_name"));
-          h->datacenter = TextCell(r, 0, r.column_index("data_center"));
-          h->rack = TextCell(r, 0, r.column_index("rack"));
-          h->release_version = TextCell(r, 0, r.column_index("release_version"));
-          h->host_id = UuidCell(r, 0, r.column_index("host_id"));
-          h->schema_version = UuidCell(r, 0, r.column_index("schema_version"));
-          h->tokens = TokensCell(r, 0, r.column_index("tokens"));
-          t->hosts.push_back(h);
-          auto on_peers = [self, c, t, port, done](StatusOr<cql::Rows> peers, bool v2) {
-            if (!peers.ok()) return done(peers.status());
-            const cql::Rows& p = *peers;
-            for (int32_t i = 0; i < p.row_count(); ++i) {
-              auto ph = std::make_shared<Host>();
-              ph->address = InetCell(p, i, p.column_index(v2 ? "native_address" : "rpc_address"));
-              if (ph->address.empty() || ph->address == "0.0.0.0" || ph->address == "::") {
-                ph->address = InetCell(p, i, p.column_index("peer"));
-              }
-              ph->port = port;
-              if (v2) {
-                auto pv = p.value(i, p.column_index("native_port"));
-                if (pv.ok() && pv->kind() == Value::Kind::kInt && pv->as_int() > 0) {
-                  ph->port = static_cast<uint16_t>(pv->as_int());
-                }
-              }
-              ph->datacenter = TextCell(p, i, p.column_index("data_center"));
-              ph->rack = TextCell(p, i, p.column_index("rack"));
-              ph->release_version = TextCell(p, i, p.column_index("release_version"));
-              ph->host_id = UuidCell(p, i, p.column_index("host_id"));
-              ph->schema_version = UuidCell(p, i, p.column_index("schema_version"));
-              ph->tokens = TokensCell(p, i, p.column_index("tokens"));
-              if (ph->address.empty()) continue;
-              t->hosts.push_back(ph);
-            }
-            self->RunOn(c, "SELECT keyspace_name, replication FROM system_schema.keyspaces",
-                        [self, t, done](StatusOr<cql::Rows> ks) {
-                          if (!ks.ok()) return done(ks.status());
-                          const int32_t kc = ks->column_index("keyspace_name");
-                          const int32_t rc = ks->column_index("replication");
-                          for (int32_t i = 0; i < ks->row_count(); ++i) {
-                            auto v = ks->value(i, rc);
-                            std::map<std::string, std::string> m;
-                            if (v.ok() && v->kind() == Value::Kind::kMap) {
-                              for (const auto& [k, val] : v->as_map()) {
-                                if (k.kind() == Value::Kind::kText && val.kind() == Value::Kind::kText) {
-                                  m[k.as_text()] = val.as_text();
-                                }
-                              }
-                            }
-                            t->replication[TextCell(*ks, i, kc)] = std::move(m);
-                          }
-                          self->ApplyTopology(t);
-                          done(Status::OK());
-                        });
-          };
-          self->RunOn(c,
-                      "SELECT peer, data_center, rack, release_version, host_id, tokens, schema_version, "
-                      "native_address, native_port FROM system.peers_v2",
-                      [self, c, on_peers](StatusOr<cql::Rows> p2) {
-                        const ServerError* e = p2.ok() ? nullptr : p2.status().server_error();
-                        if (e != nullptr && e->typed() == ServerErrorCode::kInvalid) {
-                          // Older servers (and ScyllaDB) have only system.peers.
-                          return self->RunOn(c,
-                                             "SELECT peer, data_center, rack, release_version, host_id, "
-                                             "tokens, schema_version, rpc_address FROM system.peers",
-                                             [on_peers](StatusOr<cql::Rows> p1) { on_peers(std::move(p1), false); });
-                        }
-                        on_peers(std::move(p2), true);
-                      });
-        });
+  auto on_keyspaces = [self, t, done](StatusOr<cql::Rows> ks) {
+    if (!ks.ok()) return done(ks.status());
+    auto rep = ParseKeyspaces(*ks);
+    if (!rep.ok()) return done(rep.status());
+    t->replication = std::move(*rep);
+    self->ApplyTopology(t);
+    done(Status::OK());
+  };
+  auto on_peers = [self, c, t, port, done, on_keyspaces](StatusOr<cql::Rows> peers, bool v2) {
+    if (!peers.ok()) return done(peers.status());
+    auto ps = ParseSystemPeers(*peers, v2);
+    if (!ps.ok()) return done(ps.status());
+    for (SystemHost& p : *ps) {
+      std::string address = p.address;
+      t->hosts.push_back(MakeHost(std::move(p), std::move(address), port));
+    }
+    self->RunOn(c, kKeyspacesQuery, on_keyspaces);
+  };
+  RunOn(c, kLocalQuery, [self, c, t, contact, port, done, on_peers](StatusOr<cql::Rows> local) {
+    if (!local.ok()) return done(local.status());
+    auto l = ParseSystemLocal(*local);
+    if (!l.ok()) return done(l.status());
+    t->cluster_name = std::move(l->cluster_name);
+    t->hosts.push_back(MakeHost(std::move(l->host), contact, port));
+    self->RunOn(c, kPeersV2Query, [self, c, on_peers](StatusOr<cql::Rows> p2) {
+      const ServerError* e = p2.ok() ? nullptr : p2.status().server_error();
+      if (e != nullptr && e->typed() == ServerErrorCode::kInvalid) {
+        // Older servers (and ScyllaDB) have only system.peers.
+        return self->RunOn(c, kPeersQuery, [on_peers](StatusOr<cql::Rows> p1) { on_peers(std::move(p1), false); });
+      }
+      on_peers(std::move(p2), true);
+    });
+  });
 }
 
 void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
@@ -589,9 +533,9 @@ std::vector<HostPtr> Session::Impl::QueryPlan(const Statement& st, std::optional
 // ----------------------------------------------------------------------------
 
 void Session::Impl::OpenControl(std::vector<std::string> candidates, size_t index,
-                                std::function<void(Status)> done) {
+                                std::function<void(Status)> done, Status first_error) {
   if (index >= candidates.size()) {
-    return done(Status::ConnectFailed("no contact point answered"));
+    return done(first_error.ok() ? Status::ConnectFailed("no contact point answered") : first_error);
   }
   Connection::Options o = ConnOptions(candidates[index], opts.port);
   std::weak_ptr<Impl> weak = weak_from_this();
@@ -606,20 +550,18 @@ void Session::Impl::OpenControl(std::vector<std::string> candidates, size_t inde
   }
   const std::string contact = candidates[index];
   Connection::Open(io->Next(), std::move(o),
-                   [weak, candidates = std::move(candidates), index, done = std::move(done), contact](
-                       StatusOr<std::shared_ptr<Connection>> c) mutable {
+                   [weak, candidates = std::move(candidates), index, done = std::move(done), contact,
+                    first_error = std::move(first_error)](StatusOr<std::shared_ptr<Connection>> c) mutable {
                      auto self = weak.lock();
                      if (!self) return;
                      if (!c.ok()) {
-                       Status first = c.status();
+                       Status err = c.status();
                        // Authentication and TLS failures are not fixed by another host.
-                       if (first.code() == Status::Code::kAuthError || first.code() == Status::Code::kTlsError) {
-                         return done(first);
+                       if (err.code() == Status::Code::kAuthError || err.code() == Status::Code::kTlsError) {
+                         return done(err);
                        }
-                       return self->OpenControl(std::move(candidates), index + 1,
-                                                [done, first](Status s) {
-                                                  done(s.ok() ? s : (s.message() == "no contact point answered" ? first : s));
-                                                });
+                       return self->OpenControl(std::move(candidates), index + 1, std::move(done),
+                                                first_error.ok() ? std::move(err) : std::move(first_error));
                      }
                      auto conn = *c;
                      self->LoadTopology(conn, contact, [self, conn, done](Status s) {
@@ -797,7 +739,18 @@ void Execution::Attempt(size_t host_index, bool is_hedge) {
   {
     std::lock_guard<std::mutex> l(mu);
     if (done) return;
-    conn = s->PickConnection(*host, ShardFor(*host), used);
+    // A host without an open connection (refused, down, still opening)
+    // leaves the plan at once: the attempt goes to the next host of the plan
+    // that has one, without spending a retry. Only when no host of the plan
+    // has a connection does the attempt fail (ConnectFailed, nothing sent).
+    for (size_t k = 0; k < plan.size(); ++k) {
+      const HostPtr& cand = plan[(host_index + k) % plan.size()];
+      conn = s->PickConnection(*cand, ShardFor(*cand), used);
+      if (!conn) continue;
+      host = cand;
+      next_host = std::max(next_host, host_index + k);
+      break;
+    }
     if (conn) used.push_back(conn.get());
     execution = started++;
     hedge_flags.push_back(is_hedge);
@@ -1070,7 +1023,39 @@ StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& opt
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  impl->WarnPlaintextCredentials();
   return std::shared_ptr<Session>(new Session(std::move(impl)));
+}
+
+namespace {
+
+// Loopback addresses and "localhost"; a host name is not resolved here (it
+// may name another machine) and counts as not loopback.
+bool IsLoopback(const std::string& host) {
+  if (host == "localhost") return true;
+  std::error_code ec;
+  auto a = asio::ip::make_address(host, ec);
+  return !ec && a.is_loopback();
+}
+
+}  // namespace
+
+void Session::Impl::WarnPlaintextCredentials() {
+  if (tls || opts.username.empty()) return;
+  std::string remote;
+  for (const auto& h : opts.hosts) {
+    if (remote.empty() && !IsLoopback(h)) remote = h;
+  }
+  if (auto t = Topo()) {
+    for (const auto& h : t->hosts) {
+      if (remote.empty() && !IsLoopback(h->address)) remote = h->address;
+    }
+  }
+  if (remote.empty() || plaintext_warned.exchange(true)) return;
+  std::fprintf(stderr,
+               "cqlstream: WARNING: the credentials of user '%s' are sent without TLS to %s (and to every host the "
+               "cluster names); anyone on the path can read them: use --tls-ca (or tls options)\n",
+               opts.username.c_str(), remote.c_str());
 }
 
 Session::Session(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -1290,17 +1275,20 @@ Status Session::WaitForSchemaAgreement(std::chrono::milliseconds timeout) {
     std::set<std::string> versions;
     std::string failed;
     for (const auto& h : hosts) {
-      Statement st = Statement::Query("SELECT schema_version FROM system.local WHERE key='local'");
+      Statement st = Statement::Query(kSchemaVersionQuery);
       st.target_host = h;
       st.idempotent = true;
       st.timeout = std::chrono::milliseconds(2000);
       st.page_size = 0;
       auto r = Execute(std::move(st));
-      if (!r.ok() || r->rows() == nullptr || r->rows()->row_count() != 1) {
-        failed = fmt::format("{}: {}", h, r.ok() ? std::string("no schema version") : r.status().ToString());
+      StatusOr<std::string> v = !r.ok()            ? StatusOr<std::string>(r.status())
+                                : r->rows() == nullptr ? Status::ProtocolError("no rows result")
+                                                       : ParseSchemaVersion(*r->rows());
+      if (!v.ok()) {
+        failed = fmt::format("{}: {}", h, v.status().ToString());
         break;
       }
-      versions.insert(UuidCell(*r->rows(), 0, 0));
+      versions.insert(std::move(*v));
     }
     if (hosts.empty()) {
       last = "no host is up";

@@ -20,8 +20,17 @@
 //    starts another execution on the next host (or another connection when
 //    there is only one host) if the first has not answered; the first answer
 //    wins and the others are abandoned.
+//  * A host without an open connection (refused, killed, still opening)
+//    leaves the query plan at once: an attempt goes to the next host of the
+//    plan that has one, without spending a retry; a host whose connections
+//    could not be opened is marked down (Hosts()) and tried last.
 //  * Connections that die are re-opened in the background with exponential
 //    backoff; hosts reported DOWN are tried last; events update the topology.
+//  * Credentials (ConnectionOptions::username/password) are sent to every
+//    host the session connects to: the contact points and every peer the
+//    cluster names in system.peers(_v2). Without TLS they cross the network
+//    in clear text: a session warns once on stderr when that happens to a
+//    host that is not a loopback address.
 //
 // Thread-safety: every method is thread-safe. Async callbacks run on one of
 // the session's I/O threads and must not block; the synchronous variants

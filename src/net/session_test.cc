@@ -1,0 +1,251 @@
+// Copyright (c) cqlstream authors.
+//
+// Session behaviour across hosts, against in-process fake servers on
+// 127.0.0.1, .2 and .3 (an addition to the integration tests on real nodes):
+// a refused or killed host leaves the query plan at once, hosts seen down
+// are marked, Overloaded answers are retried with backoff, and an answer
+// that lacks the requested system-table columns is a protocol error.
+#include "net/session.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "net/fake_server_test_util.h"
+
+namespace cqlstream::net {
+namespace {
+
+using testing::FakeServer;
+using testing::Frame;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+cql::Bytes VoidBody() {
+  cql::Bytes b;
+  cql::Writer w(&b);
+  w.Int(0x0001);
+  return b;
+}
+
+cql::Bytes ErrorBody(ServerErrorCode code, const std::string& message) {
+  cql::Bytes b;
+  cql::Writer w(&b);
+  w.Int(static_cast<int32_t>(code));
+  w.String(message);
+  return b;
+}
+
+std::optional<cql::Bytes> AnswerVoid(const testing::Request& r) {
+  return Frame(cql::Opcode::kResult, r.header.stream, VoidBody());
+}
+
+int Queries(const FakeServer& s, const std::string& q) {
+  int n = 0;
+  for (const auto& r : s.requests()) n += r.query == q ? 1 : 0;
+  return n;
+}
+
+// Three fake hosts on three loopback addresses and one port number (as real
+// nodes: the session reaches every host on the contact point's port unless
+// peers_v2 says otherwise); each names the other two in system.peers_v2.
+struct Cluster {
+  Cluster() {
+    for (int i = 0; i < 3; ++i) {
+      const uint16_t port = hosts.empty() ? 0 : hosts[0]->port();
+      hosts.push_back(std::make_unique<FakeServer>(std::vector<uint16_t>{port}, Address(i)));
+      hosts.back()->SetHandler(AnswerVoid);
+    }
+    for (int i = 0; i < 3; ++i) {
+      std::vector<std::pair<std::string, uint16_t>> peers;
+      for (int j = 0; j < 3; ++j) {
+        if (j != i) peers.emplace_back(Address(j), hosts[0]->port());
+      }
+      hosts[size_t(i)]->SetPeers(peers);
+    }
+  }
+  static std::string Address(int i) { return "127.0.0." + std::to_string(i + 1); }
+  ConnectionOptions Options() const {
+    ConnectionOptions o;
+    o.hosts = {"127.0.0.1"};
+    o.port = hosts[0]->port();
+    o.io_threads = 1;
+    o.connect_timeout = 2000ms;
+    o.request_timeout = 2000ms;
+    o.reconnect_base = 100ms;
+    return o;
+  }
+  std::vector<std::unique_ptr<FakeServer>> hosts;
+};
+
+// The contact point's own address and the peers: Hosts() lists all three.
+TEST(SessionFailover, ThreeFakeHostsAreDiscovered) {
+  Cluster c;
+  auto s = Session::Connect(c.Options());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto hosts = (*s)->Hosts();
+  ASSERT_EQ(hosts.size(), 3u);
+  for (const auto& h : hosts) EXPECT_TRUE(h.up) << h.address;
+  EXPECT_EQ((*s)->cluster_name(), "fake");
+}
+
+// Issue 9 ("reading survives as long as one replica does"): with two of three
+// hosts refusing connections, every statement succeeds on the third in
+// bounded time, even without retries (the loader's data reads use
+// NoRetryPolicy), and the refusing hosts are listed down.
+TEST(SessionFailover, RefusedHostsLeaveThePlanAtOnce) {
+  Cluster c;
+  const std::string q = "SELECT x FROM ks.t";
+  // .2 refuses from the start; .1 (the contact point and control host) is
+  // killed after discovery: its connections drop, reconnection is refused.
+  const uint16_t port = c.hosts[0]->port();
+  c.hosts[1].reset();
+  auto s = Session::Connect(c.Options());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  c.hosts[0].reset();
+  std::this_thread::sleep_for(200ms);
+
+  NoRetryPolicy no_retry;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 30; ++i) {
+    Statement st = Statement::Query(q);
+    st.idempotent = true;
+    st.retry = &no_retry;
+    st.plan_offset = i;  // start the plan on each host in turn
+    auto r = (*s)->Execute(st);
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status().ToString();
+    EXPECT_EQ(r->host, "127.0.0.3:" + std::to_string(port));
+    EXPECT_EQ(r->attempts, 1);  // no retry was spent on a dead host
+  }
+  EXPECT_LT(Clock::now() - t0, 2s);
+  EXPECT_EQ(Queries(*c.hosts[2], q), 30);
+  for (const auto& h : (*s)->Hosts()) {
+    EXPECT_EQ(h.up, h.address == "127.0.0.3") << h.address;
+  }
+  (*s)->Close();
+}
+
+// Without any host that has a connection the statement fails at once with
+// ConnectFailed (nothing was sent), not after a timeout.
+TEST(SessionFailover, NoLiveHostIsConnectFailedQuickly) {
+  Cluster c;
+  auto s = Session::Connect(c.Options());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  for (auto& h : c.hosts) h.reset();
+  std::this_thread::sleep_for(200ms);
+  const auto t0 = Clock::now();
+  Statement st = Statement::Query("SELECT x FROM ks.t");
+  st.idempotent = true;
+  auto r = (*s)->Execute(st);
+  EXPECT_EQ(r.status().code(), Status::Code::kConnectFailed) << r.status().ToString();
+  EXPECT_LT(Clock::now() - t0, 3s);
+  (*s)->Close();
+}
+
+// Issue 9: a node shedding load answers Overloaded; the statement is retried
+// with backoff and succeeds once the node accepts it.
+TEST(SessionOverload, OverloadedIsRetriedWithBackoff) {
+  FakeServer srv;
+  std::atomic<int> refused{0};
+  const std::string q = "INSERT INTO ks.t (k) VALUES (1)";
+  srv.SetHandler([&](const testing::Request& r) -> std::optional<cql::Bytes> {
+    if (r.query == q && refused.fetch_add(1) < 3) {
+      return Frame(cql::Opcode::kError, r.header.stream, ErrorBody(ServerErrorCode::kOverloaded, "too much in flight"));
+    }
+    return AnswerVoid(r);
+  });
+  ConnectionOptions o;
+  o.hosts = {"127.0.0.1"};
+  o.port = srv.port();
+  o.io_threads = 1;
+  DefaultRetryPolicy::Options ro;
+  ro.overload_base_delay = 40ms;
+  SessionOptions so;
+  so.retry = std::make_shared<DefaultRetryPolicy>(ro);
+  auto s = Session::Connect(o, so);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const auto t0 = Clock::now();
+  auto r = (*s)->Execute(Statement::Query(q));  // not idempotent: Overloaded means not applied
+  const auto took = Clock::now() - t0;
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->attempts, 4);
+  EXPECT_EQ(Queries(srv, q), 4);
+  // Backoffs of at least 20 + 40 + 80 ms (each jittered in [d/2, d]).
+  EXPECT_GE(took, 140ms);
+  EXPECT_LT(took, 2s);
+
+  // An endless Overloaded ends with that error after the bounded retries.
+  refused = -1000;
+  ro.max_overload_retries = 2;
+  DefaultRetryPolicy bounded(ro);
+  Statement st = Statement::Query(q);
+  st.retry = &bounded;
+  auto r2 = (*s)->Execute(st);
+  EXPECT_EQ(r2.status().code(), Status::Code::kOverloaded) << r2.status().ToString();
+  (*s)->Close();
+}
+
+// Issue 9 item 5: a server whose system.local answer lacks the requested
+// columns is refused with a clear error (ping printed an empty cluster and
+// exited 0).
+TEST(SessionSystemTables, AnswerWithoutTheRequestedColumnsIsAProtocolError) {
+  FakeServer srv;
+  srv.SetAnswerSystemTables(false);
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    cql::Bytes body;
+    cql::Writer w(&body);
+    w.Int(0x0002);  // Rows with only cluster_name
+    testing::PutColumnSpecs(w, "system", "local", {{"cluster_name", {0x000D}}});
+    w.Int(1);
+    const std::string name = "broken";
+    w.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(name.data()), name.size()));
+    return Frame(cql::Opcode::kResult, r.header.stream, body);
+  });
+  ConnectionOptions o;
+  o.hosts = {"127.0.0.1"};
+  o.port = srv.port();
+  o.io_threads = 1;
+  auto s = Session::Connect(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Status::Code::kProtocolError) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("system.local lacks the requested column 'data_center'"), std::string::npos)
+      << s.status().ToString();
+}
+
+// Issue 9 item 10: credentials over plaintext to a host that is not a
+// loopback address warn once; loopback-only clusters do not.
+TEST(SessionCredentials, PlaintextCredentialsToARemoteHostWarnOnce) {
+  FakeServer srv;
+  ConnectionOptions o;
+  o.hosts = {"127.0.0.1"};
+  o.port = srv.port();
+  o.io_threads = 1;
+  o.username = "trainer";
+  o.password = Secret("pw", 2);
+  o.connect_timeout = 500ms;
+  ::testing::internal::CaptureStderr();
+  auto local = Session::Connect(o);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  EXPECT_EQ(err.find("without TLS"), std::string::npos) << err;
+  (*local)->Close();
+
+  // A peer on a documentation address (TEST-NET-1: never reachable).
+  srv.SetPeers({{"192.0.2.1", srv.port()}});
+  ::testing::internal::CaptureStderr();
+  auto remote = Session::Connect(o);
+  err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  const std::string warning = "sent without TLS to 192.0.2.1";
+  const size_t at = err.find(warning);
+  EXPECT_NE(at, std::string::npos) << err;
+  EXPECT_EQ(err.find("without TLS", at + warning.size()), std::string::npos) << "warned more than once: " << err;
+  EXPECT_EQ(err.find("pw"), std::string::npos);  // never the password
+  (*remote)->Close();
+}
+
+}  // namespace
+}  // namespace cqlstream::net
