@@ -1,0 +1,180 @@
+// Copyright (c) cqlstream authors.
+//
+// The data row against the catalog without a server: key checks, static
+// columns (typed widths, sizes, labels), and the placement of chunks inside
+// the sample's region whatever the row claims.
+#include "store/sample_row.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "cql/wire.h"
+#include "store/catalog.h"
+
+namespace cqlstream::store {
+namespace {
+
+std::vector<uint8_t> Int(int32_t v) {
+  std::vector<uint8_t> b(4);
+  const uint32_t u = static_cast<uint32_t>(v);
+  for (int i = 0; i < 4; ++i) b[static_cast<size_t>(i)] = static_cast<uint8_t>(u >> (24 - 8 * i));
+  return b;
+}
+std::vector<uint8_t> Big(int64_t v) {
+  std::vector<uint8_t> b(8);
+  const uint64_t u = static_cast<uint64_t>(v);
+  for (int i = 0; i < 8; ++i) b[static_cast<size_t>(i)] = static_cast<uint8_t>(u >> (56 - 8 * i));
+  return b;
+}
+std::optional<std::span<const uint8_t>> View(const std::vector<uint8_t>& v) { return std::span<const uint8_t>(v); }
+
+const SampleKey kKey = MakeKey(3, 1500);
+
+// The static and key cells of row `row` of an answer for `key`.
+void FeedRow(SampleRowCells& c, int32_t row, SampleKey key, int64_t size) {
+  const auto seg = Int(KeySegment(key)), idx = Int(KeyIndex(key)), sz = Big(size), img = Big(size), ck = Big(42),
+             lb = Int(7);
+  c.OnCell(row, kColSeg, View(seg));
+  c.OnCell(row, kColIdx, View(idx));
+  c.OnCell(row, kColSize, View(sz));
+  c.OnCell(row, kColImageSize, View(img));
+  c.OnCell(row, kColChecksum, View(ck));
+  c.OnCell(row, kColLabel, View(lb));
+  c.OnCell(row, kColLabels, std::nullopt);
+}
+
+SampleHints Hints() {
+  SampleHints h;
+  h.max_size = 10000;
+  h.chunk_size = 4096;
+  h.label_kind = LabelKind::kClass;
+  h.classes = 10;
+  return h;
+}
+
+TEST(SampleRowTest, ReadsTheStaticsOfAnHonestRow) {
+  SampleRowCells c(kKey, false);
+  FeedRow(c, 0, kKey, 5000);
+  ASSERT_TRUE(c.status().ok()) << c.status().ToString();
+  EXPECT_FALSE(c.key_mismatch());
+  EXPECT_TRUE(c.statics().present);
+  EXPECT_EQ(c.statics().size, 5000);
+  EXPECT_EQ(c.statics().image_size, 5000);
+  EXPECT_EQ(c.statics().checksum, 42);
+  EXPECT_EQ(c.statics().label, 7);
+  EXPECT_TRUE(CheckStatics(kKey, c.statics(), Hints()).ok());
+}
+
+TEST(SampleRowTest, AnotherSamplesKeyIsAMismatchOnAnyRow) {
+  SampleRowCells c(kKey, false);
+  FeedRow(c, 0, kKey, 5000);
+  FeedRow(c, 1, MakeKey(3, 1501), 5000);
+  EXPECT_TRUE(c.key_mismatch());
+  SampleRowCells d(kKey, true);  // a later page is checked too
+  const auto wrong = Int(4);
+  d.OnCell(0, kColSeg, View(wrong));
+  EXPECT_TRUE(d.key_mismatch());
+  SampleRowCells n(kKey, false);
+  n.OnCell(0, kColIdx, std::nullopt);
+  EXPECT_TRUE(n.key_mismatch());
+}
+
+TEST(SampleRowTest, MistypedStaticsAreCorruptionNamingTheColumn) {
+  SampleRowCells c(kKey, false);
+  const auto four = Int(5000);
+  c.OnCell(0, kColSize, View(four));
+  ASSERT_FALSE(c.status().ok());
+  EXPECT_EQ(c.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(c.status().message().find("size column is 4 bytes"), std::string::npos) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("3:1500"), std::string::npos);
+
+  SampleRowCells l(kKey, false);
+  const std::vector<uint8_t> junk = {0, 0, 0, 9, 1};  // a list of 9 ints in 1 byte
+  l.OnCell(0, kColLabels, View(junk));
+  EXPECT_EQ(l.status().code(), Status::Code::kCorruption);
+}
+
+TEST(SampleRowTest, StaticsThatDisagreeWithTheCatalogAreRefused) {
+  SampleStatics s;
+  s.present = true;
+  s.size = 10001;  // more than the segment's max_size
+  Status st = CheckStatics(kKey, s, Hints());
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_NE(st.message().find("max_size of 10000"), std::string::npos) << st.ToString();
+  s.size = -1;
+  EXPECT_FALSE(CheckStatics(kKey, s, Hints()).ok());
+  s.size = INT64_MIN;
+  EXPECT_FALSE(CheckStatics(kKey, s, Hints()).ok());
+  s.size = 100;
+  s.image_size = 101;
+  EXPECT_FALSE(CheckStatics(kKey, s, Hints()).ok());
+  s.image_size = 100;
+  s.label = 10;  // classes 0..9
+  EXPECT_FALSE(CheckStatics(kKey, s, Hints()).ok());
+  s.label = -1;
+  EXPECT_TRUE(CheckStatics(kKey, s, Hints()).ok());
+  SampleStatics none;
+  EXPECT_FALSE(CheckStatics(kKey, none, Hints()).ok()) << "a row without a size";
+  SampleHints multi = Hints();
+  multi.label_kind = LabelKind::kMultiLabel;
+  s.labels = {1, 12};
+  EXPECT_FALSE(CheckStatics(kKey, s, multi).ok());
+  // Unknown hints do not refuse honest rows.
+  SampleHints unknown;
+  s.size = int64_t{1} << 40;
+  s.image_size = -1;
+  EXPECT_TRUE(CheckStatics(kKey, s, unknown).ok());
+}
+
+TEST(SampleRowTest, ChunksArePlacedInOrderInsideTheRegion) {
+  ChunkPlacer p;
+  p.Begin(4096 * 2 + 100, 4096);
+  auto a = p.Place(kKey, 4096), b = p.Place(kKey, 4096), c = p.Place(kKey, 100);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(*a, 0u);
+  EXPECT_EQ(*b, 4096u);
+  EXPECT_EQ(*c, 8192u);
+  EXPECT_TRUE(p.Finish(kKey).ok());
+}
+
+TEST(SampleRowTest, ChunksThatLieAboutTheSizeNeverLeaveTheRegion) {
+  ChunkPlacer more;
+  more.Begin(5000, 4096);
+  ASSERT_TRUE(more.Place(kKey, 4096).ok());
+  auto over = more.Place(kKey, 4096);  // 8192 > 5000
+  EXPECT_EQ(over.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(over.status().message().find("more than its size"), std::string::npos);
+
+  ChunkPlacer less;
+  less.Begin(5000, 4096);
+  ASSERT_TRUE(less.Place(kKey, 4096).ok());
+  Status fin = less.Finish(kKey);  // a missing last chunk
+  EXPECT_EQ(fin.code(), Status::Code::kCorruption);
+  EXPECT_NE(fin.message().find("add up to 4096 bytes, its size is 5000"), std::string::npos) << fin.ToString();
+
+  ChunkPlacer gap;
+  gap.Begin(4096 * 3, 4096);
+  ASSERT_TRUE(gap.Place(kKey, 4096).ok());
+  ASSERT_TRUE(gap.Place(kKey, 100).ok());
+  EXPECT_FALSE(gap.Place(kKey, 4096).ok()) << "a chunk after a short one";
+
+  ChunkPlacer big;
+  big.Begin(10000, 4096);
+  EXPECT_FALSE(big.Place(kKey, 5000).ok()) << "a chunk longer than the chunk size";
+
+  ChunkPlacer wrap;
+  wrap.Begin(100, 0);
+  ASSERT_TRUE(wrap.Place(kKey, 60).ok());
+  EXPECT_FALSE(wrap.Place(kKey, INT64_MAX).ok()) << "an offset + length that would wrap";
+  EXPECT_FALSE(wrap.Place(kKey, -1).ok());
+
+  ChunkPlacer empty;
+  empty.Begin(0, 4096);
+  EXPECT_TRUE(empty.Finish(kKey).ok());
+  EXPECT_FALSE(empty.Place(kKey, 1).ok());
+}
+
+}  // namespace
+}  // namespace cqlstream::store
