@@ -1,225 +1,105 @@
 // Copyright (c) cqlstream authors.
+//
+// Parsing is nlohmann/json's SAX parser (a maintained, fuzzed library): it
+// checks the grammar, escapes, surrogates and UTF-8; the handler below only
+// builds our value tree, keeps numbers' source text and bounds the depth.
 #include "store/json.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
+#include <exception>
+#include <nlohmann/json.hpp>
 
 namespace cqlstream::store {
 namespace {
 
-class Parser {
+// Builds a Json from SAX events. Every callback returns false to stop the
+// parse at the first problem (sax_parse then returns false); nothing throws.
+class TreeBuilder {
  public:
-  explicit Parser(std::string_view s) : s_(s) {}
+  using nj = nlohmann::json;
 
-  Status Document(Json* out) {
-    Skip();
-    CQLS_RETURN_IF_ERROR(Value(out, 0));
-    Skip();
-    if (pos_ != s_.size()) return Err("trailing characters after the value");
-    return Status::OK();
+  bool null() { return Put(Json{}); }
+  bool boolean(bool v) {
+    Json j;
+    j.type = Json::Type::kBool;
+    j.boolean = v;
+    return Put(std::move(j));
   }
+  bool number_integer(nj::number_integer_t v) { return Number(std::to_string(v)); }
+  bool number_unsigned(nj::number_unsigned_t v) { return Number(std::to_string(v)); }
+  bool number_float(nj::number_float_t, const nj::string_t& source) { return Number(source); }
+  bool string(nj::string_t& v) {
+    Json j;
+    j.type = Json::Type::kString;
+    j.text = std::move(v);
+    return Put(std::move(j));
+  }
+  bool binary(nj::binary_t&) { return Fail("binary values are not JSON"); }
+  bool start_object(std::size_t) { return Open(Json::Type::kObject); }
+  bool key(nj::string_t& k) {
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() { return Close(); }
+  bool start_array(std::size_t) { return Open(Json::Type::kArray); }
+  bool end_array() { return Close(); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) {
+    std::string what = ex.what();
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> the part after the location.
+    if (const size_t colon = what.find(": "); colon != std::string::npos) what.erase(0, colon + 2);
+    // nlohmann counts the character that failed; offsets in our messages are 0-based.
+    return Fail(what, position > 0 ? position - 1 : 0);
+  }
+
+  Json TakeRoot() { return std::move(root_); }
+  const std::string& error() const { return error_; }
 
  private:
-  Status Err(std::string_view what) const {
-    return Status::InvalidArgument(fmt::format("invalid JSON at offset {}: {}", pos_, what));
+  bool Fail(std::string_view what, size_t offset = std::string::npos) {
+    if (error_.empty()) {
+      error_ = offset == std::string::npos ? fmt::format("invalid JSON: {}", what)
+                                           : fmt::format("invalid JSON at offset {}: {}", offset, what);
+    }
+    return false;
   }
-  char Peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
-  void Skip() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+  Json* Slot() {
+    if (stack_.empty()) return &root_;
+    Json* parent = stack_.back();
+    if (parent->type == Json::Type::kArray) return &parent->items.emplace_back();
+    return &parent->fields.emplace_back(std::move(key_), Json{}).second;
   }
-  bool Literal(std::string_view lit) {
-    if (s_.substr(pos_, lit.size()) != lit) return false;
-    pos_ += lit.size();
+  bool Put(Json v) {
+    *Slot() = std::move(v);
+    return true;
+  }
+  bool Number(std::string text) {
+    Json j;
+    j.type = Json::Type::kNumber;
+    j.text = std::move(text);
+    return Put(std::move(j));
+  }
+  bool Open(Json::Type type) {
+    if (stack_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
+      return Fail(fmt::format("nested too deeply (more than {} levels)", kMaxJsonDepth));
+    }
+    Json* j = Slot();
+    j->type = type;
+    // Pointers into a parent's vector stay valid: a parent gets no new child
+    // while one of its children is open.
+    stack_.push_back(j);
+    return true;
+  }
+  bool Close() {
+    if (!stack_.empty()) stack_.pop_back();
     return true;
   }
 
-  Status Value(Json* out, int depth) {
-    if (depth > kMaxJsonDepth) return Err("nested too deeply");
-    switch (Peek()) {
-      case '{': return Object(out, depth);
-      case '[': return Array(out, depth);
-      case '"': out->type = Json::Type::kString; return String(&out->text);
-      case 't':
-        if (!Literal("true")) return Err("expected 'true'");
-        out->type = Json::Type::kBool;
-        out->boolean = true;
-        return Status::OK();
-      case 'f':
-        if (!Literal("false")) return Err("expected 'false'");
-        out->type = Json::Type::kBool;
-        return Status::OK();
-      case 'n':
-        if (!Literal("null")) return Err("expected 'null'");
-        out->type = Json::Type::kNull;
-        return Status::OK();
-      default: return Number(out);
-    }
-  }
-
-  Status Object(Json* out, int depth) {
-    out->type = Json::Type::kObject;
-    ++pos_;
-    Skip();
-    if (Peek() == '}') {
-      ++pos_;
-      return Status::OK();
-    }
-    for (;;) {
-      Skip();
-      if (Peek() != '"') return Err("expected a field name");
-      std::string key;
-      CQLS_RETURN_IF_ERROR(String(&key));
-      Skip();
-      if (Peek() != ':') return Err("expected ':'");
-      ++pos_;
-      Skip();
-      Json v;
-      CQLS_RETURN_IF_ERROR(Value(&v, depth + 1));
-      out->fields.emplace_back(std::move(key), std::move(v));
-      Skip();
-      if (Peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (Peek() == '}') {
-        ++pos_;
-        return Status::OK();
-      }
-      return Err("expected ',' or '}'");
-    }
-  }
-
-  Status Array(Json* out, int depth) {
-    out->type = Json::Type::kArray;
-    ++pos_;
-    Skip();
-    if (Peek() == ']') {
-      ++pos_;
-      return Status::OK();
-    }
-    for (;;) {
-      Skip();
-      Json v;
-      CQLS_RETURN_IF_ERROR(Value(&v, depth + 1));
-      out->items.push_back(std::move(v));
-      Skip();
-      if (Peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (Peek() == ']') {
-        ++pos_;
-        return Status::OK();
-      }
-      return Err("expected ',' or ']'");
-    }
-  }
-
-  Status Number(Json* out) {
-    const size_t start = pos_;
-    if (Peek() == '-') ++pos_;
-    auto digits = [&] {
-      size_t n = 0;
-      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_, ++n;
-      return n;
-    };
-    if (Peek() == '0') {
-      ++pos_;
-    } else if (digits() == 0) {
-      pos_ = start;
-      return Err("expected a value");
-    }
-    if (Peek() == '.') {
-      ++pos_;
-      if (digits() == 0) return Err("expected digits after '.'");
-    }
-    if (Peek() == 'e' || Peek() == 'E') {
-      ++pos_;
-      if (Peek() == '+' || Peek() == '-') ++pos_;
-      if (digits() == 0) return Err("expected digits in the exponent");
-    }
-    out->type = Json::Type::kNumber;
-    out->text = std::string(s_.substr(start, pos_ - start));
-    return Status::OK();
-  }
-
-  static void Utf8(uint32_t cp, std::string* out) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
-
-  Status Hex4(uint32_t* v) {
-    if (pos_ + 4 > s_.size()) return Err("truncated \\u escape");
-    *v = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = s_[pos_++];
-      *v <<= 4;
-      if (c >= '0' && c <= '9') *v |= static_cast<uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') *v |= static_cast<uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') *v |= static_cast<uint32_t>(c - 'A' + 10);
-      else return Err("bad hex digit in \\u escape");
-    }
-    return Status::OK();
-  }
-
-  Status String(std::string* out) {
-    ++pos_;  // the opening quote
-    for (;;) {
-      if (pos_ >= s_.size()) return Err("unterminated string");
-      const char c = s_[pos_++];
-      if (c == '"') return Status::OK();
-      if (static_cast<unsigned char>(c) < 0x20) return Err("control character in a string");
-      if (c != '\\') {
-        out->push_back(c);
-        continue;
-      }
-      if (pos_ >= s_.size()) return Err("unterminated escape");
-      const char e = s_[pos_++];
-      switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
-        case 'u': {
-          uint32_t cp = 0;
-          CQLS_RETURN_IF_ERROR(Hex4(&cp));
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            uint32_t lo = 0;
-            if (!Literal("\\u")) return Err("lone high surrogate");
-            CQLS_RETURN_IF_ERROR(Hex4(&lo));
-            if (lo < 0xDC00 || lo > 0xDFFF) return Err("bad low surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            return Err("lone low surrogate");
-          }
-          Utf8(cp, out);
-          break;
-        }
-        default: return Err("unknown escape");
-      }
-    }
-  }
-
-  std::string_view s_;
-  size_t pos_ = 0;
+  Json root_;
+  std::vector<Json*> stack_;
+  std::string key_;
+  std::string error_;
 };
 
 void Escape(std::string_view s, std::string* out) {
@@ -303,9 +183,17 @@ std::string Json::ToText() const {
 }
 
 StatusOr<Json> ParseJson(std::string_view text) {
-  Json j;
-  CQLS_RETURN_IF_ERROR(Parser(text).Document(&j));
-  return j;
+  TreeBuilder builder;
+  bool ok = false;
+  try {
+    ok = nlohmann::json::sax_parse(text, &builder, nlohmann::json::input_format_t::json, /*strict=*/true);
+  } catch (const std::exception& e) {  // the SAX parser reports through parse_error; this is a last guard
+    return Status::InvalidArgument(fmt::format("invalid JSON: {}", e.what()));
+  }
+  if (!ok) {
+    return Status::InvalidArgument(builder.error().empty() ? "invalid JSON" : builder.error());
+  }
+  return builder.TakeRoot();
 }
 
 }  // namespace cqlstream::store

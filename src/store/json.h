@@ -1,10 +1,13 @@
 // Copyright (c) cqlstream authors.
 //
-// A small JSON reader for what ingest sources carry: JSONL manifest lines
-// and WebDataset `key.json` members (RFC 8259: objects, arrays, strings with
-// every escape incl. surrogate pairs, numbers, true/false/null). Numbers keep
-// their source text, so integers of any size survive unchanged. Nesting is
-// limited to kMaxJsonDepth; errors are InvalidArgument naming the offset.
+// The JSON values ingest sources carry: JSONL manifest lines, WebDataset
+// `key.json` members and selection-file headers. Parsing is nlohmann/json's
+// (RFC 8259, strict: escapes, surrogate pairs, UTF-8 are checked by the
+// library); this file only turns its SAX events into a small value tree.
+// Numbers keep their source text, so integers of any size survive unchanged
+// (a number outside the double range is an error). Nesting is limited to
+// kMaxJsonDepth; every error is an InvalidArgument naming the offset, no
+// exception leaves ParseJson.
 //
 // Thread-safety: value types. Ownership: a Json owns its children.
 #ifndef CQLSTREAM_STORE_JSON_H_

@@ -59,5 +59,44 @@ TEST(JsonTest, DepthIsLimited) {
   EXPECT_TRUE(ParseJson(ok).ok());
 }
 
+TEST(JsonTest, HostileInputIsAClearErrorNeverAnException) {
+  // A \u escape with non-hex digits (the selection-file abort of issue 9 item 3),
+  // invalid UTF-8, a lone continuation byte, an overlong encoding, a number
+  // outside the double range, a NUL inside a string.
+  for (std::string bad : {std::string(R"("\uZZZZ")"), std::string(R"("\u12")"), std::string("\"\xff\""),
+                          std::string("\"\x80\""), std::string("\"\xc0\xaf\""), std::string("1e400"),
+                          std::string("\"a\0b\"", 5), std::string("[1e999999999999]")}) {
+    StatusOr<Json> j = Status::OK();
+    EXPECT_NO_THROW(j = ParseJson(bad)) << bad;
+    EXPECT_FALSE(j.ok()) << bad;
+    if (!j.ok()) {
+      EXPECT_EQ(j.status().code(), Status::Code::kInvalidArgument) << bad;
+      EXPECT_NE(j.status().message().find("invalid JSON"), std::string::npos) << j.status().message();
+    }
+  }
+}
+
+TEST(JsonTest, HugeIntegersKeepTheirText) {
+  auto j = ParseJson("[123456789012345678901234567890, -9223372036854775808, 18446744073709551615]");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->items[0].text, "123456789012345678901234567890");
+  EXPECT_FALSE(j->items[0].AsInt().has_value());
+  EXPECT_EQ(j->items[1].AsInt(), INT64_MIN);
+  EXPECT_EQ(j->items[2].text, "18446744073709551615");
+}
+
+TEST(JsonTest, VeryDeepNestingIsRefusedWithoutRecursion) {
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  auto j = ParseJson(deep);
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.status().message().find("nested too deeply"), std::string::npos) << j.status().message();
+  const std::string objs = [] {
+    std::string s;
+    for (int i = 0; i < 100000; ++i) s += "{\"a\":";
+    return s;
+  }();
+  EXPECT_FALSE(ParseJson(objs).ok());
+}
+
 }  // namespace
 }  // namespace cqlstream::store
