@@ -1,10 +1,16 @@
 // Copyright (c) cqlstream authors.
 //
-// Tar shards in WebDataset layout. The index of an archive is read from its
-// headers only (member data is skipped with seeks): POSIX ustar and old-style
-// v7 headers, GNU long names ('L'), pax extended headers ('x': the "path"
-// record), base-256 sizes; directories, links and other special members are
-// left out. Each header's checksum is verified.
+// Tar shards in WebDataset layout. The index of an archive is read by
+// libarchive (POSIX ustar, pax, GNU and v7 tar with their extensions: long
+// names, pax paths, base-256 sizes), from the headers only: member data is
+// skipped, not read. Only uncompressed tar is accepted (member offsets must
+// be offsets in the file). The archive must be whole: it must end with the
+// end-of-archive marker (zero blocks) and nothing but zero blocks may follow
+// it; a member that runs past the end, a header cut short, a missing end
+// marker or trailing bytes are errors naming the archive and the member, so
+// a truncated shard is never taken as complete. Regular files of at most
+// kMaxTarMemberBytes are indexed; links, devices, sparse files and larger
+// members are skipped and reported (TarSkip); directories are left out.
 //
 // Samples: members are grouped by key, the member name up to the first dot
 // of its base name ("a/b/x1.seg.png" -> key "a/b/x1", extension "seg.png").
@@ -33,13 +39,45 @@ struct TarMember {
   uint64_t size = 0;
 };
 
+// A member left out of the index, and why ("symbolic link", "sparse file",
+// "larger than the 1 GiB limit", ...).
+struct TarSkip {
+  std::string member;
+  std::string reason;
+};
+
+// The largest member indexed: the largest payload an item may have.
+inline constexpr uint64_t kMaxTarMemberBytes = 1ull << 30;
+
 // Reads exactly n bytes at `offset` into dst; false at end of file or error.
 using ReadAtFn = std::function<bool(uint64_t offset, size_t n, uint8_t* dst)>;
 
-// The regular-file members of an archive of `size` bytes, in archive order.
-// Errors (Corruption, naming `name` and the offset): a bad header checksum, a
-// member running past the end of the archive, a bad size field.
-StatusOr<std::vector<TarMember>> ReadTarIndex(const ReadAtFn& read, uint64_t size, std::string_view name);
+// The regular-file members of an archive of `size` bytes, in archive order;
+// members left out go to *skipped (when given). Errors name `name`, the
+// offset and the member concerned: Corruption for a damaged or truncated
+// archive (bad checksum, a member running past the end, a header cut short,
+// trailing bytes that are not zero blocks), and -- distinguishable by
+// IsMissingEndOfArchive() -- a Corruption for an archive that ends at a member
+// boundary without its end-of-archive marker (a copy cut between members
+// looks exactly like that). Something that is not an uncompressed tar
+// archive is a Corruption too. Memory: one 64 KiB read buffer plus the index.
+StatusOr<std::vector<TarMember>> ReadTarIndex(const ReadAtFn& read, uint64_t size, std::string_view name,
+                                              std::vector<TarSkip>* skipped = nullptr);
+// True for ReadTarIndex's "no end-of-archive marker" error.
+bool IsMissingEndOfArchive(const Status& s);
+
+struct SourceItem;
+// Lists the samples of one archive of `size` bytes read through `read` (what
+// ListTars does for each shard file; the fuzz target calls it on memory).
+// `file` is the archive's path (ByteRefs and messages), items are appended
+// in key order of first appearance; skipped members become *notes.
+// Sets *any_label / *any_multi / *any_target when an item carries one.
+struct TarListFlags {
+  bool any_label = false, any_multi = false, any_target = false;
+};
+Status ListTarArchive(const ReadAtFn& read, uint64_t size, const std::string& file, const std::string& split,
+                      int64_t mtime_ns, std::vector<SourceItem>* items, TarListFlags* flags,
+                      std::vector<std::string>* notes);
 // Splits a member name into WebDataset key and lowercase extension.
 void SplitTarKey(std::string_view member, std::string* key, std::string* ext);
 
