@@ -75,9 +75,17 @@ struct Selection {
   std::string query;    // how it was made, for humans
   std::vector<SampleKey> keys;
 
+  // Reads a selection file (docs/schema.md). Nothing in it is trusted: a
+  // path that is not a regular file of at most kMaxSelectionFileBytes, a bad
+  // magic, a header that is not valid JSON with the expected fields, or a
+  // body that disagrees with the header is an error naming the file.
   static StatusOr<Selection> Load(const std::string& path);
+  // The same checks on the bytes of a selection file; `path` names it in errors.
+  static StatusOr<Selection> Parse(std::string_view bytes, const std::string& path);
+  // Writes through a mkstemp file in the target's folder renamed over `path`.
   Status Save(const std::string& path) const;
 };
+inline constexpr uint64_t kMaxSelectionFileBytes = 1ull << 30;
 
 // Identifier rules (docs/schema.md): keyspaces [a-z][a-z0-9_]{0,31},
 // datasets [a-z][a-z0-9_]{0,23}. The error names the rule.

@@ -1,14 +1,22 @@
 // Copyright (c) cqlstream authors.
+#include "cqlstream/dataset.h"
+
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <map>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
+#include <map>
+#include <optional>
 #include <set>
 
-#include "cqlstream/dataset.h"
+#include "store/json.h"
 
 namespace cqlstream {
 
@@ -117,77 +125,52 @@ std::string JsonEscape(std::string_view s) {
   return out;
 }
 
-// Minimal reader for the flat JSON object we write (string and integer values).
-class FlatJson {
- public:
-  explicit FlatJson(std::string_view s) : s_(s) {}
-  Status Parse(std::map<std::string, std::string>* out) {
-    Skip();
-    if (!Eat('{')) return Err("expected '{'");
-    Skip();
-    if (Eat('}')) return Status::OK();
-    for (;;) {
-      std::string k, v;
-      CQLS_RETURN_IF_ERROR(String(&k));
-      Skip();
-      if (!Eat(':')) return Err("expected ':'");
-      Skip();
-      if (Peek() == '"') {
-        CQLS_RETURN_IF_ERROR(String(&v));
-      } else {
-        while (pos_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '-')) {
-          v += s_[pos_++];
-        }
-        if (v.empty()) return Err("expected a string or an integer");
-      }
-      (*out)[k] = v;
-      Skip();
-      if (Eat('}')) return Status::OK();
-      if (!Eat(',')) return Err("expected ',' or '}'");
-      Skip();
-    }
+// Writes all of `data` to fd.
+bool WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t w = ::write(fd, data.data(), data.size());
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(w));
   }
+  return true;
+}
 
- private:
-  char Peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
-  bool Eat(char c) {
-    if (Peek() != c) return false;
-    ++pos_;
-    return true;
-  }
-  void Skip() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-  }
-  Status Err(std::string_view what) const {
-    return Status::Corruption(fmt::format("selection header: {} at offset {}", what, pos_));
-  }
-  Status String(std::string* out) {
-    if (!Eat('"')) return Err("expected '\"'");
-    while (pos_ < s_.size() && s_[pos_] != '"') {
-      char c = s_[pos_++];
-      if (c == '\\' && pos_ < s_.size()) {
-        char e = s_[pos_++];
-        switch (e) {
-          case 'n': out->push_back('\n'); break;
-          case 't': out->push_back('\t'); break;
-          case 'u': {
-            if (pos_ + 4 > s_.size()) return Err("bad \\u escape");
-            out->push_back(static_cast<char>(std::stoi(std::string(s_.substr(pos_, 4)), nullptr, 16)));
-            pos_ += 4;
-            break;
-          }
-          default: out->push_back(e);
-        }
-      } else {
-        out->push_back(c);
+// The whole of a regular file of at most max_bytes (IOError / InvalidArgument
+// naming it otherwise: a directory, a device, a file too large).
+StatusOr<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IOError(fmt::format("cannot read selection file '{}': {}", path, std::strerror(errno)));
+  struct stat st;
+  std::string data;
+  Status s = Status::OK();
+  if (::fstat(fd, &st) != 0) {
+    s = Status::IOError(fmt::format("cannot stat selection file '{}': {}", path, std::strerror(errno)));
+  } else if (!S_ISREG(st.st_mode)) {
+    s = Status::InvalidArgument(fmt::format("selection file '{}' is {}, not a regular file", path,
+                                            S_ISDIR(st.st_mode) ? "a directory" : "a special file"));
+  } else if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    s = Status::InvalidArgument(
+        fmt::format("selection file '{}' has {} bytes, more than the {} MiB limit", path, st.st_size, max_bytes >> 20));
+  } else {
+    data.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < data.size()) {
+      const ssize_t r = ::read(fd, data.data() + got, data.size() - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) {
+        s = Status::IOError(fmt::format("cannot read selection file '{}': {}", path, std::strerror(errno)));
+        break;
       }
+      if (r == 0) break;  // shrank while reading: what was read is checked below
+      got += static_cast<size_t>(r);
     }
-    if (!Eat('"')) return Err("unterminated string");
-    return Status::OK();
+    data.resize(got);
   }
-  std::string_view s_;
-  size_t pos_ = 0;
-};
+  ::close(fd);
+  if (!s.ok()) return s;
+  return data;
+}
 
 }  // namespace
 
@@ -218,23 +201,36 @@ Status Selection::Save(const std::string& path) const {
       prev = i;
     }
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return Status::IOError(fmt::format("cannot write selection file '{}'", tmp));
-    f.write(out.data(), static_cast<std::streamsize>(out.size()));
-    if (!f) return Status::IOError(fmt::format("write to '{}' failed", tmp));
+  // A private temporary file beside the target (mkstemp: no predictable
+  // name to pre-create or link), then an atomic rename over the target.
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  std::string tmp = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) {
+    return Status::IOError(fmt::format("cannot create a temporary file in '{}' for selection file '{}': {}",
+                                       dir.string(), path, std::strerror(errno)));
+  }
+  const bool written = ::fchmod(fd, 0644) == 0 && WriteAll(fd, out) && ::fsync(fd) == 0;
+  const int err = errno;
+  if (::close(fd) != 0 || !written) {
+    ::unlink(tmp.c_str());
+    return Status::IOError(fmt::format("write to '{}' failed: {}", tmp, std::strerror(written ? errno : err)));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::IOError(fmt::format("cannot rename '{}' to '{}'", tmp, path));
+    const int rerr = errno;
+    ::unlink(tmp.c_str());
+    return Status::IOError(fmt::format("cannot rename '{}' to '{}': {}", tmp, path, std::strerror(rerr)));
   }
   return Status::OK();
 }
 
 StatusOr<Selection> Selection::Load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::IOError(fmt::format("cannot read selection file '{}'", path));
-  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CQLS_ASSIGN_OR_RETURN(std::string data, ReadRegularFile(path, kMaxSelectionFileBytes));
+  return Parse(data, path);
+}
+
+StatusOr<Selection> Selection::Parse(std::string_view data, const std::string& path) {
   auto bad = [&](std::string_view what) {
     return Status::Corruption(fmt::format("selection file '{}': {}", path, what));
   };
@@ -243,40 +239,50 @@ StatusOr<Selection> Selection::Load(const std::string& path) {
   }
   size_t pos = 8;
   auto u32 = [&](uint32_t* v) {
-    if (pos + 4 > data.size()) return false;
+    if (data.size() - pos < 4) return false;
     *v = 0;
     for (int i = 0; i < 4; ++i) *v |= static_cast<uint32_t>(static_cast<uint8_t>(data[pos + static_cast<size_t>(i)])) << (8 * i);
     pos += 4;
     return true;
   };
   uint32_t hlen = 0;
-  if (!u32(&hlen) || pos + hlen > data.size()) return bad("truncated header");
-  std::map<std::string, std::string> h;
-  Status hs = FlatJson(std::string_view(data).substr(pos, hlen)).Parse(&h);
-  if (!hs.ok()) return hs.WithContext(path);
+  if (!u32(&hlen) || hlen > data.size() - pos) return bad("truncated header");
+  auto header = store::ParseJson(data.substr(pos, hlen));
+  if (!header.ok()) return bad(fmt::format("header: {}", header.status().message()));
+  if (!header->is_object()) return bad("header: not a JSON object");
   pos += hlen;
   Selection sel;
-  sel.dataset = h["dataset"];
-  sel.split = h["split"];
-  sel.created = h["created"];
-  sel.query = h["query"];
-  try {
-    sel.layout_version = std::stoi(h["layout_version"]);
-  } catch (...) {
-    return bad("missing layout_version");
-  }
+  auto text = [&](std::string_view key, std::string* out) -> Status {
+    const store::Json* v = header->Find(key);
+    if (v == nullptr) return Status::OK();  // optional, for humans
+    if (!v->is_string()) return bad(fmt::format("header field '{}' is not a string", key));
+    *out = v->text;
+    return Status::OK();
+  };
+  auto integer = [&](std::string_view key, int64_t* out) -> Status {
+    const store::Json* v = header->Find(key);
+    const std::optional<int64_t> i = v ? v->AsInt() : std::nullopt;
+    if (!i || *i < 0) return bad(fmt::format("header field '{}' is missing or not a non-negative integer", key));
+    *out = *i;
+    return Status::OK();
+  };
+  CQLS_RETURN_IF_ERROR(text("dataset", &sel.dataset));
+  CQLS_RETURN_IF_ERROR(text("split", &sel.split));
+  CQLS_RETURN_IF_ERROR(text("created", &sel.created));
+  CQLS_RETURN_IF_ERROR(text("query", &sel.query));
+  int64_t version = 0, count_field = 0, nsegs_field = 0;
+  CQLS_RETURN_IF_ERROR(integer("layout_version", &version));
+  if (version > INT32_MAX) return bad("layout_version out of range");
+  sel.layout_version = static_cast<int>(version);
+  CQLS_RETURN_IF_ERROR(integer("count", &count_field));
+  CQLS_RETURN_IF_ERROR(integer("segments", &nsegs_field));
+  const uint64_t count = static_cast<uint64_t>(count_field), nsegs = static_cast<uint64_t>(nsegs_field);
   if (sel.layout_version != kLayoutVersion) {
     return Status::Unsupported(fmt::format("selection file '{}' has layout version {}; this cqlstream reads {}", path,
                                            sel.layout_version, kLayoutVersion));
   }
-  uint64_t count = 0, nsegs = 0;
-  try {
-    count = std::stoull(h["count"]);
-    nsegs = std::stoull(h["segments"]);
-  } catch (...) {
-    return bad("missing count or segments");
-  }
-  if (count > (data.size() - pos)) return bad("count larger than the file can hold");
+  if (count > data.size() - pos) return bad("count larger than the file can hold");
+  if (nsegs > (data.size() - pos) / 8) return bad("segments larger than the file can hold");
   sel.keys.reserve(count);
   for (uint64_t s = 0; s < nsegs; ++s) {
     uint32_t seg = 0, n = 0;

@@ -5,6 +5,9 @@
 #include "cqlstream/dataset.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "store/testing_fixtures.h"
 
@@ -124,6 +127,80 @@ TEST(SelectionTest, OtherLayoutVersionsAreRefused) {
   auto l = Selection::Load(path);
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.status().code(), Status::Code::kUnsupported);
+}
+
+// A selection file with the given header text and no keys.
+std::string WithHeader(std::string_view header) {
+  std::string out("CQLSSEL1", 8);
+  const uint32_t n = static_cast<uint32_t>(header.size());
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out += header;
+  return out;
+}
+
+// Issue 9 item 3: a \u escape with non-hex digits reached std::stoi (SIGABRT
+// in the CLI); headers are now parsed by nlohmann/json and checked field by field.
+TEST(SelectionTest, HostileHeadersAreCorruptionNotExceptions) {
+  TempDir dir("sel");
+  const std::string path = (dir / "s.sel").string();
+  const std::string fields = R"("layout_version": 1, "count": 0, "segments": 0)";
+  for (std::string header :
+       {std::string(R"({"dataset": "\uZZZZ", )") + fields + "}", std::string(R"({"dataset": "\u12"})"),
+        std::string("{\"dataset\": \"\xff\xfe\", ") + fields + "}",
+        std::string(R"({"layout_version": "1", "count": 0, "segments": 0})"),
+        std::string(R"({"layout_version": 99999999999999999999999, "count": 0, "segments": 0})"),
+        std::string(R"({"layout_version": 1, "count": -1, "segments": 0})"),
+        std::string(R"({"layout_version": 1, "count": 0})"), std::string(R"({"dataset": 7, )") + fields + "}",
+        std::string(R"([1, 2])"), std::string(100000, '[') + std::string(100000, ']'),
+        std::string(R"({"layout_version": 1e400, "count": 0, "segments": 0})")}) {
+    WriteFile(path, WithHeader(header));
+    StatusOr<Selection> l = Status::OK();
+    EXPECT_NO_THROW(l = Selection::Load(path)) << header.substr(0, 80);
+    ASSERT_FALSE(l.ok()) << header.substr(0, 80);
+    EXPECT_EQ(l.status().code(), Status::Code::kCorruption) << l.status().ToString();
+    EXPECT_NE(l.status().message().find(path), std::string::npos) << l.status().message();
+  }
+  WriteFile(path, WithHeader(std::string("{\"dataset\": \"d\", ") + fields + "}"));
+  auto ok = Selection::Load(path);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->dataset, "d");
+  EXPECT_TRUE(ok->keys.empty());
+  // Far more segments than the bytes could hold.
+  WriteFile(path, WithHeader(R"({"layout_version": 1, "count": 0, "segments": 4000000000})"));
+  EXPECT_EQ(Selection::Load(path).status().code(), Status::Code::kCorruption);
+}
+
+// Issue 9 item 3: a directory given as a selection threw an iostream failure.
+TEST(SelectionTest, DirectoriesAndSpecialFilesAreClearErrors) {
+  TempDir dir("sel");
+  StatusOr<Selection> l = Status::OK();
+  EXPECT_NO_THROW(l = Selection::Load(dir.path()));
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("is a directory"), std::string::npos) << l.status().message();
+  l = Selection::Load("/dev/null");
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("not a regular file"), std::string::npos) << l.status().message();
+}
+
+// Issue 9 item 21: saves go through a mkstemp file, not "<path>.tmp".
+TEST(SelectionTest, SaveUsesAnUnpredictableTemporaryName) {
+  TempDir dir("sel");
+  const std::string path = (dir / "s.sel").string();
+  // A pre-planted "<path>.tmp" link must not be followed or written.
+  const std::string victim = (dir / "victim").string();
+  WriteFile(victim, std::string_view("keep"));
+  ASSERT_EQ(::symlink(victim.c_str(), (path + ".tmp").c_str()), 0);
+  ASSERT_TRUE(Sample().Save(path).ok());
+  EXPECT_EQ(ReadFile(victim), std::vector<uint8_t>({'k', 'e', 'e', 'p'}));
+  auto l = Selection::Load(path);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->keys, Sample().keys);
+  // Nothing else is left in the folder.
+  size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) entries += e.path().filename() != "" ? 1 : 0;
+  EXPECT_EQ(entries, 3u);  // s.sel, s.sel.tmp (the planted link), victim
+  // A folder that does not exist is an IOError naming it.
+  EXPECT_EQ(Sample().Save((dir / "no/such/s.sel").string()).code(), Status::Code::kIOError);
 }
 
 }  // namespace
