@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "store/source.h"
 
@@ -25,10 +27,19 @@ struct FileEntry {
   int64_t mtime_ns = 0;
 };
 
+// What a walk found besides files: the directories at depth 1 and 2, and
+// the directories it did not enter because it had already listed them.
+struct WalkState {
+  std::set<std::string> dirs;
+  std::set<std::pair<dev_t, ino_t>> visited;  // directories entered
+  std::vector<std::string> repeated;          // relative paths not entered again
+};
+
 // Lists the non-hidden regular files (symlinks followed) under root, up to
-// max_depth components; directories at depth 1 and 2 are recorded.
+// max_depth components. A directory is entered once: a symlink loop or a
+// second link to a directory already listed is not followed (and recorded).
 Status Walk(const std::string& root, const std::string& rel, int depth, int max_depth, std::vector<FileEntry>* files,
-            std::set<std::string>* dirs) {
+            WalkState* w) {
   const std::string dir = rel.empty() ? root : root + "/" + rel;
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return Status::IOError(fmt::format("cannot list '{}': {}", dir, std::strerror(errno)));
@@ -48,12 +59,33 @@ Status Walk(const std::string& root, const std::string& rel, int depth, int max_
       continue;
     }
     if (S_ISDIR(st.st_mode)) {
-      if (depth + 1 <= 2) dirs->insert(r);
-      if (depth + 1 < max_depth) CQLS_RETURN_IF_ERROR(Walk(root, r, depth + 1, max_depth, files, dirs));
+      if (!w->visited.insert({st.st_dev, st.st_ino}).second) {
+        w->repeated.push_back(r);
+        continue;
+      }
+      if (depth + 1 <= 2) w->dirs.insert(r);
+      if (depth + 1 < max_depth) CQLS_RETURN_IF_ERROR(Walk(root, r, depth + 1, max_depth, files, w));
     } else if (S_ISREG(st.st_mode)) {
       files->push_back(FileEntry{r, depth + 1, static_cast<uint64_t>(st.st_size),
                                  static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
     }
+  }
+  return Status::OK();
+}
+
+// Starts a walk at root (entered first, so a link back to it is a repeat).
+Status WalkRoot(const std::string& root, int max_depth, std::vector<FileEntry>* files, WalkState* w,
+                std::vector<std::string>* notes) {
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) return Status::IOError(fmt::format("cannot stat '{}': {}", root, std::strerror(errno)));
+  w->visited.insert({st.st_dev, st.st_ino});
+  CQLS_RETURN_IF_ERROR(Walk(root, "", 0, max_depth, files, w));
+  if (!w->repeated.empty()) {
+    std::string list;
+    for (size_t i = 0; i < w->repeated.size() && i < 5; ++i) list += fmt::format("{}'{}'", i ? ", " : "", w->repeated[i]);
+    notes->push_back(fmt::format(
+        "skipped {} folder{} already listed through another path (a symlink loop or a second link): {}{}",
+        w->repeated.size(), w->repeated.size() > 1 ? "s" : "", list, w->repeated.size() > 5 ? ", ..." : ""));
   }
   return Status::OK();
 }
@@ -73,8 +105,9 @@ Status ListFolder(const std::string& root, const ListOptions& o, SourceListing* 
     return Status::InvalidArgument(fmt::format("--labels manifest needs a manifest source, but '{}' is a folder", root));
   }
   std::vector<FileEntry> files;
-  std::set<std::string> dirs;
-  CQLS_RETURN_IF_ERROR(Walk(root, "", 0, labels_none ? 32 : 3, &files, &dirs));
+  WalkState walk;
+  CQLS_RETURN_IF_ERROR(WalkRoot(root, labels_none ? 32 : 3, &files, &walk, &out->notes));
+  const std::set<std::string>& dirs = walk.dirs;
   size_t at[5] = {0, 0, 0, 0, 0};
   for (const auto& f : files) ++at[std::min(f.depth, 4)];
 

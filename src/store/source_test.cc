@@ -102,6 +102,43 @@ TEST(FolderSourceTest, LabelsNoneTakesEveryFile) {
   EXPECT_EQ(Paths(*l), (std::vector<std::string>{"train:deep/er/y.png", "train:x.jpg"}));
 }
 
+// Issue 9 item 4: `self -> .` stored every file 32 times; two links to `.`
+// made the walk exponential. Each directory is now entered once.
+TEST(FolderSourceTest, SymlinkLoopsAndSecondLinksAreSkippedAndReported) {
+  TempDir dir("folder");
+  WriteFile(dir / "x.jpg", MakeJpeg(8, 8, 1));
+  WriteFile(dir / "sub/y.jpg", MakeJpeg(8, 8, 2));
+  ASSERT_EQ(::symlink(".", (dir / "self").c_str()), 0);
+  ASSERT_EQ(::symlink(".", (dir / "self2").c_str()), 0);
+  ASSERT_EQ(::symlink("..", (dir / "sub/up").c_str()), 0);
+  ASSERT_EQ(::symlink("sub", (dir / "zsub").c_str()), 0);  // a second link to sub/, listed after it
+  ListOptions o;
+  o.sources = {dir.path()};
+  o.labels = LabelSource::kNone;
+  auto l = ListSource(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(Paths(*l), (std::vector<std::string>{"train:sub/y.jpg", "train:x.jpg"}));
+  ASSERT_EQ(l->notes.size(), 1u);
+  EXPECT_NE(l->notes[0].find("skipped 4 folders already listed"), std::string::npos) << l->notes[0];
+  EXPECT_NE(l->notes[0].find("'self'"), std::string::npos) << l->notes[0];
+  EXPECT_NE(l->notes[0].find("'sub/up'"), std::string::npos) << l->notes[0];
+  EXPECT_NE(l->notes[0].find("'zsub'"), std::string::npos) << l->notes[0];
+
+  // In a class layout, a link from one class folder to another is not a second class copy.
+  TempDir cls("folder");
+  WriteFile(cls / "cat/a.jpg", MakeJpeg(8, 8, 1));
+  WriteFile(cls / "dog/b.jpg", MakeJpeg(8, 8, 2));
+  ASSERT_EQ(::symlink("cat", (cls / "kitten").c_str()), 0);
+  o.sources = {cls.path()};
+  o.labels = LabelSource::kAuto;
+  auto c = ListSource(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(Paths(*c), (std::vector<std::string>{"train:cat/a.jpg", "train:dog/b.jpg"}));
+  EXPECT_EQ(c->folder_classes, (std::vector<std::string>{"cat", "dog"}));
+  ASSERT_EQ(c->notes.size(), 1u);
+  EXPECT_NE(c->notes[0].find("'kitten'"), std::string::npos) << c->notes[0];
+}
+
 TEST(ReadItemTest, ValidationReasons) {
   TempDir dir("read");
   WriteFile(dir / "c/ok.png", MakePng(8, 8, 1));
