@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -235,6 +236,47 @@ StatusOr<ParsedManifest> ParseManifest(std::string_view text, bool jsonl, std::s
   return m;
 }
 
+namespace {
+
+// The real path of a folder, or an IOError naming it.
+StatusOr<std::string> RealFolder(const std::string& dir) {
+  char* r = ::realpath(dir.c_str(), nullptr);
+  if (r == nullptr) return Status::IOError(fmt::format("cannot resolve folder '{}': {}", dir, std::strerror(errno)));
+  std::string out(r);
+  std::free(r);
+  return out;
+}
+
+bool Within(const std::string& path, const std::string& folder) {
+  if (folder == "/") return true;
+  return path.size() > folder.size() && path.compare(0, folder.size(), folder) == 0 && path[folder.size()] == '/';
+}
+
+// A manifest path must name something inside the manifest's folder: not
+// absolute, no `..` leading out, and (when it exists) not resolving outside
+// through a symlink. Paths that do not exist are left to ReadItem's skip.
+Status CheckInside(const std::string& manifest, size_t line, const std::string& rel,
+                   const std::filesystem::path& base, const std::string& real_base) {
+  auto refuse = [&](std::string_view why) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: line {}: path '{}' {}; a manifest may only name files inside its own folder (allow others with "
+        "--allow-paths-outside)",
+        manifest, line, rel, why));
+  };
+  const std::filesystem::path p(rel);
+  if (p.is_absolute()) return refuse("is absolute");
+  const std::filesystem::path norm = p.lexically_normal();
+  if (!norm.empty() && *norm.begin() == "..") return refuse("leads outside the manifest's folder");
+  char* r = ::realpath((base / p).c_str(), nullptr);
+  if (r == nullptr) return Status::OK();
+  const std::string real(r);
+  std::free(r);
+  if (!Within(real, real_base)) return refuse(fmt::format("resolves to '{}', outside the manifest's folder", real));
+  return Status::OK();
+}
+
+}  // namespace
+
 Status ListManifest(const std::string& file, const ListOptions& o, SourceListing* out) {
   if (o.labels == LabelSource::kImageFolder) {
     return Status::InvalidArgument(fmt::format("--labels imagefolder needs a folder, but '{}' is a manifest", file));
@@ -263,6 +305,12 @@ Status ListManifest(const std::string& file, const ListOptions& o, SourceListing
     out->label_kind = LabelKind::kNone;
   }
 
+  CQLS_ASSIGN_OR_RETURN(const std::string real_base, RealFolder(base.empty() ? "." : base.string()));
+  // Paths stay inside the manifest's folder unless the user allowed otherwise.
+  auto confine = [&](const ManifestRow& row, const std::string& rel) -> Status {
+    if (o.allow_paths_outside) return Status::OK();
+    return CheckInside(file, row.line, rel, base, real_base);
+  };
   auto locate = [&](const std::string& rel, ByteRef* ref, int64_t* mtime_ns) -> std::string {
     std::filesystem::path p(rel);
     ref->file = p.is_absolute() ? rel : (base / p).string();
@@ -287,6 +335,7 @@ Status ListManifest(const std::string& file, const ListOptions& o, SourceListing
     it.path = std::filesystem::path(row.path).lexically_normal().string();
     it.origin = fmt::format("line {}", row.line);
     it.extra = std::move(row.extra);
+    CQLS_RETURN_IF_ERROR(confine(row, row.path));
     it.skip = locate(row.path, &it.image, &it.mtime_ns);
     if (out->label_kind == LabelKind::kTarget) {
       if (row.has_label) {
@@ -297,6 +346,7 @@ Status ListManifest(const std::string& file, const ListOptions& o, SourceListing
       if (row.target.empty()) {
         if (it.skip.empty()) it.skip = "no target";
       } else {
+        CQLS_RETURN_IF_ERROR(confine(row, row.target));
         it.target_path = std::filesystem::path(row.target).lexically_normal().string();
         ByteRef t;
         std::string why = locate(row.target, &t, nullptr);

@@ -2,6 +2,9 @@
 #include "store/manifest.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "store/source.h"
 #include "store/testing_fixtures.h"
@@ -153,6 +156,54 @@ TEST(ManifestTest, DuplicatePathIsAnError) {
   EXPECT_NE(l.status().message().find("duplicate path"), std::string::npos) << l.status().message();
   EXPECT_NE(l.status().message().find("'a.jpg'"), std::string::npos) << l.status().message();
   EXPECT_NE(l.status().message().find("line 2"), std::string::npos) << l.status().message();
+}
+
+// Issue 9 item 22: a third-party manifest could make ingest upload any file
+// the user can read. Paths outside the manifest's folder are refused unless
+// allow_paths_outside is set.
+TEST(ManifestTest, PathsOutsideTheFolderAreRefused) {
+  TempDir outside("manifest");
+  WriteFile(outside / "secret.jpg", MakeJpeg(8, 8, 9));
+  TempDir dir("manifest");
+  WriteFile(dir / "in/a.jpg", MakeJpeg(8, 8, 1));
+  ASSERT_EQ(::symlink((outside / "secret.jpg").c_str(), (dir / "in/link.jpg").c_str()), 0);
+  ASSERT_EQ(::symlink(outside.path().c_str(), (dir / "out").c_str()), 0);
+  ASSERT_EQ(::symlink("a.jpg", (dir / "in/inner-link.jpg").c_str()), 0);
+  const std::string abs = (outside / "secret.jpg").string();
+  const std::string rel_up = "../" + std::filesystem::path(outside.path()).filename().string() + "/secret.jpg";
+  struct Case {
+    std::string manifest, text, why;
+  };
+  const std::vector<Case> cases = {
+      {"abs.csv", "path,label\nin/a.jpg,x\n" + abs + ",y\n", "is absolute"},
+      {"up.csv", "path,label\nin/a.jpg,x\n" + rel_up + ",y\n", "leads outside"},
+      {"updeep.csv", "path,label\nin/../../x.jpg,y\n", "leads outside"},
+      {"link.csv", "path,label\nin/link.jpg,y\n", "resolves to"},
+      {"dirlink.csv", "path,label\nout/secret.jpg,y\n", "resolves to"},
+      {"target.csv", "path,target\nin/a.jpg," + abs + "\n", "is absolute"},
+      {"abs.jsonl", "{\"path\": \"" + abs + "\", \"label\": 1}\n", "is absolute"},
+  };
+  for (const auto& c : cases) {
+    WriteFile(dir / c.manifest, c.text);
+    ListOptions o;
+    o.sources = {(dir / c.manifest).string()};
+    auto l = ListSource(o);
+    ASSERT_FALSE(l.ok()) << c.manifest;
+    EXPECT_EQ(l.status().code(), Status::Code::kInvalidArgument) << l.status().ToString();
+    EXPECT_NE(l.status().message().find(c.why), std::string::npos) << l.status().message();
+    EXPECT_NE(l.status().message().find("--allow-paths-outside"), std::string::npos) << l.status().message();
+    EXPECT_NE(l.status().message().find("line "), std::string::npos) << l.status().message();
+    o.allow_paths_outside = true;
+    auto allowed = ListSource(o);
+    EXPECT_TRUE(allowed.ok()) << c.manifest << ": " << allowed.status().ToString();
+  }
+  // Inside: plain paths, "./", "x/../", and a symlink that stays inside.
+  WriteFile(dir / "ok.csv", "path,label\nin/a.jpg,x\n./in/inner-link.jpg,y\nin/../in/missing.jpg,z\n");
+  ListOptions o;
+  o.sources = {(dir / "ok.csv").string()};
+  auto l = ListSource(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->items.size(), 3u);
 }
 
 }  // namespace

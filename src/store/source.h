@@ -90,6 +90,10 @@ struct ListOptions {
   std::string split;                 // see docs/ingest.md: filter or name
   LabelSource labels = LabelSource::kAuto;
   std::optional<LabelKind> label_kind;  // --label-kind (converts class <-> multilabel, none drops labels)
+  // Manifests: accept paths that are absolute or lead outside the manifest's
+  // folder (`..`, symlinks resolving elsewhere); by default such a path is an
+  // InvalidArgument naming the line (--allow-paths-outside).
+  bool allow_paths_outside = false;
 };
 
 // Lists a source. Errors (InvalidArgument / IOError / Corruption) name the
