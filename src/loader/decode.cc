@@ -29,20 +29,14 @@ Status TooLarge(uint64_t w, uint64_t h, int scale, uint64_t decoded, uint64_t ma
 // ---------------------------------------------------------------------------
 // JPEG
 
-struct TjHandle {
-  tjhandle h = tjInitDecompress();
-  ~TjHandle() {
-    if (h != nullptr) tjDestroy(h);
-  }
-};
-
 Status DecodeJpeg(std::span<const uint8_t> b, int channels, int scale, uint64_t max_pixels, Image* out) {
-  thread_local TjHandle tj;
-  if (tj.h == nullptr) return Status::Internal("cannot create a TurboJPEG decompressor");
+  // One handle per thread, shared with the ingest check (store/image_check.h).
+  const tjhandle tj = store::ThreadTurboJpeg();
+  if (tj == nullptr) return Status::Internal("cannot create a TurboJPEG decompressor");
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
   const auto size = static_cast<unsigned long>(b.size());
-  if (tjDecompressHeader3(tj.h, b.data(), size, &w, &h, &subsamp, &colorspace) != 0) {
-    return Status::Corruption(fmt::format("corrupt JPEG header: {}", tjGetErrorStr2(tj.h)));
+  if (tjDecompressHeader3(tj, b.data(), size, &w, &h, &subsamp, &colorspace) != 0) {
+    return Status::Corruption(fmt::format("corrupt JPEG header: {}", tjGetErrorStr2(tj)));
   }
   if (w <= 0 || h <= 0) return Status::Corruption("corrupt JPEG header: empty image");
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
@@ -59,11 +53,11 @@ Status DecodeJpeg(std::span<const uint8_t> b, int channels, int scale, uint64_t 
   out->channels = channels;
   out->pixels.resize(static_cast<size_t>(sw) * static_cast<size_t>(sh) * static_cast<size_t>(channels));
   const int pf = channels == 1 ? TJPF_GRAY : TJPF_RGB;
-  if (tjDecompress2(tj.h, b.data(), size, out->pixels.data(), sw, 0, sh, pf, TJFLAG_ACCURATEDCT) != 0) {
+  if (tjDecompress2(tj, b.data(), size, out->pixels.data(), sw, 0, sh, pf, TJFLAG_ACCURATEDCT) != 0) {
     // Warnings (e.g. extraneous bytes, a truncated last scan) leave a usable
     // image, as Pillow and DALI accept them; only fatal errors fail.
-    if (tjGetErrorCode(tj.h) != TJERR_WARNING) {
-      return Status::Corruption(fmt::format("corrupt JPEG data: {}", tjGetErrorStr2(tj.h)));
+    if (tjGetErrorCode(tj) != TJERR_WARNING) {
+      return Status::Corruption(fmt::format("corrupt JPEG data: {}", tjGetErrorStr2(tj)));
     }
   }
   return Status::OK();
@@ -308,16 +302,6 @@ uint64_t DecodeOptions::MaxPixels() const {
   return std::min(std::max(kDecodePixelsFloor, relative), kDecodePixelsMax);
 }
 
-ImageFormat SniffFormat(std::span<const uint8_t> b) {
-  if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return ImageFormat::kJpeg;
-  static constexpr uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-  if (b.size() >= 8 && std::memcmp(b.data(), kPng, 8) == 0) return ImageFormat::kPng;
-  if (b.size() >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 && std::memcmp(b.data() + 8, "WEBP", 4) == 0) {
-    return ImageFormat::kWebp;
-  }
-  return ImageFormat::kUnknown;
-}
-
 ResizePlan PlanResize(int src_h, int src_w, const DecodeOptions& o) {
   ResizePlan p;
   const int64_t H = o.height, W = o.width, h = src_h, w = src_w;
@@ -415,9 +399,9 @@ Status DecodeTo(std::span<const uint8_t> bytes, const DecodeOptions& o, std::spa
   int scale = 1;
   if (o.jpeg_scaling && SniffFormat(bytes) == ImageFormat::kJpeg) {
     // The plan needs the full size, which the header gives cheaply.
-    thread_local TjHandle tj;
+    const tjhandle tj = store::ThreadTurboJpeg();
     int w = 0, h = 0, subsamp = 0, colorspace = 0;
-    if (tj.h != nullptr && tjDecompressHeader3(tj.h, bytes.data(), static_cast<unsigned long>(bytes.size()), &w, &h,
+    if (tj != nullptr && tjDecompressHeader3(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), &w, &h,
                                                &subsamp, &colorspace) == 0 &&
         w > 0 && h > 0) {
       scale = PlanResize(h, w, o).jpeg_scale;

@@ -61,6 +61,7 @@
 
 #include "cqlstream/loader.h"
 #include "cqlstream/status.h"
+#include "store/image_check.h"
 
 namespace cqlstream::loader {
 
@@ -90,9 +91,11 @@ struct DecodeOptions {
   Status Validate() const;
 };
 
-enum class ImageFormat { kUnknown, kJpeg, kPng, kWebp };
-// From the file signature.
-ImageFormat SniffFormat(std::span<const uint8_t> bytes);
+// Formats and sniffing have one home, store/image_check.h (the ingest check
+// and the decoder must never disagree on what an image is).
+using ImageFormat = store::ImageFormat;
+// From the file signature (store::SniffImage).
+inline ImageFormat SniffFormat(std::span<const uint8_t> bytes) { return store::SniffImage(bytes); }
 
 // A decoded image, HWC uint8.
 struct Image {

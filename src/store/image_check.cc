@@ -54,11 +54,11 @@ bool JpegSofDimensions(std::span<const uint8_t> b, int* w, int* h) {
 }
 
 std::string CheckJpeg(std::span<const uint8_t> b, ImageInfo* info) {
-  thread_local TjHandle tj;
-  if (tj.h == nullptr) return "corrupt JPEG header (libjpeg-turbo unavailable)";
+  tjhandle tj = ThreadTurboJpeg();
+  if (tj == nullptr) return "corrupt JPEG header (libjpeg-turbo unavailable)";
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(tj.h, b.data(), static_cast<unsigned long>(b.size()), &w, &h, &subsamp, &colorspace) != 0) {
-    const char* err = tjGetErrorStr2(tj.h);
+  if (tjDecompressHeader3(tj, b.data(), static_cast<unsigned long>(b.size()), &w, &h, &subsamp, &colorspace) != 0) {
+    const char* err = tjGetErrorStr2(tj);
     if (err == nullptr || std::strstr(err, "subsampling") == nullptr || !JpegSofDimensions(b, &w, &h)) {
       return "corrupt JPEG header";
     }
@@ -149,6 +149,11 @@ std::string CheckImage(std::span<const uint8_t> bytes, ImageInfo* info) {
     case ImageFormat::kUnknown: break;
   }
   return "not an image (unknown signature)";
+}
+
+void* ThreadTurboJpeg() {
+  thread_local TjHandle tj;
+  return tj.h;
 }
 
 bool IsImageExtension(std::string_view ext) {

@@ -7,6 +7,10 @@
 // (signature, IHDR and its CRC), WebP by parsing the RIFF/VP8/VP8L/VP8X
 // header. Pixels are not decoded.
 //
+// This is the one place of image format knowledge: the loader's decoder
+// (loader/decode.h) sniffs with SniffImage and decompresses with the same
+// per-thread TurboJPEG handle (ThreadTurboJpeg).
+//
 // Thread-safety: CheckImage may be called from any number of threads at once
 // (each thread keeps its own libjpeg-turbo handle).
 #ifndef CQLSTREAM_STORE_IMAGE_CHECK_H_
@@ -36,6 +40,11 @@ struct ImageInfo {
 // "not an image (unknown signature)", "corrupt JPEG header", "corrupt PNG
 // header", "corrupt WebP header".
 std::string CheckImage(std::span<const uint8_t> bytes, ImageInfo* info);
+
+// This thread's TurboJPEG decompressor (a tjhandle), created on first use and
+// destroyed at thread exit; nullptr when libjpeg-turbo cannot create one.
+// Only for use on the calling thread.
+void* ThreadTurboJpeg();
 
 // Image file extensions recognised in folders and tar shards (lowercase,
 // without the dot): jpg, jpeg, png, webp.
