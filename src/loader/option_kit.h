@@ -1,0 +1,99 @@
+// Copyright (c) cqlstream authors.
+//
+// The one resolver of connection and throttling options for every front
+// end: the CLI's flags, Python's keyword arguments and the DALI operators'
+// arguments all land in an OptionArgs (each field unset unless the user gave
+// it), and ResolveOptions turns it into ConnectionOptions and the loader's
+// throttles with one order of precedence (argument, then the CQLSTREAM_*
+// environment variable, then the default), one set of checks and one set of
+// messages. Messages name each option as the front end spells it
+// (OptionSpelling: "--max-in-flight" for the CLI, "max_in_flight" for
+// Python and DALI).
+//
+// Secrets never travel as values: the password comes from password_file /
+// CQLSTREAM_PASSWORD_FILE / CQLSTREAM_PASSWORD (ConnectionOptions), and
+// ResolveOptions never puts a file name into an error (see
+// ConnectionOptions::LoadPasswordFile).
+//
+// Warnings (e.g. TLS verification turned off) are returned, not printed:
+// each front end shows them its own way, with the same text
+// (PrintWarnings gives the CLI's "cqlstream: WARNING: ..." on stderr).
+//
+// Thread-safety: free functions on value types.
+#ifndef CQLSTREAM_LOADER_OPTION_KIT_H_
+#define CQLSTREAM_LOADER_OPTION_KIT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cqlstream/loader.h"
+#include "cqlstream/options.h"
+#include "cqlstream/status.h"
+
+namespace cqlstream::loader {
+
+// How a front end spells option names: "--tls-ca" (kFlag) or "tls_ca" (kKeyword).
+enum class OptionSpelling { kFlag, kKeyword };
+// `snake` ("max_in_flight") as the front end spells it.
+std::string OptionName(std::string_view snake, OptionSpelling s);
+
+// Options as given; every unset field falls back to the environment, then
+// to the default. Numbers are wide here so that a front end never narrows
+// a user's value before it is checked.
+struct OptionArgs {
+  // Connection.
+  std::optional<std::vector<std::string>> hosts;
+  std::optional<int64_t> port;
+  std::optional<std::string> keyspace;
+  std::optional<std::string> username;
+  std::optional<std::string> password_file;
+  std::optional<std::string> tls_ca;
+  std::optional<std::string> tls_cert;
+  std::optional<std::string> tls_key;
+  std::optional<std::string> tls_server_name;
+  bool tls_insecure_skip_verify = false;
+  std::optional<std::string> local_dc;
+  std::optional<int64_t> connections_per_host;
+  std::optional<int64_t> io_threads;
+  std::optional<double> connect_timeout_s;
+  // Loader throttles.
+  std::optional<int64_t> max_in_flight;
+  std::optional<int64_t> initial_window;
+  std::optional<int64_t> max_connections_per_host;
+  std::optional<int64_t> max_attempts;
+  std::optional<double> request_timeout_s;
+  std::optional<double> retry_budget_s;
+};
+
+// The longest duration accepted, in seconds (one day).
+inline constexpr double kMaxOptionSeconds = 86400.0;
+
+struct ResolvedOptions {
+  ConnectionOptions connection;
+  // The loader's throttles; 0 where not given (the loader's automatic value).
+  int max_in_flight = 0;
+  int initial_window = 0;
+  int max_connections_per_host = 0;
+  int max_attempts = 0;
+  std::chrono::milliseconds request_timeout{0};
+  std::chrono::milliseconds retry_budget{0};
+  // For the user, in order (text without a "cqlstream: WARNING: " prefix).
+  std::vector<std::string> warnings;
+
+  // Copies connection and throttles into `o` (other fields untouched).
+  void ApplyTo(LoaderOptions* o) const;
+};
+
+// Environment, then `a`; validated. Errors are InvalidArgument naming the
+// option as `spelling` writes it, and the value (never a secret).
+StatusOr<ResolvedOptions> ResolveOptions(const OptionArgs& a, OptionSpelling spelling);
+
+// Prints each warning as "cqlstream: WARNING: <text>" on stderr.
+void PrintWarnings(const std::vector<std::string>& warnings);
+
+}  // namespace cqlstream::loader
+
+#endif  // CQLSTREAM_LOADER_OPTION_KIT_H_
