@@ -1,0 +1,279 @@
+// Copyright (c) cqlstream authors.
+#include "hostile/honest_world.h"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace cqlstream::hostile {
+namespace {
+
+DataType T(TypeId id) { return DataType::Simple(id); }
+const DataType kText = T(TypeId::kVarchar), kInt = T(TypeId::kInt), kBigint = T(TypeId::kBigint),
+               kBlob = T(TypeId::kBlob), kUuid = T(TypeId::kUuid), kTs = T(TypeId::kTimestamp),
+               kInet = T(TypeId::kInet);
+
+int32_t SampleSize(int32_t idx) { return 100 + (idx * 397) % 2900; }
+
+Value U(uint8_t b) {
+  Uuid u;
+  u.bytes.fill(b);
+  u.bytes[6] = 0x40;  // version 4
+  return Value::FromUuid(u);
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.erase(s.begin());
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+Table Local() {
+  Table t{"system", "local",
+          {{"key", kText}, {"cluster_name", kText}, {"data_center", kText}, {"rack", kText},
+           {"release_version", kText}, {"host_id", kUuid}, {"tokens", DataType::Set(kText)},
+           {"schema_version", kUuid}},
+          {}};
+  t.rows.push_back({Value::Text("local"), Value::Text("hostile"), Value::Text("dc1"), Value::Text("rack1"),
+                    Value::Text("5.0.2"), U(0x11), Value::List({Value::Text("0")}), U(0x22)});
+  return t;
+}
+
+Table Peers(bool v2) {
+  std::vector<Column> c = {{"peer", kInet},           {"data_center", kText}, {"rack", kText},
+                           {"release_version", kText}, {"host_id", kUuid},     {"tokens", DataType::Set(kText)},
+                           {"schema_version", kUuid}};
+  if (v2) {
+    c.push_back({"native_address", kInet});
+    c.push_back({"native_port", kInt});
+  } else {
+    c.push_back({"rpc_address", kInet});
+  }
+  return Table{"system", v2 ? "peers_v2" : "peers", c, {}};
+}
+
+Table Keyspaces() {
+  Table t{"system_schema", "keyspaces", {{"keyspace_name", kText}, {"replication", DataType::Map(kText, kText)}}, {}};
+  for (const char* ks : {"system", kKeyspace}) {
+    ValueMap m;
+    m.emplace_back(Value::Text("class"), Value::Text("org.apache.cassandra.locator.SimpleStrategy"));
+    m.emplace_back(Value::Text("replication_factor"), Value::Text("1"));
+    t.rows.push_back({Value::Text(ks), Value::Map(std::move(m))});
+  }
+  return t;
+}
+
+Table Datasets() {
+  Table t{kKeyspace, "datasets",
+          {{"name", kText}, {"layout_version", kInt}, {"created", kTs}, {"label_kind", kText},
+           {"class_names", DataType::List(kText)}, {"checksum", kText}, {"chunk_size", kInt},
+           {"description", kText}},
+          {}};
+  t.rows.push_back({Value::Text(kDataset), Value::Int(1), Value::FromTimestamp(Timestamp{1700000000000}),
+                    Value::Text("none"), Value::Null(), Value::Text("xxh64"), Value::Int(kChunkSize),
+                    Value::Text("the honest dataset a hostile server lies about")});
+  return t;
+}
+
+Table Segments() {
+  Table t{kKeyspace, "segments",
+          {{"dataset", kText}, {"seg", kInt}, {"split", kText}, {"source_id", kText}, {"source", kText},
+           {"fingerprint", kText}, {"count", kInt}, {"bytes", kBigint}, {"max_size", kBigint},
+           {"size_hist", DataType::List(kBigint)}, {"next_pos", kBigint}, {"state", kText}},
+          {}};
+  int64_t bytes = 0, max_size = 0;
+  std::vector<int64_t> hist(64, 0);
+  for (int32_t i = 0; i < kSamples; ++i) {
+    const int64_t s = SampleSize(i);
+    bytes += s;
+    max_size = std::max(max_size, s);
+    hist[static_cast<size_t>(63 - __builtin_clzll(static_cast<uint64_t>(s)))]++;
+  }
+  while (!hist.empty() && hist.back() == 0) hist.pop_back();
+  ValueList h;
+  for (int64_t c : hist) h.push_back(Value::Bigint(c));
+  t.rows.push_back({Value::Text(kDataset), Value::Int(0), Value::Text(kSplit), Value::Text("00000000000000aa"),
+                    Value::Text("generated"), Value::Text("00000000000000bb"), Value::Int(kSamples),
+                    Value::Bigint(bytes), Value::Bigint(max_size), Value::List(std::move(h)),
+                    Value::Bigint(kSamples), Value::Text("sealed")});
+  return t;
+}
+
+Table Data() {
+  Table t{kKeyspace, std::string("d_") + kDataset,
+          {{"seg", kInt}, {"idx", kInt}, {"chunk", kInt}, {"size", kBigint}, {"image_size", kBigint},
+           {"checksum", kBigint}, {"label", kInt}, {"labels", DataType::List(kInt)}, {"data", kBlob}},
+          {}};
+  for (int32_t i = 0; i < kSamples; ++i) {
+    const std::vector<uint8_t> p = SamplePayload(i);
+    for (size_t off = 0, chunk = 0; off < p.size(); off += kChunkSize, ++chunk) {
+      const size_t n = std::min<size_t>(kChunkSize, p.size() - off);
+      t.rows.push_back({Value::Int(0), Value::Int(i), Value::Int(static_cast<int32_t>(chunk)),
+                        Value::Bigint(static_cast<int64_t>(p.size())), Value::Bigint(static_cast<int64_t>(p.size())),
+                        Value::Bigint(SampleChecksum(i)), Value::Null(), Value::Null(),
+                        Value::Blob(std::vector<uint8_t>(p.begin() + static_cast<std::ptrdiff_t>(off),
+                                                         p.begin() + static_cast<std::ptrdiff_t>(off + n)))});
+    }
+  }
+  return t;
+}
+
+Table Meta() {
+  Table t{kKeyspace, std::string("m_") + kDataset,
+          {{"seg", kInt}, {"block", kInt}, {"idx", kInt}, {"path", kText}, {"target_path", kText},
+           {"label", kInt}, {"labels", DataType::List(kInt)}, {"size", kBigint}, {"image_size", kBigint},
+           {"checksum", kBigint}, {"extra", DataType::Map(kText, kText)}},
+          {}};
+  for (int32_t i = 0; i < kSamples; ++i) {
+    const int64_t s = SampleSize(i);
+    t.rows.push_back({Value::Int(0), Value::Int(i >> 10), Value::Int(i), Value::Text(fmt::format("img/{:04}.bin", i)),
+                      Value::Null(), Value::Null(), Value::Null(), Value::Bigint(s), Value::Bigint(s),
+                      Value::Bigint(SampleChecksum(i)), Value::Null()});
+  }
+  return t;
+}
+
+std::vector<std::string> PartitionKey(const std::string& table) {
+  if (table == std::string("d_") + kDataset) return {"seg", "idx"};
+  if (table == std::string("m_") + kDataset) return {"seg", "block"};
+  if (table == "datasets") return {"name"};
+  if (table == "segments") return {"dataset"};
+  return {};
+}
+
+int ColumnIndex(const Table& t, const std::string& name) {
+  for (size_t i = 0; i < t.columns.size(); ++i) {
+    if (t.columns[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Answer Invalid(std::string m) {
+  Answer a;
+  a.error_code = 0x2200;
+  a.error = std::move(m);
+  return a;
+}
+
+}  // namespace
+
+std::vector<uint8_t> SamplePayload(int32_t idx) {
+  std::vector<uint8_t> p(static_cast<size_t>(SampleSize(idx)));
+  for (size_t j = 0; j < p.size(); ++j) p[j] = static_cast<uint8_t>(idx * 31 + static_cast<int32_t>(j) * 7 + 1);
+  return p;
+}
+
+int64_t SampleChecksum(int32_t idx) {
+  const std::vector<uint8_t> p = SamplePayload(idx);
+  return static_cast<int64_t>(XXH64(p.data(), p.size(), 0));
+}
+
+std::optional<Select> ParseSelect(const std::string& query) {
+  const std::string q = Trim(query);
+  if (q.rfind("SELECT ", 0) != 0) return std::nullopt;
+  const size_t from = q.find(" FROM ");
+  if (from == std::string::npos) return std::nullopt;
+  Select s;
+  std::string cols = q.substr(7, from - 7);
+  for (size_t start = 0; start <= cols.size();) {
+    size_t comma = cols.find(',', start);
+    if (comma == std::string::npos) comma = cols.size();
+    s.columns.push_back(Trim(cols.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  std::string rest = q.substr(from + 6);
+  const size_t where = rest.find(" WHERE ");
+  std::string name = Trim(rest.substr(0, where));
+  const size_t dot = name.find('.');
+  if (dot == std::string::npos) return std::nullopt;
+  s.keyspace = name.substr(0, dot);
+  s.table = name.substr(dot + 1);
+  if (where != std::string::npos) {
+    std::string w = rest.substr(where + 7);
+    for (size_t pos = 0; (pos = w.find("= ?", pos)) != std::string::npos; pos += 3) {
+      size_t b = w.rfind(' ', pos >= 2 ? pos - 2 : 0);
+      b = (b == std::string::npos || b > pos) ? 0 : b + 1;
+      s.where.push_back(Trim(w.substr(b, pos - b)));
+    }
+  }
+  return s;
+}
+
+std::optional<Table> HonestWorld::FullTable(const std::string& keyspace, const std::string& table) const {
+  if (keyspace == "system" && table == "local") return Local();
+  if (keyspace == "system" && table == "peers_v2") return Peers(true);
+  if (keyspace == "system" && table == "peers") return Peers(false);
+  if (keyspace == "system_schema" && table == "keyspaces") return Keyspaces();
+  if (keyspace != kKeyspace) return std::nullopt;
+  if (table == "datasets") return Datasets();
+  if (table == "segments") return Segments();
+  if (table == std::string("d_") + kDataset) return Data();
+  if (table == std::string("m_") + kDataset) return Meta();
+  return std::nullopt;
+}
+
+Answer HonestWorld::Run(const Select& s, const std::vector<std::optional<cql::Bytes>>& values) const {
+  auto full = FullTable(s.keyspace, s.table);
+  if (!full) return Invalid(fmt::format("unconfigured table {}", s.table));
+  if (values.size() != s.where.size()) {
+    return Invalid(fmt::format("there were {} markers(?) in CQL but {} bound variables", s.where.size(), values.size()));
+  }
+  std::vector<int> where_cols, proj;
+  for (const auto& w : s.where) {
+    const int c = ColumnIndex(*full, w);
+    if (c < 0) return Invalid(fmt::format("Undefined column name {}", w));
+    where_cols.push_back(c);
+  }
+  for (const auto& c : s.columns) {
+    const int i = ColumnIndex(*full, c);
+    if (i < 0) return Invalid(fmt::format("Undefined column name {} in table {}.{}", c, s.keyspace, s.table));
+    proj.push_back(i);
+  }
+  Answer a;
+  a.table.keyspace = full->keyspace;
+  a.table.name = full->name;
+  for (int i : proj) a.table.columns.push_back(full->columns[static_cast<size_t>(i)]);
+  for (const auto& row : full->rows) {
+    bool match = true;
+    for (size_t k = 0; k < where_cols.size() && match; ++k) {
+      const auto ci = static_cast<size_t>(where_cols[k]);
+      cql::Bytes cell;
+      if (row[ci].kind() == Value::Kind::kNull || !values[k] ||
+          !EncodeCell(row[ci], full->columns[ci].type, &cell).ok() || cell != *values[k]) {
+        match = false;
+      }
+    }
+    if (!match) continue;
+    std::vector<Value> out;
+    for (int i : proj) out.push_back(row[static_cast<size_t>(i)]);
+    a.table.rows.push_back(std::move(out));
+  }
+  return a;
+}
+
+Answer HonestWorld::BindColumns(const Select& s, std::vector<uint16_t>* pk_indexes) const {
+  auto full = FullTable(s.keyspace, s.table);
+  if (!full) return Invalid(fmt::format("unconfigured table {}", s.table));
+  Answer a;
+  a.table.keyspace = full->keyspace;
+  a.table.name = full->name;
+  for (const auto& w : s.where) {
+    const int c = ColumnIndex(*full, w);
+    if (c < 0) return Invalid(fmt::format("Undefined column name {}", w));
+    a.table.columns.push_back(full->columns[static_cast<size_t>(c)]);
+  }
+  pk_indexes->clear();
+  for (const auto& k : PartitionKey(s.table)) {
+    auto it = std::find(s.where.begin(), s.where.end(), k);
+    if (it == s.where.end()) {
+      pk_indexes->clear();
+      break;
+    }
+    pk_indexes->push_back(static_cast<uint16_t>(it - s.where.begin()));
+  }
+  return a;
+}
+
+}  // namespace cqlstream::hostile

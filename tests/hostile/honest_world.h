@@ -1,0 +1,66 @@
+// Copyright (c) cqlstream authors.
+//
+// Test-only: the truth a hostile server lies about. A one-node cluster
+// (system.local, system.peers_v2, system.peers, system_schema.keyspaces) and
+// one small dataset laid out as docs/schema.md says: keyspace "hostile",
+// dataset "toy" (label kind none, xxh64 checksums, 1 KiB chunks so that some
+// samples span several chunk rows), split "train" in segment 0.
+//
+// Select() answers the SELECTs cqlstream sends (session topology, catalog,
+// data and metadata reads): it parses `SELECT cols FROM ks.table [WHERE
+// c = ? AND ...]`, projects the named columns (an unknown one is the server's
+// "Undefined column name" error) and filters by the bound values.
+//
+// Thread-safety: immutable after construction; every method is const and
+// may be called from any thread.
+#ifndef CQLSTREAM_TESTS_HOSTILE_HONEST_WORLD_H_
+#define CQLSTREAM_TESTS_HOSTILE_HONEST_WORLD_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cqlstream/status.h"
+#include "hostile/server_codec.h"
+
+namespace cqlstream::hostile {
+
+inline constexpr const char* kKeyspace = "hostile";
+inline constexpr const char* kDataset = "toy";
+inline constexpr const char* kSplit = "train";
+inline constexpr int32_t kSamples = 24;
+inline constexpr int32_t kChunkSize = 1024;
+
+// The payload of sample (seg 0, idx i): deterministic bytes.
+std::vector<uint8_t> SamplePayload(int32_t idx);
+int64_t SampleChecksum(int32_t idx);  // xxh64(payload), seed 0, as signed
+
+// What a SELECT asks for, parsed.
+struct Select {
+  std::vector<std::string> columns;
+  std::string keyspace, table;
+  std::vector<std::string> where;  // columns compared with '?', in marker order
+};
+std::optional<Select> ParseSelect(const std::string& query);
+
+// An answer: a table, or a server error (code, message).
+struct Answer {
+  Table table;
+  int32_t error_code = 0;  // 0: none
+  std::string error;
+};
+
+class HonestWorld {
+ public:
+  // The full table `keyspace.table`, or nullopt when unknown.
+  std::optional<Table> FullTable(const std::string& keyspace, const std::string& table) const;
+  // Answers `s` with bound values `values`.
+  Answer Run(const Select& s, const std::vector<std::optional<cql::Bytes>>& values) const;
+  // For PREPARE: the bind markers' columns and the partition-key indexes.
+  Answer BindColumns(const Select& s, std::vector<uint16_t>* pk_indexes) const;
+};
+
+}  // namespace cqlstream::hostile
+
+#endif  // CQLSTREAM_TESTS_HOSTILE_HONEST_WORLD_H_

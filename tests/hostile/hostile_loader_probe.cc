@@ -1,0 +1,102 @@
+// Copyright (c) cqlstream authors.
+//
+// cqlstream-hostile-loader: reads one epoch of the hostile server's dataset
+// with the C++ Loader and says what came of it, for hostile_tests (which runs
+// it as a child process, so that a crash or a hang is observed, not suffered).
+//
+//   cqlstream-hostile-loader --port PORT [--ordered]
+//
+// Exit 0 and "OK <n>": every sample exactly once with its honest payload.
+// Exit 1 and "ERROR <status>": the Loader returned an error Status.
+// Exit 3 and "WRONG <what>": the Loader returned data that is not the
+// dataset (a silently wrong result).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+#include <set>
+#include <string>
+
+#include "cqlstream/loader.h"
+#include "hostile/honest_world.h"
+
+namespace {
+
+namespace h = cqlstream::hostile;
+
+int Wrong(const std::string& what) {
+  fmt::print("WRONG {}\n", what);
+  return 3;
+}
+
+int Main(int argc, char** argv) {
+  cqlstream::LoaderOptions o;
+  o.connection.hosts = {"127.0.0.1"};
+  o.connection.keyspace = h::kKeyspace;
+  o.connection.connect_timeout = std::chrono::milliseconds(2000);
+  o.connection.request_timeout = std::chrono::milliseconds(1000);
+  o.dataset = h::kDataset;
+  o.split = h::kSplit;
+  o.batch_size = 8;
+  o.epochs = 1;
+  o.rank = 0;
+  o.world_size = 1;
+  o.request_timeout = std::chrono::milliseconds(1000);
+  o.max_attempts = 3;
+  o.retry_budget = std::chrono::milliseconds(5000);
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--port" && i + 1 < argc) {
+      o.connection.port = static_cast<uint16_t>(std::atoi(argv[++i]));
+    } else if (a == "--ordered") {
+      o.ordered = true;
+    } else {
+      fmt::print(stderr, "usage: cqlstream-hostile-loader --port PORT [--ordered]\n");
+      return 2;
+    }
+  }
+  auto l = cqlstream::Loader::Open(o);
+  if (!l.ok()) {
+    fmt::print("ERROR {}\n", l.status().ToString());
+    return 1;
+  }
+  std::set<cqlstream::SampleKey> seen;
+  for (;;) {
+    auto b = (*l)->Next();
+    if (!b.ok()) {
+      fmt::print("ERROR {}\n", b.status().ToString());
+      return 1;
+    }
+    if (*b == nullptr) break;
+    const cqlstream::Batch& batch = **b;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const cqlstream::SampleKey k = batch.keys[i];
+      const auto idx = static_cast<int32_t>(k & 0xffffffffu);
+      if ((k >> 32) != 0 || idx < 0 || idx >= h::kSamples) return Wrong(fmt::format("unknown key {:#x}", k));
+      if (!seen.insert(k).second) return Wrong(fmt::format("sample 0:{} delivered twice", idx));
+      const auto want = h::SamplePayload(idx);
+      const auto got = batch.sample(i);
+      if (got.size() != want.size() || !std::equal(got.begin(), got.end(), want.begin())) {
+        return Wrong(fmt::format("sample 0:{}: {} bytes that are not its payload ({} bytes)", idx, got.size(),
+                                 want.size()));
+      }
+    }
+  }
+  if (seen.size() != static_cast<size_t>(h::kSamples)) {
+    return Wrong(fmt::format("{} of {} samples delivered", seen.size(), h::kSamples));
+  }
+  fmt::print("OK {}\n", seen.size());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print("ERROR exception: {}\n", e.what());
+    return 1;
+  }
+}

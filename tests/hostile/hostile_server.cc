@@ -1,0 +1,408 @@
+// Copyright (c) cqlstream authors.
+#include "hostile/hostile_server.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace cqlstream::hostile {
+namespace {
+
+using cql::Opcode;
+
+const std::vector<ModeInfo> kModes = {
+    {Mode::kHonest, "honest", Expect::kCorrect, Expect::kCorrect, ""},
+    {Mode::kRowLargerThanCatalog, "row-larger-than-catalog", Expect::kError, Expect::kCorrect,
+     "size|larger|catalog|max"},
+    {Mode::kChunksShort, "chunks-short", Expect::kError, Expect::kCorrect, "size|chunk|incomplete|short"},
+    {Mode::kChunksLong, "chunks-long", Expect::kError, Expect::kCorrect, "size|chunk|more|long"},
+    {Mode::kWrongKey, "wrong-key", Expect::kError, Expect::kCorrect, "key|0:7|sample"},
+    {Mode::kMissingRows, "missing-rows", Expect::kError, Expect::kCorrect, "missing|not found|0:9"},
+    {Mode::kCatalogHugeMaxSize, "catalog-huge-max-size", Expect::kEither, Expect::kCorrect, "size|max|catalog"},
+    {Mode::kLocalMissingColumns, "local-missing-columns", Expect::kError, Expect::kError,
+     "column|system.local|missing"},
+    {Mode::kLocalMistypedColumns, "local-mistyped-columns", Expect::kError, Expect::kError,
+     "type|column|system.local"},
+    {Mode::kHugeBytesLength, "huge-bytes-length", Expect::kError, Expect::kCorrect, "bytes|protocol|expected"},
+    {Mode::kFrameAtLimit, "frame-at-limit", Expect::kError, Expect::kCorrect, "timed out|timeout|frame"},
+    {Mode::kFrameOverLimit, "frame-over-limit", Expect::kError, Expect::kCorrect, "frame|large|limit"},
+    {Mode::kTrickle, "trickle", Expect::kEither, Expect::kEither, "timed out|timeout"},
+    {Mode::kSilent, "silent", Expect::kError, Expect::kError, "timed out|timeout|connect"},
+    {Mode::kSilentData, "silent-data", Expect::kError, Expect::kCorrect, "timed out|timeout"},
+    {Mode::kResetMidFrame, "reset-mid-frame", Expect::kEither, Expect::kCorrect, "reset|lost|closed|connection"},
+    {Mode::kTruncatedFrame, "truncated-frame", Expect::kEither, Expect::kCorrect, ""},
+    {Mode::kDuplicateAnswer, "duplicate-answer", Expect::kEither, Expect::kCorrect, "stream|duplicate"},
+    {Mode::kUnknownStream, "unknown-stream", Expect::kEither, Expect::kCorrect, "stream"},
+    {Mode::kWrongOpcode, "wrong-opcode", Expect::kError, Expect::kCorrect, "READY|opcode|unexpected|result"},
+    {Mode::kWrongVersion, "wrong-version", Expect::kError, Expect::kError, "version|protocol"},
+    {Mode::kRequestBit, "request-bit", Expect::kError, Expect::kError, "response|protocol|version"},
+    {Mode::kEventFlood, "event-flood", Expect::kCorrect, Expect::kCorrect, ""},
+    {Mode::kUnpreparedLoop, "unprepared-loop", Expect::kError, Expect::kCorrect, "prepare|unprepared"},
+    {Mode::kGarbageError, "garbage-error", Expect::kError, Expect::kCorrect, "protocol|expected|error"},
+};
+
+bool ReadFull(int fd, uint8_t* p, size_t n) {
+  while (n > 0) {
+    const ssize_t r = ::read(fd, p, n);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool WriteFull(int fd, const uint8_t* p, size_t n) {
+  while (n > 0) {
+    const ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+int ColumnOf(const Table& t, const char* name) {
+  for (size_t i = 0; i < t.columns.size(); ++i) {
+    if (t.columns[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void SetCell(Table* t, size_t row, const char* col, Value v) {
+  const int c = ColumnOf(*t, col);
+  if (c >= 0) t->rows[row][static_cast<size_t>(c)] = std::move(v);
+}
+
+cql::Bytes IntCell(int32_t v) {
+  cql::Bytes b(4);
+  cql::StoreU32(b.data(), static_cast<uint32_t>(v));
+  return b;
+}
+
+}  // namespace
+
+const std::vector<ModeInfo>& AllModes() { return kModes; }
+
+std::optional<ModeInfo> FindMode(const std::string& name) {
+  for (const auto& m : kModes) {
+    if (name == m.name) return m;
+  }
+  return std::nullopt;
+}
+
+// One connection: reads requests and answers them as the mode says.
+struct HostileServer::Conn {
+  HostileServer* s;
+  int fd;
+  bool stalled = false;  // after a frame that never ends: read and drop
+
+  Mode mode() const { return s->mode_; }
+
+  bool Out(const cql::Bytes& b) {
+    if (mode() != Mode::kTrickle) return WriteFull(fd, b.data(), b.size());
+    for (uint8_t c : b) {
+      if (s->stopping_ || !WriteFull(fd, &c, 1)) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+
+  bool Send(Opcode op, int16_t stream, const cql::Bytes& body) {
+    if (mode() == Mode::kEventFlood) {
+      for (int i = 0; i < 200; ++i) {
+        const std::vector<uint8_t> addr = {10, 9, static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
+        if (!Out(Frame(Opcode::kEvent, cql::kEventStream, StatusEventBody(i % 2 ? "UP" : "DOWN", addr, 9042)))) {
+          return false;
+        }
+      }
+    }
+    uint8_t version = cql::kProtocolVersion | cql::kResponseBit;
+    if (mode() == Mode::kWrongVersion) version = 0x85;
+    if (mode() == Mode::kRequestBit) version = cql::kProtocolVersion;
+    return Out(Frame(op, stream, body, version));
+  }
+
+  bool SendAnswer(int16_t stream, const Answer& a, const RequestParams& p) {
+    if (a.error_code != 0) return Send(Opcode::kError, stream, ErrorBody(a.error_code, a.error));
+    return Send(Opcode::kResult, stream, RowsBodyForRequest(a.table, p));
+  }
+
+  // System-table lies.
+  void LieAboutSystem(const Select& sel, Answer* a) {
+    if (sel.keyspace != "system" || sel.table != "local" || a->error_code != 0) return;
+    if (mode() == Mode::kLocalMissingColumns) {
+      Table t{a->table.keyspace, a->table.name, {{"key", DataType::Simple(TypeId::kVarchar)}}, {}};
+      for (size_t i = 0; i < a->table.rows.size(); ++i) t.rows.push_back({Value::Text("local")});
+      a->table = std::move(t);
+    } else if (mode() == Mode::kLocalMistypedColumns) {
+      for (auto& c : a->table.columns) c.type = DataType::Simple(TypeId::kInt);
+      for (auto& r : a->table.rows) {
+        for (auto& v : r) v = Value::Int(7);
+      }
+    }
+  }
+
+  void LieAboutCatalog(const Select& sel, Answer* a) {
+    if (mode() != Mode::kCatalogHugeMaxSize || sel.table != "segments" || a->error_code != 0) return;
+    for (size_t i = 0; i < a->table.rows.size(); ++i) {
+      SetCell(&a->table, i, "max_size", Value::Bigint(int64_t{1} << 62));
+      SetCell(&a->table, i, "bytes", Value::Bigint(int64_t{1} << 62));
+    }
+  }
+
+  // Data-read lies that change the rows; returns false to send nothing.
+  void LieAboutRows(int32_t idx, const Select& sel, RequestParams* p, Answer* a) {
+    Table& t = a->table;
+    if (mode() == Mode::kWrongKey && idx == 7) {
+      p->values[1] = IntCell(8);
+      *a = s->world_.Run(sel, p->values);
+    } else if (mode() == Mode::kMissingRows && idx == 9) {
+      t.rows.clear();
+    } else if (mode() == Mode::kChunksShort && idx == 3 && t.rows.size() > 1) {
+      t.rows.pop_back();
+    } else if (mode() == Mode::kChunksLong && idx == 3 && !t.rows.empty()) {
+      t.rows.push_back(t.rows.back());
+    } else if (mode() == Mode::kRowLargerThanCatalog && idx == 5 && !t.rows.empty()) {
+      std::vector<uint8_t> big(size_t{4} << 20, 0x5a);
+      const auto sum = static_cast<int64_t>(XXH64(big.data(), big.size(), 0));
+      t.rows.resize(1);
+      SetCell(&t, 0, "size", Value::Bigint(static_cast<int64_t>(big.size())));
+      SetCell(&t, 0, "image_size", Value::Bigint(static_cast<int64_t>(big.size())));
+      SetCell(&t, 0, "checksum", Value::Bigint(sum));
+      SetCell(&t, 0, "data", Value::Blob(std::move(big)));
+    }
+  }
+
+  // Answers a read of the data table (the loader's and verify's read).
+  bool DataRead(int16_t stream, const Select& sel, RequestParams p) {
+    if (p.values.size() < 2 || !p.values[1] || p.values[1]->size() != 4) {
+      return Send(Opcode::kError, stream, ErrorBody(0x2200, "bad data read"));
+    }
+    const auto idx = static_cast<int32_t>(cql::LoadU32(p.values[1]->data()));
+    Answer a = s->world_.Run(sel, p.values);
+    LieAboutRows(idx, sel, &p, &a);
+    cql::Bytes body = RowsBodyForRequest(a.table, p);
+    switch (mode()) {
+      case Mode::kSilentData:
+        return true;
+      case Mode::kWrongOpcode:
+        return Send(Opcode::kReady, stream, {});
+      case Mode::kGarbageError: {
+        cql::Bytes e = {0, 0, 0, 0, 0xea, 0x60, 'a', 'b', 'c'};  // message of 60000 bytes, 3 present
+        return Send(Opcode::kError, stream, e);
+      }
+      case Mode::kHugeBytesLength: {
+        const int dc = ColumnOf(a.table, "data");
+        if (dc == static_cast<int>(a.table.columns.size()) - 1 && !a.table.rows.empty()) {
+          const auto& last = a.table.rows.back()[static_cast<size_t>(dc)];
+          const size_t n = last.kind() == Value::Kind::kBlob ? last.as_blob().size() : 0;
+          cql::StoreU32(body.data() + body.size() - n - 4, 0x7ffffff0u);
+        }
+        return Send(Opcode::kResult, stream, body);
+      }
+      case Mode::kFrameAtLimit:
+      case Mode::kFrameOverLimit: {
+        cql::Bytes f = Frame(Opcode::kResult, stream, {});
+        cql::StoreU32(f.data() + 5, mode() == Mode::kFrameAtLimit ? cql::kMaxBodySize - 1 : cql::kMaxBodySize + 1);
+        if (mode() == Mode::kFrameAtLimit) f.resize(f.size() + 1024, 0);
+        stalled = true;
+        return Out(f);
+      }
+      case Mode::kResetMidFrame: {
+        cql::Bytes f = Frame(Opcode::kResult, stream, body);
+        Out(cql::Bytes(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(f.size() / 2)));
+        linger l{1, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        return false;  // the caller closes: a reset
+      }
+      case Mode::kTruncatedFrame: {
+        cql::Bytes f = Frame(Opcode::kResult, stream, body);
+        cql::StoreU32(f.data() + 5, static_cast<uint32_t>(body.size() + 100));
+        return Out(f);
+      }
+      case Mode::kDuplicateAnswer:
+        return Send(Opcode::kResult, stream, body) && Send(Opcode::kResult, stream, body);
+      case Mode::kUnknownStream: {
+        RequestParams other = p;
+        other.values[1] = IntCell((idx + 1) % kSamples);
+        Answer o = s->world_.Run(sel, other.values);
+        return Send(Opcode::kResult, 32000, RowsBodyForRequest(o.table, other)) &&
+               Send(Opcode::kResult, stream, body);
+      }
+      default:
+        return Send(Opcode::kResult, stream, body);
+    }
+  }
+
+  bool Prepare(int16_t stream, const RequestParams& p) {
+    auto sel = ParseSelect(p.query);
+    if (!sel) return Send(Opcode::kError, stream, ErrorBody(0x2000, "hostile server: only SELECT is served"));
+    std::vector<uint16_t> pk;
+    Answer binds = s->world_.BindColumns(*sel, &pk);
+    if (binds.error_code != 0) return Send(Opcode::kError, stream, ErrorBody(binds.error_code, binds.error));
+    Answer result = s->world_.Run(*sel, std::vector<std::optional<cql::Bytes>>(sel->where.size()));
+    if (result.error_code != 0) return Send(Opcode::kError, stream, ErrorBody(result.error_code, result.error));
+    cql::Bytes id(4);
+    {
+      MutexLock l(&s->mu_);
+      cql::StoreU32(id.data(), static_cast<uint32_t>(s->prepared_.size()));
+      s->prepared_.push_back(p.query);
+    }
+    return Send(Opcode::kResult, stream, PreparedBody(id, binds.table, pk, result.table));
+  }
+
+  bool Execute(int16_t stream, RequestParams p) {
+    if (mode() == Mode::kUnpreparedLoop) {
+      return Send(Opcode::kError, stream, ErrorBody(0x2500, "Prepared query with ID not found", p.prepared_id));
+    }
+    if (p.prepared_id.size() == 4) {
+      const uint32_t id = cql::LoadU32(p.prepared_id.data());
+      MutexLock l(&s->mu_);
+      if (id < s->prepared_.size()) p.query = s->prepared_[id];
+    }
+    if (p.query.empty()) {
+      return Send(Opcode::kError, stream, ErrorBody(0x2500, "Prepared query with ID not found", p.prepared_id));
+    }
+    return Query(stream, std::move(p));
+  }
+
+  bool Query(int16_t stream, RequestParams p) {
+    auto sel = ParseSelect(p.query);
+    if (!sel) return Send(Opcode::kError, stream, ErrorBody(0x2000, "hostile server: only SELECT is served"));
+    if (sel->keyspace == kKeyspace && sel->table == std::string("d_") + kDataset) {
+      return DataRead(stream, *sel, std::move(p));
+    }
+    Answer a = s->world_.Run(*sel, p.values);
+    LieAboutSystem(*sel, &a);
+    LieAboutCatalog(*sel, &a);
+    return SendAnswer(stream, a, p);
+  }
+
+  bool Handle(const RequestFrame& f) {
+    const int16_t stream = f.header.stream;
+    if (mode() == Mode::kSilent || stalled) return true;
+    switch (f.header.opcode) {
+      case Opcode::kOptions:
+        return Send(Opcode::kSupported, stream, SupportedBody({{"CQL_VERSION", {"3.4.7"}}, {"COMPRESSION", {}}}));
+      case Opcode::kStartup:
+      case Opcode::kRegister:
+        return Send(Opcode::kReady, stream, {});
+      case Opcode::kQuery:
+      case Opcode::kPrepare:
+      case Opcode::kExecute: {
+        auto p = DecodeRequest(f);
+        if (!p.ok()) return Send(Opcode::kError, stream, ErrorBody(0x000A, p.status().ToString()));
+        if (f.header.opcode == Opcode::kPrepare) return Prepare(stream, *p);
+        if (f.header.opcode == Opcode::kExecute) return Execute(stream, std::move(*p));
+        return Query(stream, std::move(*p));
+      }
+      default:
+        return Send(Opcode::kError, stream, ErrorBody(0x000A, "hostile server: opcode not served"));
+    }
+  }
+
+  void Run() {
+    for (;;) {
+      uint8_t h[cql::kHeaderSize];
+      if (!ReadFull(fd, h, sizeof h)) return;
+      RequestFrame f;
+      f.header.version = h[0];
+      f.header.flags = h[1];
+      f.header.stream = static_cast<int16_t>(cql::LoadU16(h + 2));
+      f.header.opcode = static_cast<Opcode>(h[4]);
+      f.header.length = cql::LoadU32(h + 5);
+      if (f.header.length > (64u << 20)) return;
+      f.body.resize(f.header.length);
+      if (!ReadFull(fd, f.body.data(), f.body.size())) return;
+      if (!Handle(f)) return;
+    }
+  }
+};
+
+StatusOr<std::unique_ptr<HostileServer>> HostileServer::Start(Mode mode, const std::string& host, uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::IOError(fmt::format("socket: {}", std::strerror(errno)));
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) {
+    ::close(fd);
+    return Status::InvalidArgument(fmt::format("not an IPv4 address: '{}'", host));
+  }
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 128) != 0) {
+    const std::string e = std::strerror(errno);
+    ::close(fd);
+    return Status::IOError(fmt::format("listen on {}:{}: {}", host, port, e));
+  }
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::unique_ptr<HostileServer> s(new HostileServer(mode, fd, ntohs(a.sin_port)));
+  s->acceptor_ = std::thread([p = s.get()] { p->AcceptLoop(); });
+  return s;
+}
+
+HostileServer::HostileServer(Mode mode, int listen_fd, uint16_t port)
+    : mode_(mode), listen_fd_(listen_fd), port_(port) {}
+
+HostileServer::~HostileServer() { Stop(); }
+
+void HostileServer::AcceptLoop() {
+  for (;;) {
+    const int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) {
+      if (stopping_ || (errno != EINTR && errno != ECONNABORTED)) return;
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(c, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one, sizeof one);
+    MutexLock l(&mu_);
+    if (stopping_) {
+      ::close(c);
+      return;
+    }
+    fds_.push_back(c);
+    threads_.emplace_back([this, c] { Serve(c); });
+  }
+}
+
+void HostileServer::Serve(int fd) {
+  Conn conn{this, fd};
+  conn.Run();
+  // Closed here (a reset where the mode set SO_LINGER 0) unless Stop() has
+  // taken the descriptor over: it closes it after joining this thread.
+  MutexLock l(&mu_);
+  for (auto it = fds_.begin(); it != fds_.end(); ++it) {
+    if (*it == fd) {
+      fds_.erase(it);
+      ::close(fd);
+      break;
+    }
+  }
+}
+
+void HostileServer::Stop() {
+  if (stopping_.exchange(true)) return;
+  ::shutdown(listen_fd_, SHUT_RDWR);
+  if (acceptor_.joinable()) acceptor_.join();
+  ::close(listen_fd_);
+  std::vector<std::thread> threads;
+  std::vector<int> fds;
+  {
+    MutexLock l(&mu_);
+    threads.swap(threads_);
+    fds.swap(fds_);
+    for (int fd : fds) ::shutdown(fd, SHUT_RDWR);
+  }
+  for (auto& t : threads) t.join();
+  for (int fd : fds) ::close(fd);
+}
+
+}  // namespace cqlstream::hostile

@@ -1,0 +1,118 @@
+// Copyright (c) cqlstream authors.
+//
+// Test-only: a scriptable fake CQL v4 server that serves the honest world of
+// honest_world.h and then lies in the way its Mode says: answers that
+// contradict the catalog, missing or mistyped system-table columns, oversized
+// values and frames, trickling bytes, silence, resets mid-frame, truncated
+// frames, duplicated answers and answers for unused stream ids, wrong opcodes
+// and protocol versions, event floods, UNPREPARED loops.
+//
+// A client is judged against it (tests/hostile/hostile_test.cc,
+// tests/python/test_hostile.py): the outcome must be a clean error naming the
+// problem or a correct result, never a signal, a hang or unbounded memory.
+// Each mode's `expect` says which outcomes are correct.
+//
+// It speaks plain blocking sockets, one thread per connection, so that a
+// mode can stall, trickle or reset one connection without touching others.
+// The listening and accepted sockets are close-on-exec: a client started as
+// a child process does not keep the server's connections open.
+//
+// Thread-safety: Start/Stop/port may be called from any thread; the server's
+// own threads end in Stop() (or the destructor).
+#ifndef CQLSTREAM_TESTS_HOSTILE_HOSTILE_SERVER_H_
+#define CQLSTREAM_TESTS_HOSTILE_HOSTILE_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cqlstream/status.h"
+#include "hostile/honest_world.h"
+#include "util/mutex.h"
+
+namespace cqlstream::hostile {
+
+enum class Mode {
+  kHonest,
+  kRowLargerThanCatalog,   // sample 5: one 4 MiB chunk, size 4 MiB; catalog max_size ~3 KB
+  kChunksShort,            // sample 3: the last chunk is missing (chunks < size)
+  kChunksLong,             // sample 3: one chunk too many (chunks > size)
+  kWrongKey,               // the read of sample 7 answers sample 8's rows
+  kMissingRows,            // the read of sample 9 answers no rows
+  kCatalogHugeMaxSize,     // segments.max_size and bytes near 2^62
+  kLocalMissingColumns,    // system.local answers only its `key` column
+  kLocalMistypedColumns,   // system.local: every requested column typed int
+  kHugeBytesLength,        // a data cell declares 2^31 - 16 bytes
+  kFrameAtLimit,           // a data answer's header declares 256 MiB - 1, then 1 KiB and silence
+  kFrameOverLimit,         // a data answer's header declares 256 MiB + 1
+  kTrickle,                // every byte of every answer alone, 1 ms apart
+  kSilent,                 // accepts, reads, never answers
+  kSilentData,             // answers everything but data reads
+  kResetMidFrame,          // data answers: half a frame, then a TCP reset
+  kTruncatedFrame,         // data answers declare 100 bytes more than they hold
+  kDuplicateAnswer,        // every data answer twice
+  kUnknownStream,          // before each data answer, one for stream 32000 (never used)
+  kWrongOpcode,            // data reads answered with READY
+  kWrongVersion,           // every answer with version byte 0x85 (v5)
+  kRequestBit,             // every answer without the response bit
+  kEventFlood,             // 200 STATUS_CHANGE events (stream -1) before each answer
+  kUnpreparedLoop,         // every EXECUTE answered UNPREPARED
+  kGarbageError,           // data reads answered by an ERROR whose message overruns the body
+};
+
+// What a correct client does against a mode.
+enum class Expect {
+  kCorrect,  // reads the honest dataset, exactly
+  kError,    // fails with a clean error (a correct result is impossible)
+  kEither,   // a clean error, or the honest dataset exactly
+};
+
+struct ModeInfo {
+  Mode mode;
+  const char* name;       // as on the command line: "chunks-short"
+  Expect expect;          // for data reads (bench, verify, Loader)
+  Expect expect_connect;  // for ping / info (no data read)
+  const char* problem;    // words a message naming the problem contains, '|'-separated ("" = any)
+};
+const std::vector<ModeInfo>& AllModes();
+std::optional<ModeInfo> FindMode(const std::string& name);
+
+class HostileServer {
+ public:
+  // Listens on host:port (0: any free port) and serves in background threads.
+  static StatusOr<std::unique_ptr<HostileServer>> Start(Mode mode, const std::string& host = "127.0.0.1",
+                                                        uint16_t port = 0);
+  ~HostileServer();
+  HostileServer(const HostileServer&) = delete;
+  HostileServer& operator=(const HostileServer&) = delete;
+
+  uint16_t port() const { return port_; }
+  // Closes the listener and every connection; joins the threads.
+  void Stop();
+
+ private:
+  struct Conn;
+  HostileServer(Mode mode, int listen_fd, uint16_t port);
+  void AcceptLoop();
+  void Serve(int fd);
+
+  const Mode mode_;
+  const int listen_fd_;
+  const uint16_t port_;
+  HonestWorld world_;
+  std::atomic<bool> stopping_{false};
+  std::thread acceptor_;
+  Mutex mu_;
+  std::vector<int> fds_ GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
+  std::vector<std::string> prepared_ GUARDED_BY(mu_);  // prepared id i (4 bytes) -> query text
+  friend struct Conn;
+};
+
+}  // namespace cqlstream::hostile
+
+#endif  // CQLSTREAM_TESTS_HOSTILE_HOSTILE_SERVER_H_

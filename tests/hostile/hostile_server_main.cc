@@ -1,0 +1,115 @@
+// Copyright (c) cqlstream authors.
+//
+// cqlstream-hostile-server: the hostile fake CQL server as a process, for
+// tests that drive the CLI or the Python package against it.
+//
+//   cqlstream-hostile-server --mode MODE [--listen 127.0.0.1:PORT]
+//       serves until SIGINT/SIGTERM; PORT 0 (default) picks a free port.
+//       Prints "listening 127.0.0.1:PORT" on stdout once it accepts.
+//   cqlstream-hostile-server --list-modes
+//       one line per mode: NAME EXPECT_READ EXPECT_CONNECT PROBLEM-WORDS
+//   cqlstream-hostile-server --print-dataset
+//       the honest dataset as JSON: keyspace, dataset, split, and per sample
+//       its key ("seg:idx") and payload in hex.
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "hostile/hostile_server.h"
+
+namespace {
+
+using cqlstream::hostile::Expect;
+
+const char* ExpectName(Expect e) {
+  switch (e) {
+    case Expect::kCorrect:
+      return "correct";
+    case Expect::kError:
+      return "error";
+    case Expect::kEither:
+      return "either";
+  }
+  return "?";
+}
+
+void PrintDataset() {
+  namespace h = cqlstream::hostile;
+  fmt::print("{{\"keyspace\": \"{}\", \"dataset\": \"{}\", \"split\": \"{}\", \"samples\": [", h::kKeyspace,
+             h::kDataset, h::kSplit);
+  for (int32_t i = 0; i < h::kSamples; ++i) {
+    std::string hex;
+    for (uint8_t b : h::SamplePayload(i)) hex += fmt::format("{:02x}", b);
+    fmt::print("{}{{\"key\": \"0:{}\", \"hex\": \"{}\"}}", i ? ", " : "", i, hex);
+  }
+  fmt::print("]}}\n");
+}
+
+int Usage(const std::string& why) {
+  fmt::print(stderr,
+             "cqlstream-hostile-server: {}\nusage: cqlstream-hostile-server --mode MODE [--listen HOST:PORT] | "
+             "--list-modes | --print-dataset\n",
+             why);
+  return 2;
+}
+
+int Main(int argc, char** argv) {
+  std::string mode, listen = "127.0.0.1:0";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--list-modes") {
+      for (const auto& m : cqlstream::hostile::AllModes()) {
+        fmt::print("{} {} {} {}\n", m.name, ExpectName(m.expect), ExpectName(m.expect_connect),
+                   *m.problem ? m.problem : "-");
+      }
+      return 0;
+    }
+    if (a == "--print-dataset") {
+      PrintDataset();
+      return 0;
+    }
+    if ((a == "--mode" || a == "--listen") && i + 1 < argc) {
+      (a == "--mode" ? mode : listen) = argv[++i];
+      continue;
+    }
+    return Usage(fmt::format("unknown argument '{}'", a));
+  }
+  auto m = cqlstream::hostile::FindMode(mode);
+  if (!m) return Usage(mode.empty() ? "--mode is required" : fmt::format("unknown mode '{}'", mode));
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return Usage(fmt::format("--listen wants HOST:PORT, got '{}'", listen));
+  char* end = nullptr;
+  const unsigned long port = std::strtoul(listen.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || port > 65535) return Usage(fmt::format("bad port in '{}'", listen));
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts: they inherit the mask
+  auto s = cqlstream::hostile::HostileServer::Start(m->mode, listen.substr(0, colon), static_cast<uint16_t>(port));
+  if (!s.ok()) {
+    fmt::print(stderr, "cqlstream-hostile-server: {}\n", s.status().ToString());
+    return 1;
+  }
+  fmt::print("listening {}:{}\n", listen.substr(0, colon), (*s)->port());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&set, &sig);
+  (*s)->Stop();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "cqlstream-hostile-server: {}\n", e.what());
+    return 1;
+  }
+}

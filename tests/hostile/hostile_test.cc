@@ -1,0 +1,164 @@
+// Copyright (c) cqlstream authors.
+//
+// hostile_tests: the real CLI (ping, info, verify, bench, bench --ordered) and
+// the C++ Loader (cqlstream-hostile-loader, out of order and ordered) against
+// every mode of the hostile server, each as a child process under a
+// wall-clock bound. The outcome must be what the mode's Expect says: the
+// honest dataset exactly, or a clean error (exit 1 or 2 with a message that
+// names the problem) — never a signal, a hang past the bound, or a peak RSS
+// past kRssBoundMb.
+//
+// Paths: the CLI is $CQLSTREAM_CLI or the build's cqlstream; the probe and
+// the server are this build's (compile definitions).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "hostile/child_process.h"
+#include "hostile/hostile_server.h"
+
+namespace cqlstream::hostile {
+namespace {
+
+constexpr auto kBound = std::chrono::seconds(60);
+constexpr long kRssBoundMb = 160;
+
+std::string Cli() {
+  const char* e = std::getenv("CQLSTREAM_CLI");
+  return e != nullptr && *e != '\0' ? e : CQLSTREAM_HOSTILE_CLI;
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// One of `words` ('|'-separated, "" = any) appears in the output.
+bool NamesProblem(const ChildResult& r, const std::string& words) {
+  if (words.empty()) return true;
+  const std::string all = Lower(r.out + "\n" + r.err);
+  for (size_t start = 0; start <= words.size();) {
+    size_t bar = words.find('|', start);
+    if (bar == std::string::npos) bar = words.size();
+    if (all.find(Lower(words.substr(start, bar - start))) != std::string::npos) return true;
+    start = bar + 1;
+  }
+  return false;
+}
+
+bool Crashed(const ChildResult& r) {
+  return !r.started || r.timed_out || r.signal != 0 || r.err.find("terminate called") != std::string::npos ||
+         r.peak_rss_kb / 1024 > kRssBoundMb;
+}
+
+// A clean error: exit 1 or 2, a message, the problem named.
+bool CleanError(const ChildResult& r, const std::string& words) {
+  if (Crashed(r) || (r.exit_code != 1 && r.exit_code != 2)) return false;
+  if (r.out.empty() && r.err.empty()) return false;
+  return NamesProblem(r, words);
+}
+
+struct Probe {
+  std::string label;
+  std::vector<std::string> args;
+  bool reads_data;
+  // What a correct result looks like in the output, beyond exit 0.
+  std::string correct_marker;
+};
+
+std::vector<Probe> Probes(uint16_t port) {
+  const std::string p = std::to_string(port);
+  const std::vector<std::string> conn = {"--hosts", "127.0.0.1", "--port", p, "--keyspace", kKeyspace,
+                                         "--timeout-ms", "1000"};
+  auto cli = [&](std::vector<std::string> a) {
+    std::vector<std::string> v = {Cli()};
+    v.insert(v.end(), a.begin(), a.end());
+    v.insert(v.end(), conn.begin(), conn.end());
+    return v;
+  };
+  return {
+      {"cqlstream ping", cli({"ping"}), false, "cluster: hostile"},
+      {"cqlstream info", cli({"info", kDataset}), false, std::to_string(kSamples)},
+      {"cqlstream verify", cli({"verify", kDataset}), true, std::to_string(kSamples)},
+      {"cqlstream bench", cli({"bench", kDataset, "--epochs", "1", "--warmup", "0", "--batch-size", "8", "--verify"}),
+       true, std::to_string(kSamples)},
+      {"cqlstream bench --ordered",
+       cli({"bench", kDataset, "--epochs", "1", "--warmup", "0", "--batch-size", "8", "--verify", "--ordered"}), true,
+       std::to_string(kSamples)},
+      {"Loader", {CQLSTREAM_HOSTILE_LOADER, "--port", p}, true, "OK " + std::to_string(kSamples)},
+      {"Loader ordered", {CQLSTREAM_HOSTILE_LOADER, "--port", p, "--ordered"}, true,
+       "OK " + std::to_string(kSamples)},
+  };
+}
+
+// "" when `r` is an outcome `e` allows, else why not.
+std::string Judge(const ChildResult& r, Expect e, const Probe& probe, const ModeInfo& m) {
+  if (Crashed(r)) return "crash, hang or runaway memory";
+  const bool correct = r.exit_code == 0 && r.out.find(probe.correct_marker) != std::string::npos;
+  if (r.exit_code == 3) return "a silently wrong result";
+  switch (e) {
+    case Expect::kCorrect:
+      return correct ? "" : "expected the honest result";
+    case Expect::kError:
+      if (r.exit_code == 0) return "expected an error, got success (a silently wrong result)";
+      return CleanError(r, m.problem) ? "" : std::string("expected a clean error naming the problem (") + m.problem + ")";
+    case Expect::kEither:
+      if (r.exit_code == 0) return correct ? "" : "success without the honest result";
+      return CleanError(r, "") ? "" : "expected a clean error or the honest result";
+  }
+  return "?";
+}
+
+class HostileTest : public ::testing::TestWithParam<ModeInfo> {};
+
+TEST_P(HostileTest, CliAndLoaderEndCleanly) {
+  const ModeInfo m = GetParam();
+  auto server = HostileServer::Start(m.mode);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const std::vector<Probe> probes = Probes((*server)->port());
+  std::vector<ChildSpec> specs;
+  for (const auto& p : probes) specs.push_back({p.label, p.args});
+  const std::vector<ChildResult> results = RunAll(specs, kBound);
+  (*server)->Stop();
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const Expect e = probes[i].reads_data ? m.expect : m.expect_connect;
+    const std::string why = Judge(results[i], e, probes[i], m);
+    EXPECT_EQ(why, "") << "mode " << m.name << ", " << results[i].Describe();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, HostileTest, ::testing::ValuesIn(AllModes()),
+                         [](const ::testing::TestParamInfo<ModeInfo>& i) {
+                           std::string n = i.param.name;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+// The server itself: honest answers decode with the client's own codec.
+TEST(HostileServer, ParsesTheSelectsCqlstreamSends) {
+  auto s = ParseSelect("SELECT seg, idx, size, image_size, checksum, label, labels, data FROM hostile.d_toy "
+                       "WHERE seg = ? AND idx = ?");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->table, "d_toy");
+  EXPECT_EQ(s->columns.size(), 8u);
+  EXPECT_EQ(s->where, (std::vector<std::string>{"seg", "idx"}));
+  auto l = ParseSelect("SELECT release_version FROM system.local WHERE key='local'");
+  ASSERT_TRUE(l.has_value());
+  EXPECT_TRUE(l->where.empty());
+  HonestWorld w;
+  Answer a = w.Run(*s, {cql::Bytes{0, 0, 0, 0}, cql::Bytes{0, 0, 0, 3}});
+  ASSERT_EQ(a.error_code, 0) << a.error;
+  int64_t bytes = 0;
+  for (const auto& r : a.table.rows) bytes += static_cast<int64_t>(r[7].as_blob().size());
+  EXPECT_EQ(bytes, static_cast<int64_t>(SamplePayload(3).size()));
+  EXPECT_GT(a.table.rows.size(), 1u) << "sample 3 spans several chunks";
+  Answer bad = w.Run(*ParseSelect("SELECT nope FROM system.local"), {});
+  EXPECT_EQ(bad.error_code, 0x2200);
+}
+
+}  // namespace
+}  // namespace cqlstream::hostile
