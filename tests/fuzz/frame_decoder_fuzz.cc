@@ -16,6 +16,10 @@
 //   byte 4  largest chunk: 1 << (b % 17)
 //   rest    the bytes a server sent
 //
+// In pieces, every ReadTarget() is checked against the bytes fed so far: a
+// target larger than max(read_chunk, bytes fed) that is not a sink's own
+// destination means the decoder sized memory by a declared length (abort).
+//
 // The same bytes are decoded twice — fed at once, and through
 // ReadTarget/Commit in pseudo-random pieces — and both decodings must agree
 // exactly (frames, sink callbacks, final status, stream of an unfinished
@@ -23,6 +27,7 @@
 // The one allowed difference: the sink of a frame the input ends in may have
 // seen fewer callbacks in pieces (the decoder may wait for more bytes before
 // it parses a large metadata again), but never different ones.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -74,6 +79,10 @@ class FuzzSink : public CellSink {
     dest_.assign(size_t(size) + ((c_.policy & 0x20) && dest_calls_ % 5 == 0 ? 1 : 0), 0xA5);
     directed_ = true;
     return std::span<uint8_t>(dest_);
+  }
+  // Whether `t` lies inside the destination this sink handed out.
+  bool Holds(std::span<uint8_t> t) const {
+    return !dest_.empty() && t.data() >= dest_.data() && t.data() + t.size() <= dest_.data() + dest_.size();
   }
   Status OnCell(int32_t row, int32_t col, std::optional<ByteView> data) override {
     uint64_t h = Mix(Mix(Mix(kSeed, 'C'), row), col);
@@ -169,6 +178,15 @@ Outcome Run(const Control& c, ByteView data, int mode, std::vector<DecodedFrame>
     while (pos < data.size() && st.ok()) {
       std::span<uint8_t> t = d.ReadTarget();
       if (t.empty()) abort();  // ReadTarget is never empty
+      // Memory follows the bytes that arrived, not the lengths the input
+      // declares (issue 9 item 19): a target is a read_chunk of the buffer,
+      // part of a sink's own destination, or a part of a buffered body no
+      // larger than what has arrived.
+      if (t.size() > std::max(o.read_chunk, pos)) {
+        bool in_dest = false;
+        for (const auto& s : sinks) in_dest = in_dest || s->Holds(t);
+        if (!in_dest) abort();
+      }
       x ^= x << 13;
       x ^= x >> 17;
       x ^= x << 5;
