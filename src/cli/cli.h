@@ -6,7 +6,9 @@
 // Connection flags (each also from CQLSTREAM_<NAME> in the environment; a
 // flag wins over the variable): --hosts H1,H2 (127.0.0.1), --port (9042),
 // --keyspace (cqlstream), --username, --password-file, --tls-ca, --tls-cert,
-// --tls-key, --local-dc, plus --tls-insecure-skip-verify. The password is
+// --tls-key, --tls-server-name, --local-dc, --connections(-per-host),
+// --io-threads, plus --tls-insecure-skip-verify. They are resolved and
+// checked by the resolver shared with Python and DALI (loader/option_kit.h). The password is
 // never taken from a flag (it would show in `ps`): --password-file or
 // CQLSTREAM_PASSWORD / CQLSTREAM_PASSWORD_FILE.
 //
@@ -34,7 +36,7 @@ class ConnectionFlags {
   StatusOr<std::shared_ptr<net::Session>> Connect(net::SessionOptions so = {}) const;
 
  private:
-  std::string hosts_, keyspace_, username_, password_file_, tls_ca_, tls_cert_, tls_key_, local_dc_;
+  std::string hosts_, keyspace_, username_, password_file_, tls_ca_, tls_cert_, tls_key_, tls_server_name_, local_dc_;
   int port_ = 0;
   int connections_ = 0;
   int io_threads_ = 0;

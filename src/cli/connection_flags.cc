@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/cli.h"
+#include "loader/option_kit.h"
 
 namespace cqlstream::cli {
 
@@ -19,50 +20,45 @@ void ConnectionFlags::Add(CLI::App* app) {
   g->add_option("--tls-ca", tls_ca_, "CA bundle (PEM) to verify the server; enables TLS (env CQLSTREAM_TLS_CA)");
   g->add_option("--tls-cert", tls_cert_, "Client certificate (PEM) for TLS (env CQLSTREAM_TLS_CERT)");
   g->add_option("--tls-key", tls_key_, "Client private key (PEM) for TLS (env CQLSTREAM_TLS_KEY)");
+  g->add_option("--tls-server-name", tls_server_name_,
+                "Name checked against the server certificate (default: the address connected to)");
   g->add_flag("--tls-insecure-skip-verify", tls_insecure_,
               "INSECURE: use TLS without verifying the server certificate");
   g->add_option("--local-dc", local_dc_, "Data center whose hosts are tried first (env CQLSTREAM_LOCAL_DC)");
-  g->add_option("--connections", connections_, "Connections per host (default 2)");
-  g->add_option("--io-threads", io_threads_, "I/O threads (default: min(4, cores))");
+  g->add_option("--connections,--connections-per-host", connections_, "Connections per host (1..64; default 2)");
+  g->add_option("--io-threads", io_threads_, "I/O threads (0..64; default: min(4, cores))");
   g->add_option("--timeout-ms", timeout_ms_, "Per-request timeout in milliseconds (default 12000)");
 }
 
 StatusOr<ConnectionOptions> ConnectionFlags::Resolve() const {
-  ConnectionOptions o;
-  CQLS_RETURN_IF_ERROR(o.ApplyEnvironment());
+  // One resolver for the CLI, Python and DALI (loader/option_kit.h): the
+  // flags given, then CQLSTREAM_* variables, then the defaults.
+  loader::OptionArgs a;
   if (!hosts_.empty()) {
-    o.hosts.clear();
+    a.hosts.emplace();
     std::stringstream ss(hosts_);
     std::string h;
-    while (std::getline(ss, h, ',')) {
-      if (!h.empty()) o.hosts.push_back(h);
-    }
+    while (std::getline(ss, h, ',')) a.hosts->push_back(h);
   }
-  if (port_ != 0) {
-    if (port_ < 1 || port_ > 65535) return Status::InvalidArgument(fmt::format("--port {} is not a TCP port", port_));
-    o.port = static_cast<uint16_t>(port_);
-  }
-  if (!keyspace_.empty()) o.keyspace = keyspace_;
-  if (!username_.empty()) o.username = username_;
-  if (!password_file_.empty()) CQLS_RETURN_IF_ERROR(o.LoadPasswordFile(password_file_, "--password-file"));
-  if (!tls_ca_.empty() || !tls_cert_.empty() || !tls_key_.empty() || tls_insecure_) {
-    if (!o.tls) o.tls.emplace();
-    if (!tls_ca_.empty()) o.tls->ca_file = tls_ca_;
-    if (!tls_cert_.empty()) o.tls->cert_file = tls_cert_;
-    if (!tls_key_.empty()) o.tls->key_file = tls_key_;
-    o.tls->insecure_skip_verify = tls_insecure_;
-  }
-  if (!local_dc_.empty()) o.local_dc = local_dc_;
-  if (connections_ != 0) o.connections_per_host = connections_;
-  if (io_threads_ != 0) o.io_threads = io_threads_;
+  if (port_ != 0) a.port = port_;
+  if (!keyspace_.empty()) a.keyspace = keyspace_;
+  if (!username_.empty()) a.username = username_;
+  if (!password_file_.empty()) a.password_file = password_file_;
+  if (!tls_ca_.empty()) a.tls_ca = tls_ca_;
+  if (!tls_cert_.empty()) a.tls_cert = tls_cert_;
+  if (!tls_key_.empty()) a.tls_key = tls_key_;
+  if (!tls_server_name_.empty()) a.tls_server_name = tls_server_name_;
+  a.tls_insecure_skip_verify = tls_insecure_;
+  if (!local_dc_.empty()) a.local_dc = local_dc_;
+  if (connections_ != 0) a.connections_per_host = connections_;
+  if (io_threads_ != 0) a.io_threads = io_threads_;
+  CQLS_ASSIGN_OR_RETURN(loader::ResolvedOptions r, loader::ResolveOptions(a, loader::OptionSpelling::kFlag));
+  ConnectionOptions o = std::move(r.connection);
   if (timeout_ms_ != 0) {
     if (timeout_ms_ < 0) return Status::InvalidArgument("--timeout-ms must be positive");
     o.request_timeout = std::chrono::milliseconds(timeout_ms_);
   }
-  CQLS_RETURN_IF_ERROR(o.Validate());
-  if (o.tls && o.tls->insecure_skip_verify) {
-    std::fprintf(stderr, "cqlstream: WARNING: %s\n", InsecureTlsWarning("--tls-insecure-skip-verify").c_str());
-  }
+  loader::PrintWarnings(r.warnings);
   return o;
 }
 
