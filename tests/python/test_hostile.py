@@ -1,0 +1,165 @@
+"""The Python cqlstream.Loader against every mode of the hostile fake CQL
+server (tests/hostile/hostile_server.h): each mode must end in a clean
+Python exception naming the problem, or in the honest dataset exactly; never
+a signal, a hang past the bound, or runaway memory.
+
+The server is the standalone binary tests/hostile/cqlstream-hostile-server of
+the build ($CQLSTREAM_HOSTILE_SERVER, else the first of $CQLSTREAM_BUILD_DIR,
+build, build-dali that has it, as conftest.cli_path finds the CLI). Each read
+runs in a child Python process, so that a crash or a hang is observed, not
+suffered. Needs no Cassandra node.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BOUND_S = 100.0  # the Loader here retries for at most 5 s per sample
+RSS_BOUND_MB = 400  # the interpreter and numpy alone take ~60 MB
+
+# Reads one epoch and says what came of it: OK n (exit 0), ERROR ... (exit 1)
+# or WRONG ... (exit 3, a silently wrong result). argv: port, ordered, dataset JSON path.
+CHILD = r"""
+import json, sys
+import cqlstream
+port, ordered, truth = int(sys.argv[1]), sys.argv[2] == "1", json.load(open(sys.argv[3]))
+want = {s["key"]: bytes.fromhex(s["hex"]) for s in truth["samples"]}
+try:
+    loader = cqlstream.Loader(truth["dataset"], split=truth["split"], keyspace=truth["keyspace"],
+                              hosts="127.0.0.1", port=port, batch_size=8, epochs=1, ordered=ordered,
+                              rank=0, world_size=1, connect_timeout=2.0, request_timeout=1.0,
+                              max_attempts=3, retry_budget=5.0)
+    seen = set()
+    for batch in loader:
+        data = bytes(batch.data)
+        for i in range(len(batch)):
+            k = int(batch.keys[i])
+            key = f"{k >> 32}:{k & 0xffffffff}"
+            got = data[int(batch.offsets[i]):int(batch.offsets[i]) + int(batch.sizes[i])]
+            if key not in want or key in seen or got != want[key]:
+                print(f"WRONG sample {key}: {len(got)} bytes, seen before: {key in seen}")
+                sys.exit(3)
+            seen.add(key)
+    loader.close()
+except Exception as e:  # every cqlstream error; a clean error is a result here
+    print(f"ERROR {type(e).__name__}: {e}")
+    sys.exit(1)
+if len(seen) != len(want):
+    print(f"WRONG {len(seen)} of {len(want)} samples")
+    sys.exit(3)
+print(f"OK {len(seen)}")
+"""
+
+
+def server_path() -> Path:
+    if os.environ.get("CQLSTREAM_HOSTILE_SERVER"):
+        return Path(os.environ["CQLSTREAM_HOSTILE_SERVER"])
+    tried = []
+    for b in (os.environ.get("CQLSTREAM_BUILD_DIR"), "build", "build-dali"):
+        if not b:
+            continue
+        build = Path(b) if Path(b).is_absolute() else ROOT / b
+        p = build / "tests" / "hostile" / "cqlstream-hostile-server"
+        if p.is_file():
+            return p
+        tried.append(str(p))
+    pytest.fail(f"cqlstream-hostile-server is not built (tried {', '.join(tried)}); "
+                "ninja -C build cqlstream-hostile-server, or set CQLSTREAM_HOSTILE_SERVER")
+
+
+def list_modes() -> list[tuple[str, str, str]]:
+    try:
+        p = server_path()
+    except pytest.fail.Exception:
+        return [("server-not-built", "correct", "")]
+    out = subprocess.run([str(p), "--list-modes"], capture_output=True, text=True, check=True, timeout=30).stdout
+    modes = []
+    for line in out.splitlines():
+        name, expect, _connect, problem = line.split(" ", 3)
+        modes.append((name, expect, "" if problem == "-" else problem))
+    return modes
+
+
+@pytest.fixture(scope="module")
+def truth(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("hostile") / "dataset.json"
+    out = subprocess.run([str(server_path()), "--print-dataset"], capture_output=True, text=True, check=True,
+                         timeout=30).stdout
+    json.loads(out)
+    path.write_text(out)
+    return path
+
+
+def start_server(mode: str) -> tuple[subprocess.Popen, int]:
+    p = subprocess.Popen([str(server_path()), "--mode", mode, "--listen", "127.0.0.1:0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if not line.startswith("listening "):
+        p.kill()
+        pytest.fail(f"hostile server did not start: {line!r} {p.stderr.read()}")
+    return p, int(line.rsplit(":", 1)[1])
+
+
+def run_child(port: int, ordered: bool, truth: Path) -> dict:
+    """Runs CHILD under BOUND_S; returns exit code / signal / hang / output / peak RSS."""
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(port), "1" if ordered else "0", str(truth)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    start = time.monotonic()
+    status, rss_kb, hung = None, 0, False
+    while status is None:
+        pid, st, ru = os.wait4(child.pid, os.WNOHANG)
+        if pid == child.pid:
+            status, rss_kb = st, ru.ru_maxrss
+            break
+        if time.monotonic() - start > BOUND_S:
+            child.kill()
+            _, status, ru = os.wait4(child.pid, 0)
+            rss_kb, hung = ru.ru_maxrss, True
+            break
+        time.sleep(0.05)
+    child.returncode = 0  # reaped above; keep Popen from waiting again
+    out, err = child.stdout.read(), child.stderr.read()
+    return {
+        "hung": hung,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) and not hung else 0,
+        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "out": out,
+        "err": err,
+        "rss_mb": rss_kb // 1024,
+        "seconds": time.monotonic() - start,
+    }
+
+
+@pytest.mark.parametrize("ordered", [False, True], ids=["ooo", "ordered"])
+@pytest.mark.parametrize("mode,expect,problem", [pytest.param(*m, id=m[0]) for m in list_modes()])
+def test_loader_against_hostile_server(mode: str, expect: str, problem: str, ordered: bool, truth: Path) -> None:
+    server, port = start_server(mode)
+    try:
+        r = run_child(port, ordered, truth)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    what = (f"mode {mode} (ordered={ordered}): exit {r['exit']}, signal {r['signal']}, hung {r['hung']}, "
+            f"{r['seconds']:.1f} s, peak RSS {r['rss_mb']} MB\nstdout: {r['out'][-1500:]}\nstderr: {r['err'][-1500:]}")
+    assert not r["hung"], "a hang past the bound: " + what
+    assert r["signal"] == 0, "killed by a signal: " + what
+    assert r["rss_mb"] <= RSS_BOUND_MB, "runaway memory: " + what
+    assert r["exit"] != 3, "a silently wrong result: " + what
+    assert r["exit"] in (0, 1), "neither a result nor a clean Python exception: " + what
+    correct = r["exit"] == 0 and r["out"].startswith("OK ")
+    if expect == "correct":
+        assert correct, "expected the honest dataset: " + what
+    elif expect == "error":
+        assert r["exit"] == 1, "expected a clean error: " + what
+        words = [w for w in problem.split("|") if w]
+        text = (r["out"] + r["err"]).lower()
+        assert not words or any(w.lower() in text for w in words), f"error does not name the problem ({problem}): " + what
+    else:
+        assert correct or r["exit"] == 1, "expected a clean error or the honest dataset: " + what
