@@ -12,6 +12,7 @@
 #include "store/export.h"
 #include "store/progress.h"
 #include "store/stats.h"
+#include "util/escape.h"
 
 namespace cqlstream::cli {
 
@@ -21,7 +22,9 @@ void RegisterExport(CLI::App& app, Action* action) {
   auto name = std::make_shared<std::string>();
   auto o = std::make_shared<store::ExportOptions>();
   cmd->add_option("name", *name, "Dataset")->required();
-  cmd->add_option("dir", o->dir, "Output folder (created)")->required();
+  cmd->add_option("dir", o->dir, "Output folder (created; must be empty unless --force)")->required();
+  cmd->add_flag("--force", o->force,
+                "Write into a non-empty folder (existing files are kept; a taken name gets a .<seg>_<idx> suffix)");
   cmd->add_option("--split", o->split, "Only this split");
   cmd->add_option("--concurrency", o->concurrency, "Samples read at once (default 16)")->check(CLI::Range(1, 1024));
   flags->Add(cmd);
@@ -41,10 +44,13 @@ void RegisterExport(CLI::App& app, Action* action) {
       Status st = store::Export(s, *d, *o, &r);
       line.Finish();
       s.Close();
-      for (const auto& p : r.problems) std::fprintf(stderr, "cqlstream: not exported: %s\n", p.c_str());
+      for (const auto& p : r.problems) fmt::print(stderr, "cqlstream: not exported: {}\n", PrintableText(p));
+      if (r.problems_omitted > 0) {
+        fmt::print(stderr, "cqlstream: not exported: {} more (not listed)\n", store::Thousands(r.problems_omitted));
+      }
       fmt::print("exported {} of {} samples ({} files, {}) to {} in {:.1f} s{}\n", store::Thousands(r.samples),
                  store::Thousands(r.total), store::Thousands(r.files), store::HumanBytes(static_cast<double>(r.bytes)),
-                 o->dir, r.seconds,
+                 PrintableText(o->dir), r.seconds,
                  r.renamed ? fmt::format("; {} renamed to avoid name collisions", r.renamed) : std::string());
       if (!st.ok()) return ReportError(st);
       return r.problems.empty() ? 0 : 1;

@@ -1,48 +1,30 @@
 // Copyright (c) cqlstream authors.
 #include "store/export.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 
 #include "store/catalog.h"
 #include "store/scan.h"
+#include "util/mutex.h"
+#include "util/output_dir.h"
 
 namespace cqlstream::store {
 namespace fs = std::filesystem;
 namespace {
 
-Status WriteWhole(const std::string& path, const uint8_t* data, size_t n) {
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  if (ec) return Status::IOError(fmt::format("cannot create the folder of '{}': {}", path, ec.message()));
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IOError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
-  while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      ::close(fd);
-      return Status::IOError(fmt::format("write to '{}' failed: {}", path, std::strerror(e)));
-    }
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-  if (::close(fd) != 0) return Status::IOError(fmt::format("closing '{}' failed: {}", path, std::strerror(errno)));
-  return Status::OK();
-}
+// Distinct extra-column names a manifest may get; more is a corrupt dataset.
+constexpr size_t kMaxExtraColumns = 4096;
+// Largest sample export buffers (the ingest limit is 2^32 bytes).
+constexpr int64_t kMaxSampleBytes = int64_t{1} << 32;
 
 std::string CsvField(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
@@ -62,12 +44,248 @@ std::string WithSuffix(const std::string& rel, SampleKey key) {
   return p.has_parent_path() ? (p.parent_path() / name).string() : name;
 }
 
-struct Job {
-  MetaRow meta;
-  std::string split;
-  std::string image_out;   // relative to DIR
-  std::string target_out;  // "" when none
+// One sample's bytes read from d_<name>: `what` is empty when they are whole
+// and match the checksum.
+struct SampleBytes {
+  std::unique_ptr<uint8_t[]> buf;
+  int64_t size = -1, image_size = 0;
+  std::string what;
 };
+
+Status FetchSample(net::Session& s, const net::PreparedPtr& q, SampleKey key, SampleBytes* out) {
+  int64_t checksum = 0, got = 0;
+  bool overflow = false;
+  net::Statement st = net::Statement::Bound(q, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
+  st.idempotent = true;
+  st.consistency = cql::Consistency::kLocalQuorum;
+  st.page_size = 8;
+  CQLS_RETURN_IF_ERROR(s.ForEachPage(st, [&](const cql::Rows& r) {
+    for (int32_t row = 0; row < r.row_count(); ++row) {
+      if (out->size < 0) {
+        auto v = r.value(row, kColSize);
+        if (!v.ok() || v->kind() != Value::Kind::kBigint || v->as_bigint() < 0 || v->as_bigint() > kMaxSampleBytes) {
+          out->size = 0;
+          overflow = true;
+          continue;
+        }
+        out->size = v->as_bigint();
+        auto is = r.value(row, kColImageSize);
+        out->image_size = is.ok() && is->kind() == Value::Kind::kBigint ? is->as_bigint() : out->size;
+        auto cs = r.value(row, kColChecksum);
+        checksum = cs.ok() && cs->kind() == Value::Kind::kBigint ? cs->as_bigint() : 0;
+        out->buf.reset(new uint8_t[static_cast<size_t>(std::max<int64_t>(1, out->size))]);
+      }
+      auto cell = r.cell(row, kColData);
+      if (!cell || overflow) continue;
+      if (static_cast<int64_t>(cell->size()) > out->size - got) {
+        overflow = true;
+        continue;
+      }
+      std::memcpy(out->buf.get() + got, cell->data(), cell->size());
+      got += static_cast<int64_t>(cell->size());
+    }
+    return Status::OK();
+  }));
+  if (out->size < 0) {
+    out->what = "missing data";
+  } else if (overflow || got != out->size) {
+    out->what = "incomplete or oversized data";
+  } else if (static_cast<int64_t>(XXH64(out->buf.get(), static_cast<size_t>(out->size), 0)) != checksum) {
+    out->what = "checksum mismatch";
+  } else if (out->image_size < 0 || out->image_size > out->size) {
+    out->what = "bad image_size";
+  }
+  return Status::OK();
+}
+
+// The extra-column names of every committed metadata row (sorted).
+StatusOr<std::set<std::string>> ExtraColumns(net::Session& s, const DatasetInfo& d,
+                                             const std::vector<SegmentInfo>& segs, int concurrency) {
+  Mutex mu;
+  std::set<std::string> cols;
+  CQLS_RETURN_IF_ERROR(ScanMeta(s, d, segs, concurrency, [&](const BlockRef&, std::vector<MetaRow>& rows) -> Status {
+    MutexLock l(&mu);
+    for (const auto& m : rows) {
+      for (const auto& [k, v] : m.extra) {
+        if (k != "path" && k != "label" && k != "labels" && k != "target" && k != "split") cols.insert(k);
+      }
+    }
+    if (cols.size() > kMaxExtraColumns) {
+      return Status::Corruption(fmt::format("dataset '{}' has more than {} distinct extra columns", d.name,
+                                            kMaxExtraColumns));
+    }
+    return Status::OK();
+  }));
+  return cols;
+}
+
+// The state of one Export call shared by its steps.
+class Exporter {
+ public:
+  Exporter(net::Session& s, const DatasetInfo& d, const ExportOptions& o, ExportReport* r) : s_(s), d_(d), o_(o), r_(r) {}
+
+  Status Run(const std::vector<SegmentInfo>& segs);
+
+ private:
+  struct Job {
+    MetaRow meta;
+    std::string image_out, target_out;  // relative to DIR; target_out "" when none
+    bool written = false;
+  };
+
+  Status ClaimName(const std::string& wanted, SampleKey key, std::string* got);
+  Status WriteJob(Job& j);
+  Status Block(const BlockRef& b, const std::string& split);
+  void Problem(const Job& j, const std::string& what) EXCLUDES(mu_);
+  std::string ManifestRow(const Job& j, const std::string& split) const;
+
+  net::Session& s_;
+  const DatasetInfo& d_;
+  const ExportOptions& o_;
+  ExportReport* r_;  // counters written by the calling thread; problems under mu_
+  std::unique_ptr<OutputDir> out_;
+  net::PreparedPtr meta_q_, data_q_;
+  bool manifest_ = false;
+  std::set<std::string> extra_cols_;
+  Mutex mu_;
+  std::vector<std::string> problems_ GUARDED_BY(mu_);
+  int64_t problems_omitted_ GUARDED_BY(mu_) = 0;
+};
+
+Status Exporter::ClaimName(const std::string& wanted, SampleKey key, std::string* got) {
+  CQLS_ASSIGN_OR_RETURN(bool created, out_->CreateExclusive(wanted));
+  if (created) {
+    *got = wanted;
+    return Status::OK();
+  }
+  const std::string alt = WithSuffix(wanted, key);
+  CQLS_ASSIGN_OR_RETURN(created, out_->CreateExclusive(alt));
+  if (!created) {
+    return Status::AlreadyExists(fmt::format("'{}' and '{}' already exist in '{}'", wanted, alt, o_.dir));
+  }
+  r_->renamed++;
+  *got = alt;
+  return Status::OK();
+}
+
+void Exporter::Problem(const Job& j, const std::string& what) {
+  MutexLock l(&mu_);
+  if (problems_.size() < kMaxProblemsKept) {
+    problems_.push_back(fmt::format("{} {}: {}", FormatKey(j.meta.key), j.meta.path, what));
+  } else {
+    problems_omitted_++;
+  }
+}
+
+// Reads one sample and writes its files (already created empty). A sample
+// that cannot be read is a problem: its empty files are removed.
+Status Exporter::WriteJob(Job& j) {
+  SampleBytes b;
+  CQLS_RETURN_IF_ERROR(FetchSample(s_, data_q_, j.meta.key, &b));
+  if (b.what.empty()) {
+    CQLS_RETURN_IF_ERROR(out_->Append(j.image_out, b.buf.get(), static_cast<size_t>(b.image_size)));
+    if (!j.target_out.empty()) {
+      CQLS_RETURN_IF_ERROR(out_->Append(j.target_out, b.buf.get() + b.image_size,
+                                        static_cast<size_t>(b.size - b.image_size)));
+    }
+    j.written = true;
+    j.meta.size = b.size;
+    return Status::OK();
+  }
+  Problem(j, b.what);
+  CQLS_RETURN_IF_ERROR(out_->Remove(j.image_out));
+  if (!j.target_out.empty()) CQLS_RETURN_IF_ERROR(out_->Remove(j.target_out));
+  return Status::OK();
+}
+
+std::string Exporter::ManifestRow(const Job& j, const std::string& split) const {
+  std::string csv = CsvField(j.image_out);
+  if (d_.label_kind == LabelKind::kMultiLabel) {
+    std::string l;
+    for (size_t i = 0; i < j.meta.labels.size(); ++i) {
+      const int32_t x = j.meta.labels[i];
+      l += (i ? ";" : "") +
+           (x >= 0 && static_cast<size_t>(x) < d_.class_names.size() ? d_.class_names[x] : std::to_string(x));
+    }
+    csv += "," + CsvField(l);
+  }
+  if (d_.label_kind == LabelKind::kTarget) csv += "," + CsvField(j.target_out);
+  csv += "," + CsvField(split);
+  for (const auto& c : extra_cols_) {
+    auto it = j.meta.extra.find(c);
+    csv += "," + (it == j.meta.extra.end() ? std::string() : CsvField(it->second));
+  }
+  return csv + "\n";
+}
+
+// One metadata block: names claimed in key order, bytes fetched and written
+// in parallel, manifest rows appended in key order.
+Status Exporter::Block(const BlockRef& b, const std::string& split) {
+  CQLS_ASSIGN_OR_RETURN(std::vector<MetaRow> rows, ReadMetaBlock(s_, meta_q_, b));
+  std::vector<Job> jobs;
+  jobs.reserve(rows.size());
+  for (auto& m : rows) {
+    Job j{std::move(m), "", "", false};
+    CQLS_RETURN_IF_ERROR(ClaimName(ExportPath(d_, split, j.meta.path, j.meta.label), j.meta.key, &j.image_out));
+    if (!j.meta.target_path.empty()) {
+      CQLS_RETURN_IF_ERROR(
+          ClaimName(SafeRelativePath(split) + "/" + SafeRelativePath(j.meta.target_path), j.meta.key, &j.target_out));
+    }
+    jobs.push_back(std::move(j));
+  }
+  CQLS_RETURN_IF_ERROR(ParallelFor(jobs.size(), o_.concurrency, [&](size_t i) { return WriteJob(jobs[i]); }, o_.stop));
+  std::string csv;
+  for (const auto& j : jobs) {
+    if (!j.written) continue;
+    r_->samples++;
+    r_->files += j.target_out.empty() ? 1 : 2;
+    r_->bytes += j.meta.size;
+    if (manifest_) csv += ManifestRow(j, split);
+  }
+  if (manifest_ && !csv.empty()) {
+    CQLS_RETURN_IF_ERROR(out_->Append("manifest.csv", reinterpret_cast<const uint8_t*>(csv.data()), csv.size()));
+  }
+  if (o_.on_progress) o_.on_progress(r_->samples, r_->total, r_->bytes);
+  return Status::OK();
+}
+
+Status Exporter::Run(const std::vector<SegmentInfo>& segs) {
+  CQLS_ASSIGN_OR_RETURN(out_, OutputDir::Open(o_.dir, o_.force));
+  std::map<int32_t, std::string> split_of;
+  for (const auto& g : segs) split_of[g.seg] = g.split;
+  const std::vector<BlockRef> blocks = CommittedBlocks(segs);
+  for (const auto& b : blocks) r_->total += b.end_idx() - b.first_idx();
+  // A manifest for what a folder layout cannot say.
+  manifest_ = d_.label_kind != LabelKind::kClass;
+  if (manifest_) {
+    CQLS_ASSIGN_OR_RETURN(extra_cols_, ExtraColumns(s_, d_, segs, o_.concurrency));
+    CQLS_ASSIGN_OR_RETURN(bool created, out_->CreateExclusive("manifest.csv"));
+    if (!created) return Status::AlreadyExists(fmt::format("'{}' already holds a manifest.csv", o_.dir));
+    std::string csv = "path";
+    if (d_.label_kind == LabelKind::kMultiLabel) csv += ",labels";
+    if (d_.label_kind == LabelKind::kTarget) csv += ",target";
+    csv += ",split";
+    for (const auto& c : extra_cols_) csv += "," + CsvField(c);
+    csv += "\n";
+    CQLS_RETURN_IF_ERROR(out_->Append("manifest.csv", reinterpret_cast<const uint8_t*>(csv.data()), csv.size()));
+  }
+  CQLS_ASSIGN_OR_RETURN(meta_q_, s_.Prepare(MetaBlockQuery(d_)));
+  CQLS_ASSIGN_OR_RETURN(data_q_, s_.Prepare(DataReadQuery(d_)));
+  Status st;
+  for (const auto& b : blocks) {
+    if (o_.stop != nullptr && o_.stop->load()) {
+      st = Status::Cancelled("interrupted");
+      break;
+    }
+    st = Block(b, split_of[b.seg]);
+    if (!st.ok()) break;
+  }
+  MutexLock l(&mu_);
+  r_->problems = std::move(problems_);
+  r_->problems_omitted = problems_omitted_;
+  std::sort(r_->problems.begin(), r_->problems.end());
+  return st;
+}
 
 }  // namespace
 
@@ -78,6 +296,7 @@ std::string SafeRelativePath(const std::string& p) {
   while (i <= p.size()) {
     const size_t slash = p.find('/', i);
     std::string comp = p.substr(i, slash == std::string::npos ? std::string::npos : slash - i);
+    std::replace(comp.begin(), comp.end(), '\0', '_');
     if (comp == "..") comp = "_";
     if (!comp.empty() && comp != ".") out += (out.empty() ? "" : "/") + comp;
     if (slash == std::string::npos) break;
@@ -91,7 +310,11 @@ std::string ExportPath(const DatasetInfo& d, const std::string& split, const std
   if (d.label_kind == LabelKind::kClass) {
     std::string cls = "_unlabeled";
     if (label && *label >= 0 && static_cast<size_t>(*label) < d.class_names.size()) cls = d.class_names[*label];
-    return SafeRelativePath(split) + "/" + SafeRelativePath(cls) + "/" + fs::path(path).filename().string();
+    // The base name; a path ending in '/', '.' or '..' has none that is a
+    // file name, SafeRelativePath maps those to '_'.
+    const size_t slash = path.rfind('/');
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    return SafeRelativePath(split) + "/" + SafeRelativePath(cls) + "/" + SafeRelativePath(base);
   }
   return SafeRelativePath(split) + "/" + SafeRelativePath(path);
 }
@@ -101,159 +324,17 @@ Status Export(net::Session& s, const DatasetInfo& d, const ExportOptions& o, Exp
   *report = ExportReport();
   if (o.dir.empty()) return Status::InvalidArgument("no output folder given");
   std::vector<SegmentInfo> segs;
-  std::map<int32_t, std::string> split_of;
   for (const auto& g : d.segments) {
     if (!o.split.empty() && g.split != o.split) continue;
     segs.push_back(g);
-    split_of[g.seg] = g.split;
   }
   if (!o.split.empty() && segs.empty()) {
     return Status::NotFound(fmt::format("dataset '{}' has no split '{}'", d.name, o.split));
   }
-
-  // 1. Every committed metadata row, then output names in key order (so that
-  //    collisions resolve the same way on every run).
-  std::vector<Job> jobs;
-  std::mutex mu;
-  CQLS_RETURN_IF_ERROR(ScanMeta(s, d, segs, o.concurrency, [&](const BlockRef& b, std::vector<MetaRow>& rows) {
-    std::lock_guard<std::mutex> l(mu);
-    for (auto& m : rows) jobs.push_back(Job{std::move(m), split_of[b.seg], "", ""});
-    return Status::OK();
-  }));
-  std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.meta.key < b.meta.key; });
-  report->total = static_cast<int64_t>(jobs.size());
-  std::set<std::string> taken;
-  auto claim = [&](std::string rel, SampleKey key) {
-    if (!taken.insert(rel).second) {
-      rel = WithSuffix(rel, key);
-      taken.insert(rel);
-      report->renamed++;
-    }
-    return rel;
-  };
-  for (auto& j : jobs) {
-    j.image_out = claim(ExportPath(d, j.split, j.meta.path, j.meta.label), j.meta.key);
-    if (!j.meta.target_path.empty()) {
-      j.target_out = claim(SafeRelativePath(j.split) + "/" + SafeRelativePath(j.meta.target_path), j.meta.key);
-    }
-  }
-
-  // 2. The bytes.
-  CQLS_ASSIGN_OR_RETURN(net::PreparedPtr data_q, s.Prepare(DataReadQuery(d)));
-  Status st = ParallelFor(
-      jobs.size(), o.concurrency,
-      [&](size_t i) -> Status {
-        const Job& j = jobs[i];
-        std::unique_ptr<uint8_t[]> buf;
-        int64_t size = -1, image_size = 0, checksum = 0, got = 0;
-        bool overflow = false;
-        net::Statement q =
-            net::Statement::Bound(data_q, {Value::Int(KeySegment(j.meta.key)), Value::Int(KeyIndex(j.meta.key))});
-        q.idempotent = true;
-        q.consistency = cql::Consistency::kLocalQuorum;
-        q.page_size = 8;
-        CQLS_RETURN_IF_ERROR(s.ForEachPage(q, [&](const cql::Rows& r) {
-          for (int32_t row = 0; row < r.row_count(); ++row) {
-            if (size < 0) {
-              auto v = r.value(row, kColSize);
-              if (!v.ok() || v->kind() != Value::Kind::kBigint || v->as_bigint() < 0 ||
-                  static_cast<uint64_t>(v->as_bigint()) > (1ull << 32)) {
-                size = 0;
-                overflow = true;
-                continue;
-              }
-              size = v->as_bigint();
-              auto is = r.value(row, kColImageSize);
-              image_size = is.ok() && is->kind() == Value::Kind::kBigint ? is->as_bigint() : size;
-              auto cs = r.value(row, kColChecksum);
-              checksum = cs.ok() && cs->kind() == Value::Kind::kBigint ? cs->as_bigint() : 0;
-              buf.reset(new uint8_t[static_cast<size_t>(std::max<int64_t>(1, size))]);
-            }
-            auto cell = r.cell(row, kColData);
-            if (!cell || overflow) continue;
-            if (got + static_cast<int64_t>(cell->size()) > size) {
-              overflow = true;
-              continue;
-            }
-            std::memcpy(buf.get() + got, cell->data(), cell->size());
-            got += static_cast<int64_t>(cell->size());
-          }
-          return Status::OK();
-        }));
-        std::string what;
-        if (size < 0) {
-          what = "missing data";
-        } else if (overflow || got != size) {
-          what = "incomplete or oversized data";
-        } else if (static_cast<int64_t>(XXH64(buf.get(), static_cast<size_t>(size), 0)) != checksum) {
-          what = "checksum mismatch";
-        } else if (image_size < 0 || image_size > size) {
-          what = "bad image_size";
-        }
-        if (!what.empty()) {
-          std::lock_guard<std::mutex> l(mu);
-          report->problems.push_back(fmt::format("{} {}: {}", FormatKey(j.meta.key), j.meta.path, what));
-          return Status::OK();
-        }
-        CQLS_RETURN_IF_ERROR(WriteWhole((fs::path(o.dir) / j.image_out).string(), buf.get(),
-                                        static_cast<size_t>(image_size)));
-        int files = 1;
-        if (!j.target_out.empty()) {
-          CQLS_RETURN_IF_ERROR(WriteWhole((fs::path(o.dir) / j.target_out).string(), buf.get() + image_size,
-                                          static_cast<size_t>(size - image_size)));
-          ++files;
-        }
-        std::lock_guard<std::mutex> l(mu);
-        report->files += files;
-        report->samples++;
-        report->bytes += size;
-        if (o.on_progress && (report->samples % 256 == 0 || report->samples == report->total)) {
-          o.on_progress(report->samples, report->total, report->bytes);
-        }
-        return Status::OK();
-      },
-      o.stop);
-  if (!st.ok()) return st;
-
-  // 3. A manifest for what a folder layout cannot say.
-  if (d.label_kind != LabelKind::kClass) {
-    std::set<std::string> extra_cols;
-    for (const auto& j : jobs) {
-      for (const auto& [k, v] : j.meta.extra) {
-        if (k != "path" && k != "label" && k != "labels" && k != "target" && k != "split") extra_cols.insert(k);
-      }
-    }
-    std::string csv = "path";
-    if (d.label_kind == LabelKind::kMultiLabel) csv += ",labels";
-    if (d.label_kind == LabelKind::kTarget) csv += ",target";
-    csv += ",split";
-    for (const auto& c : extra_cols) csv += "," + CsvField(c);
-    csv += "\n";
-    for (const auto& j : jobs) {
-      csv += CsvField(j.image_out);
-      if (d.label_kind == LabelKind::kMultiLabel) {
-        std::string l;
-        for (size_t i = 0; i < j.meta.labels.size(); ++i) {
-          const int32_t x = j.meta.labels[i];
-          l += (i ? ";" : "") + (x >= 0 && static_cast<size_t>(x) < d.class_names.size() ? d.class_names[x]
-                                                                                           : std::to_string(x));
-        }
-        csv += "," + CsvField(l);
-      }
-      if (d.label_kind == LabelKind::kTarget) csv += "," + CsvField(j.target_out);
-      csv += "," + CsvField(j.split);
-      for (const auto& c : extra_cols) {
-        auto it = j.meta.extra.find(c);
-        csv += "," + (it == j.meta.extra.end() ? std::string() : CsvField(it->second));
-      }
-      csv += "\n";
-    }
-    CQLS_RETURN_IF_ERROR(WriteWhole((fs::path(o.dir) / "manifest.csv").string(),
-                                    reinterpret_cast<const uint8_t*>(csv.data()), csv.size()));
-  }
-  std::sort(report->problems.begin(), report->problems.end());
+  Exporter e(s, d, o, report);
+  Status st = e.Run(segs);
   report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return Status::OK();
+  return st;
 }
 
 }  // namespace cqlstream::store

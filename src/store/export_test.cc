@@ -29,5 +29,24 @@ TEST(ExportTest, PathsFollowTheLabelKind) {
   EXPECT_EQ(ExportPath(d, "train", "../2.jpg", std::nullopt), "train/_/2.jpg");
 }
 
+// Issue 9 item 8: a stored file name of '.', '..' or nothing used to give
+// an output path naming a folder ("val/cat/..") or ending in '/'.
+TEST(ExportTest, DotAndEmptyFileNamesBecomeSafeNames) {
+  DatasetInfo d;
+  d.label_kind = LabelKind::kClass;
+  d.class_names = {"cat", ".."};
+  EXPECT_EQ(ExportPath(d, "val", "a/..", 0), "val/cat/_");
+  EXPECT_EQ(ExportPath(d, "val", "a/.", 0), "val/cat/_");
+  EXPECT_EQ(ExportPath(d, "val", "a/", 0), "val/cat/_");
+  EXPECT_EQ(ExportPath(d, "val", "", 0), "val/cat/_");
+  EXPECT_EQ(ExportPath(d, "val", "..", 0), "val/cat/_");
+  EXPECT_EQ(ExportPath(d, "val", "x.png", 1), "val/_/x.png");  // a class named '..'
+  EXPECT_EQ(ExportPath(d, "..", "x.png", 0), "_/cat/x.png");
+  d.label_kind = LabelKind::kNone;
+  EXPECT_EQ(ExportPath(d, "train", "a/..", std::nullopt), "train/a/_");
+  EXPECT_EQ(ExportPath(d, "train", "/", std::nullopt), "train/_");
+  EXPECT_EQ(SafeRelativePath(std::string("a\0b", 3)), "a_b");
+}
+
 }  // namespace
 }  // namespace cqlstream::store
