@@ -13,6 +13,7 @@
 #include "store/catalog.h"
 #include "store/progress.h"
 #include "store/stats.h"
+#include "util/escape.h"
 
 namespace cqlstream::cli {
 namespace {
@@ -51,14 +52,14 @@ void RegisterInfo(CLI::App& app, Action* action) {
         s.Close();
         return ReportError(d.status());
       }
-      fmt::print("dataset      {}.{}\n", d->keyspace, d->name);
+      fmt::print("dataset      {}.{}\n", PrintableText(d->keyspace), PrintableText(d->name));
       fmt::print("layout       version {}\n", d->layout_version);
       fmt::print("created      {}\n", Time(d->created_ms));
-      if (!d->description.empty()) fmt::print("description  {}\n", d->description);
+      if (!d->description.empty()) fmt::print("description  {}\n", PrintableText(d->description));
       fmt::print("label kind   {}\n", LabelKindName(d->label_kind));
       fmt::print("chunk size   {} bytes\n", d->chunk_size);
-      fmt::print("checksum     {}\n", d->checksum);
-      fmt::print("tables       {}, {}\n", d->data_table(), d->meta_table());
+      fmt::print("checksum     {}\n", PrintableText(d->checksum));
+      fmt::print("tables       {}, {}\n", PrintableText(d->data_table()), PrintableText(d->meta_table()));
       fmt::print("\nsplits\n");
       fmt::print("  {:<12} {:>12} {:>12} {:>9}   {}\n", "split", "samples", "bytes", "segments", "sizes");
       for (const auto& sp : d->splits()) {
@@ -78,14 +79,14 @@ void RegisterInfo(CLI::App& app, Action* action) {
                                          store::HumanBytes(static_cast<double>(sum.median)),
                                          store::HumanBytes(static_cast<double>(sum.p99)),
                                          store::HumanBytes(static_cast<double>(sum.max)));
-        fmt::print("  {:<12} {:>12} {:>12} {:>9}   {}\n", sp, store::Thousands(d->Count(sp)),
+        fmt::print("  {:<12} {:>12} {:>12} {:>9}   {}\n", PrintableText(sp), store::Thousands(d->Count(sp)),
                    store::HumanBytes(static_cast<double>(d->Bytes(sp))),
                    open ? fmt::format("{} ({} open)", segs, open) : std::to_string(segs), sizes);
       }
       fmt::print("\nsegments\n");
       for (const auto& g : d->segments) {
-        fmt::print("  {:>4}  {:<10} {:>10} {:>10}  {:<6}  {}\n", g.seg, g.split, store::Thousands(g.count),
-                   store::HumanBytes(static_cast<double>(g.bytes)), g.state, g.source);
+        fmt::print("  {:>4}  {:<10} {:>10} {:>10}  {:<6}  {}\n", g.seg, PrintableText(g.split), store::Thousands(g.count),
+                   store::HumanBytes(static_cast<double>(g.bytes)), PrintableText(g.state), PrintableText(g.source));
       }
       if (d->class_names.empty()) {
         s.Close();
@@ -105,11 +106,11 @@ void RegisterInfo(CLI::App& app, Action* action) {
       fmt::print("\nclasses ({})\n", d->class_names.size());
       std::string head = fmt::format("  {:>5}  {:<24}", "label", "class");
       if (!*no_counts) {
-        for (const auto& sp : splits) head += fmt::format(" {:>10}", sp);
+        for (const auto& sp : splits) head += fmt::format(" {:>10}", PrintableText(sp));
       }
       fmt::print("{}\n", head);
       for (size_t i = 0; i < d->class_names.size(); ++i) {
-        std::string row = fmt::format("  {:>5}  {:<24}", i, d->class_names[i]);
+        std::string row = fmt::format("  {:>5}  {:<24}", i, PrintableText(d->class_names[i]));
         if (!*no_counts) {
           for (const auto& sp : splits) {
             const auto& v = counts[sp];

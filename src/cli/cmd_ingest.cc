@@ -11,12 +11,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/cli.h"
 #include "store/ingest.h"
 #include "store/progress.h"
 #include "store/stats.h"
+#include "util/escape.h"
 
 namespace cqlstream::cli {
 namespace {
@@ -30,6 +32,7 @@ struct IngestFlags {
   std::string shard;
   bool strict = false;
   bool allow_same_paths = false;
+  bool allow_paths_outside = false;
   int64_t chunk_size = 0;
   std::string replication = "simple:1";
   int concurrency = 64;
@@ -39,6 +42,48 @@ struct IngestFlags {
   int64_t crash_after = -1;
   int64_t commit_every = 0;
 };
+
+// The per-split lines and the totals. After an error nothing reads like
+// success: each split says what its segment row holds (what a reader sees)
+// and how much of what was written is not committed.
+void PrintSummary(const store::IngestReport& report, const std::string& dataset, bool ok) {
+  for (const auto& r : report.splits) {
+    std::string what;
+    if (r.action == "complete") {
+      what = fmt::format("already complete ({} samples)", store::Thousands(r.count));
+    } else if (r.action == "nothing new") {
+      what = "nothing new in the source";
+    } else if (r.action == "not started") {
+      what = "not started (run the same command again)";
+    } else if (!ok) {
+      what = fmt::format("stopped: {} samples written ({}), {} skipped; {} of them committed, segment holds {} (open)",
+                         store::Thousands(r.written), store::HumanBytes(static_cast<double>(r.bytes)),
+                         store::Thousands(r.skipped), store::Thousands(std::max<int64_t>(0, r.count - r.start_count)),
+                         store::Thousands(r.count));
+    } else {
+      what = fmt::format("{} samples written ({}), {} skipped; segment holds {}{}", store::Thousands(r.written),
+                         store::HumanBytes(static_cast<double>(r.bytes)), store::Thousands(r.skipped),
+                         store::Thousands(r.count), r.sealed ? " (sealed)" : " (open)");
+    }
+    fmt::print("split {:<10} segment {:<4} {:<9} {}\n", PrintableText(r.split), r.seg, r.action, what);
+  }
+  if (!report.skips.empty()) {
+    fmt::print(stderr, "cqlstream: skipped items by reason:\n{}", report.FormatSkips(20));
+  }
+  const double secs = std::max(report.seconds, 1e-9);
+  if (ok) {
+    fmt::print("ingested {} samples ({}) into '{}' in {:.1f} s: {} items/s, {:.1f} MB/s; {} skipped\n",
+               store::Thousands(report.written), store::HumanBytes(static_cast<double>(report.bytes)), dataset,
+               report.seconds, store::Thousands(static_cast<int64_t>(static_cast<double>(report.written) / secs + 0.5)),
+               static_cast<double>(report.bytes) / 1e6 / secs, store::Thousands(static_cast<int64_t>(report.skips.size())));
+  } else {
+    int64_t committed = 0;
+    for (const auto& r : report.splits) committed += std::max<int64_t>(0, r.count - r.start_count);
+    fmt::print("ingest of '{}' did not finish after {:.1f} s: {} samples written, {} committed by this run\n", dataset,
+               report.seconds, store::Thousands(report.written), store::Thousands(committed));
+  }
+  std::fflush(stdout);
+}
 
 int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replication_given) {
   store::IngestOptions o;
@@ -62,6 +107,7 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
   }
   o.strict = f.strict;
   o.allow_same_paths = f.allow_same_paths;
+  o.source.allow_paths_outside = f.allow_paths_outside;
   if (f.chunk_size != 0) {
     if (f.chunk_size < 0 || f.chunk_size > INT32_MAX) {
       return ReportError(Status::InvalidArgument("--chunk-size is out of range"));
@@ -84,11 +130,11 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
   store::ProgressLine line(stderr, tty, "ingest");
   o.on_note = [&](const std::string& n) {
     line.Finish();
-    std::fprintf(stderr, "cqlstream: note: %s\n", n.c_str());
+    fmt::print(stderr, "cqlstream: note: {}\n", PrintableText(n));
   };
   o.on_progress = [&](const store::IngestProgress& p) {
     const std::string extra =
-        fmt::format("[{}]{}", p.split, p.skipped ? fmt::format("  skipped {}", store::Thousands(p.skipped)) : "");
+        fmt::format("[{}]{}", PrintableText(p.split), p.skipped ? fmt::format("  skipped {}", store::Thousands(p.skipped)) : "");
     line.Update(p.items_done, p.items_total, p.bytes_done, p.bytes_total, extra);
   };
 
@@ -99,34 +145,10 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
   line.Finish();
   (*session)->Close();
 
-  for (const auto& r : report.splits) {
-    std::string what;
-    if (r.action == "complete") {
-      what = fmt::format("already complete ({} samples)", store::Thousands(r.count));
-    } else if (r.action == "nothing new") {
-      what = "nothing new in the source";
-    } else if (r.action == "not started") {
-      what = "not started (run the same command again)";
-    } else {
-      what = fmt::format("{} samples written ({}), {} skipped; segment holds {}{}", store::Thousands(r.written),
-                         store::HumanBytes(static_cast<double>(r.bytes)), store::Thousands(r.skipped),
-                         store::Thousands(r.count), r.sealed ? " (sealed)" : " (open)");
-    }
-    std::printf("split %-10s segment %-4d %-9s %s\n", r.split.c_str(), r.seg, r.action.c_str(), what.c_str());
-  }
-  if (!report.skips.empty()) {
-    std::fprintf(stderr, "cqlstream: skipped items by reason:\n%s", report.FormatSkips(20).c_str());
-  }
-  const double secs = std::max(report.seconds, 1e-9);
-  std::printf("ingested %s samples (%s) into '%s' in %.1f s: %s items/s, %.1f MB/s; %s skipped\n",
-              store::Thousands(report.written).c_str(), store::HumanBytes(static_cast<double>(report.bytes)).c_str(),
-              o.dataset.c_str(), report.seconds,
-              store::Thousands(static_cast<int64_t>(static_cast<double>(report.written) / secs + 0.5)).c_str(),
-              static_cast<double>(report.bytes) / 1e6 / secs, store::Thousands(static_cast<int64_t>(report.skips.size())).c_str());
-  std::fflush(stdout);
+  PrintSummary(report, o.dataset, st.ok());
   if (!st.ok()) {
     if (st.code() == Status::Code::kCancelled) {
-      std::fprintf(stderr, "cqlstream: %s\n", st.message().c_str());
+      fmt::print(stderr, "cqlstream: {}\n", PrintableText(st.message()));
       return 130;
     }
     return ReportError(st);
@@ -155,6 +177,9 @@ void RegisterIngest(CLI::App& app, Action* action) {
   cmd->add_flag("--allow-same-paths", f->allow_same_paths,
                 "Write items whose relative path and size match samples another source already put in the split "
                 "(refused by default: usually the same files from another location)");
+  cmd->add_flag("--allow-paths-outside", f->allow_paths_outside,
+                "Manifests: accept absolute paths and paths leading outside the manifest's folder (refused by "
+                "default: a third-party manifest could otherwise upload any file you can read)");
   cmd->add_option("--chunk-size", f->chunk_size, "Bytes per data chunk for a new dataset (default 1048576)");
   auto* rep = cmd->add_option("--replication", f->replication,
                               "Replication of a new keyspace: simple:RF or nts:DC=RF,... (default simple:1)");

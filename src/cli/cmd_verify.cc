@@ -14,6 +14,7 @@
 #include "store/progress.h"
 #include "store/stats.h"
 #include "store/verify.h"
+#include "util/escape.h"
 
 namespace cqlstream::cli {
 
@@ -48,7 +49,8 @@ void RegisterVerify(CLI::App& app, Action* action) {
       s.Close();
       for (size_t i = 0; i < r.problems.size() && static_cast<int>(i) < *max_list; ++i) {
         const auto& p = r.problems[i];
-        fmt::print("{} {} {}: {}\n", FormatKey(p.key), p.split, p.path.empty() ? "(no metadata)" : p.path, p.what);
+        fmt::print("{} {} {}: {}\n", FormatKey(p.key), PrintableText(p.split),
+                   p.path.empty() ? "(no metadata)" : PrintableText(p.path), PrintableText(p.what));
       }
       if (static_cast<int>(r.problems.size()) > *max_list) {
         fmt::print("... and {} more problems\n", r.problems.size() - static_cast<size_t>(*max_list));

@@ -5,8 +5,11 @@
 #include <cstdio>
 
 #include "cli/cli.h"
+#include "util/main_guard.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{"cqlstream: image datasets in Cassandra / ScyllaDB, streamed to training at full speed"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "cqlstream 0.1.0");
@@ -27,4 +30,10 @@ int main(int argc, char** argv) {
   }
   if (!action) return 0;
   return action();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return cqlstream::GuardedMain("cqlstream", [&] { return Main(argc, argv); });
 }

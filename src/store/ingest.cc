@@ -6,17 +6,17 @@
 
 #include <algorithm>
 #include <bit>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_map>
 
 #include "store/catalog.h"
 #include "store/scan.h"
+#include "util/escape.h"
+#include "util/mutex.h"
 
 namespace cqlstream::store {
 namespace {
@@ -163,9 +163,9 @@ Status ForEachCommittedRow(net::Session& s, const DatasetInfo& d, const std::vec
     i.count = g.c.count;
     infos.push_back(i);
   }
-  std::mutex mu;
+  Mutex mu;
   return ScanMeta(s, d, infos, concurrency, [&](const BlockRef& b, std::vector<MetaRow>& rows) {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     for (auto& r : rows) fn(b.seg, r);
     return Status::OK();
   });
@@ -276,7 +276,7 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
     const SourceItem* it = plan_.items[pos];
     return std::max<int64_t>(1, static_cast<int64_t>(it->image.size + (it->target ? it->target->size : 0)));
   }
-  void ScheduleReadsLocked(size_t pos);
+  void ScheduleReadsLocked(size_t pos) REQUIRES(mu_);
 
   // Writes (callbacks run on the session's I/O threads).
   void StartData(const std::shared_ptr<Sample>& smp);
@@ -286,7 +286,7 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
   net::Statement MetaStatement(const Sample& smp) const;
   // Metadata rows of samples whose data is written wait in a buffer per
   // block (one partition) and go out as one unlogged batch.
-  void TakeReadyLocked(std::vector<Group>* out);
+  void TakeReadyLocked(std::vector<Group>* out) REQUIRES(mu_);
   void IssueMeta(Group group, int attempt);
   void Complete(const std::shared_ptr<Sample>& smp);
   void Fail(const std::shared_ptr<Sample>& smp, const Status& st, bool data_pending);
@@ -294,7 +294,7 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
   net::Statement DataStatement(const Sample& smp, int32_t chunk, bool statics) const;
 
   // The watermark.
-  void AdvanceLocked();
+  void AdvanceLocked() REQUIRES(mu_);
   Status Commit(bool seal);
   int64_t NextTimestamp() {
     last_ts_ = std::max(NowMicros(), last_ts_ + 1);
@@ -310,24 +310,26 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
   IngestReport* report_;
   ProgressState* progress_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
+  // mu_ also guards progress_->p and report_->skips (shared with the I/O
+  // threads' callbacks).
+  Mutex mu_;
+  CondVar cv_;
   // readers
-  bool stopping_ = false;
-  size_t next_read_ = 0;
-  size_t read_limit_ = 0;
-  int64_t reserved_bytes_ = 0;
-  std::unordered_map<size_t, ReadResult> results_;
-  std::unordered_map<size_t, int64_t> reservation_;  // pos -> bytes held
+  bool stopping_ GUARDED_BY(mu_) = false;
+  size_t next_read_ GUARDED_BY(mu_) = 0;
+  size_t read_limit_ GUARDED_BY(mu_) = 0;
+  int64_t reserved_bytes_ GUARDED_BY(mu_) = 0;
+  std::unordered_map<size_t, ReadResult> results_ GUARDED_BY(mu_);
+  std::unordered_map<size_t, int64_t> reservation_ GUARDED_BY(mu_);  // pos -> bytes held
   // writes
-  int inflight_ = 0;       // samples issued and not yet complete
-  int data_inflight_ = 0;  // of which the data rows are still being written
-  std::map<int32_t, Group> meta_buf_;  // block -> samples whose metadata row waits
-  std::map<int32_t, int> block_data_pending_;  // block -> samples whose data is being written
-  int64_t issued_end_ = 0;                     // one past the last index issued
-  int64_t written_ = 0;
-  int64_t written_bytes_ = 0;
-  Status error_;
+  int inflight_ GUARDED_BY(mu_) = 0;       // samples issued and not yet complete
+  int data_inflight_ GUARDED_BY(mu_) = 0;  // of which the data rows are still being written
+  std::map<int32_t, Group> meta_buf_ GUARDED_BY(mu_);  // block -> samples whose metadata row waits
+  std::map<int32_t, int> block_data_pending_ GUARDED_BY(mu_);  // block -> samples whose data is being written
+  int64_t issued_end_ GUARDED_BY(mu_) = 0;                     // one past the last index issued
+  int64_t written_ GUARDED_BY(mu_) = 0;
+  int64_t written_bytes_ GUARDED_BY(mu_) = 0;
+  Status error_ GUARDED_BY(mu_);
   // watermark: positions handed to the writer, in order
   struct Entry {
     size_t pos;
@@ -335,8 +337,8 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
     int64_t size;
     bool done;
   };
-  std::deque<Entry> pending_;
-  Committed committed_;     // the contiguous prefix (guarded by mu_)
+  std::deque<Entry> pending_ GUARDED_BY(mu_);
+  Committed committed_ GUARDED_BY(mu_);  // the contiguous prefix
   Committed last_written_;  // what the segment row says (coordinator only)
   int64_t last_ts_ = 0;
 };
@@ -352,21 +354,21 @@ void SegmentWriter::ScheduleReadsLocked(size_t pos) {
     reservation_[read_limit_] = size;
     ++read_limit_;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void SegmentWriter::ReaderLoop() {
   for (;;) {
     size_t p;
     {
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [&] { return stopping_ || next_read_ < read_limit_; });
+      MutexLock l(&mu_);
+      while (!stopping_ && next_read_ >= read_limit_) cv_.Wait(&mu_);
       if (stopping_) return;
       p = next_read_++;
     }
     ReadResult r;
     r.skip = ReadItem(*plan_.items[p], &r.payload);
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (r.skip.empty()) {
       // Hold what was really read.
       const int64_t actual = static_cast<int64_t>(r.payload.size);
@@ -374,7 +376,7 @@ void SegmentWriter::ReaderLoop() {
       reservation_[p] = actual;
     }
     results_.emplace(p, std::move(r));
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 }
 
@@ -451,7 +453,7 @@ void SegmentWriter::OnDataDone(const std::shared_ptr<Sample>& smp, const Status&
   smp->payload = Payload();
   std::vector<Group> ready;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     reserved_bytes_ -= smp->reserved;
     smp->reserved = 0;
     --data_inflight_;
@@ -459,7 +461,7 @@ void SegmentWriter::OnDataDone(const std::shared_ptr<Sample>& smp, const Status&
     if (--block_data_pending_[block] == 0) block_data_pending_.erase(block);
     meta_buf_[block].push_back(smp);
     TakeReadyLocked(&ready);
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   for (auto& g : ready) IssueMeta(std::move(g), 0);
 }
@@ -537,7 +539,7 @@ void SegmentWriter::IssueMeta(Group group, int attempt) {
 }
 
 void SegmentWriter::Complete(const std::shared_ptr<Sample>& smp) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const size_t front = pending_.front().pos;
   pending_[smp->pos - front].done = true;
   AdvanceLocked();
@@ -546,13 +548,13 @@ void SegmentWriter::Complete(const std::shared_ptr<Sample>& smp) {
   written_bytes_ += smp->size;
   progress_->p.items_done++;
   progress_->p.bytes_done += smp->size;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void SegmentWriter::Fail(const std::shared_ptr<Sample>& smp, const Status& st, bool data_pending) {
   std::vector<Group> ready;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (error_.ok()) error_ = st;
     reserved_bytes_ -= smp->reserved;
     smp->reserved = 0;
@@ -563,7 +565,7 @@ void SegmentWriter::Fail(const std::shared_ptr<Sample>& smp, const Status& st, b
       if (--block_data_pending_[block] == 0) block_data_pending_.erase(block);
       TakeReadyLocked(&ready);
     }
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   for (auto& g : ready) IssueMeta(std::move(g), 0);
 }
@@ -585,7 +587,7 @@ void SegmentWriter::AdvanceLocked() {
 Status SegmentWriter::Commit(bool seal) {
   Committed c;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     c = committed_;
   }
   if (!seal && c == last_written_) return Status::OK();
@@ -616,7 +618,7 @@ void SegmentWriter::ReportProgress(bool force) {
   progress_->last_report = now;
   IngestProgress p;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     p = progress_->p;
   }
   p.split = plan_.split;
@@ -627,7 +629,10 @@ void SegmentWriter::ReportProgress(bool force) {
 Status SegmentWriter::Run(SplitResult* result) {
   const size_t end = plan_.items.size();
   size_t pos = static_cast<size_t>(plan_.start.next_pos);
-  next_read_ = read_limit_ = pos;
+  {
+    MutexLock l(&mu_);
+    next_read_ = read_limit_ = pos;
+  }
   int32_t next_idx = static_cast<int32_t>(plan_.start.count);
   const int64_t chunk_size = d_.chunk_size;
   std::vector<std::thread> readers;
@@ -645,15 +650,18 @@ Status SegmentWriter::Run(SplitResult* result) {
     }
     ReadResult rr;
     {
-      std::unique_lock<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (!error_.ok()) break;
       if (o_.crash_after >= 0 && issued >= o_.crash_after) {
         crashed = true;
         break;
       }
       ScheduleReadsLocked(pos);
-      if (!cv_.wait_for(l, std::chrono::milliseconds(100), [&] { return results_.count(pos) > 0 || !error_.ok(); })) {
-        l.unlock();
+      const auto wake = Clock::now() + std::chrono::milliseconds(100);
+      while (results_.count(pos) == 0 && error_.ok() && cv_.WaitUntil(&mu_, wake)) {
+      }
+      if (results_.count(pos) == 0 && error_.ok()) {
+        l.Unlock();
         ReportProgress(false);
         continue;
       }
@@ -663,7 +671,7 @@ Status SegmentWriter::Run(SplitResult* result) {
       results_.erase(it);
     }
     if (!rr.skip.empty()) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       report_->skips.push_back(IngestSkip{plan_.split, plan_.items[pos]->path, rr.skip});
       result->skipped++;
       progress_->p.skipped++;
@@ -688,8 +696,8 @@ Status SegmentWriter::Run(SplitResult* result) {
       smp->chunks = static_cast<int32_t>(std::max<int64_t>(1, (smp->size + chunk_size - 1) / chunk_size));
       smp->payload = std::move(rr.payload);
       {
-        std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return inflight_ < o_.concurrency || !error_.ok(); });
+        MutexLock l(&mu_);
+        while (inflight_ >= o_.concurrency && error_.ok()) cv_.Wait(&mu_);
         if (!error_.ok()) break;
         smp->reserved = reservation_[pos];
         reservation_.erase(pos);
@@ -719,10 +727,10 @@ Status SegmentWriter::Run(SplitResult* result) {
   }
   // Let what is in flight finish (every request ends: the session times out).
   {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return inflight_ == 0; });
+    MutexLock l(&mu_);
+    while (inflight_ != 0) cv_.Wait(&mu_);
     stopping_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
     if (status.ok() && !error_.ok()) status = error_;
     result->written += written_;
     result->bytes += written_bytes_;
@@ -736,10 +744,9 @@ Status SegmentWriter::Run(SplitResult* result) {
   }
   const bool complete = status.ok() && !interrupted && pos == end;
   Status c = Commit(complete);
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    result->count = committed_.count;
-  }
+  // What the segment row says: after a failed commit that is the last
+  // successful one, not the in-memory watermark.
+  result->count = last_written_.count;
   if (!status.ok()) return status;
   if (!c.ok()) return c;
   result->sealed = complete;
@@ -825,7 +832,7 @@ Status Supersede(net::Session& s, const IngestOptions& o, const SegRow& g) {
 }
 
 Status CheckOptions(const IngestOptions& o) {
-  CQLS_RETURN_IF_ERROR(ValidateKeyspaceName(o.keyspace));
+  CQLS_RETURN_IF_ERROR(ValidateGeneratedKeyspace(o.keyspace));
   CQLS_RETURN_IF_ERROR(ValidateDatasetName(o.dataset));
   if (o.concurrency < 1 || o.concurrency > 4096) {
     return Status::InvalidArgument(fmt::format("--concurrency {} must be in 1..4096", o.concurrency));
@@ -859,9 +866,9 @@ std::string IngestReport::FormatSkips(size_t per_reason) const {
                    [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
   std::string out;
   for (const auto& [reason, list] : sorted) {
-    out += fmt::format("  {} ({}):\n", reason, list.size());
+    out += fmt::format("  {} ({}):\n", PrintableText(reason), list.size());
     for (size_t i = 0; i < list.size() && i < per_reason; ++i) {
-      out += fmt::format("    {}: {}\n", list[i]->split, list[i]->path);
+      out += fmt::format("    {}: {}\n", PrintableText(list[i]->split), PrintableText(list[i]->path));
     }
     if (list.size() > per_reason) out += fmt::format("    ... and {} more\n", list.size() - per_reason);
   }
@@ -937,6 +944,14 @@ Status Ingest(net::Session& s, const IngestOptions& o, IngestReport* report) {
   }
   if (existing) CQLS_RETURN_IF_ERROR(CheckCompatible(*existing, spec));
   CQLS_RETURN_IF_ERROR(ResolveLabels(spec.label_kind, mapping, &listing));
+  // Sizes the server would refuse, before any DDL (no orphan tables).
+  CQLS_RETURN_IF_ERROR(CheckSpecSizes(spec));
+  for (const auto& it : listing.items) {
+    if (it.labels.size() > kMaxLabelsPerSample) {
+      return Status::InvalidArgument(fmt::format("'{}' has {} labels (at most {} per sample): nothing was written",
+                                                 it.path, it.labels.size(), kMaxLabelsPerSample));
+    }
+  }
   report->label_kind = spec.label_kind;
   report->class_names = mapping;
 

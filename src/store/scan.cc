@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <mutex>
 #include <thread>
 
 #include "net/routing/token_ring.h"
+#include "util/mutex.h"
 
 namespace cqlstream::store {
 
@@ -97,7 +97,7 @@ StatusOr<std::vector<MetaRow>> ReadMetaBlock(net::Session& s, const net::Prepare
 Status ParallelFor(size_t n, int threads, const std::function<Status(size_t)>& fn, const std::atomic<bool>* stop) {
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
-  std::mutex mu;
+  Mutex mu;
   Status first;
   auto work = [&] {
     for (;;) {
@@ -106,7 +106,7 @@ Status ParallelFor(size_t n, int threads, const std::function<Status(size_t)>& f
       if (i >= n) return;
       Status st = fn(i);
       if (!st.ok()) {
-        std::lock_guard<std::mutex> l(mu);
+        MutexLock l(&mu);
         if (first.ok()) first = st;
         failed = true;
         return;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "store/catalog.h"
+#include "util/cql_keywords.h"
 
 namespace cqlstream::store {
 namespace {
@@ -236,6 +237,49 @@ std::map<std::string, std::string> ExpectedMetaColumns() {
           {"checksum", "regular bigint"},    {"extra", "regular map<text, text>"}};
 }
 
+Status ValidateGeneratedKeyspace(std::string_view keyspace) {
+  CQLS_RETURN_IF_ERROR(ValidateKeyspaceName(keyspace));
+  return RefuseReservedWord("keyspace", keyspace);
+}
+
+Status CheckSpecSizes(const DatasetSpec& spec) {
+  size_t bytes = 0;
+  for (const auto& c : spec.class_names) bytes += c.size();
+  if (spec.class_names.size() > kMaxClasses || bytes > kMaxClassListBytes) {
+    return Status::InvalidArgument(fmt::format(
+        "dataset '{}': the class list is too large ({} classes, {} bytes of names; at most {} classes and {} bytes): "
+        "nothing was written",
+        spec.name, spec.class_names.size(), bytes, kMaxClasses, kMaxClassListBytes));
+  }
+  if (spec.description.size() > kMaxDescriptionBytes) {
+    return Status::InvalidArgument(fmt::format("dataset '{}': the description has {} bytes (at most {})", spec.name,
+                                               spec.description.size(), kMaxDescriptionBytes));
+  }
+  return Status::OK();
+}
+
+StatusOr<std::vector<std::string>> OrphanTables(net::Session& s, const std::string& keyspace,
+                                                const std::vector<std::string>& known) {
+  CQLS_RETURN_IF_ERROR(ValidateGeneratedKeyspace(keyspace));
+  const std::set<std::string> names(known.begin(), known.end());
+  std::vector<std::string> out;
+  Status st = s.ForEachPage(Read("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?",
+                                 {Value::Text(keyspace)}),
+                            [&](const cql::Rows& r) {
+                              for (int32_t i = 0; i < r.row_count(); ++i) {
+                                const std::string t = TextCell(r, i, 0);
+                                if (t.size() > 2 && (t.rfind("d_", 0) == 0 || t.rfind("m_", 0) == 0) &&
+                                    names.count(t.substr(2)) == 0) {
+                                  out.push_back(t);
+                                }
+                              }
+                              return Status::OK();
+                            });
+  if (!st.ok()) return st;
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 Status RunDdl(net::Session& s, const std::string& cql) {
   net::Statement st = net::Statement::Query(cql);
   st.timeout = std::chrono::milliseconds(60000);
@@ -246,7 +290,7 @@ Status RunDdl(net::Session& s, const std::string& cql) {
 
 Status EnsureKeyspace(net::Session& s, const std::string& keyspace, const Replication& r, bool replication_given,
                       std::string* note) {
-  CQLS_RETURN_IF_ERROR(ValidateKeyspaceName(keyspace));
+  CQLS_RETURN_IF_ERROR(ValidateGeneratedKeyspace(keyspace));
   std::map<std::string, std::string> stored;
   CQLS_ASSIGN_OR_RETURN(bool exists, KeyspaceExists(s, keyspace, &stored));
   if (!exists) return RunDdl(s, CreateKeyspaceCql(keyspace, r));
@@ -261,7 +305,7 @@ Status EnsureKeyspace(net::Session& s, const std::string& keyspace, const Replic
 }
 
 Status EnsureCatalog(net::Session& s, const std::string& keyspace) {
-  CQLS_RETURN_IF_ERROR(ValidateKeyspaceName(keyspace));
+  CQLS_RETURN_IF_ERROR(ValidateGeneratedKeyspace(keyspace));
   for (const auto& ddl : CatalogTablesCql(keyspace)) CQLS_RETURN_IF_ERROR(RunDdl(s, ddl));
   return Status::OK();
 }
@@ -303,8 +347,9 @@ Status CheckCompatible(const DatasetInfo& existing, const DatasetSpec& spec) {
 
 StatusOr<DatasetInfo> CreateOrOpenDataset(net::Session& s, const std::string& keyspace, const DatasetSpec& spec,
                                           bool* created) {
-  CQLS_RETURN_IF_ERROR(ValidateKeyspaceName(keyspace));
+  CQLS_RETURN_IF_ERROR(ValidateGeneratedKeyspace(keyspace));
   CQLS_RETURN_IF_ERROR(ValidateDatasetName(spec.name));
+  CQLS_RETURN_IF_ERROR(CheckSpecSizes(spec));
   *created = false;
   auto existing = LoadDataset(s, keyspace, spec.name);
   if (existing.ok()) {
@@ -360,7 +405,7 @@ StatusOr<DatasetInfo> CreateOrOpenDataset(net::Session& s, const std::string& ke
 }
 
 StatusOr<DropReport> DropDataset(net::Session& s, const std::string& keyspace, const std::string& name) {
-  CQLS_RETURN_IF_ERROR(ValidateKeyspaceName(keyspace));
+  CQLS_RETURN_IF_ERROR(ValidateGeneratedKeyspace(keyspace));
   CQLS_RETURN_IF_ERROR(ValidateDatasetName(name));
   DropReport rep;
   std::map<std::string, std::string> unused;

@@ -18,6 +18,7 @@
 #ifndef CQLSTREAM_STORE_SCHEMA_H_
 #define CQLSTREAM_STORE_SCHEMA_H_
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <string_view>
@@ -104,6 +105,28 @@ struct DropReport {
 // datasets and on datasets of other layout versions. NotFound when nothing
 // of the name exists.
 StatusOr<DropReport> DropDataset(net::Session& s, const std::string& keyspace, const std::string& name);
+
+// ValidateKeyspaceName plus the refusal of CQL reserved words (select,
+// token, ...; util/cql_keywords.h): names that go unquoted into generated CQL.
+Status ValidateGeneratedKeyspace(std::string_view keyspace);
+
+// Sizes the server would reject only after the tables exist (the catalog
+// row carries the class list in one mutation, bounded by the node's
+// native_transport_max_frame_size and max_mutation_size, 16 MiB by default;
+// every data and metadata row carries the sample's labels). Checked before
+// any DDL, so a refused ingest leaves no d_/m_ tables behind.
+inline constexpr size_t kMaxClasses = size_t{1} << 20;
+inline constexpr size_t kMaxClassListBytes = size_t{8} << 20;  // sum of the class names' lengths
+inline constexpr size_t kMaxDescriptionBytes = size_t{64} << 10;
+inline constexpr size_t kMaxLabelsPerSample = size_t{1} << 16;
+Status CheckSpecSizes(const DatasetSpec& spec);
+
+// Tables named d_<x> or m_<x> in `keyspace` whose dataset <x> has no catalog
+// row (`known`: the catalog's dataset names), e.g. left by an ingest that
+// failed after its DDL or an interrupted drop. Sorted. `cqlstream drop <x>`
+// removes them.
+StatusOr<std::vector<std::string>> OrphanTables(net::Session& s, const std::string& keyspace,
+                                                const std::vector<std::string>& known);
 
 // Runs DDL (with a long timeout) and waits for schema agreement.
 Status RunDdl(net::Session& s, const std::string& cql);

@@ -1,5 +1,6 @@
 // Copyright (c) cqlstream authors.
 #include "store/select.h"
+#include "util/mutex.h"
 
 #include <fmt/format.h>
 #include <xxhash.h>
@@ -9,7 +10,6 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <mutex>
 
 namespace cqlstream::store {
 
@@ -96,13 +96,13 @@ StatusOr<Selection> Select(net::Session& s, const DatasetInfo& d, const SelectOp
   }
   CQLS_ASSIGN_OR_RETURN(auto labels, ResolveLabelFilter(d, o.labels));
   std::vector<SampleKey> keys;
-  std::mutex mu;
+  Mutex mu;
   CQLS_RETURN_IF_ERROR(ScanMeta(s, d, segs, o.concurrency, [&](const BlockRef&, std::vector<MetaRow>& rows) {
     std::vector<SampleKey> mine;
     for (const auto& m : rows) {
       if (Matches(m, labels, o.extra)) mine.push_back(m.key);
     }
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     keys.insert(keys.end(), mine.begin(), mine.end());
     return Status::OK();
   }));

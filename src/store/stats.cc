@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 
 #include "store/scan.h"
+#include "util/mutex.h"
 
 namespace cqlstream::store {
 
@@ -62,7 +62,7 @@ StatusOr<std::map<std::string, std::vector<int64_t>>> ClassCounts(net::Session& 
     out[g.split].assign(d.class_names.size(), 0);
   }
   if (d.label_kind != LabelKind::kClass && d.label_kind != LabelKind::kMultiLabel) return out;
-  std::mutex mu;
+  Mutex mu;
   const size_t k = d.class_names.size();
   CQLS_RETURN_IF_ERROR(
       ScanMetaByTokenRanges(s, d, "seg, idx, label, labels", ranges, concurrency, [&](const cql::Rows& r) {
@@ -89,7 +89,7 @@ StatusOr<std::map<std::string, std::vector<int64_t>>> ClassCounts(net::Session& 
             }
           }
         }
-        std::lock_guard<std::mutex> l(mu);
+        MutexLock l(&mu);
         for (const auto& [split, counts] : local) {
           auto& dst = out[split];
           for (size_t c = 0; c < counts.size(); ++c) dst[c] += counts[c];
