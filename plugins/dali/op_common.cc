@@ -5,7 +5,10 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+
+#include "loader/option_kit.h"
 
 namespace cqlstream::dali_plugin {
 
@@ -29,31 +32,40 @@ std::string StringArg(const OpSpec& spec, const char* name) { return spec.GetArg
 }  // namespace
 
 LoaderOptions LoaderOptionsFromSpec(const OpSpec& spec, std::string_view where) {
+  // The resolver shared with the CLI and Python (loader/option_kit.h); only
+  // arguments the pipeline sets are passed, so the CQLSTREAM_* variables
+  // fill the rest.
+  loader::OptionArgs a;
+  if (spec.HasArgument("hosts")) a.hosts = spec.GetRepeatedArgument<std::string>("hosts");
+  const auto str = [&](const char* name, std::optional<std::string>* out) {
+    if (spec.HasArgument(name)) *out = StringArg(spec, name);
+  };
+  const auto num = [&](const char* name, std::optional<int64_t>* out) {
+    if (spec.HasArgument(name)) *out = spec.GetArgument<int>(name);
+  };
+  num("port", &a.port);
+  str("keyspace", &a.keyspace);
+  str("username", &a.username);
+  str("local_dc", &a.local_dc);
+  str("password_file", &a.password_file);
+  str("tls_ca", &a.tls_ca);
+  str("tls_cert", &a.tls_cert);
+  str("tls_key", &a.tls_key);
+  str("tls_server_name", &a.tls_server_name);
+  a.tls_insecure_skip_verify = spec.GetArgument<bool>("tls_insecure_skip_verify");
+  num("connections_per_host", &a.connections_per_host);
+  num("io_threads", &a.io_threads);
+  // 0 is the schema's "automatic" for these two.
+  const auto cap = [&](const char* name, std::optional<int64_t>* out) {
+    if (spec.HasArgument(name) && spec.GetArgument<int>(name) != 0) *out = spec.GetArgument<int>(name);
+  };
+  cap("max_in_flight", &a.max_in_flight);
+  cap("max_connections_per_host", &a.max_connections_per_host);
+  auto r = loader::ResolveOptions(a, loader::OptionSpelling::kKeyword);
+  if (!r.ok()) Throw(where, r.status());
+  loader::PrintWarnings(r->warnings);
   LoaderOptions o;
-  ConnectionOptions& c = o.connection;
-  if (Status s = c.ApplyEnvironment(); !s.ok()) Throw(where, s);
-  if (spec.HasArgument("hosts")) c.hosts = spec.GetRepeatedArgument<std::string>("hosts");
-  if (spec.HasArgument("port")) {
-    const int port = spec.GetArgument<int>("port");
-    if (port < 1 || port > 65535) Throw(where, Status::InvalidArgument(fmt::format("port {} is not in [1, 65535]", port)));
-    c.port = static_cast<uint16_t>(port);
-  }
-  if (spec.HasArgument("keyspace")) c.keyspace = StringArg(spec, "keyspace");
-  if (spec.HasArgument("username")) c.username = StringArg(spec, "username");
-  if (spec.HasArgument("local_dc")) c.local_dc = StringArg(spec, "local_dc");
-  if (spec.HasArgument("password_file")) {
-    if (Status s = c.LoadPasswordFile(StringArg(spec, "password_file")); !s.ok()) Throw(where, s);
-  }
-  for (const char* name : {"tls_ca", "tls_cert", "tls_key", "tls_server_name"}) {
-    if (!spec.HasArgument(name)) continue;
-    if (!c.tls) c.tls.emplace();
-    const std::string v = StringArg(spec, name);
-    if (std::string_view(name) == "tls_ca") c.tls->ca_file = v;
-    if (std::string_view(name) == "tls_cert") c.tls->cert_file = v;
-    if (std::string_view(name) == "tls_key") c.tls->key_file = v;
-    if (std::string_view(name) == "tls_server_name") c.tls->server_name = v;
-  }
-  if (Status s = c.Validate(); !s.ok()) Throw(where, s);
+  r->ApplyTo(&o);
 
   o.dataset = StringArg(spec, "dataset");
   o.split = StringArg(spec, "split");

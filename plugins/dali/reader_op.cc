@@ -193,6 +193,18 @@ turns TLS on. Default: $CQLSTREAM_TLS_CA.)",
     .AddOptionalArg("tls_server_name", "Name checked against the server certificate (default: the address).",
                     "")
     .AddOptionalArg("local_dc", "Data center whose hosts are tried first. Default: $CQLSTREAM_LOCAL_DC.", "")
+    .AddOptionalArg("tls_insecure_skip_verify", R"(INSECURE: use TLS without verifying the server
+certificate (anyone on the path can impersonate the server; throwaway test nodes only). Warns on
+stderr as the CLI and Python do.)",
+                    false)
+    .AddOptionalArg("connections_per_host", "Connections opened per host at start (1..64). Default: 2.", 2)
+    .AddOptionalArg("io_threads", "I/O threads of the connection pool (0..64; 0: min(4, cores)).", 0)
+    .AddOptionalArg("max_in_flight", R"(Most requests in flight (the adaptive window's ceiling); caps the
+load on a shared cluster. 0: automatic.)",
+                    0)
+    .AddOptionalArg("max_connections_per_host", R"(Most connections per host the loader may open as it
+adapts (1..1024). 0: automatic (32).)",
+                    0)
     .AddOptionalArg("verify_checksums", "Check each sample's xxh64 checksum (a mismatch is an error naming it).",
                     false)
     .AddOptionalArg("memory_bytes", R"(Byte budget of the loader (bytes in flight, assembled

@@ -55,7 +55,8 @@ PLUGIN_FILE = "libcqlstream_dali.so"
 #: Output names, in the operators' order.
 _OUTPUTS = ("data", "labels", "target", "keys")
 _CONNECTION_ARGS = ("hosts", "port", "keyspace", "username", "password_file", "tls_ca", "tls_cert", "tls_key",
-                    "tls_server_name", "local_dc")
+                    "tls_server_name", "local_dc", "tls_insecure_skip_verify", "connections_per_host", "io_threads",
+                    "max_in_flight", "max_connections_per_host")
 
 
 class PluginNotLoadedError(RuntimeError):
@@ -219,7 +220,10 @@ def reader(
     the operator as ``shuffle_seed``: DALI would overwrite an argument named
     ``seed`` with a per-pipeline value and the shards would overlap).
     Connection keywords: hosts, port, keyspace, username, password_file,
-    tls_ca, tls_cert, tls_key, tls_server_name, local_dc.
+    tls_ca, tls_cert, tls_key, tls_server_name, tls_insecure_skip_verify,
+    local_dc, connections_per_host, io_threads; throttles: max_in_flight,
+    max_connections_per_host (resolved by the same code as the CLI's flags
+    and Loader's keywords).
     """
     conn = _connection_kwargs(connection)
     if use_plugin is None:
