@@ -151,6 +151,13 @@ void DumpTo(const Json& j, std::string* out) {
 
 }  // namespace
 
+Json::Json() = default;
+Json::~Json() = default;
+Json::Json(const Json&) = default;
+Json::Json(Json&&) noexcept = default;
+Json& Json::operator=(const Json&) = default;
+Json& Json::operator=(Json&&) noexcept = default;
+
 const Json* Json::Find(std::string_view key) const {
   for (const auto& [k, v] : fields) {
     if (k == key) return &v;

@@ -34,6 +34,15 @@ struct Json {
   std::vector<Json> items;                           // kArray
   std::vector<std::pair<std::string, Json>> fields;  // kObject, in source order
 
+  // Defined in json.cc, where Json is complete: clang with libstdc++ cannot
+  // instantiate the members of vector<pair<string, Json>> inside the class.
+  Json();
+  ~Json();
+  Json(const Json&);
+  Json(Json&&) noexcept;
+  Json& operator=(const Json&);
+  Json& operator=(Json&&) noexcept;
+
   bool is_string() const { return type == Type::kString; }
   bool is_number() const { return type == Type::kNumber; }
   bool is_array() const { return type == Type::kArray; }
