@@ -2,11 +2,14 @@
 #include "fault_proxy.h"
 
 #include <asio.hpp>
+#include <algorithm>
+#include <cstdint>
 #include <list>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
+
+#include "util/mutex.h"
 
 namespace cqlstream::testing {
 
@@ -18,9 +21,9 @@ struct FaultProxy::Impl {
   std::string target;
   uint16_t port = 0;
   std::string err;
-  std::mutex mu;
-  Faults faults;  // GUARDED_BY(mu)
-  std::mt19937_64 rng{12345};
+  Mutex mu;
+  Faults faults GUARDED_BY(mu);
+  std::mt19937_64 rng GUARDED_BY(mu){12345};
   Stats stats;
   std::thread thread;
   struct Conn;
@@ -30,6 +33,8 @@ struct FaultProxy::Impl {
     Impl* p;
     tcp::socket client, server;
     bool closed = false, hole = false;
+    // Bytes this connection may still send to the client (byte-budget resets).
+    uint64_t budget = UINT64_MAX;
     std::vector<uint8_t> up = std::vector<uint8_t>(64 << 10), down = std::vector<uint8_t>(64 << 10);
     asio::steady_timer timer;
     Conn(Impl* p) : p(p), client(p->io), server(p->io), timer(p->io) {}
@@ -43,6 +48,15 @@ struct FaultProxy::Impl {
       timer.cancel();
     }
     void Start() {
+      {
+        MutexLock l(&p->mu);
+        const Faults f = p->faults;
+        if (f.reset_after_max_bytes > 0) {
+          std::uniform_int_distribution<uint64_t> u(std::min(f.reset_after_min_bytes, f.reset_after_max_bytes),
+                                                    f.reset_after_max_bytes);
+          budget = u(p->rng);
+        }
+      }
       PumpUp();
       PumpDown();
     }
@@ -83,7 +97,7 @@ struct FaultProxy::Impl {
       Faults f;
       double r[6];
       {
-        std::lock_guard<std::mutex> l(p->mu);
+        MutexLock l(&p->mu);
         f = p->faults;
         std::uniform_real_distribution<double> u(0, 1);
         for (double& x : r) x = u(p->rng);
@@ -111,6 +125,14 @@ struct FaultProxy::Impl {
         const std::vector<uint8_t> copy = out;
         out.insert(out.end(), copy.begin(), copy.end());
       }
+      if (out.size() >= budget) {  // the byte budget ends inside this frame (or right after it)
+        p->stats.resets++;
+        out.resize(budget);
+        budget = 0;
+        asio::async_write(client, asio::buffer(out), [self](std::error_code, size_t) { self->Close(); });
+        return;
+      }
+      budget -= out.size();
       auto forward = [self] {
         if (self->closed) return;
         asio::async_write(self->client, asio::buffer(self->out), [self](std::error_code ec, size_t) {
@@ -183,7 +205,7 @@ bool FaultProxy::ok() const { return impl_->err.empty(); }
 std::string FaultProxy::error() const { return impl_->err; }
 
 void FaultProxy::SetFaults(const Faults& f) {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(&impl_->mu);
   impl_->faults = f;
 }
 

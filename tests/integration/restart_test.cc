@@ -12,6 +12,8 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 #include "cqlstream/loader.h"
 #include "dataset_fixture.h"
 #include "test_env.h"
@@ -21,7 +23,9 @@ namespace {
 
 int Restart() {
   const std::string s = testing::SourceDir() + "/scripts/cassandra";
-  const std::string cmd = fmt::format("{0} down > /tmp/cqlstream_restart.log 2>&1 && {0} up >> /tmp/cqlstream_restart.log 2>&1", s);
+  // The log goes to gtest's temporary folder ($TEST_TMPDIR or the system's), not a fixed path.
+  const std::string log = ::testing::TempDir() + fmt::format("cqlstream_restart_{}.log", ::getpid());
+  const std::string cmd = fmt::format("{0} down > {1} 2>&1 && {0} up --fast-start >> {1} 2>&1", s, log);
   return std::system(cmd.c_str());
 }
 
