@@ -23,6 +23,10 @@ struct ChildResult {
   int exit_code = -1;        // when it exited
   int signal = 0;            // when a signal ended it (other than our SIGKILL)
   std::string out, err;      // at most 1 MiB each are kept
+  // ru_maxrss from wait4. Linux carries the high-water mark of the
+  // address space a child had before exec over the exec, so this is at
+  // least the spawning process's RSS at spawn time (a floor, never an
+  // understatement of the child's own peak).
   long peak_rss_kb = 0;
   double seconds = 0;
   std::string Describe() const;  // "label: exit 1 after 0.3 s, 12 MB; stderr: ..."
