@@ -8,7 +8,6 @@
 #include "cql/wire.h"
 #include "cqlstream/value.h"
 #include "store/catalog.h"
-#include "store/scan.h"
 
 namespace cqlstream::store {
 
@@ -127,35 +126,6 @@ Status ChunkPlacer::Finish(SampleKey key) const {
         fmt::format("sample {}: its chunks add up to {} bytes, its size is {}", FormatKey(key), written_, size_));
   }
   return Status::OK();
-}
-
-std::string DataInsertQuery(const DatasetInfo& d) {
-  return fmt::format("INSERT INTO {}.{} (seg, idx, chunk, data, size, image_size, checksum, label, labels) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     d.keyspace, d.data_table());
-}
-
-std::string DataChunkInsertQuery(const DatasetInfo& d) {
-  return fmt::format("INSERT INTO {}.{} (seg, idx, chunk, data) VALUES (?, ?, ?, ?)", d.keyspace, d.data_table());
-}
-
-std::string SamplePathQuery(const DatasetInfo& d) {
-  return fmt::format("SELECT path FROM {}.{} WHERE seg = ? AND block = ? AND idx = ?", d.keyspace, d.meta_table());
-}
-
-std::string DescribeSample(net::Session& s, const net::PreparedPtr& path_query, SampleKey k) {
-  if (!path_query) return fmt::format("{} (path unknown)", FormatKey(k));
-  const int32_t idx = KeyIndex(k);
-  net::Statement st = net::Statement::Bound(
-      path_query, {Value::Int(KeySegment(k)), Value::Int(idx >> kBlockShift), Value::Int(idx)});
-  st.idempotent = true;
-  st.timeout = std::chrono::milliseconds(2000);
-  auto r = s.Execute(st);
-  if (r.ok() && r->rows() && r->rows()->row_count() == 1) {
-    auto v = r->rows()->value(0, 0);
-    if (v.ok() && v->kind() == Value::Kind::kText) return fmt::format("{} (path '{}')", FormatKey(k), v->as_text());
-  }
-  return fmt::format("{} (path unknown)", FormatKey(k));
 }
 
 }  // namespace cqlstream::store

@@ -114,7 +114,7 @@ class ChunkPlacer {
   bool short_seen_ = false;  // a chunk shorter than chunk_size was placed
 };
 
-// --- statements of the data row (layout 1) ---------------------------------
+// --- statements of the data row (layout 1; sample_row_io.cc) --------------
 // The data read is DataReadQuery() (store/catalog.h) with its column
 // positions kCol*. Writers insert a sample's chunks with these (the static
 // columns ride with one chunk: docs/schema.md):
