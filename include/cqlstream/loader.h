@@ -72,10 +72,15 @@ struct LoaderOptions {
   int initial_window = 0;             // first window (default 32)
   bool adaptive = true;               // false: window fixed at max_in_flight (benchmarks)
   int64_t memory_bytes = 0;           // byte budget (default: max(1 GiB, 8 batches))
+  // Address space reserved up front per batch buffer (default: batch_size x
+  // the catalog's max_size + 1 MiB, at most 1 GiB). A sample that does not
+  // fit at its turn gets a buffer of its own, joined with the batch's when
+  // the batch is complete (one extra copy): larger batches still load.
+  int64_t max_batch_reservation = 0;
   int max_connections_per_host = 0;   // ceiling for adaptive connections (default 32)
   std::chrono::milliseconds request_timeout{0};  // per attempt (default: adaptive, >= 2 s)
-  int max_attempts = 0;               // per sample (default 10)
-  std::chrono::milliseconds retry_budget{0};    // per sample, from first failure (default 60 s)
+  int max_attempts = 0;               // per sample (default 64; 3 for a missing or corrupt row)
+  std::chrono::milliseconds retry_budget{0};    // per sample, from first failure (default 120 s)
   bool hedge = true;                  // hedged requests for slow samples
 };
 

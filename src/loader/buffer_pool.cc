@@ -20,6 +20,14 @@ size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
 
+uint64_t BatchReservation(int64_t batch_size, int64_t max_size) {
+  constexpr uint64_t kSlack = uint64_t{1} << 20;
+  const uint64_t per = static_cast<uint64_t>(std::max<int64_t>(max_size, 1));
+  const uint64_t b = static_cast<uint64_t>(std::max<int64_t>(batch_size, 1));
+  if (per > (kMaxBatchReservation - kSlack) / b) return kMaxBatchReservation;
+  return b * per + kSlack;
+}
+
 StatusOr<std::unique_ptr<BatchBuffer>> BatchBuffer::Reserve(size_t capacity) {
   const size_t cap = RoundUp(std::max<size_t>(capacity, 1), PageSize());
   void* p = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -44,7 +52,7 @@ BufferPool::BufferPool(size_t capacity, int max_pooled, std::shared_ptr<MemoryAc
 
 StatusOr<std::unique_ptr<BatchBuffer>> BufferPool::Acquire() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!free_.empty()) {
       auto b = std::move(free_.back());
       free_.pop_back();
@@ -57,7 +65,7 @@ StatusOr<std::unique_ptr<BatchBuffer>> BufferPool::Acquire() {
 
 void BufferPool::Release(std::unique_ptr<BatchBuffer> b, size_t used) {
   b->Touched(used);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   avg_used_ = avg_used_ == 0 ? static_cast<double>(used) : 0.9 * avg_used_ + 0.1 * static_cast<double>(used);
   if (static_cast<int>(free_.size()) >= max_pooled_) return;  // unmapped by the destructor
   // Keep what a typical batch needs resident; give the rest back.
@@ -70,7 +78,7 @@ int64_t BufferPool::Shrink(int64_t bytes) {
   std::vector<std::unique_ptr<BatchBuffer>> drop;
   int64_t freed = 0;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     while (freed < bytes && !free_.empty()) {
       freed += static_cast<int64_t>(free_.back()->resident());
       account_->pooled_resident -= static_cast<int64_t>(free_.back()->resident());

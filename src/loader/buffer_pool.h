@@ -22,10 +22,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "cqlstream/status.h"
+#include "util/mutex.h"
 
 namespace cqlstream::loader {
 
@@ -34,6 +34,17 @@ struct MemoryAccount {
   std::atomic<int64_t> pooled_resident{0}; // resident bytes of buffers in the pool
   int64_t total() const { return in_batches.load() + pooled_resident.load(); }
 };
+
+// The address space reserved up front for one batch buffer, at most. The
+// catalog's max_size is a hint (batch_size x max_size may be absurd or
+// overflow); the loader gives a sample that does not fit in its batch's
+// buffer a buffer of its own and joins them when the batch is finalized, so
+// honest batches larger than this still load.
+inline constexpr uint64_t kMaxBatchReservation = uint64_t{1} << 30;
+
+// batch_size x max_size + 1 MiB, computed without overflow and capped at
+// kMaxBatchReservation (non-positive arguments count as 1).
+uint64_t BatchReservation(int64_t batch_size, int64_t max_size);
 
 class BatchBuffer {
  public:
@@ -63,12 +74,12 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
   BufferPool(size_t capacity, int max_pooled, std::shared_ptr<MemoryAccount> account);
   // A buffer with at least capacity() bytes of address space.
-  StatusOr<std::unique_ptr<BatchBuffer>> Acquire();
+  StatusOr<std::unique_ptr<BatchBuffer>> Acquire() EXCLUDES(mu_);
   // Takes a buffer back after a batch of `used` bytes was released.
-  void Release(std::unique_ptr<BatchBuffer> b, size_t used);
+  void Release(std::unique_ptr<BatchBuffer> b, size_t used) EXCLUDES(mu_);
   // Unmaps pooled buffers until `bytes` of resident memory were given back
   // (or the pool is empty); returns the bytes given back.
-  int64_t Shrink(int64_t bytes);
+  int64_t Shrink(int64_t bytes) EXCLUDES(mu_);
   size_t capacity() const { return capacity_; }
   const std::shared_ptr<MemoryAccount>& account() const { return account_; }
 
@@ -76,9 +87,9 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   const size_t capacity_;
   const int max_pooled_;
   std::shared_ptr<MemoryAccount> account_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<BatchBuffer>> free_;  // GUARDED_BY(mu_)
-  double avg_used_ = 0;                             // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::vector<std::unique_ptr<BatchBuffer>> free_ GUARDED_BY(mu_);
+  double avg_used_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace cqlstream::loader

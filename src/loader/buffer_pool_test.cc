@@ -8,6 +8,19 @@
 namespace cqlstream::loader {
 namespace {
 
+TEST(BufferPoolTest, BatchReservationNeverOverflowsAndIsCapped) {
+  EXPECT_EQ(BatchReservation(256, 1000), 256u * 1000u + (1u << 20));
+  EXPECT_EQ(BatchReservation(1, 0), 1u + (1u << 20));
+  EXPECT_EQ(BatchReservation(0, -5), 1u + (1u << 20));
+  // The catalog's max_size is a hint: absurd values must neither wrap (the
+  // old batch_size x max_size + 1 MiB did) nor reserve more than the cap.
+  EXPECT_EQ(BatchReservation(512, INT64_MAX), kMaxBatchReservation);
+  EXPECT_EQ(BatchReservation(INT32_MAX, INT64_MAX / 2), kMaxBatchReservation);
+  EXPECT_EQ(BatchReservation(int64_t{1} << 33, int64_t{1} << 31), kMaxBatchReservation);
+  EXPECT_EQ(BatchReservation(512, 4 << 20), kMaxBatchReservation);
+  EXPECT_LE(BatchReservation(1023, 1 << 20), kMaxBatchReservation);
+}
+
 TEST(BufferPoolTest, ReservesAddressSpaceAndRecycles) {
   auto account = std::make_shared<MemoryAccount>();
   // 8 GiB of address space per buffer costs nothing until written.

@@ -25,11 +25,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <condition_variable>
 #include <cstdlib>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <queue>
 #include <random>
 #include <set>
@@ -42,6 +40,8 @@
 #include "net/policies.h"
 #include "net/session.h"
 #include "store/catalog.h"
+#include "store/sample_row.h"
+#include "util/mutex.h"
 
 namespace cqlstream {
 
@@ -58,9 +58,14 @@ struct BatchImpl final : Batch {
   std::unique_ptr<BatchBuffer> buf;
   std::shared_ptr<BufferPool> pool;
   uint64_t used = 0;  // bytes reserved in buf
+  // Samples that did not fit in buf at their turn (their own buffers, joined
+  // into one contiguous buffer when the batch is finalized), and their bytes.
+  std::vector<std::unique_ptr<BatchBuffer>> side;
+  uint64_t side_bytes = 0;
   // Assembly state (loader lock).
   int capacity = 0, reserved = 0, completed = 0, holes = 0;
   bool sealed = false;
+  bool tail = false;  // opened for fewer samples than a batch: the epoch's last
   int64_t build_index = 0;
   std::vector<uint64_t> seqs;
   std::vector<uint8_t> state;
@@ -68,10 +73,15 @@ struct BatchImpl final : Batch {
   std::span<const uint8_t> data() const override { return {buf ? buf->data() : nullptr, used}; }
 
   ~BatchImpl() override {
+    if (pool) pool->account()->in_batches -= static_cast<int64_t>(side_bytes);
     if (buf && pool) {
       pool->account()->in_batches -= static_cast<int64_t>(used);
       pool->Release(std::move(buf), used);
     }
+  }
+  // Where sample `k`'s bytes are (its side buffer, or its offset in buf).
+  uint8_t* SampleData(size_t k) const {
+    return k < side.size() && side[k] ? side[k]->data() : buf->data() + offsets[k];
   }
 
   void Resize(int n) {
@@ -96,9 +106,11 @@ struct Task {
   std::shared_ptr<BatchImpl> batch;
   int slot = -1;
   uint64_t offset = 0;
+  uint8_t* base = nullptr;  // where the sample's bytes go (the slot's region)
   int64_t size = -1;
-  int owner = -1;        // attempt that owns the slot
-  uint64_t written = 0;  // bytes the owner has placed
+  int owner = -1;           // attempt that owns the slot
+  store::ChunkPlacer placer;  // the owner's chunks so far
+  store::SampleStatics statics;  // the owner's static columns
   int attempts = 0, failures = 0, outstanding = 0;
   bool resolved = false;
   bool hedged = false;
@@ -146,12 +158,25 @@ struct Epoch {
   }
 };
 
+// One request to send: a new attempt (first, retry, hedge) or the next page
+// of an attempt in progress.
 struct Launch {
   std::shared_ptr<Task> task;
-  int plan_offset = 0;
+  int plan_offset = 0;  // which replica/connection of the query plan first
   bool hedge = false;
   std::optional<cql::Bytes> paging_state;  // continuation of the same attempt
-  int attempt = -1;
+  int attempt = -1;                        // continuation: that attempt; else a new one
+
+  static Launch First(std::shared_ptr<Task> t) { return {std::move(t), 0, false, std::nullopt, -1}; }
+  static Launch Retry(std::shared_ptr<Task> t, int plan_offset) {
+    return {std::move(t), plan_offset, false, std::nullopt, -1};
+  }
+  static Launch Hedge(std::shared_ptr<Task> t, int plan_offset) {
+    return {std::move(t), plan_offset, true, std::nullopt, -1};
+  }
+  static Launch NextPage(std::shared_ptr<Task> t, int plan_offset, cql::Bytes paging_state, int attempt) {
+    return {std::move(t), plan_offset, false, std::move(paging_state), attempt};
+  }
 };
 
 int EnvInt(const char* name, int fallback) {
@@ -177,48 +202,54 @@ struct Loader::Impl {
   net::PreparedPtr path_stmt;
   std::string split;
   loader::SampleSource source;
+  std::map<int32_t, int64_t> seg_max_size;  // the catalog's hints, per segment
   net::NoRetryPolicy no_retry;
   std::shared_ptr<MemoryAccount> account = std::make_shared<MemoryAccount>();
   std::shared_ptr<BufferPool> pool;
   int64_t budget = 0;
 
-  mutable std::mutex mu;
-  std::condition_variable ready_cv;  // consumer waits
-  std::condition_variable pump_cv;   // pump thread waits
-  bool started = false;
-  bool closed = false;
-  std::deque<std::unique_ptr<Epoch>> epochs;  // consumer's epoch first
-  int64_t next_epoch = 0;                     // number of the next epoch to create
-  int64_t consumer_epoch = 0;
-  bool all_done = false;
-  int64_t in_flight = 0;           // tasks issued and not resolved
-  int64_t in_flight_unslotted = 0; // of which without a slot yet
-  std::vector<std::unique_ptr<Epoch>> fetches;  // Fetch() calls in progress
+  // Guards the fields below and the assembly state reached through them
+  // (Epoch, Task, BatchImpl before hand-out; the analysis cannot name mu
+  // from those structs, so their contract is this comment).
+  mutable Mutex mu;
+  CondVar ready_cv;  // consumer waits
+  CondVar pump_cv;   // pump thread waits
+  bool started GUARDED_BY(mu) = false;
+  bool closed GUARDED_BY(mu) = false;
+  std::deque<std::unique_ptr<Epoch>> epochs GUARDED_BY(mu);  // consumer's epoch first
+  int64_t next_epoch GUARDED_BY(mu) = 0;                     // number of the next epoch to create
+  int64_t consumer_epoch GUARDED_BY(mu) = 0;
+  bool all_done GUARDED_BY(mu) = false;
+  int64_t in_flight GUARDED_BY(mu) = 0;           // tasks issued and not resolved
+  int64_t in_flight_unslotted GUARDED_BY(mu) = 0; // of which without a slot yet
+  std::vector<std::unique_ptr<Epoch>> fetches GUARDED_BY(mu);  // Fetch() calls in progress
   struct Retry {
     Clock::time_point due;
     std::shared_ptr<Task> task;
     int plan_offset;
     bool operator>(const Retry& r) const { return due > r.due; }
   };
-  std::priority_queue<Retry, std::vector<Retry>, std::greater<>> retries;
+  std::priority_queue<Retry, std::vector<Retry>, std::greater<>> retries GUARDED_BY(mu);
   struct Watch {
     Clock::time_point issued;
     std::weak_ptr<Task> task;
     int attempt;
   };
-  std::deque<Watch> watch;  // attempts in issue order, for hedging
-  loader::WindowController ctl;
+  std::deque<Watch> watch GUARDED_BY(mu);  // attempts in issue order, for hedging
+  loader::WindowController ctl GUARDED_BY(mu);
   net::LatencyTracker latencies;
-  double avg_size = 0;  // EWMA of sample sizes
-  double hedge_tokens = 10;  // hedge budget: +0.05 per completed sample, at most 100
+  double avg_size GUARDED_BY(mu) = 0;  // EWMA of sample sizes
+  double hedge_tokens GUARDED_BY(mu) = 10;  // hedge budget: +0.05 per completed sample, at most 100
 
   // Metrics.
-  int64_t m_images = 0, m_bytes = 0, m_batches = 0, m_retries = 0, m_hedges = 0, m_hedge_wins = 0,
-          m_timeouts = 0, m_dupes = 0, m_skipped = 0, m_dropped = 0;
-  double m_stall_s = 0;
-  double rate_images = 0, rate_bytes = 0;
-  int64_t rate_last_images = 0, rate_last_bytes = 0;
-  Clock::time_point rate_at = Clock::now();
+  int64_t m_images GUARDED_BY(mu) = 0, m_bytes GUARDED_BY(mu) = 0, m_batches GUARDED_BY(mu) = 0,
+          m_retries GUARDED_BY(mu) = 0, m_hedges GUARDED_BY(mu) = 0, m_hedge_wins GUARDED_BY(mu) = 0,
+          m_timeouts GUARDED_BY(mu) = 0, m_dupes GUARDED_BY(mu) = 0, m_skipped GUARDED_BY(mu) = 0,
+          m_dropped GUARDED_BY(mu) = 0;
+  double m_stall_s GUARDED_BY(mu) = 0;
+  double rate_images GUARDED_BY(mu) = 0, rate_bytes GUARDED_BY(mu) = 0;
+  int64_t rate_last_images GUARDED_BY(mu) = 0, rate_last_bytes GUARDED_BY(mu) = 0;
+  Clock::time_point rate_at GUARDED_BY(mu) = Clock::now();
 
   std::thread pump;
 
@@ -228,40 +259,51 @@ struct Loader::Impl {
   // --- setup ----------------------------------------------------------------
   Status Init();
   std::unique_ptr<Epoch> MakeEpoch(int64_t number, std::vector<loader::PositionRange> ranges,
-                                   int64_t base_batches);
+                                   int64_t base_batches) REQUIRES(mu);
+  store::SampleHints HintsFor(SampleKey k) const {
+    store::SampleHints h;
+    auto it = seg_max_size.find(KeySegment(k));
+    h.max_size = it != seg_max_size.end() ? it->second : -1;
+    h.chunk_size = ds.chunk_size;
+    h.label_kind = ds.label_kind;
+    h.classes = ds.class_names.empty() ? -1 : static_cast<int64_t>(ds.class_names.size());
+    return h;
+  }
   int64_t BatchesFor(uint64_t n) const {
     const uint64_t b = static_cast<uint64_t>(o.batch_size);
     return static_cast<int64_t>(o.drop_last ? n / b : (n + b - 1) / b);
   }
 
-  // --- assembly (REQUIRES: mu held) ----------------------------------------
-  Status ReserveSlot(Task& t, int64_t size);
-  std::shared_ptr<BatchImpl> NewBatch(Epoch& e, int capacity, int64_t build_index, Status* err);
-  void CheckBatch(Epoch& e, const std::shared_ptr<BatchImpl>& b);
-  void Finalize(BatchImpl& b, bool ordered);
-  void CompleteTask(Task& t, const AttemptSink& s);
-  void FailTask(Task& t, const Status& err);
-  void HandleFailure(const std::shared_ptr<Task>& t, const Status& err, std::vector<Launch>* out);
-  void Refill(std::vector<Launch>* out);
-  Epoch* IssuingEpoch();
+  // --- assembly ------------------------------------------------------------
+  Status ReserveSlot(Task& t, int64_t size) REQUIRES(mu);
+  std::shared_ptr<BatchImpl> NewBatch(Epoch& e, int capacity, int64_t build_index, Status* err) REQUIRES(mu);
+  void CheckBatch(Epoch& e, const std::shared_ptr<BatchImpl>& b) REQUIRES(mu);
+  Status Finalize(BatchImpl& b, bool ordered) REQUIRES(mu);
+  void CompleteTask(Task& t) REQUIRES(mu);
+  void FailTask(Task& t, const Status& err) REQUIRES(mu);
+  void HandleFailure(const std::shared_ptr<Task>& t, const Status& err) REQUIRES(mu);
+  void Refill(std::vector<Launch>* out) REQUIRES(mu);
+  Epoch* IssuingEpoch() REQUIRES(mu);
+  Status Claim(AttemptSink& s) REQUIRES(mu);
 
-  // --- requests (no lock) ---------------------------------------------------
-  void Start(std::vector<Launch> launches);
-  void LaunchOne(Launch l);
+  // --- requests -------------------------------------------------------------
+  void Start(std::vector<Launch> launches) EXCLUDES(mu);
+  void LaunchOne(Launch l) EXCLUDES(mu);
   void OnAttemptDone(const std::shared_ptr<Task>& t, const std::shared_ptr<AttemptSink>& sink,
-                     Clock::time_point sent, StatusOr<net::ResultSet> r);
-  std::span<uint8_t> Destination(AttemptSink& s, int32_t size);
+                     Clock::time_point sent, StatusOr<net::ResultSet> r) EXCLUDES(mu);
+  std::span<uint8_t> Destination(AttemptSink& s, int32_t size) EXCLUDES(mu);
   std::chrono::milliseconds AttemptTimeout() const;
-  void PumpLoop();
-  std::string DescribeKey(SampleKey k);
+  void PumpLoop() EXCLUDES(mu);
+  std::string DescribeKey(SampleKey k) EXCLUDES(mu);
 };
 
-// One execution of a sample read (or one page of it). Collects the static
-// columns of the first row and places data cells through Impl::Destination.
+// One execution of a sample read (or one page of it). Hands the key and
+// static cells to store::SampleRowCells and places data cells through
+// Impl::Destination.
 class AttemptSink final : public cql::CellSink {
  public:
   AttemptSink(Loader::Impl* l, std::shared_ptr<Task> t, int attempt, bool continuation)
-      : l_(l), t_(std::move(t)), attempt(attempt), continuation(continuation) {}
+      : l_(l), t_(std::move(t)), attempt(attempt), continuation(continuation), cells(t_->key, continuation) {}
 
   Status OnRowsBegin(const cql::RowsMetadata&, int32_t rows) override {
     this->rows = rows;
@@ -276,43 +318,7 @@ class AttemptSink final : public cql::CellSink {
       data_cells++;
       return Status::OK();
     }
-    if (col == store::kColSeg || col == store::kColIdx) {
-      // Every row (page) must belong to the sample this attempt asked for.
-      const int32_t want = col == store::kColSeg ? KeySegment(t_->key) : KeyIndex(t_->key);
-      if (!data || data->size() != 4 || static_cast<int32_t>(cql::LoadU32(data->data())) != want) {
-        key_mismatch = true;
-      }
-      return Status::OK();
-    }
-    if (row != 0 || continuation) return Status::OK();
-    auto big = [&](int64_t* v) {
-      if (data && data->size() == 8) *v = static_cast<int64_t>(cql::LoadU64(data->data()));
-    };
-    switch (col) {
-      case store::kColSize:
-        big(&size);
-        statics = data.has_value();
-        break;
-      case store::kColImageSize:
-        big(&image_size);
-        break;
-      case store::kColChecksum:
-        big(&checksum);
-        break;
-      case store::kColLabel:
-        if (data && data->size() == 4) label = static_cast<int32_t>(cql::LoadU32(data->data()));
-        break;
-      case store::kColLabels:
-        if (data) {
-          auto v = DecodeCell(DataType::List(DataType::Simple(TypeId::kInt)), *data);
-          if (v.ok() && v->kind() == Value::Kind::kList) {
-            for (const auto& x : v->as_list()) labels.push_back(x.kind() == Value::Kind::kInt ? x.as_int() : -1);
-          }
-        }
-        break;
-      default:
-        break;
-    }
+    cells.OnCell(row, col, data);
     return Status::OK();
   }
 
@@ -320,13 +326,10 @@ class AttemptSink final : public cql::CellSink {
   std::shared_ptr<Task> t_;
   const int attempt;
   const bool continuation;
+  store::SampleRowCells cells;
   int32_t rows = 0;
   int data_cells = 0;
-  bool statics = false;
-  bool key_mismatch = false;
-  int64_t size = -1, image_size = -1, checksum = 0;
-  int32_t label = -1;
-  std::vector<int32_t> labels;
+  bool offered = false;  // some data cell asked for a destination (loader lock)
   Status err;  // set under the loader lock
 };
 
@@ -389,8 +392,7 @@ Status Loader::Impl::Init() {
   }
   CQLS_ASSIGN_OR_RETURN(read_stmt, session->Prepare(store::DataReadQuery(ds)));
   {
-    auto p = session->Prepare(fmt::format("SELECT path FROM {}.{} WHERE seg = ? AND block = ? AND idx = ?",
-                                          ds.keyspace, ds.meta_table()));
+    auto p = session->Prepare(store::SamplePathQuery(ds));
     if (p.ok()) path_stmt = *p;  // only for error messages
   }
 
@@ -398,8 +400,12 @@ Status Loader::Impl::Init() {
   const int64_t max_size = std::max<int64_t>(ds.MaxSize(split), 1);
   const int64_t split_bytes = std::max<int64_t>(ds.Bytes(split), 1);
   const double mean = static_cast<double>(split_bytes) / static_cast<double>(std::max<int64_t>(ds.Count(split), 1));
+  MutexLock lock(&mu);  // (the pump thread starts below)
   avg_size = mean;
-  const size_t capacity = static_cast<size_t>(o.batch_size) * static_cast<size_t>(max_size) + (1u << 20);
+  uint64_t reservation = loader::BatchReservation(o.batch_size, max_size);
+  if (o.max_batch_reservation > 0) reservation = std::min(reservation, static_cast<uint64_t>(o.max_batch_reservation));
+  const size_t capacity = static_cast<size_t>(reservation);
+  for (const auto& g : ds.segments) seg_max_size[g.seg] = g.max_size;
   budget = o.memory_bytes > 0 ? o.memory_bytes
                               : std::max<int64_t>(int64_t{1} << 30, static_cast<int64_t>(8 * o.batch_size * mean));
   if (static_cast<double>(budget) < 2.0 * o.batch_size * mean) {
@@ -473,10 +479,12 @@ Status Loader::Impl::ReserveSlot(Task& t, int64_t size) {
   const uint64_t B = static_cast<uint64_t>(o.batch_size);
   std::shared_ptr<BatchImpl> b;
   Status err;
+  // The size was checked against the catalog (store::CheckStatics); the
+  // catalog is a hint too, so the memory budget bounds what is reserved.
   if (size < 0) return Status::Corruption(fmt::format("sample {} has a negative size", FormatKey(t.key)));
-  if (static_cast<uint64_t>(size) > pool->capacity()) {
-    return Status::Corruption(fmt::format("sample {} is {} bytes, larger than the catalog's maximum", FormatKey(t.key),
-                                          size));
+  if (size > budget) {
+    return Status::InvalidArgument(fmt::format("sample {} is {} bytes, more than the loader's memory budget of {}",
+                                               FormatKey(t.key), size, budget));
   }
   if (e.ordered) {
     const int64_t idx = static_cast<int64_t>(t.seq / B);
@@ -490,28 +498,35 @@ Status Loader::Impl::ReserveSlot(Task& t, int64_t size) {
     }
     t.slot = static_cast<int>(t.seq % B);
   } else {
-    if (e.open && e.open->used + static_cast<uint64_t>(size) > pool->capacity()) {
-      // Does not fit: close this batch with what it has.
-      e.open->capacity = e.open->reserved;
-      e.open->sealed = true;
-      auto full = e.open;
-      e.open = nullptr;
-      CheckBatch(e, full);
-    }
     if (!e.open) {
       const int cap = static_cast<int>(std::min<uint64_t>(B, e.unslotted));
       e.open = NewBatch(e, cap, e.batches_made++, &err);
       if (!e.open) return err;
+      e.open->tail = static_cast<uint64_t>(cap) < B;
     }
     b = e.open;
     t.slot = b->reserved;
   }
+  const size_t k = static_cast<size_t>(t.slot);
+  const uint64_t n = static_cast<uint64_t>(size);
+  if (n <= b->buf->capacity() - b->used) {
+    t.offset = b->used;
+    t.base = b->buf->data() + t.offset;
+    b->used += n;
+  } else {
+    // Does not fit in the batch's buffer: a buffer of its own.
+    auto side = BatchBuffer::Reserve(static_cast<size_t>(n));
+    if (!side.ok()) return side.status();
+    if (b->side.size() <= k) b->side.resize(static_cast<size_t>(b->capacity));
+    t.offset = 0;
+    t.base = (*side)->data();
+    b->side[k] = std::move(*side);
+    b->side_bytes += n;
+  }
   b->reserved++;
-  t.offset = b->used;
-  b->used += static_cast<uint64_t>(size);
-  b->seqs[static_cast<size_t>(t.slot)] = t.seq;
-  b->keys[static_cast<size_t>(t.slot)] = t.key;
-  b->offsets[static_cast<size_t>(t.slot)] = t.offset;
+  b->seqs[k] = t.seq;
+  b->keys[k] = t.key;
+  b->offsets[k] = t.offset;
   account->in_batches += size;
   t.batch = b;
   t.size = size;
@@ -528,36 +543,49 @@ void Loader::Impl::CheckBatch(Epoch& e, const std::shared_ptr<BatchImpl>& b) {
   const bool full = e.ordered || b->sealed;
   if (!full || b->completed + b->holes < b->capacity) return;
   e.building.erase(b->build_index);
+  Status joined = b->completed == 0 ? Status::OK() : Finalize(*b, e.ordered);
+  if (!joined.ok()) {
+    // No memory to join the batch's buffers: its samples are unreadable.
+    for (int i = 0; i < b->capacity; ++i) {
+      if (b->state[static_cast<size_t>(i)] != kFilled) continue;
+      m_skipped++;
+      if (o.on_missing == OnMissing::kRaise) e.errors.emplace_back(b->keys[static_cast<size_t>(i)], joined);
+    }
+    b->completed = 0;
+  }
   if (b->completed == 0) {
     // Every sample was skipped: no batch. Ordered mode leaves a marker so
     // that delivery moves past this index.
     if (e.ordered) e.ready_by_index[b->build_index] = nullptr;
-    ready_cv.notify_all();
+    ready_cv.SignalAll();
     return;
   }
-  Finalize(*b, e.ordered);
   if (e.ordered) {
     e.ready_by_index[b->build_index] = b;
   } else {
     e.ready.push_back(b);
   }
-  ready_cv.notify_all();
+  ready_cv.SignalAll();
 }
 
-void Loader::Impl::Finalize(BatchImpl& b, bool ordered) {
+Status Loader::Impl::Finalize(BatchImpl& b, bool ordered) {
   // The order samples are presented in: plan order (ordered mode) or the
-  // order their bytes were placed (out-of-order). Holes are dropped and the
-  // bytes compacted; in ordered mode the bytes are laid out in plan order so
-  // that a batch is bit-for-bit reproducible.
+  // order their bytes were placed (out-of-order; samples in side buffers
+  // last). Holes are dropped and the bytes compacted; in ordered mode the
+  // bytes are laid out in plan order so that a batch is bit-for-bit
+  // reproducible.
   std::vector<int> order;
   for (int i = 0; i < b.capacity; ++i) {
     if (b.state[static_cast<size_t>(i)] == kFilled) order.push_back(i);
   }
+  auto in_side = [&](int i) { return static_cast<size_t>(i) < b.side.size() && b.side[static_cast<size_t>(i)]; };
   if (!ordered) {
-    std::sort(order.begin(), order.end(),
-              [&](int x, int y) { return b.offsets[static_cast<size_t>(x)] < b.offsets[static_cast<size_t>(y)]; });
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+      if (in_side(x) != in_side(y)) return in_side(y);
+      return b.offsets[static_cast<size_t>(x)] < b.offsets[static_cast<size_t>(y)];
+    });
   }
-  bool dense = true;
+  bool dense = b.side_bytes == 0;
   uint64_t cursor = 0;
   for (int i : order) {
     dense = dense && b.offsets[static_cast<size_t>(i)] == cursor;
@@ -569,35 +597,37 @@ void Loader::Impl::Finalize(BatchImpl& b, bool ordered) {
     for (int i : order) out.push_back(v[static_cast<size_t>(i)]);
     v.swap(out);
   };
-  if (!dense) {
-    if (ordered) {
-      // Copy into a fresh buffer in plan order (ordered mode's one extra copy).
-      auto nb = pool->Acquire();
-      if (nb.ok()) {
-        uint64_t at = 0;
-        for (int i : order) {
-          const size_t k = static_cast<size_t>(i);
-          std::memcpy((*nb)->data() + at, b.buf->data() + b.offsets[k], b.sizes[k]);
-          b.offsets[k] = at;
-          at += b.sizes[k];
-        }
-        pool->Release(std::move(b.buf), b.used);
-        b.buf = std::move(*nb);
-        account->in_batches -= static_cast<int64_t>(b.used - at);
-        b.used = at;
-      }
-    } else {
-      // Out-of-order: only holes to close; moving down in offset order is safe.
+  if (!dense && (ordered || b.side_bytes > 0)) {
+    // Copy into a fresh buffer in presentation order (ordered mode's one
+    // extra copy; a batch with side buffers is joined into one buffer).
+    auto nb = cursor <= pool->capacity() ? pool->Acquire() : BatchBuffer::Reserve(static_cast<size_t>(cursor));
+    if (!nb.ok() && b.side_bytes > 0) return nb.status();
+    if (nb.ok()) {
       uint64_t at = 0;
       for (int i : order) {
         const size_t k = static_cast<size_t>(i);
-        if (b.offsets[k] != at) std::memmove(b.buf->data() + at, b.buf->data() + b.offsets[k], b.sizes[k]);
+        if (b.sizes[k] > 0) std::memcpy((*nb)->data() + at, b.SampleData(k), b.sizes[k]);
         b.offsets[k] = at;
         at += b.sizes[k];
       }
-      account->in_batches -= static_cast<int64_t>(b.used - at);
+      pool->Release(std::move(b.buf), b.used);
+      b.buf = std::move(*nb);
+      account->in_batches -= static_cast<int64_t>(b.used + b.side_bytes - at);
       b.used = at;
+      b.side.clear();
+      b.side_bytes = 0;
     }
+  } else if (!dense) {
+    // Out-of-order: only holes to close; moving down in offset order is safe.
+    uint64_t at = 0;
+    for (int i : order) {
+      const size_t k = static_cast<size_t>(i);
+      if (b.offsets[k] != at) std::memmove(b.buf->data() + at, b.buf->data() + b.offsets[k], b.sizes[k]);
+      b.offsets[k] = at;
+      at += b.sizes[k];
+    }
+    account->in_batches -= static_cast<int64_t>(b.used - at);
+    b.used = at;
   }
   pick(b.offsets);
   pick(b.sizes);
@@ -608,12 +638,14 @@ void Loader::Impl::Finalize(BatchImpl& b, bool ordered) {
   if (!b.multilabels.empty()) pick(b.multilabels);
   b.state.assign(order.size(), kFilled);
   b.capacity = static_cast<int>(order.size());
+  return Status::OK();
 }
 
-void Loader::Impl::CompleteTask(Task& t, const AttemptSink& s) {
+void Loader::Impl::CompleteTask(Task& t) {
   Epoch& e = *t.ep;
   BatchImpl& b = *t.batch;
   const size_t k = static_cast<size_t>(t.slot);
+  const store::SampleStatics& s = t.statics;
   b.sizes[k] = static_cast<uint64_t>(t.size);
   b.image_sizes[k] = s.image_size >= 0 ? static_cast<uint64_t>(s.image_size) : static_cast<uint64_t>(t.size);
   b.labels[k] = s.label;
@@ -665,6 +697,7 @@ void Loader::Impl::FailTask(Task& t, const Status& err) {
     } else if (e.open && e.open->capacity > e.open->reserved + static_cast<int>(e.unslotted)) {
       // Fewer samples are left than the open batch expects.
       e.open->capacity = e.open->reserved + static_cast<int>(e.unslotted);
+      e.open->tail = true;
       e.open->sealed = e.open->reserved == e.open->capacity;
       b = e.open;
       if (e.open->sealed) e.open = nullptr;
@@ -674,11 +707,10 @@ void Loader::Impl::FailTask(Task& t, const Status& err) {
   if (o.on_missing == OnMissing::kRaise) e.errors.emplace_back(t.key, err);
   if (b) CheckBatch(e, b);
   t.batch.reset();
-  ready_cv.notify_all();
+  ready_cv.SignalAll();
 }
 
-void Loader::Impl::HandleFailure(const std::shared_ptr<Task>& t, const Status& err, std::vector<Launch>* out) {
-  (void)out;
+void Loader::Impl::HandleFailure(const std::shared_ptr<Task>& t, const Status& err) {
   const auto now = Clock::now();
   if (t->failures++ == 0) t->first_failure = now;
   const bool congestion = err.IsTimeout() || err.code() == Status::Code::kOverloaded;
@@ -696,7 +728,7 @@ void Loader::Impl::HandleFailure(const std::shared_ptr<Task>& t, const Status& e
     const double d = std::min(2000.0, base) * std::uniform_real_distribution<double>(0.5, 1.0)(rng);
     retries.push(Retry{now + std::chrono::microseconds(static_cast<int64_t>(d * 1000)), t, t->failures});
     m_retries++;
-    pump_cv.notify_one();
+    pump_cv.Signal();
     return;
   }
   Status final = Status(err.code(),
@@ -751,7 +783,7 @@ void Loader::Impl::Refill(std::vector<Launch>* out) {
     t->key = source.KeyAt(e->perm(e->plan.PositionAt(t->seq)));
     in_flight++;
     in_flight_unslotted++;
-    out->push_back(Launch{std::move(t), 0, false, std::nullopt, -1});
+    out->push_back(Launch::First(std::move(t)));
   }
 }
 
@@ -775,7 +807,7 @@ void Loader::Impl::LaunchOne(Launch l) {
   const auto now = Clock::now();
   int attempt = l.attempt;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     if (closed || l.task->resolved) return;
     if (attempt < 0) {
       attempt = l.task->attempts++;
@@ -805,50 +837,51 @@ void Loader::Impl::LaunchOne(Launch l) {
   });
 }
 
-std::span<uint8_t> Loader::Impl::Destination(AttemptSink& s, int32_t size) {
-  std::lock_guard<std::mutex> lock(mu);
+Status Loader::Impl::Claim(AttemptSink& s) {
   Task& t = *s.t_;
+  if (!s.cells.status().ok()) return s.cells.status();
+  const store::SampleStatics& st = s.cells.statics();
+  CQLS_RETURN_IF_ERROR(store::CheckStatics(t.key, st, HintsFor(t.key)));
+  if (!t.batch) {
+    CQLS_RETURN_IF_ERROR(ReserveSlot(t, st.size));
+  } else if (t.size != st.size) {
+    return Status::Corruption(fmt::format("sample {} changed size between attempts ({} then {} bytes)",
+                                          FormatKey(t.key), t.size, st.size));
+  }
+  t.owner = s.attempt;
+  t.statics = st;
+  t.placer.Begin(t.size, ds.chunk_size);
+  return Status::OK();
+}
+
+std::span<uint8_t> Loader::Impl::Destination(AttemptSink& s, int32_t size) {
+  MutexLock lock(&mu);
+  Task& t = *s.t_;
+  s.offered = true;
   if (t.resolved || closed || !s.err.ok()) return {};
-  if (s.key_mismatch) {
+  if (s.cells.key_mismatch()) {
     s.err = Status::ConnectionLost(fmt::format("sample {}: the answer carries another sample's key", FormatKey(t.key)));
     return {};
   }
   if (t.owner == -1) {
     if (s.continuation) return {};  // the first page's owner failed: this page is useless
-    if (!s.statics || s.size < 0) {
-      s.err = Status::Corruption(fmt::format("sample {}: data before its size", FormatKey(t.key)));
-      return {};
-    }
-    if (!t.batch) {
-      Status r = ReserveSlot(t, s.size);
-      if (!r.ok()) {
-        s.err = r;
-        return {};
-      }
-    } else if (t.size != s.size) {
-      s.err = Status::Corruption(fmt::format("sample {} changed size between attempts ({} then {} bytes)",
-                                             FormatKey(t.key), t.size, s.size));
-      return {};
-    }
-    t.owner = s.attempt;
-    t.written = 0;
+    s.err = Claim(s);
+    if (!s.err.ok()) return {};
   }
   if (t.owner != s.attempt) return {};  // a duplicate (hedge) answer: dropped
-  if (t.written + static_cast<uint64_t>(size) > static_cast<uint64_t>(t.size)) {
-    s.err = Status::Corruption(fmt::format("sample {}: chunks hold more than its size of {} bytes", FormatKey(t.key),
-                                           t.size));
+  auto at = t.placer.Place(t.key, size);
+  if (!at.ok()) {
+    s.err = at.status();
     return {};
   }
-  uint8_t* dest = t.batch->buf->data() + t.offset + t.written;
-  t.written += static_cast<uint64_t>(size);
-  return {dest, static_cast<size_t>(size)};
+  return {t.base + *at, static_cast<size_t>(size)};
 }
 
 void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shared_ptr<AttemptSink>& s,
                                  Clock::time_point sent, StatusOr<net::ResultSet> r) {
   std::vector<Launch> launches;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     t->outstanding--;
     if (closed) return;
     const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
@@ -862,16 +895,17 @@ void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shar
       err = r.status();
     } else if (!s->err.ok()) {
       err = s->err;
-    } else if (s->key_mismatch) {
+    } else if (s->cells.key_mismatch()) {
       err = Status::ConnectionLost(fmt::format("sample {}: the answer carries another sample's key", FormatKey(t->key)));
     } else if (!s->continuation && s->rows == 0) {
       err = Status::NotFound(fmt::format("sample {} has no data row", FormatKey(t->key)));
+    } else if (!s->cells.status().ok()) {
+      err = s->cells.status();
     } else {
-      if (t->owner == -1 && !s->continuation && s->statics && s->size == 0) {
-        // An empty sample has no data cell to claim the slot with.
-        Status rs = t->batch ? Status::OK() : ReserveSlot(*t, 0);
-        if (rs.ok()) t->owner = s->attempt;
-        else err = rs;
+      if (t->owner == -1 && !s->continuation && !s->offered) {
+        // No data cell to claim the slot with (an empty sample, or a row
+        // without chunks): claimed here, and the chunks checked below.
+        err = Claim(*s);
       }
       if (err.ok() && t->owner != s->attempt) {
         // Another attempt owns the data (or owned it and failed while this
@@ -884,15 +918,14 @@ void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shar
         auto ps = r->paging_state();
         if (ps && !ps->empty()) {
           page_more = true;
-          launches.push_back(Launch{t, r->winning_execution, false, std::move(ps), s->attempt});
-        } else if (t->written != static_cast<uint64_t>(t->size)) {
-          err = Status::Corruption(fmt::format("sample {}: chunks add up to {} bytes, its size is {}",
-                                               FormatKey(t->key), t->written, t->size));
+          launches.push_back(Launch::NextPage(t, r->winning_execution, std::move(*ps), s->attempt));
+        } else if (Status fin = t->placer.Finish(t->key); !fin.ok()) {
+          err = fin;
         } else if (o.verify_checksums) {
-          const uint64_t h = XXH64(t->batch->buf->data() + t->offset, static_cast<size_t>(t->size), 0);
-          if (h != static_cast<uint64_t>(s->checksum)) {
+          const uint64_t h = XXH64(t->base, static_cast<size_t>(t->size), 0);
+          if (h != static_cast<uint64_t>(t->statics.checksum)) {
             err = Status::Corruption(fmt::format("sample {}: checksum mismatch (xxh64 {:016x}, stored {:016x})",
-                                                 FormatKey(t->key), h, static_cast<uint64_t>(s->checksum)));
+                                                 FormatKey(t->key), h, static_cast<uint64_t>(t->statics.checksum)));
           }
         }
       }
@@ -904,13 +937,12 @@ void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shar
       ctl.OnComplete(t->size, latency);
       hedge_tokens = std::min(100.0, hedge_tokens + 0.05);
       if (s->attempt == t->hedge_attempt) m_hedge_wins++;
-      CompleteTask(*t, *s);
+      CompleteTask(*t);
     } else {
       if (t->owner == s->attempt) {
         t->owner = -1;  // the slot stays reserved for the next attempt
-        t->written = 0;
       }
-      if (t->outstanding == 0) HandleFailure(t, err, &launches);
+      if (t->outstanding == 0) HandleFailure(t, err);
     }
     Refill(&launches);
   }
@@ -918,9 +950,9 @@ void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shar
 }
 
 void Loader::Impl::PumpLoop() {
-  std::unique_lock<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   while (!closed) {
-    pump_cv.wait_for(lock, std::chrono::milliseconds(2));
+    pump_cv.WaitFor(&mu, std::chrono::milliseconds(2));
     if (closed) break;
     if (!started) continue;
     const auto now = Clock::now();
@@ -929,7 +961,7 @@ void Loader::Impl::PumpLoop() {
     while (!retries.empty() && retries.top().due <= now) {
       Retry r = retries.top();
       retries.pop();
-      if (!r.task->resolved) launches.push_back(Launch{r.task, r.plan_offset, false, std::nullopt, -1});
+      if (!r.task->resolved) launches.push_back(Launch::Retry(r.task, r.plan_offset));
     }
     // Hedges: attempts older than the adaptive threshold (the running p99,
     // at least 2 ms) get one more execution on the next replica/connection.
@@ -952,7 +984,7 @@ void Loader::Impl::PumpLoop() {
       if (!t->hedged && t->outstanding == 1 && hedge_tokens >= 1.0) {
         hedge_tokens -= 1.0;
         t->hedged = true;
-        launches.push_back(Launch{t, t->attempts, true, std::nullopt, -1});
+        launches.push_back(Launch::Hedge(t, t->attempts));
       }
     }
     // Window control.
@@ -969,26 +1001,14 @@ void Loader::Impl::PumpLoop() {
       rate_at = now;
     }
     Refill(&launches);
-    lock.unlock();
+    lock.Unlock();
     if (conns != conns_before) session->SetConnectionsPerHost(conns);
     Start(std::move(launches));
-    lock.lock();
+    lock.Lock();
   }
 }
 
-std::string Loader::Impl::DescribeKey(SampleKey k) {
-  if (!path_stmt) return FormatKey(k);
-  net::Statement st = net::Statement::Bound(
-      path_stmt, {Value::Int(KeySegment(k)), Value::Int(KeyIndex(k) >> 10), Value::Int(KeyIndex(k))});
-  st.idempotent = true;
-  st.timeout = std::chrono::milliseconds(2000);
-  auto r = session->Execute(st);
-  if (r.ok() && r->rows() && r->rows()->row_count() == 1) {
-    auto v = r->rows()->value(0, 0);
-    if (v.ok() && v->kind() == Value::Kind::kText) return fmt::format("{} (path '{}')", FormatKey(k), v->as_text());
-  }
-  return fmt::format("{} (path unknown)", FormatKey(k));
-}
+std::string Loader::Impl::DescribeKey(SampleKey k) { return store::DescribeSample(*session, path_stmt, k); }
 
 // ============================================================================
 // Loader
@@ -1011,16 +1031,16 @@ StatusOr<std::unique_ptr<Loader>> Loader::Open(LoaderOptions options) {
 void Loader::Close() {
   if (!impl_) return;
   {
-    std::lock_guard<std::mutex> l(impl_->mu);
+    MutexLock l(&impl_->mu);
     if (impl_->closed) return;
     impl_->closed = true;
   }
-  impl_->pump_cv.notify_all();
-  impl_->ready_cv.notify_all();
+  impl_->pump_cv.SignalAll();
+  impl_->ready_cv.SignalAll();
   if (impl_->pump.joinable()) impl_->pump.join();
   // Fails what is in flight; completions see `closed` and return.
   if (impl_->session) impl_->session->Close();
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(&impl_->mu);
   impl_->epochs.clear();
   while (!impl_->retries.empty()) impl_->retries.pop();
   impl_->watch.clear();
@@ -1029,14 +1049,14 @@ void Loader::Close() {
 StatusOr<BatchPtr> Loader::Next() {
   Impl& L = *impl_;
   std::vector<Launch> launches;
-  std::unique_lock<std::mutex> lock(L.mu);
+  MutexLock lock(&L.mu);
   if (!L.started) {
     L.started = true;
     L.Refill(&launches);
-    lock.unlock();
+    lock.Unlock();
     L.Start(std::move(launches));
     launches.clear();
-    lock.lock();
+    lock.Lock();
   }
   const auto t0 = Clock::now();
   bool waited = false;
@@ -1045,7 +1065,7 @@ StatusOr<BatchPtr> Loader::Next() {
     if (!L.epochs.empty() && !L.epochs.front()->errors.empty()) {
       auto [key, err] = L.epochs.front()->errors.front();
       L.epochs.front()->errors.pop_front();
-      lock.unlock();
+      lock.Unlock();
       const std::string who = L.DescribeKey(key);
       return Status(err.code(), fmt::format("{} [{}]", err.message(), who), err.server_error_ptr());
     }
@@ -1063,11 +1083,17 @@ StatusOr<BatchPtr> Loader::Next() {
       // Only the last batch of an epoch may be short: the tail batch (fewer
       // samples left than a batch) can complete before the full batches
       // opened ahead of it, so it waits until it is the epoch's last.
+      // (A batch shortened by skipped samples is not a tail: it goes at once.)
       auto it = e.ready.begin();
-      const bool others_left = !e.building.empty() || e.unslotted > 0 || e.ready.size() > 1;
-      if ((*it)->capacity < L.o.batch_size && others_left) {
-        it = std::find_if(e.ready.begin(), e.ready.end(),
-                          [&](const std::shared_ptr<BatchImpl>& r) { return r->capacity >= L.o.batch_size; });
+      if ((*it)->tail) {
+        auto other = std::find_if(e.ready.begin(), e.ready.end(),
+                                  [](const std::shared_ptr<BatchImpl>& r) { return !r->tail; });
+        const bool more_coming = !e.building.empty() || e.unslotted > 0;
+        if (other != e.ready.end()) {
+          it = other;
+        } else if (more_coming) {
+          it = e.ready.end();
+        }
       }
       if (it != e.ready.end()) {
         b = *it;
@@ -1088,8 +1114,8 @@ StatusOr<BatchPtr> Loader::Next() {
       L.m_bytes += static_cast<int64_t>(b->used);
       L.m_batches++;
       if (waited) L.m_stall_s += std::chrono::duration<double>(Clock::now() - t0).count();
-      L.pump_cv.notify_one();
-      lock.unlock();
+      L.pump_cv.Signal();
+      lock.Unlock();
       L.Start(std::move(launches));
       return BatchPtr(std::move(b));
     }
@@ -1099,19 +1125,19 @@ StatusOr<BatchPtr> Loader::Next() {
       if (L.o.epochs > 0 && L.consumer_epoch >= L.o.epochs) L.all_done = true;
       L.Refill(&launches);
       if (waited) L.m_stall_s += std::chrono::duration<double>(Clock::now() - t0).count();
-      lock.unlock();
+      lock.Unlock();
       L.Start(std::move(launches));
       return BatchPtr();  // end of the epoch
     }
     if (!launches.empty()) {
-      lock.unlock();
+      lock.Unlock();
       L.Start(std::move(launches));
       launches.clear();
-      lock.lock();
+      lock.Lock();
       continue;
     }
     waited = true;
-    L.ready_cv.wait_for(lock, std::chrono::milliseconds(50));
+    L.ready_cv.WaitFor(&L.mu, std::chrono::milliseconds(50));
   }
 }
 
@@ -1132,7 +1158,7 @@ StatusOr<BatchPtr> Loader::Fetch(const std::vector<SampleKey>& keys) {
   std::vector<Launch> launches;
   Epoch* e = nullptr;
   {
-    std::lock_guard<std::mutex> lock(L.mu);
+    MutexLock lock(&L.mu);
     if (L.closed) return Status::Cancelled("loader closed");
     auto ep = std::make_unique<Epoch>();
     ep->number = -1;
@@ -1148,19 +1174,19 @@ StatusOr<BatchPtr> Loader::Fetch(const std::vector<SampleKey>& keys) {
       t->key = keys[i];
       L.in_flight++;
       L.in_flight_unslotted++;
-      launches.push_back(Launch{std::move(t), 0, false, std::nullopt, -1});
+      launches.push_back(Launch::First(std::move(t)));
     }
   }
   L.Start(std::move(launches));
-  std::unique_lock<std::mutex> lock(L.mu);
-  L.ready_cv.wait(lock, [&] { return L.closed || (e->resolved == e->to_issue && e->building.empty()); });
+  MutexLock lock(&L.mu);
+  while (!L.closed && !(e->resolved == e->to_issue && e->building.empty())) L.ready_cv.Wait(&L.mu);
   auto self = std::find_if(L.fetches.begin(), L.fetches.end(), [&](const auto& p) { return p.get() == e; });
   std::unique_ptr<Epoch> mine = std::move(*self);
   L.fetches.erase(self);
   if (L.closed) return Status::Cancelled("loader closed");
   if (!mine->errors.empty()) {
     auto [key, err] = mine->errors.front();
-    lock.unlock();
+    lock.Unlock();
     return Status(err.code(), fmt::format("{} [{}]", err.message(), L.DescribeKey(key)), err.server_error_ptr());
   }
   std::shared_ptr<BatchImpl> b;
@@ -1177,7 +1203,7 @@ StatusOr<BatchPtr> Loader::Fetch(const std::vector<SampleKey>& keys) {
 }
 
 bool Loader::Done() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(&impl_->mu);
   return impl_->all_done;
 }
 
@@ -1198,7 +1224,7 @@ const DatasetInfo& Loader::dataset() const { return impl_->ds; }
 
 std::string Loader::State() const {
   Impl& L = *impl_;
-  std::lock_guard<std::mutex> lock(L.mu);
+  MutexLock lock(&L.mu);
   loader::Checkpoint cp;
   cp.fingerprint = L.source.Fingerprint();
   cp.seed = L.o.seed;
@@ -1259,7 +1285,7 @@ Status Loader::Restore(const std::vector<std::string>& states) {
                                                a.seed, a.shuffle, L.o.seed, L.o.shuffle));
   }
   CQLS_ASSIGN_OR_RETURN(loader::Ranges remaining, loader::RemainingFor(cps, L.rank, L.world));
-  std::lock_guard<std::mutex> lock(L.mu);
+  MutexLock lock(&L.mu);
   if (L.started) return Status::InvalidArgument("Restore must be called before the first batch is read");
   const bool same = cps.size() == 1 && a.world == L.world && a.rank == L.rank;
   L.epochs.clear();
@@ -1285,7 +1311,7 @@ LoaderMetrics Loader::Metrics() const {
   auto sm = L.session->metrics();
   int connections = 0;
   for (const auto& h : L.session->Hosts()) connections += h.open_connections;
-  std::lock_guard<std::mutex> lock(L.mu);
+  MutexLock lock(&L.mu);
   m.images_per_s = L.rate_images;
   m.mb_per_s = L.rate_bytes / 1e6;
   m.images = L.m_images;
