@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <mutex>
 
 #include "store/catalog.h"
+#include "util/mutex.h"
 
 namespace cqlstream::store {
 namespace {
@@ -88,7 +88,7 @@ Status Verify(net::Session& s, const DatasetInfo& d, const VerifyOptions& o, Ver
   CQLS_ASSIGN_OR_RETURN(net::PreparedPtr meta_q, s.Prepare(MetaBlockQuery(d)));
   CQLS_ASSIGN_OR_RETURN(net::PreparedPtr data_q, s.Prepare(DataReadQuery(d)));
 
-  std::mutex mu;
+  Mutex mu;  // guards report and the progress call
   const int outer = std::max(1, std::min<int>(o.concurrency, static_cast<int>(blocks.size())));
   const int inner = std::max(1, o.concurrency / outer);
   Status st = ParallelFor(
@@ -138,7 +138,7 @@ Status Verify(net::Session& s, const DatasetInfo& d, const VerifyOptions& o, Ver
               auto it = by_idx.find(idx);
               const MetaRow* m = it == by_idx.end() ? nullptr : it->second;
               std::string what = CheckSample(sd, m);
-              std::lock_guard<std::mutex> l(mu);
+              MutexLock l(&mu);
               report->checked++;
               report->bytes += sd.data_bytes;
               if (!what.empty()) {
