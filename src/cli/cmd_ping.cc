@@ -2,7 +2,8 @@
 //
 // `cqlstream ping`: connects, prints the cluster name and every host (address,
 // data center, release version, token count) and the round-trip time of a
-// trivial query to each host.
+// trivial query to each host. The state shown is the one measured: a host
+// whose round trips failed is `down`, whatever the cluster's gossip says.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -50,7 +51,7 @@ void RegisterPing(CLI::App& app, Action* action) {
         std::sort(rtts.begin(), rtts.end());
         std::string rtt = err.ok() ? fmt::format("{:.3f} ms", rtts[rtts.size() / 2]) : "failed";
         fmt::print("{:<24} {:<12} {:<10} {:<10} {:>7} {:>6} {:>12}\n", fmt::format("{}:{}", h.address, h.port),
-                   h.datacenter, h.rack, h.release_version, h.token_count, h.up ? "up" : "down", rtt);
+                   h.datacenter, h.rack, h.release_version, h.token_count, err.ok() ? "up" : "down", rtt);
         if (!err.ok()) {
           std::fprintf(stderr, "cqlstream: host %s: %s\n", h.address.c_str(), err.ToString().c_str());
           ++failed;

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <functional>
 
 namespace cqlstream::store {
 namespace {
@@ -47,7 +49,40 @@ Status FillDataset(const cql::Rows& r, int32_t row, const std::string& keyspace,
   return Status::OK();
 }
 
-Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d) {
+// Catalog reads ask LOCAL_QUORUM, so that what an ingest committed at
+// LOCAL_QUORUM is seen. When the live replicas cannot give a quorum
+// (Unavailable, or a read timeout/failure with fewer answers than required:
+// e.g. two of three RF-3 nodes down) the whole read is repeated at LOCAL_ONE
+// with a warning, so that `info` and a new Loader go on as long as one
+// replica lives. The one replica may miss a write that the dead ones hold
+// (a segment committed while it was down): the warning says so.
+bool QuorumUnreachable(const Status& st) {
+  const ServerError* e = st.server_error();
+  if (e == nullptr) return false;
+  switch (e->typed()) {
+    case ServerErrorCode::kUnavailable:
+      return true;
+    case ServerErrorCode::kReadTimeout:
+    case ServerErrorCode::kReadFailure:
+      return e->alive < e->required;
+    default:
+      return false;
+  }
+}
+
+// Runs `read` at LOCAL_QUORUM, and again at LOCAL_ONE when the quorum cannot
+// be reached. `read` must reset its own output at each call.
+Status ReadWithFallback(const std::string& keyspace, const std::function<Status(cql::Consistency)>& read) {
+  Status st = read(cql::Consistency::kLocalQuorum);
+  if (st.ok() || !QuorumUnreachable(st)) return st;
+  std::fprintf(stderr,
+               "cqlstream: WARNING: the catalog of keyspace '%s' cannot be read at LOCAL_QUORUM (%s); reading it at "
+               "LOCAL_ONE: segments committed while the answering replica was down may be missing\n",
+               keyspace.c_str(), st.ToString().c_str());
+  return read(cql::Consistency::kLocalOne);
+}
+
+Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d, cql::Consistency cl) {
   d->segments.clear();
   net::Statement st = net::Statement::Query(
       fmt::format("SELECT seg, split, source_id, source, fingerprint, count, bytes, max_size, size_hist, state "
@@ -55,7 +90,7 @@ Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d
                   keyspace),
       {Value::Text(d->name)});
   st.idempotent = true;
-  st.consistency = cql::Consistency::kLocalQuorum;
+  st.consistency = cl;
   return s.ForEachPage(st, [&](const cql::Rows& r) {
     for (int32_t i = 0; i < r.row_count(); ++i) {
       SegmentInfo g;
@@ -93,24 +128,28 @@ constexpr const char* kDatasetColumns =
 StatusOr<DatasetInfo> LoadDataset(net::Session& s, const std::string& keyspace, const std::string& name) {
   CQLS_RETURN_IF_ERROR(ValidateKeyspaceName(keyspace));
   CQLS_RETURN_IF_ERROR(ValidateDatasetName(name));
-  net::Statement st = net::Statement::Query(
-      fmt::format("SELECT {} FROM {}.datasets WHERE name = ?", kDatasetColumns, keyspace), {Value::Text(name)});
-  st.idempotent = true;
-  st.consistency = cql::Consistency::kLocalQuorum;
-  auto r = s.Execute(st);
-  if (!r.ok()) {
-    if (IsMissingTable(r.status())) {
-      return Status::NotFound(fmt::format("no dataset '{}': keyspace '{}' holds no cqlstream catalog", name, keyspace));
-    }
-    return r.status();
-  }
-  const cql::Rows* rows = r->rows();
-  if (rows == nullptr || rows->row_count() == 0) {
-    return Status::NotFound(fmt::format("no dataset '{}' in keyspace '{}' (see cqlstream ls)", name, keyspace));
-  }
   DatasetInfo d;
-  CQLS_RETURN_IF_ERROR(FillDataset(*rows, 0, keyspace, &d));
-  CQLS_RETURN_IF_ERROR(LoadSegments(s, keyspace, &d));
+  CQLS_RETURN_IF_ERROR(ReadWithFallback(keyspace, [&](cql::Consistency cl) -> Status {
+    net::Statement st = net::Statement::Query(
+        fmt::format("SELECT {} FROM {}.datasets WHERE name = ?", kDatasetColumns, keyspace), {Value::Text(name)});
+    st.idempotent = true;
+    st.consistency = cl;
+    auto r = s.Execute(st);
+    if (!r.ok()) {
+      if (IsMissingTable(r.status())) {
+        return Status::NotFound(
+            fmt::format("no dataset '{}': keyspace '{}' holds no cqlstream catalog", name, keyspace));
+      }
+      return r.status();
+    }
+    const cql::Rows* rows = r->rows();
+    if (rows == nullptr || rows->row_count() == 0) {
+      return Status::NotFound(fmt::format("no dataset '{}' in keyspace '{}' (see cqlstream ls)", name, keyspace));
+    }
+    d = DatasetInfo();
+    CQLS_RETURN_IF_ERROR(FillDataset(*rows, 0, keyspace, &d));
+    return LoadSegments(s, keyspace, &d, cl);
+  }));
   std::sort(d.segments.begin(), d.segments.end(), [](const auto& a, const auto& b) { return a.seg < b.seg; });
   return d;
 }
@@ -118,25 +157,26 @@ StatusOr<DatasetInfo> LoadDataset(net::Session& s, const std::string& keyspace, 
 StatusOr<std::vector<DatasetInfo>> ListDatasets(net::Session& s, const std::string& keyspace) {
   CQLS_RETURN_IF_ERROR(ValidateKeyspaceName(keyspace));
   std::vector<DatasetInfo> out;
-  net::Statement st = net::Statement::Query(fmt::format("SELECT {} FROM {}.datasets", kDatasetColumns, keyspace));
-  st.idempotent = true;
-  st.consistency = cql::Consistency::kLocalQuorum;
-  Status status = s.ForEachPage(st, [&](const cql::Rows& r) {
-    for (int32_t i = 0; i < r.row_count(); ++i) {
-      DatasetInfo d;
-      Status f = FillDataset(r, i, keyspace, &d);
-      if (!f.ok() && f.code() != Status::Code::kUnsupported) return f;
-      out.push_back(std::move(d));  // listed even when unreadable (layout shown)
+  CQLS_RETURN_IF_ERROR(ReadWithFallback(keyspace, [&](cql::Consistency cl) -> Status {
+    out.clear();
+    net::Statement st = net::Statement::Query(fmt::format("SELECT {} FROM {}.datasets", kDatasetColumns, keyspace));
+    st.idempotent = true;
+    st.consistency = cl;
+    Status status = s.ForEachPage(st, [&](const cql::Rows& r) {
+      for (int32_t i = 0; i < r.row_count(); ++i) {
+        DatasetInfo d;
+        Status f = FillDataset(r, i, keyspace, &d);
+        if (!f.ok() && f.code() != Status::Code::kUnsupported) return f;
+        out.push_back(std::move(d));  // listed even when unreadable (layout shown)
+      }
+      return Status::OK();
+    });
+    if (!status.ok()) return IsMissingTable(status) ? Status::OK() : status;
+    for (auto& d : out) {
+      if (d.layout_version == kLayoutVersion) CQLS_RETURN_IF_ERROR(LoadSegments(s, keyspace, &d, cl));
     }
     return Status::OK();
-  });
-  if (!status.ok()) {
-    if (IsMissingTable(status)) return out;
-    return status;
-  }
-  for (auto& d : out) {
-    if (d.layout_version == kLayoutVersion) CQLS_RETURN_IF_ERROR(LoadSegments(s, keyspace, &d));
-  }
+  }));
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return out;
 }

@@ -3,6 +3,10 @@
 // Reading the catalog (datasets + segments tables) of a keyspace, and the
 // CQL text of the statements the loader and the tools share.
 //
+// Catalog reads are made at LOCAL_QUORUM; when the live replicas cannot give
+// it (two of three RF-3 nodes down), they fall back to LOCAL_ONE with a
+// warning on stderr, so that reading goes on while one replica lives.
+//
 // Thread-safety: functions are thread-safe (the Session is).
 #ifndef CQLSTREAM_STORE_CATALOG_H_
 #define CQLSTREAM_STORE_CATALOG_H_

@@ -1,0 +1,66 @@
+// Copyright (c) cqlstream authors.
+//
+// The catalog against the real node: reads fall back from LOCAL_QUORUM to
+// LOCAL_ONE, with a warning, when the live replicas cannot give a quorum.
+// On the one-node test cluster a keyspace whose replication factor is raised
+// to 3 after the data was written is in exactly the state of an RF-3 cluster
+// with two nodes dead: every row is on the one live replica, and LOCAL_QUORUM
+// is Unavailable (required 2, alive 1). The node-kill version of this test is
+// tests/integration/cluster_test.cc.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include "dataset_fixture.h"
+#include "store/catalog.h"
+#include "test_env.h"
+
+namespace cqlstream::testing {
+namespace {
+
+TEST(CatalogTest, ReadsFallBackToLocalOneWhenNoQuorumIsAlive) {
+  auto s = TestSession();
+  const std::string ks = fmt::format("it_rf3_{}", ::getpid());
+  MustRun(*s, fmt::format("DROP KEYSPACE IF EXISTS {}", ks));
+  MustRun(*s, fmt::format("CREATE KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', "
+                          "'replication_factor': 1}}",
+                          ks));
+  SyntheticSpec spec;
+  spec.name = "rf3";
+  spec.samples = 40;
+  spec.segments = 2;
+  MakeSyntheticDataset(*s, ks, spec);
+  MustRun(*s, fmt::format("ALTER KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', "
+                          "'replication_factor': 3}}",
+                          ks));
+
+  // The premise: a quorum read is Unavailable now.
+  net::Statement q = net::Statement::Query(fmt::format("SELECT name FROM {}.datasets", ks));
+  q.consistency = cql::Consistency::kLocalQuorum;
+  auto direct = s->Execute(q);
+  ASSERT_FALSE(direct.ok());
+  ASSERT_NE(direct.status().server_error(), nullptr) << direct.status().ToString();
+  ASSERT_EQ(direct.status().server_error()->typed(), ServerErrorCode::kUnavailable) << direct.status().ToString();
+
+  // Before the fix both failed with that Unavailable error.
+  ::testing::internal::CaptureStderr();
+  auto d = store::LoadDataset(*s, ks, "rf3");
+  auto all = store::ListDatasets(*s, ks);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(d->segments.size(), size_t(spec.segments));
+  int64_t count = 0;
+  for (const auto& g : d->segments) count += g.count;
+  EXPECT_EQ(count, spec.samples);
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].segments.size(), size_t(spec.segments));
+  EXPECT_NE(err.find("cannot be read at LOCAL_QUORUM"), std::string::npos) << err;
+  EXPECT_NE(err.find("LOCAL_ONE"), std::string::npos) << err;
+
+  MustRun(*s, fmt::format("DROP KEYSPACE {}", ks));
+}
+
+}  // namespace
+}  // namespace cqlstream::testing
