@@ -163,7 +163,7 @@ void Connection::Send(cql::RequestFrame frame, std::shared_ptr<cql::CellSink> si
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   bool post = false;
   {
-    std::lock_guard<std::mutex> l(submit_mu_);
+    MutexLock l(&submit_mu_);
     submitted_.push_back(std::move(r));
     if (!drain_posted_) drain_posted_ = post = true;
   }
@@ -181,7 +181,7 @@ void Connection::Close(Status why) {
 void Connection::DrainSubmitted() {
   std::vector<Request> batch;
   {
-    std::lock_guard<std::mutex> l(submit_mu_);
+    MutexLock l(&submit_mu_);
     batch.swap(submitted_);
     drain_posted_ = false;
   }
@@ -464,7 +464,7 @@ void Connection::FailAll(const Status& why) {
   }
   std::vector<Request> batch;
   {
-    std::lock_guard<std::mutex> l(submit_mu_);
+    MutexLock l(&submit_mu_);
     batch.swap(submitted_);
   }
   for (auto& r : batch) {

@@ -52,6 +52,7 @@
 #include "cqlstream/options.h"
 #include "cqlstream/status.h"
 #include "net/transport.h"
+#include "util/mutex.h"
 
 namespace cqlstream::net {
 
@@ -183,9 +184,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::map<std::string, std::vector<std::string>> supported_;
 
   // Cross-thread submission queue.
-  std::mutex submit_mu_;
-  std::vector<Request> submitted_;  // GUARDED_BY(submit_mu_)
-  bool drain_posted_ = false;       // GUARDED_BY(submit_mu_)
+  Mutex submit_mu_;
+  std::vector<Request> submitted_ GUARDED_BY(submit_mu_);
+  bool drain_posted_ GUARDED_BY(submit_mu_) = false;
 
   // I/O-thread state.
   std::vector<Slot> slots_;

@@ -30,6 +30,7 @@
 
 #include "cql/frame.h"
 #include "cql/wire.h"
+#include "util/mutex.h"
 
 namespace cqlstream::net::testing {
 
@@ -92,7 +93,12 @@ class FakeServer {
   ~FakeServer() {
     asio::post(io_, [this] {
       for (auto& a : acceptors_) a->close();
-      for (auto& c : conns_) {
+      std::vector<std::shared_ptr<Conn>> conns;
+      {
+        MutexLock l(&mu_);
+        conns = conns_;
+      }
+      for (auto& c : conns) {
         std::error_code ec;
         c->sock.close(ec);
       }
@@ -103,55 +109,59 @@ class FakeServer {
 
   uint16_t port(size_t i = 0) const { return ports_[i]; }
   void SetSupported(std::map<std::string, std::vector<std::string>> m) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     supported_ = std::move(m);
   }
   // Called for the SUPPORTED answer of each connection (e.g. to report the
   // shard a connection landed on).
   void SetSupportedFn(std::function<std::map<std::string, std::vector<std::string>>(const Request&)> f) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     supported_fn_ = std::move(f);
   }
   void SetHandler(Handler h) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     handler_ = std::move(h);
   }
   // STARTUP is answered with AUTHENTICATE (PasswordAuthenticator); the
   // AUTH_RESPONSE goes to the handler.
   void SetRequireAuth(bool on) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     require_auth_ = on;
   }
   // Off: queries of the system tables go to the handler too (to answer
   // them wrongly on purpose).
   void SetAnswerSystemTables(bool on) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     answer_system_tables_ = on;
   }
   // Rows of system.peers_v2: (address, native port) of the other hosts.
   void SetPeers(std::vector<std::pair<std::string, uint16_t>> peers) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     peers_ = std::move(peers);
   }
   void SetTokens(std::vector<std::string> tokens) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     tokens_ = std::move(tokens);
   }
   std::vector<Request> requests() const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return requests_;
   }
   // Sends raw bytes on connection `conn`.
   void Send(int conn, cql::Bytes bytes) {
     asio::post(io_, [this, conn, bytes = std::move(bytes)]() mutable {
-      if (conn < 0 || static_cast<size_t>(conn) >= conns_.size()) return;
-      auto c = conns_[static_cast<size_t>(conn)];
+      std::shared_ptr<Conn> c;
+      {
+        MutexLock l(&mu_);
+        if (conn < 0 || static_cast<size_t>(conn) >= conns_.size()) return;
+        c = conns_[static_cast<size_t>(conn)];
+      }
       auto buf = std::make_shared<cql::Bytes>(std::move(bytes));
       asio::async_write(c->sock, asio::buffer(*buf), [buf](std::error_code, size_t) {});
     });
   }
   int connections() const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return static_cast<int>(conns_.size());
   }
 
@@ -172,7 +182,7 @@ class FakeServer {
       c->sock = std::move(s);
       c->accepted_port = ports_[i];
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         c->id = static_cast<int>(conns_.size());
         conns_.push_back(c);
       }
@@ -207,7 +217,7 @@ class FakeServer {
         }
         auto reply = Answer(r);
         {
-          std::lock_guard<std::mutex> l(mu_);
+          MutexLock l(&mu_);
           requests_.push_back(r);
         }
         if (reply) {
@@ -227,7 +237,7 @@ class FakeServer {
       case Opcode::kOptions: {
         std::map<std::string, std::vector<std::string>> m;
         {
-          std::lock_guard<std::mutex> l(mu_);
+          MutexLock l(&mu_);
           m = supported_fn_ ? supported_fn_(r) : supported_;
         }
         m["CQL_VERSION"] = {"3.4.7"};
@@ -237,7 +247,7 @@ class FakeServer {
       case Opcode::kStartup: {
         bool auth;
         {
-          std::lock_guard<std::mutex> l(mu_);
+          MutexLock l(&mu_);
           auth = require_auth_;
         }
         if (auth) {
@@ -259,7 +269,7 @@ class FakeServer {
     }
     Handler h;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       h = handler_;
     }
     if (h) return h(r);
@@ -267,7 +277,7 @@ class FakeServer {
   }
 
   bool SystemTables() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return answer_system_tables_;
   }
 
@@ -289,7 +299,7 @@ class FakeServer {
     HostCells(w);
     std::vector<std::string> tokens;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       tokens = tokens_;
     }
     cql::Bytes set;
@@ -314,7 +324,7 @@ class FakeServer {
   cql::Bytes Peers(const Request& r) {
     std::vector<std::pair<std::string, uint16_t>> peers;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       peers = peers_;
     }
     cql::Bytes body;
@@ -366,16 +376,16 @@ class FakeServer {
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
   std::vector<uint16_t> ports_;
   std::thread thread_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::vector<std::string>> supported_;
-  std::function<std::map<std::string, std::vector<std::string>>(const Request&)> supported_fn_;
-  Handler handler_;
-  std::vector<std::string> tokens_ = {"0"};
-  std::vector<std::pair<std::string, uint16_t>> peers_;
-  bool answer_system_tables_ = true;
-  bool require_auth_ = false;
-  std::vector<Request> requests_;
-  std::vector<std::shared_ptr<Conn>> conns_;
+  mutable Mutex mu_;
+  std::map<std::string, std::vector<std::string>> supported_ GUARDED_BY(mu_);
+  std::function<std::map<std::string, std::vector<std::string>>(const Request&)> supported_fn_ GUARDED_BY(mu_);
+  Handler handler_ GUARDED_BY(mu_);
+  std::vector<std::string> tokens_ GUARDED_BY(mu_) = {"0"};
+  std::vector<std::pair<std::string, uint16_t>> peers_ GUARDED_BY(mu_);
+  bool answer_system_tables_ GUARDED_BY(mu_) = true;
+  bool require_auth_ GUARDED_BY(mu_) = false;
+  std::vector<Request> requests_ GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Conn>> conns_ GUARDED_BY(mu_);
 };
 
 }  // namespace cqlstream::net::testing

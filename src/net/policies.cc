@@ -13,12 +13,7 @@ namespace {
 using Kind = RetryDecision::Kind;
 
 std::chrono::milliseconds Backoff(std::chrono::milliseconds base, std::chrono::milliseconds max, int attempt) {
-  // Exponential with jitter in [d/2, d].
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  double d = static_cast<double>(base.count()) * std::pow(2.0, std::min(attempt - 1, 20));
-  d = std::min(d, static_cast<double>(max.count()));
-  std::uniform_real_distribution<double> u(0.5, 1.0);
-  return std::chrono::milliseconds(static_cast<int64_t>(d * u(rng)));
+  return ExponentialBackoff(base, max).Delay(attempt);
 }
 std::chrono::milliseconds Backoff(const DefaultRetryPolicy::Options& o, int attempt) {
   return Backoff(o.base_delay, o.max_delay, attempt);
@@ -90,6 +85,19 @@ class NoRetrySession final : public RetrySession {
 };
 
 }  // namespace
+
+std::chrono::milliseconds ExponentialBackoff::Ceiling(int failures) const {
+  double d = static_cast<double>(base_.count()) * std::pow(2.0, std::clamp(failures - 1, 0, 30));
+  d = std::min(d, static_cast<double>(max_.count()));
+  return std::chrono::milliseconds(static_cast<int64_t>(d));
+}
+
+std::chrono::milliseconds ExponentialBackoff::Delay(int failures) const {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const double d = static_cast<double>(Ceiling(failures).count());
+  std::uniform_real_distribution<double> u(0.5, 1.0);
+  return std::chrono::milliseconds(static_cast<int64_t>(d * u(rng)));
+}
 
 std::unique_ptr<RetrySession> DefaultRetryPolicy::NewSession() const {
   return std::make_unique<DefaultRetrySession>(opts_);

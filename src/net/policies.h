@@ -31,6 +31,22 @@
 
 namespace cqlstream::net {
 
+// Exponential backoff with jitter, the one backoff of the client (retries,
+// Overloaded, pool and control-connection reconnection): the delay after
+// `failures` (>= 1) consecutive failures is base x 2^(failures-1), capped at
+// max, then drawn uniformly from [d/2, d] so that clients that failed
+// together do not come back together. Thread-safe (a thread-local generator).
+class ExponentialBackoff {
+ public:
+  ExponentialBackoff(std::chrono::milliseconds base, std::chrono::milliseconds max) : base_(base), max_(max) {}
+  std::chrono::milliseconds Delay(int failures) const;
+  // The delay before jitter (the upper bound of Delay).
+  std::chrono::milliseconds Ceiling(int failures) const;
+
+ private:
+  std::chrono::milliseconds base_, max_;
+};
+
 struct RetryDecision {
   enum class Kind { kGiveUp, kSameHost, kNextHost };
   Kind kind = Kind::kGiveUp;

@@ -58,6 +58,26 @@ TEST(RetryPolicyTest, OverloadedBacksOffExponentiallyWithJitterAndABound) {
   EXPECT_GT(distinct_first.size(), 1u);  // jittered
 }
 
+// The one backoff of retries and reconnection (pools and control connection
+// had their own copies; the control connection's had no jitter).
+TEST(ExponentialBackoffTest, DoublesUpToTheCapWithJitter) {
+  ExponentialBackoff b(std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+  EXPECT_EQ(b.Ceiling(1).count(), 100);
+  EXPECT_EQ(b.Ceiling(2).count(), 200);
+  EXPECT_EQ(b.Ceiling(4).count(), 800);
+  EXPECT_EQ(b.Ceiling(5).count(), 1000);
+  EXPECT_EQ(b.Ceiling(1000).count(), 1000);  // no overflow
+  EXPECT_EQ(b.Ceiling(0).count(), 100);
+  std::set<int64_t> seen;
+  for (int i = 0; i < 50; ++i) {
+    const int64_t d = b.Delay(3).count();
+    EXPECT_GE(d, 200);
+    EXPECT_LE(d, 400);
+    seen.insert(d);
+  }
+  EXPECT_GT(seen.size(), 5u);
+}
+
 TEST(RetryPolicyTest, NonIdempotentRequestsAreNotRetriedWhenTheyMayHaveHappened) {
   DefaultRetryPolicy p;
   auto s = p.NewSession();

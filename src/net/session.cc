@@ -18,6 +18,7 @@
 #include "net/routing/murmur3.h"
 #include "net/system_tables.h"
 #include "net/topology.h"
+#include "util/mutex.h"
 
 namespace cqlstream::net {
 
@@ -46,19 +47,19 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   std::unique_ptr<IoPool> io;
   std::shared_ptr<asio::ssl::context> tls;
 
-  mutable std::mutex topo_mu;
-  std::shared_ptr<const Topology> topo;                              // GUARDED_BY(topo_mu)
-  std::map<std::string, std::shared_ptr<const ReplicaIndex>> rings;  // GUARDED_BY(topo_mu)
-  std::string local_dc;                                              // GUARDED_BY(topo_mu)
+  mutable Mutex topo_mu;
+  std::shared_ptr<const Topology> topo GUARDED_BY(topo_mu);
+  std::map<std::string, std::shared_ptr<const ReplicaIndex>> rings GUARDED_BY(topo_mu);
+  std::string local_dc GUARDED_BY(topo_mu);
 
-  std::mutex control_mu;
-  std::shared_ptr<Connection> control;  // GUARDED_BY(control_mu)
-  bool control_reconnecting = false;    // GUARDED_BY(control_mu)
-  std::unique_ptr<asio::steady_timer> refresh_timer;  // GUARDED_BY(control_mu)
-  int control_failures = 0;             // GUARDED_BY(control_mu)
+  Mutex control_mu;
+  std::shared_ptr<Connection> control GUARDED_BY(control_mu);
+  bool control_reconnecting GUARDED_BY(control_mu) = false;
+  std::unique_ptr<asio::steady_timer> refresh_timer GUARDED_BY(control_mu);
+  int control_failures GUARDED_BY(control_mu) = 0;
 
-  std::mutex prepared_mu;
-  std::unordered_map<std::string, PreparedPtr> prepared;  // GUARDED_BY(prepared_mu)
+  Mutex prepared_mu;
+  std::unordered_map<std::string, PreparedPtr> prepared GUARDED_BY(prepared_mu);
 
   std::atomic<bool> closed{false};
   std::atomic<uint64_t> rr{0};
@@ -98,6 +99,9 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
     closed_copied += s.copied_bytes;
   }
 
+  // The one reconnection policy of pools and the control connection.
+  ExponentialBackoff ReconnectBackoff() const { return ExponentialBackoff(opts.reconnect_base, opts.reconnect_max); }
+
   void FillPool(const HostPtr& h);
   void ScheduleReconnect(const HostPtr& h);
   void OnPoolConnection(const HostPtr& h, StatusOr<std::shared_ptr<Connection>> c, int wanted_shard);
@@ -106,11 +110,11 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
 
   // --- topology ------------------------------------------------------------
   std::shared_ptr<const Topology> Topo() const {
-    std::lock_guard<std::mutex> l(topo_mu);
+    MutexLock l(&topo_mu);
     return topo;
   }
   std::string LocalDc() const {
-    std::lock_guard<std::mutex> l(topo_mu);
+    MutexLock l(&topo_mu);
     return local_dc;
   }
   std::shared_ptr<const ReplicaIndex> Ring(const std::string& keyspace);
@@ -147,7 +151,7 @@ void Session::Impl::FillPool(const HostPtr& h) {
   std::vector<std::pair<int, std::vector<uint16_t>>> to_open;  // (shard, source ports)
   uint16_t port = h->port;
   {
-    std::lock_guard<std::mutex> l(p.mu);
+    MutexLock l(&p.mu);
     if (p.closed || closed) return;
     const int per = conns_per_host.load(std::memory_order_relaxed);
     if (p.sharding && ShardAwarePort(*p.sharding, tls != nullptr) && opts.shard_aware) {
@@ -186,7 +190,7 @@ void Session::Impl::FillPool(const HostPtr& h) {
       if (!self) return;
       // Remove closed connections and reopen with backoff.
       {
-        std::lock_guard<std::mutex> l(h->pool.mu);
+        MutexLock l(&h->pool.mu);
         for (size_t i = 0; i < h->pool.conns.size();) {
           if (h->pool.conns[i]->closed()) {
             self->AccountClosed(*h->pool.conns[i]);
@@ -211,7 +215,7 @@ void Session::Impl::OnPoolConnection(const HostPtr& h, StatusOr<std::shared_ptr<
   HostPool& p = h->pool;
   bool refill = false;
   {
-    std::lock_guard<std::mutex> l(p.mu);
+    MutexLock l(&p.mu);
     --p.opening;
     if (wanted_shard >= 0 && static_cast<size_t>(wanted_shard) < p.opening_by_shard.size()) {
       --p.opening_by_shard[static_cast<size_t>(wanted_shard)];
@@ -252,22 +256,17 @@ void Session::Impl::OnPoolConnection(const HostPtr& h, StatusOr<std::shared_ptr<
 
 void Session::Impl::ScheduleReconnect(const HostPtr& h) {
   HostPool& p = h->pool;
-  std::lock_guard<std::mutex> l(p.mu);
+  MutexLock l(&p.mu);
   if (p.closed || closed || p.reconnect_scheduled) return;
   p.reconnect_scheduled = true;
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  const double base = static_cast<double>(opts.reconnect_base.count());
-  double d = base * std::pow(2.0, std::min(p.failures, 16));
-  d = std::min(d, static_cast<double>(opts.reconnect_max.count()));
-  d *= std::uniform_real_distribution<double>(0.5, 1.0)(rng);
   if (!p.timer) p.timer = std::make_unique<asio::steady_timer>(io->Next());
-  p.timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(d)));
+  p.timer->expires_after(ReconnectBackoff().Delay(p.failures + 1));
   std::weak_ptr<Impl> weak = weak_from_this();
   p.timer->async_wait([weak, h](std::error_code ec) {
     auto self = weak.lock();
     if (!self) return;
     {
-      std::lock_guard<std::mutex> l(h->pool.mu);
+      MutexLock l(&h->pool.mu);
       h->pool.reconnect_scheduled = false;
     }
     if (!ec) self->FillPool(h);
@@ -276,7 +275,7 @@ void Session::Impl::ScheduleReconnect(const HostPtr& h) {
 
 std::shared_ptr<Connection> Session::Impl::PickConnection(Host& h, std::optional<int> shard,
                                                           const std::vector<const Connection*>& avoid) {
-  std::lock_guard<std::mutex> l(h.pool.mu);
+  MutexLock l(&h.pool.mu);
   std::shared_ptr<Connection> best;
   int best_load = 0;
   bool best_avoided = true;
@@ -387,7 +386,7 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
   std::vector<HostPtr> to_fill;
   std::vector<HostPtr> removed;
   {
-    std::lock_guard<std::mutex> l(topo_mu);
+    MutexLock l(&topo_mu);
     // Keep existing Host objects (and their pools) for known endpoints.
     std::map<std::string, HostPtr> old;
     if (topo) {
@@ -419,7 +418,7 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
   for (auto& h : removed) {
     std::vector<std::shared_ptr<Connection>> conns;
     {
-      std::lock_guard<std::mutex> l(h->pool.mu);
+      MutexLock l(&h->pool.mu);
       h->pool.closed = true;
       conns = h->pool.conns;
       if (h->pool.timer) h->pool.timer->cancel();
@@ -430,7 +429,7 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
 }
 
 std::shared_ptr<const ReplicaIndex> Session::Impl::Ring(const std::string& keyspace) {
-  std::lock_guard<std::mutex> l(topo_mu);
+  MutexLock l(&topo_mu);
   auto it = rings.find(keyspace);
   if (it != rings.end()) return it->second;
   if (!topo) return nullptr;
@@ -566,7 +565,7 @@ void Session::Impl::OpenControl(std::vector<std::string> candidates, size_t inde
                      auto conn = *c;
                      self->LoadTopology(conn, contact, [self, conn, done](Status s) {
                        if (s.ok()) {
-                         std::lock_guard<std::mutex> l(self->control_mu);
+                         MutexLock l(&self->control_mu);
                          self->control = conn;
                          self->control_failures = 0;
                        } else {
@@ -581,14 +580,13 @@ void Session::Impl::ReconnectControl() {
   if (closed) return;
   std::chrono::milliseconds delay;
   {
-    std::lock_guard<std::mutex> l(control_mu);
+    MutexLock l(&control_mu);
     if (control_reconnecting) return;
     control_reconnecting = true;
     control.reset();
-    const double d = std::min<double>(static_cast<double>(opts.reconnect_max.count()),
-                                      static_cast<double>(opts.reconnect_base.count()) *
-                                          std::pow(2.0, std::min(control_failures, 16)));
-    delay = std::chrono::milliseconds(static_cast<int64_t>(d));
+    // The same jittered backoff as the pools' (it had none: every client of
+    // a restarted cluster came back at the same instants).
+    delay = ReconnectBackoff().Delay(control_failures + 1);
     ++control_failures;
   }
   auto timer = std::make_shared<asio::steady_timer>(io->Next());
@@ -612,7 +610,7 @@ void Session::Impl::ReconnectControl() {
       auto self = weak.lock();
       if (!self) return;
       {
-        std::lock_guard<std::mutex> l(self->control_mu);
+        MutexLock l(&self->control_mu);
         self->control_reconnecting = false;
       }
       if (!s.ok()) self->ReconnectControl();
@@ -640,7 +638,7 @@ void Session::Impl::OnEvent(const cql::Event& e) {
 }
 
 void Session::Impl::ScheduleRefresh(std::chrono::milliseconds delay) {
-  std::lock_guard<std::mutex> l(control_mu);
+  MutexLock l(&control_mu);
   if (closed || refresh_timer) return;
   refresh_timer = std::make_unique<asio::steady_timer>(io->Next());
   refresh_timer->expires_after(delay);
@@ -651,7 +649,7 @@ void Session::Impl::ScheduleRefresh(std::chrono::milliseconds delay) {
     std::shared_ptr<Connection> c;
     std::string contact;
     {
-      std::lock_guard<std::mutex> l(self->control_mu);
+      MutexLock l(&self->control_mu);
       self->refresh_timer.reset();
       c = self->control;
     }
@@ -666,14 +664,14 @@ void Session::Impl::Shutdown() {
   if (closed.exchange(true)) return;
   std::vector<std::shared_ptr<Connection>> conns;
   {
-    std::lock_guard<std::mutex> l(control_mu);
+    MutexLock l(&control_mu);
     if (control) conns.push_back(control);
     control.reset();
     if (refresh_timer) refresh_timer->cancel();
   }
   if (auto t = Topo()) {
     for (auto& h : t->hosts) {
-      std::lock_guard<std::mutex> l(h->pool.mu);
+      MutexLock l(&h->pool.mu);
       h->pool.closed = true;
       if (h->pool.timer) h->pool.timer->cancel();
       for (auto& c : h->pool.conns) conns.push_back(c);
@@ -699,20 +697,20 @@ struct Execution : std::enable_shared_from_this<Execution> {
   std::chrono::milliseconds timeout{0};
   Clock::time_point t0 = Clock::now();
 
-  std::mutex mu;
-  bool done = false;               // GUARDED_BY(mu)
-  int started = 0;                 // GUARDED_BY(mu)
-  int outstanding = 0;             // GUARDED_BY(mu)
-  int failures = 0;                // GUARDED_BY(mu)
-  size_t next_host = 0;            // GUARDED_BY(mu)
-  Status last_error;               // GUARDED_BY(mu)
-  std::vector<const Connection*> used;  // GUARDED_BY(mu)
-  std::unique_ptr<asio::steady_timer> hedge_timer;  // GUARDED_BY(mu)
-  std::unique_ptr<asio::steady_timer> retry_timer;  // GUARDED_BY(mu)
-  std::vector<bool> hedge_flags;   // GUARDED_BY(mu): execution i was a hedge
+  Mutex mu;
+  bool done GUARDED_BY(mu) = false;
+  int started GUARDED_BY(mu) = 0;
+  int outstanding GUARDED_BY(mu) = 0;
+  int failures GUARDED_BY(mu) = 0;
+  size_t next_host GUARDED_BY(mu) = 0;
+  Status last_error GUARDED_BY(mu);
+  std::vector<const Connection*> used GUARDED_BY(mu);
+  std::unique_ptr<asio::steady_timer> hedge_timer GUARDED_BY(mu);
+  std::unique_ptr<asio::steady_timer> retry_timer GUARDED_BY(mu);
+  std::vector<bool> hedge_flags GUARDED_BY(mu);   // execution i was a hedge
 
   bool IsHedge(int execution) {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     return execution >= 0 && static_cast<size_t>(execution) < hedge_flags.size() &&
            hedge_flags[static_cast<size_t>(execution)];
   }
@@ -726,7 +724,7 @@ struct Execution : std::enable_shared_from_this<Execution> {
   void Reprepare(int execution, const HostPtr& host, std::shared_ptr<Connection> conn);
   void Retry(const Status& err, const HostPtr& host);
   std::optional<int> ShardFor(Host& h) {
-    std::lock_guard<std::mutex> l(h.pool.mu);
+    MutexLock l(&h.pool.mu);
     if (!token || !h.pool.sharding) return std::nullopt;
     return h.pool.sharding->ShardOf(*token);
   }
@@ -737,7 +735,7 @@ void Execution::Attempt(size_t host_index, bool is_hedge) {
   std::shared_ptr<Connection> conn;
   int execution = 0;
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     if (done) return;
     // A host without an open connection (refused, down, still opening)
     // leaves the plan at once: the attempt goes to the next host of the plan
@@ -761,7 +759,7 @@ void Execution::Attempt(size_t host_index, bool is_hedge) {
   if (!conn) {
     std::string why;
     {
-      std::lock_guard<std::mutex> l(host->pool.mu);
+      MutexLock l(&host->pool.mu);
       why = host->pool.last_error;
     }
     OnReply(execution, host, nullptr, Clock::now(),
@@ -783,7 +781,7 @@ void Execution::Attempt(size_t host_index, bool is_hedge) {
 
 void Execution::ArmHedge() {
   if (!st.idempotent || spec == nullptr) return;
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   if (done || hedge_timer) return;
   auto d = spec->NextDelay(started, s->latencies);
   if (!d) return;
@@ -793,7 +791,7 @@ void Execution::ArmHedge() {
   hedge_timer->async_wait([self](std::error_code ec) {
     size_t idx;
     {
-      std::lock_guard<std::mutex> l(self->mu);
+      MutexLock l(&self->mu);
       self->hedge_timer.reset();
       if (ec || self->done || self->outstanding == 0) return;
       // Another replica when there is one; else the same host on another
@@ -807,7 +805,7 @@ void Execution::ArmHedge() {
 void Execution::Fail(Status why) {
   ResultCallback callback;
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     if (done) return;
     done = true;
     if (hedge_timer) hedge_timer->cancel();
@@ -840,7 +838,7 @@ void Execution::OnReply(int execution, const HostPtr& host, std::shared_ptr<Conn
     ResultCallback callback;
     ResultSet rs;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       --outstanding;
       if (done) return;  // a hedge lost the race
       done = true;
@@ -877,7 +875,7 @@ void Execution::OnReply(int execution, const HostPtr& host, std::shared_ptr<Conn
 
   // A failed execution.
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     --outstanding;
     if (done) return;
     last_error = err;
@@ -893,7 +891,7 @@ void Execution::Retry(const Status& err, const HostPtr& host) {
   int attempts;
   size_t idx = 0;
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     if (done) return;
     d = retry->OnError(err, st.idempotent, failures);
     attempts = started;
@@ -911,7 +909,7 @@ void Execution::Retry(const Status& err, const HostPtr& host) {
   }
   s->counters.retries++;
   if (d.delay.count() <= 0) return Attempt(idx, false);
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   if (done) return;
   retry_timer = std::make_unique<asio::steady_timer>(s->io->Next());
   retry_timer->expires_after(d.delay);
@@ -991,7 +989,8 @@ StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& opt
     const bool again = s.code() == Status::Code::kConnectionLost || s.code() == Status::Code::kTimeout ||
                        s.code() == Status::Code::kProtocolError;
     if (s.ok() || !again) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50 << attempt));
+    std::this_thread::sleep_for(
+        ExponentialBackoff(std::chrono::milliseconds(50), std::chrono::milliseconds(400)).Delay(attempt + 1));
   }
   if (!s.ok()) {
     impl->Shutdown();
@@ -1009,7 +1008,7 @@ StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& opt
     std::string why;
     if (auto t = impl->Topo()) {
       for (auto& h : t->hosts) {
-        std::lock_guard<std::mutex> l(h->pool.mu);
+        MutexLock l(&h->pool.mu);
         if (!h->pool.conns.empty()) any = true;
         if (h->up && h->pool.conns.empty() && h->pool.last_error.empty()) settled = false;
         if (why.empty()) why = h->pool.last_error;
@@ -1167,7 +1166,7 @@ Status Session::ForEachPage(Statement statement, const std::function<Status(cons
 
 void Session::PrepareAsync(std::string query, PrepareCallback callback) {
   {
-    std::lock_guard<std::mutex> l(impl_->prepared_mu);
+    MutexLock l(&impl_->prepared_mu);
     auto it = impl_->prepared.find(query);
     if (it != impl_->prepared.end()) return callback(it->second);
   }
@@ -1196,7 +1195,7 @@ void Session::PrepareAsync(std::string query, PrepareCallback callback) {
         }
         PreparedPtr out = ps;
         {
-          std::lock_guard<std::mutex> l(impl->prepared_mu);
+          MutexLock l(&impl->prepared_mu);
           auto [it, inserted] = impl->prepared.emplace(query, out);
           if (!inserted) it->second = out;  // a newer preparation replaces the old one
         }
@@ -1327,7 +1326,7 @@ std::vector<HostInfo> Session::Hosts() const {
     i.host_id = h->host_id;
     i.token_count = h->tokens.size();
     i.up = h->up;
-    std::lock_guard<std::mutex> l(h->pool.mu);
+    MutexLock l(&h->pool.mu);
     i.open_connections = static_cast<int>(h->pool.conns.size());
     for (auto& c : h->pool.conns) i.in_flight += c->in_flight();
     i.shards = h->pool.sharding ? h->pool.sharding->nr_shards : 0;
@@ -1354,7 +1353,7 @@ SessionMetrics Session::metrics() const {
   m.copied_bytes = impl_->closed_copied;
   if (auto t = impl_->Topo()) {
     for (const auto& h : t->hosts) {
-      std::lock_guard<std::mutex> l(h->pool.mu);
+      MutexLock l(&h->pool.mu);
       for (const auto& conn : h->pool.conns) {
         ConnectionStats s = conn->stats();
         m.bytes_read += s.bytes_read;

@@ -26,7 +26,7 @@ std::vector<uint16_t> ShardSourcePorts(const ShardInfo& info, int shard, int cou
 }
 
 int HostPool::InFlight() {
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   int n = 0;
   for (auto& c : conns) n += c->in_flight();
   return n;

@@ -25,6 +25,7 @@
 #include "cqlstream/status.h"
 #include "net/connection.h"
 #include "net/routing/sharding.h"
+#include "util/mutex.h"
 
 namespace cqlstream::net {
 
@@ -37,18 +38,18 @@ std::optional<uint16_t> ShardAwarePort(const ShardInfo& info, bool tls);
 std::vector<uint16_t> ShardSourcePorts(const ShardInfo& info, int shard, int count);
 
 struct HostPool {
-  std::mutex mu;
-  std::vector<std::shared_ptr<Connection>> conns;  // GUARDED_BY(mu): open connections
-  std::vector<int> conn_shard;                     // GUARDED_BY(mu): shard of conns[i] (-1: unknown)
-  std::vector<bool> conn_aware;                    // GUARDED_BY(mu): conns[i] came through the shard-aware port
-  int opening = 0;                                 // GUARDED_BY(mu)
-  std::vector<int> opening_by_shard;               // GUARDED_BY(mu): shard-aware opens in progress
-  int failures = 0;                                // GUARDED_BY(mu): consecutive failed opens
-  bool reconnect_scheduled = false;                // GUARDED_BY(mu)
-  bool closed = false;                             // GUARDED_BY(mu)
-  std::optional<ShardInfo> sharding;               // GUARDED_BY(mu)
-  std::unique_ptr<asio::steady_timer> timer;       // GUARDED_BY(mu)
-  std::string last_error;                          // GUARDED_BY(mu)
+  Mutex mu;
+  std::vector<std::shared_ptr<Connection>> conns GUARDED_BY(mu);  // open connections
+  std::vector<int> conn_shard GUARDED_BY(mu);                     // shard of conns[i] (-1: unknown)
+  std::vector<bool> conn_aware GUARDED_BY(mu);                    // conns[i] came through the shard-aware port
+  int opening GUARDED_BY(mu) = 0;
+  std::vector<int> opening_by_shard GUARDED_BY(mu);               // shard-aware opens in progress
+  int failures GUARDED_BY(mu) = 0;                                // consecutive failed opens
+  bool reconnect_scheduled GUARDED_BY(mu) = false;
+  bool closed GUARDED_BY(mu) = false;
+  std::optional<ShardInfo> sharding GUARDED_BY(mu);
+  std::unique_ptr<asio::steady_timer> timer GUARDED_BY(mu);
+  std::string last_error GUARDED_BY(mu);
 
   // Requests in flight over the pool's connections.
   int InFlight();
