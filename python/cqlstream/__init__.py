@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import _core
 from ._core import Batch, decode_image, decode_images, describe_state, format_key, make_key
-from ._loader import DecodeSpec, Loader, parse_keys
+from ._loader import DecodeSpec, InsecureTlsWarning, Loader, parse_keys
 from .errors import (
     AlreadyExistsError,
     AuthError,
@@ -32,7 +32,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Loader", "Batch", "DecodeSpec", "parse_keys", "decode_image", "decode_images", "describe_state",
+    "Loader", "Batch", "DecodeSpec", "parse_keys", "InsecureTlsWarning", "decode_image", "decode_images", "describe_state",
     "format_key", "make_key",
     "Error", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "CorruptionError",
     "FileSystemError", "TimeoutError", "ConnectionError", "TlsError", "AuthError", "ProtocolError",

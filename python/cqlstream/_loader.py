@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import math
+import operator
 import os
+import sys
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Union
 
 from . import _core
 from ._core import Batch
 
-__all__ = ["Loader", "DecodeSpec", "parse_keys"]
+__all__ = ["Loader", "DecodeSpec", "parse_keys", "InsecureTlsWarning", "MAX_SECONDS", "MAX_BATCH_SIZE"]
 
 #: What ``decode=`` accepts: None (raw bytes), a side S (S x S), (H, W), or
-#: {"size": (H, W) | S, "channels": 1 | 3, "mode": "crop" | "stretch", "jpeg_scaling": bool}.
+#: {"size": (H, W) | S, "channels": 1 | 3, "mode": "crop" | "stretch", "jpeg_scaling": bool,
+#: "max_pixels": int (most pixels one image may decode to; 0/absent: max(2^25, 64 x H x W))}.
 DecodeSpec = Union[None, int, Sequence[int], Mapping[str, Any]]
 
 _PASSWORD_REFUSED = (
@@ -21,7 +26,7 @@ _PASSWORD_REFUSED = (
     "CQLSTREAM_PASSWORD_FILE (or CQLSTREAM_PASSWORD) in the environment."
 )
 
-_DECODE_KEYS = {"size", "channels", "mode", "jpeg_scaling"}
+_DECODE_KEYS = {"size", "channels", "mode", "jpeg_scaling", "max_pixels"}
 
 
 def _size(v: Any) -> tuple[int, int]:
@@ -41,10 +46,11 @@ def _parse_decode(spec: DecodeSpec) -> dict[str, Any] | None:
             raise ValueError(f"unknown decode option(s) {sorted(unknown)}; known: {sorted(_DECODE_KEYS)}")
         if "size" not in spec:
             raise ValueError("decode={...} needs a 'size': (H, W)")
-        out = {"size": _size(spec["size"]), "channels": int(spec.get("channels", 3)),
-               "mode": str(spec.get("mode", "crop")), "jpeg_scaling": bool(spec.get("jpeg_scaling", True))}
+        out = {"size": _size(spec["size"]), "channels": _int("decode channels", spec.get("channels", 3), 1, 3),
+               "mode": str(spec.get("mode", "crop")), "jpeg_scaling": bool(spec.get("jpeg_scaling", True)),
+               "max_pixels": _int("decode max_pixels", spec.get("max_pixels", 0), 0, 1 << 28)}
     else:
-        out = {"size": _size(spec), "channels": 3, "mode": "crop", "jpeg_scaling": True}
+        out = {"size": _size(spec), "channels": 3, "mode": "crop", "jpeg_scaling": True, "max_pixels": 0}
     if out["channels"] not in (1, 3):
         raise ValueError(f"decode channels must be 1 or 3, got {out['channels']}")
     if out["mode"] not in ("crop", "stretch"):
@@ -73,12 +79,53 @@ def parse_keys(keys: Iterable[Any]) -> list[int]:
     return out
 
 
-def _seconds(name: str, v: float | None) -> float | None:
+#: The longest timeout or retry budget accepted, in seconds (one day).
+MAX_SECONDS = 86400.0
+_I32 = (1 << 31) - 1
+_I64 = (1 << 63) - 1
+#: The largest batch accepted (16 Mi samples).
+MAX_BATCH_SIZE = 1 << 24
+
+
+def _seconds(name: str, v: Any) -> float | None:
+    """A duration in seconds: None, or a finite real number in (0, MAX_SECONDS]."""
     if v is None:
         return None
-    if v <= 0:
-        raise ValueError(f"{name} must be positive seconds, got {v!r}")
-    return float(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) and not hasattr(v, "__float__"):
+        raise TypeError(f"{name} must be a number of seconds, got {type(v).__name__} {v!r}")
+    try:
+        f = float(v)
+    except (TypeError, ValueError, OverflowError):
+        raise TypeError(f"{name} must be a number of seconds, got {type(v).__name__} {v!r}") from None
+    if not math.isfinite(f) or f <= 0 or f > MAX_SECONDS:
+        raise ValueError(f"{name} must be a finite number of seconds in (0, {MAX_SECONDS:g}], got {v!r}")
+    return f
+
+
+def _int(name: str, v: Any, lo: int, hi: int, *, optional: bool = False) -> int | None:
+    """An integer argument (Python or NumPy int, not bool or float) within [lo, hi]."""
+    if v is None and optional:
+        return None
+    if isinstance(v, bool):
+        raise TypeError(f"{name} must be an int, got bool {v!r}")
+    try:
+        i = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}") from None
+    if i < lo or i > hi:
+        raise ValueError(f"{name} must be an int in [{lo}, {hi}], got {i}")
+    return i
+
+
+def _warn_insecure_tls(option: str, stacklevel: int = 3) -> None:
+    """The warning the CLI prints for --tls-insecure-skip-verify, as a Python warning and on stderr."""
+    msg = _core.insecure_tls_warning(option)
+    print(f"cqlstream: WARNING: {msg}", file=sys.stderr, flush=True)
+    warnings.warn(msg, InsecureTlsWarning, stacklevel=stacklevel)
+
+
+class InsecureTlsWarning(UserWarning):
+    """TLS is used without verifying the server's certificate (tls_insecure_skip_verify=True)."""
 
 
 def _state_bytes(s: Any) -> bytes:
@@ -173,13 +220,30 @@ class Loader:
             raise TypeError(f"Loader() got unexpected keyword argument(s): {', '.join(sorted(unexpected))}")
         if not isinstance(dataset, str) or not dataset:
             raise ValueError("dataset must be a non-empty string")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-            raise ValueError(f"epochs must be a positive int or None (endless), got {epochs!r}")
+        # Every number is checked here, naming the parameter: nanobind's own
+        # "incompatible function arguments" names none, and a float seed
+        # would be truncated silently.
+        batch_size = _int("batch_size", batch_size, 1, MAX_BATCH_SIZE)
+        seed = _int("seed", seed, 0, (1 << 64) - 1)
+        rank = _int("rank", rank, 0, _I32, optional=True)
+        world_size = _int("world_size", world_size, 1, _I32, optional=True)
+        epochs = _int("epochs", epochs, 1, _I64, optional=True)
+        memory_bytes = _int("memory_bytes", memory_bytes, 0, _I64, optional=True)
+        prefetch = _int("prefetch", prefetch, 1, 1024)
+        decode_threads = _int("decode_threads", decode_threads, 0, 1024, optional=True)
+        port = _int("port", port, 1, 65535, optional=True)
+        connections_per_host = _int("connections_per_host", connections_per_host, 1, 64, optional=True)
+        io_threads = _int("io_threads", io_threads, 0, 64, optional=True)
+        max_in_flight = _int("max_in_flight", max_in_flight, 1, _I32, optional=True)
+        initial_window = _int("initial_window", initial_window, 1, _I32, optional=True)
+        max_connections_per_host = _int("max_connections_per_host", max_connections_per_host, 1, 1024,
+                                        optional=True)
+        max_attempts = _int("max_attempts", max_attempts, 1, _I32, optional=True)
         if on_missing not in ("raise", "skip"):
             raise ValueError(f"on_missing must be 'raise' or 'skip', got {on_missing!r}")
         dec = _parse_decode(decode)
+        if tls_insecure_skip_verify:
+            _warn_insecure_tls("tls_insecure_skip_verify")
 
         a = _core.OpenArgs()
         a.dataset = dataset
@@ -187,7 +251,7 @@ class Loader:
         a.selection = os.fspath(selection) if selection is not None else None
         a.batch_size = batch_size
         a.shuffle = bool(shuffle)
-        a.seed = int(seed)
+        a.seed = seed
         a.rank = rank
         a.world_size = world_size
         a.ordered = bool(ordered)
@@ -225,6 +289,7 @@ class Loader:
             a.decode_channels = dec["channels"]
             a.decode_mode = dec["mode"]
             a.jpeg_scaling = dec["jpeg_scaling"]
+            a.max_decode_pixels = dec["max_pixels"]
         a.prefetch = prefetch
         a.decode_threads = decode_threads or 0
         self._decode = dec

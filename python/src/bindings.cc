@@ -20,6 +20,9 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -33,13 +36,19 @@
 #include "cqlstream/options.h"
 #include "loader/checkpoint.h"
 #include "loader/decode.h"
-#include "stream.h"
+#include "loader/option_kit.h"
+#include "loader/decode_stream.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace cqlstream::python {
 namespace {
+
+using loader::DecodedBatch;
+using loader::Item;
+using loader::Stream;
+using loader::StreamOptions;
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -197,17 +206,17 @@ struct OpenArgs {
   bool verify_checksums = false;
   // Caps (None: automatic).
   std::optional<int64_t> memory_bytes;
-  std::optional<int> max_in_flight;
-  std::optional<int> initial_window;
+  std::optional<int64_t> max_in_flight;
+  std::optional<int64_t> initial_window;
   bool adaptive = true;
-  std::optional<int> max_connections_per_host;
+  std::optional<int64_t> max_connections_per_host;
   std::optional<double> request_timeout_s;
-  std::optional<int> max_attempts;
+  std::optional<int64_t> max_attempts;
   std::optional<double> retry_budget_s;
   bool hedge = true;
   // Connection (None: CQLSTREAM_* environment variable, else the default).
   std::optional<std::vector<std::string>> hosts;
-  std::optional<int> port;
+  std::optional<int64_t> port;
   std::optional<std::string> keyspace;
   std::optional<std::string> username;
   std::optional<std::string> password_file;
@@ -217,19 +226,18 @@ struct OpenArgs {
   std::optional<std::string> tls_server_name;
   bool tls_insecure_skip_verify = false;
   std::optional<std::string> local_dc;
-  std::optional<int> connections_per_host;
-  std::optional<int> io_threads;
+  std::optional<int64_t> connections_per_host;
+  std::optional<int64_t> io_threads;
   std::optional<double> connect_timeout_s;
   // Decoding (decode_size None: raw bytes).
   std::optional<std::pair<int, int>> decode_size;
   int decode_channels = 3;
   std::string decode_mode = "crop";
   bool jpeg_scaling = true;
+  uint64_t max_decode_pixels = 0;
   int prefetch = 2;
   int decode_threads = 0;
 };
-
-std::chrono::milliseconds Millis(double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0 + 0.5)); }
 
 StatusOr<loader::ResizeMode> ParseMode(const std::string& m) {
   if (m == "crop") return loader::ResizeMode::kCrop;
@@ -237,43 +245,39 @@ StatusOr<loader::ResizeMode> ParseMode(const std::string& m) {
   return Status::InvalidArgument("decode mode must be 'crop' or 'stretch', got '" + m + "'");
 }
 
-// The connection: defaults, then CQLSTREAM_* variables, then the arguments
-// (as the CLI resolves its flags).
-StatusOr<ConnectionOptions> ResolveConnection(const OpenArgs& a) {
-  ConnectionOptions o;
-  CQLS_RETURN_IF_ERROR(o.ApplyEnvironment());
-  if (a.hosts) {
-    if (a.hosts->empty()) return Status::InvalidArgument("hosts is empty");
-    o.hosts = *a.hosts;
-  }
-  if (a.port) {
-    if (*a.port < 1 || *a.port > 65535) {
-      return Status::InvalidArgument("port " + std::to_string(*a.port) + " is not a TCP port");
-    }
-    o.port = static_cast<uint16_t>(*a.port);
-  }
-  if (a.keyspace) o.keyspace = *a.keyspace;
-  if (a.username) o.username = *a.username;
-  if (a.password_file) CQLS_RETURN_IF_ERROR(o.LoadPasswordFile(*a.password_file));
-  if (a.tls_ca || a.tls_cert || a.tls_key || a.tls_server_name || a.tls_insecure_skip_verify) {
-    if (!o.tls) o.tls.emplace();
-    if (a.tls_ca) o.tls->ca_file = *a.tls_ca;
-    if (a.tls_cert) o.tls->cert_file = *a.tls_cert;
-    if (a.tls_key) o.tls->key_file = *a.tls_key;
-    if (a.tls_server_name) o.tls->server_name = *a.tls_server_name;
-    o.tls->insecure_skip_verify = a.tls_insecure_skip_verify;
-  }
-  if (a.local_dc) o.local_dc = *a.local_dc;
-  if (a.connections_per_host) o.connections_per_host = *a.connections_per_host;
-  if (a.io_threads) o.io_threads = *a.io_threads;
-  if (a.connect_timeout_s) o.connect_timeout = Millis(*a.connect_timeout_s);
-  CQLS_RETURN_IF_ERROR(o.Validate());
-  return o;
+// Connection and throttles: the resolver shared with the CLI and DALI
+// (loader/option_kit.h): arguments, then CQLSTREAM_* variables, then the
+// defaults. Its warnings are given by cqlstream.Loader (Python warnings).
+loader::OptionArgs KitArgs(const OpenArgs& a) {
+  loader::OptionArgs k;
+  k.hosts = a.hosts;
+  k.port = a.port;
+  k.keyspace = a.keyspace;
+  k.username = a.username;
+  k.password_file = a.password_file;
+  k.tls_ca = a.tls_ca;
+  k.tls_cert = a.tls_cert;
+  k.tls_key = a.tls_key;
+  k.tls_server_name = a.tls_server_name;
+  k.tls_insecure_skip_verify = a.tls_insecure_skip_verify;
+  k.local_dc = a.local_dc;
+  k.connections_per_host = a.connections_per_host;
+  k.io_threads = a.io_threads;
+  k.connect_timeout_s = a.connect_timeout_s;
+  k.max_in_flight = a.max_in_flight;
+  k.initial_window = a.initial_window;
+  k.max_connections_per_host = a.max_connections_per_host;
+  k.max_attempts = a.max_attempts;
+  k.request_timeout_s = a.request_timeout_s;
+  k.retry_budget_s = a.retry_budget_s;
+  return k;
 }
 
 StatusOr<std::pair<LoaderOptions, StreamOptions>> Resolve(const OpenArgs& a) {
   LoaderOptions lo;
-  CQLS_ASSIGN_OR_RETURN(lo.connection, ResolveConnection(a));
+  CQLS_ASSIGN_OR_RETURN(const loader::ResolvedOptions kit,
+                        loader::ResolveOptions(KitArgs(a), loader::OptionSpelling::kKeyword));
+  kit.ApplyTo(&lo);
   lo.dataset = a.dataset;
   lo.split = a.split;
   if (a.selection) lo.selection_path = *a.selection;
@@ -305,13 +309,7 @@ StatusOr<std::pair<LoaderOptions, StreamOptions>> Resolve(const OpenArgs& a) {
   }
   lo.verify_checksums = a.verify_checksums;
   if (a.memory_bytes) lo.memory_bytes = *a.memory_bytes;
-  if (a.max_in_flight) lo.max_in_flight = *a.max_in_flight;
-  if (a.initial_window) lo.initial_window = *a.initial_window;
   lo.adaptive = a.adaptive;
-  if (a.max_connections_per_host) lo.max_connections_per_host = *a.max_connections_per_host;
-  if (a.request_timeout_s) lo.request_timeout = Millis(*a.request_timeout_s);
-  if (a.max_attempts) lo.max_attempts = *a.max_attempts;
-  if (a.retry_budget_s) lo.retry_budget = Millis(*a.retry_budget_s);
   lo.hedge = a.hedge;
 
   StreamOptions so;
@@ -322,6 +320,7 @@ StatusOr<std::pair<LoaderOptions, StreamOptions>> Resolve(const OpenArgs& a) {
     d.channels = a.decode_channels;
     CQLS_ASSIGN_OR_RETURN(d.mode, ParseMode(a.decode_mode));
     d.jpeg_scaling = a.jpeg_scaling;
+    d.max_decode_pixels = a.max_decode_pixels;
     CQLS_RETURN_IF_ERROR(d.Validate());
     so.decode = d;
   }
@@ -471,6 +470,8 @@ NB_MODULE(_core, m) {
   m.def("format_key", [](uint64_t k) { return FormatKey(k); }, "key"_a, "A sample key as 'seg:idx'.");
   m.def("make_key", [](int32_t seg, int32_t idx) { return MakeKey(seg, idx); }, "seg"_a, "idx"_a,
         "The 64-bit key of sample (seg, idx): (seg << 32) | idx.");
+  m.def("insecure_tls_warning", [](const std::string& how) { return InsecureTlsWarning(how); }, "how"_a,
+        "The warning text every front end gives when TLS verification is turned off.");
   m.def("describe_state", &DescribeState, "state"_a,
         "The human-readable fields of a loader checkpoint (epoch, rank, world_size, progress).");
 
@@ -527,6 +528,7 @@ NB_MODULE(_core, m) {
       .def_rw("decode_channels", &OpenArgs::decode_channels)
       .def_rw("decode_mode", &OpenArgs::decode_mode)
       .def_rw("jpeg_scaling", &OpenArgs::jpeg_scaling)
+      .def_rw("max_decode_pixels", &OpenArgs::max_decode_pixels)
       .def_rw("prefetch", &OpenArgs::prefetch)
       .def_rw("decode_threads", &OpenArgs::decode_threads);
 

@@ -1,6 +1,7 @@
 // Copyright (c) cqlstream authors.
 //
-// Stream: what the Python Loader drives. It wraps a cqlstream::Loader and,
+// Stream: the decode-ahead stream (what the Python Loader drives; usable by
+// the CLI and any C++ user). It wraps a cqlstream::Loader and,
 // when decoding is asked for, a pipeline that decodes batch k+1 while the
 // training loop works on batch k:
 //
@@ -34,8 +35,8 @@
 // at a time; Close may also be called from another thread while Next
 // blocks. Fetch and Metrics may be called from any thread. Items are
 // immutable and may be read from any thread. Nothing here touches Python.
-#ifndef CQLSTREAM_PYTHON_STREAM_H_
-#define CQLSTREAM_PYTHON_STREAM_H_
+#ifndef CQLSTREAM_LOADER_DECODE_STREAM_H_
+#define CQLSTREAM_LOADER_DECODE_STREAM_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -51,7 +52,7 @@
 #include "cqlstream/loader.h"
 #include "loader/decode.h"
 
-namespace cqlstream::python {
+namespace cqlstream::loader {
 
 class FramePool;
 
@@ -141,6 +142,6 @@ class Stream {
   std::thread producer_;
 };
 
-}  // namespace cqlstream::python
+}  // namespace cqlstream::loader
 
-#endif  // CQLSTREAM_PYTHON_STREAM_H_
+#endif  // CQLSTREAM_LOADER_DECODE_STREAM_H_

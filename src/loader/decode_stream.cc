@@ -1,5 +1,5 @@
 // Copyright (c) cqlstream authors.
-#include "stream.h"
+#include "loader/decode_stream.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-namespace cqlstream::python {
+namespace cqlstream::loader {
 
 // Recycles frame buffers: decoded batches of one stream all have the same
 // size, so a handful of buffers serve the whole run without page faults.
@@ -241,4 +241,4 @@ void Stream::Close() {
   if (producer_.joinable()) producer_.join();
 }
 
-}  // namespace cqlstream::python
+}  // namespace cqlstream::loader
