@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gen/dataset.h"
+#include "util/main_guard.h"
 
 namespace {
 
@@ -27,7 +28,7 @@ double Percentile(const std::vector<uint64_t>& sorted, double q) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   CLI::App app{"cqlstream-gen-images: deterministic synthetic ImageNet-like JPEG dataset"};
   cqlstream::gen::DatasetOptions o;
   o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -74,4 +75,8 @@ int main(int argc, char** argv) {
   fmt::print("time   {:.1f} s on {} threads ({:.0f} images/s, {:.0f} MB/s)\n", st.seconds, o.threads,
              static_cast<double>(st.images) / st.seconds, static_cast<double>(total) / 1e6 / st.seconds);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return cqlstream::GuardedMain("cqlstream-gen-images", [&] { return Main(argc, argv); });
 }

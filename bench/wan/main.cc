@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "util/main_guard.h"
 #include "wan/proxy.h"
 #include "wan/units.h"
 
@@ -54,7 +55,7 @@ struct Printer {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   CLI::App app{
       "cqlstream-wan: TCP proxy emulating a long-distance path (one-way delay, jitter without "
       "reordering, shared link-rate cap, per-connection window W limiting each connection to "
@@ -198,4 +199,8 @@ int main(int argc, char** argv) {
   printer.Print(*proxy, "exit");
   proxy->Stop();
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return cqlstream::GuardedMain("cqlstream-wan", [&] { return Main(argc, argv); });
 }

@@ -34,6 +34,7 @@
 #include "wan/bulk.h"
 #include "wan/proxy.h"
 #include "util/measure.h"
+#include "util/main_guard.h"
 #include "wan/units.h"
 
 namespace {
@@ -261,7 +262,7 @@ std::string Mbs(double bytes_per_sec) { return fmt::format("{:.1f}", bytes_per_s
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int Main(int argc, char** argv) {
   CLI::App app{"cqlstream-wan-validate: measures the WAN emulator against its model"};
   bool quick = false;
   bool timed_rows = false;
@@ -436,4 +437,8 @@ int main(int argc, char** argv) {
   fmt::print("\n{} in {:.0f} s\n", all_ok ? "PASS" : "FAIL",
              Seconds(std::chrono::steady_clock::now() - started).count());
   return all_ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  return cqlstream::GuardedMain("cqlstream-wan-validate", [&] { return Main(argc, argv); });
 }
