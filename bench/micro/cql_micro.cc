@@ -45,6 +45,7 @@
 #include "cqlstream/options.h"
 #include "net/session.h"
 #include "store/catalog.h"
+#include "util/main_guard.h"
 #include "util/measure.h"
 
 namespace cqlstream::bench {
@@ -385,4 +386,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace cqlstream::bench
 
-int main(int argc, char** argv) { return cqlstream::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return cqlstream::GuardedMain("cqlstream-cql-micro", [&] { return cqlstream::bench::Main(argc, argv); });
+}
