@@ -432,7 +432,7 @@ void Connection::OnTimer() {
   }
   if (silent) {
     return CloseOnIoThread(Status::ConnectionLost(
-        fmt::format("connection to {} is defunct: requests time out and nothing arrives", peer_)));
+        fmt::format("connection to {} is defunct: requests timed out while nothing arrived", peer_)));
   }
   if (retired_ >= std::max(2, static_cast<int>(slots_.size()) / 4)) {
     return CloseOnIoThread(Status::ConnectionLost(fmt::format(

@@ -185,12 +185,15 @@ void Session::Impl::FillPool(const HostPtr& h) {
     o.transport.source_ports = std::move(ports);
     std::weak_ptr<Impl> weak = weak_from_this();
     const int wanted = shard;
-    o.on_close = [weak, h](const Status&) {
+    o.on_close = [weak, h](const Status& why) {
       auto self = weak.lock();
       if (!self) return;
       // Remove closed connections and reopen with backoff.
       {
         MutexLock l(&h->pool.mu);
+        // Kept so that a later "no open connection" names the cause (a
+        // protocol violation, a time-out) rather than only its effect.
+        if (why.code() != Status::Code::kCancelled) h->pool.last_error = "connection closed: " + why.ToString();
         for (size_t i = 0; i < h->pool.conns.size();) {
           if (h->pool.conns[i]->closed()) {
             self->AccountClosed(*h->pool.conns[i]);
