@@ -23,6 +23,8 @@ struct Args {
   bool ordered = false, no_shuffle = false, fixed_window = false, verify = false, json = false, no_hedge = false;
   int max_in_flight = 0, initial_window = 0, max_connections = 0;
   int64_t memory_mb = 0;
+  // Per-sample retry bounds; 0: the loader's defaults (include/cqlstream/loader.h).
+  int max_attempts = 0, request_timeout_ms = 0, retry_budget_ms = 0;
 };
 
 double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
@@ -49,6 +51,9 @@ int Run(const ConnectionFlags& flags, const Args& a) {
   o.max_connections_per_host = a.max_connections;
   o.memory_bytes = a.memory_mb * (1 << 20);
   o.hedge = !a.no_hedge;
+  o.max_attempts = a.max_attempts;
+  o.request_timeout = std::chrono::milliseconds(a.request_timeout_ms);
+  o.retry_budget = std::chrono::milliseconds(a.retry_budget_ms);
   auto l = Loader::Open(o);
   if (!l.ok()) return ReportError(l.status());
   Loader& loader = **l;
@@ -151,6 +156,14 @@ void RegisterBench(CLI::App& app, Action* action) {
   cmd->add_option("--max-connections", a->max_connections, "Cap on connections per host (default 32)");
   cmd->add_option("--memory-mb", a->memory_mb, "Byte budget in MiB (default max(1 GiB, 8 batches))");
   cmd->add_flag("--no-hedge", a->no_hedge, "Do not hedge slow requests");
+  cmd->add_option("--max-attempts", a->max_attempts, "Attempts per sample before it fails (default 64)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--request-timeout-ms", a->request_timeout_ms,
+                  "Per-attempt time-out of a sample read (default: adaptive, 2-30 s)")
+      ->check(CLI::Range(1, 86400000));
+  cmd->add_option("--retry-budget-ms", a->retry_budget_ms,
+                  "Time a sample may spend in retries after its first failure (default 120000)")
+      ->check(CLI::Range(1, 86400000));
   cmd->add_flag("--json", a->json, "Print one JSON summary line (for bench/run)");
   cmd->callback([action, flags, a] { *action = [flags, a] { return Run(*flags, *a); }; });
 }
