@@ -8,6 +8,28 @@
 #include <functional>
 
 namespace cqlstream::store {
+
+// Catalog reads ask LOCAL_QUORUM, so that what an ingest committed at
+// LOCAL_QUORUM is seen. When the live replicas cannot give a quorum
+// (Unavailable, or a read timeout/failure with fewer answers than required:
+// e.g. two of three RF-3 nodes down) the whole read is repeated at LOCAL_ONE
+// with a warning, so that `info` and a new Loader go on as long as one
+// replica lives. The one replica may miss a write that the dead ones hold
+// (a segment committed while it was down): the warning says so.
+bool QuorumUnreachable(const Status& st) {
+  const ServerError* e = st.server_error();
+  if (e == nullptr) return false;
+  switch (e->typed()) {
+    case ServerErrorCode::kUnavailable:
+      return true;
+    case ServerErrorCode::kReadTimeout:
+    case ServerErrorCode::kReadFailure:
+      return e->alive < e->required;
+    default:
+      return false;
+  }
+}
+
 namespace {
 
 std::string Text(const cql::Rows& r, int32_t row, std::string_view col) {
@@ -47,27 +69,6 @@ Status FillDataset(const cql::Rows& r, int32_t row, const std::string& keyspace,
   if (d->chunk_size <= 0) return Status::Corruption(fmt::format("dataset '{}' has chunk size {}", d->name, d->chunk_size));
   d->description = Text(r, row, "description");
   return Status::OK();
-}
-
-// Catalog reads ask LOCAL_QUORUM, so that what an ingest committed at
-// LOCAL_QUORUM is seen. When the live replicas cannot give a quorum
-// (Unavailable, or a read timeout/failure with fewer answers than required:
-// e.g. two of three RF-3 nodes down) the whole read is repeated at LOCAL_ONE
-// with a warning, so that `info` and a new Loader go on as long as one
-// replica lives. The one replica may miss a write that the dead ones hold
-// (a segment committed while it was down): the warning says so.
-bool QuorumUnreachable(const Status& st) {
-  const ServerError* e = st.server_error();
-  if (e == nullptr) return false;
-  switch (e->typed()) {
-    case ServerErrorCode::kUnavailable:
-      return true;
-    case ServerErrorCode::kReadTimeout:
-    case ServerErrorCode::kReadFailure:
-      return e->alive < e->required;
-    default:
-      return false;
-  }
 }
 
 // Runs `read` at LOCAL_QUORUM, and again at LOCAL_ONE when the quorum cannot

@@ -27,6 +27,11 @@ StatusOr<DatasetInfo> LoadDataset(net::Session& s, const std::string& keyspace, 
 // All datasets of the keyspace (empty when the keyspace has no catalog yet).
 StatusOr<std::vector<DatasetInfo>> ListDatasets(net::Session& s, const std::string& keyspace);
 
+// True when a read failed because the live replicas cannot give the
+// consistency asked for (Unavailable, or a read time-out/failure with fewer
+// answers than required): such a read may be repeated at LOCAL_ONE.
+bool QuorumUnreachable(const Status& st);
+
 // The data read of one sample (docs/schema.md): columns
 //   0 seg int, 1 idx int, 2 size bigint, 3 image_size bigint,
 //   4 checksum bigint, 5 label int, 6 labels list<int>, 7 data blob;

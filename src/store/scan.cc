@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <thread>
 
 #include "net/routing/token_ring.h"
+#include "store/catalog.h"
 #include "util/mutex.h"
 
 namespace cqlstream::store {
@@ -141,12 +144,32 @@ Status ScanMetaByTokenRanges(net::Session& s, const DatasetInfo& d, const std::s
       net::PreparedPtr q,
       s.Prepare(fmt::format("SELECT {} FROM {}.{} WHERE token(seg, block) > ? AND token(seg, block) <= ?", columns,
                             d.keyspace, d.meta_table())));
+  // As catalog reads do (store/catalog.h): a range the live replicas cannot
+  // read at LOCAL_QUORUM is read again at LOCAL_ONE, with one warning per scan,
+  // so that `info` goes on while one replica lives. A range is only read
+  // again when its first page failed, so no row is handed over twice.
+  std::atomic<bool> warned{false};
   return ParallelFor(split.size(), concurrency, [&](size_t i) -> Status {
     net::Statement st = net::Statement::Bound(q, {Value::Bigint(split[i].start), Value::Bigint(split[i].end)});
     st.idempotent = true;
     st.consistency = cql::Consistency::kLocalQuorum;
     st.page_size = 5000;
-    Status r = s.ForEachPage(st, on_page);
+    bool any_page = false;
+    auto counted = [&](const cql::Rows& rows) {
+      any_page = true;
+      return on_page(rows);
+    };
+    Status r = s.ForEachPage(st, counted);
+    if (!r.ok() && !any_page && QuorumUnreachable(r)) {
+      if (!warned.exchange(true)) {
+        std::fprintf(stderr,
+                     "cqlstream: WARNING: %s.%s cannot be read at LOCAL_QUORUM (%s); reading it at LOCAL_ONE: rows "
+                     "written while the answering replica was down may be missing\n",
+                     d.keyspace.c_str(), d.meta_table().c_str(), r.ToString().c_str());
+      }
+      st.consistency = cql::Consistency::kLocalOne;
+      r = s.ForEachPage(st, on_page);
+    }
     if (!r.ok()) return r.WithContext(fmt::format("scanning token range ({}, {}]", split[i].start, split[i].end));
     return Status::OK();
   });
