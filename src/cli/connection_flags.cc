@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "loader/option_kit.h"
+#include "util/escape.h"
 
 namespace cqlstream::cli {
 
@@ -70,7 +71,8 @@ StatusOr<std::shared_ptr<net::Session>> ConnectionFlags::Connect(net::SessionOpt
 }
 
 int ReportError(const Status& s) {
-  std::fprintf(stderr, "cqlstream: error: %s\n", s.ToString().c_str());
+  // Messages carry paths and server text: escaped for the terminal.
+  std::fprintf(stderr, "cqlstream: error: %s\n", PrintableText(s.ToString()).c_str());
   return s.code() == Status::Code::kInvalidArgument ? 2 : 1;
 }
 

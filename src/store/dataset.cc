@@ -17,6 +17,7 @@
 #include <set>
 
 #include "store/json.h"
+#include "util/cql_keywords.h"
 
 namespace cqlstream {
 
@@ -86,7 +87,12 @@ Status ValidateName(std::string_view what, std::string_view name, size_t max_len
 
 }  // namespace
 
-Status ValidateKeyspaceName(std::string_view name) { return ValidateName("keyspace", name, 32); }
+Status ValidateKeyspaceName(std::string_view name) {
+  CQLS_RETURN_IF_ERROR(ValidateName("keyspace", name, 32));
+  // Generated CQL does not quote identifiers: a reserved word (select,
+  // token) would be a server syntax error far from its cause.
+  return RefuseReservedWord("keyspace", name);
+}
 Status ValidateDatasetName(std::string_view name) { return ValidateName("dataset", name, 24); }
 
 // --- Selection files (docs/schema.md) ------------------------------------------
