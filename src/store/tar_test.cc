@@ -419,7 +419,7 @@ TEST(TarTest, MembersOverTheLimitAreSkipped) {
   const std::vector<uint8_t> h = Header("big.jpg", kMaxTarMemberBytes + 1);
   const uint64_t data_end = 512 + (kMaxTarMemberBytes + 1 + 511) / 512 * 512;
   const uint64_t size = data_end + 1024;
-  ReadAtFn read = [&h, size](uint64_t off, size_t n, uint8_t* dst) {
+  ReadAtFn read = [&](uint64_t off, size_t n, uint8_t* dst) {
     if (off > size || n > size - off) return false;
     for (size_t i = 0; i < n; ++i) dst[i] = off + i < 512 ? h[off + i] : 0;
     return true;
