@@ -27,7 +27,16 @@ RSS_BOUND_MB = 400  # the interpreter and numpy alone take ~60 MB
 # Reads one epoch and says what came of it: OK n (exit 0), ERROR ... (exit 1)
 # or WRONG ... (exit 3, a silently wrong result). argv: port, ordered, dataset JSON path.
 CHILD = r"""
-import json, sys
+import atexit, json, sys
+def _peak():
+    # VmHWM belongs to this process's own memory since its exec; wait4's
+    # ru_maxrss would also count the parent's size at fork (a pytest that
+    # has imported torch and DALI is ~700 MB before this child runs a line).
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                sys.stderr.write("\nVMHWM_KB " + line.split()[1] + "\n")
+atexit.register(_peak)
 import cqlstream
 port, ordered, truth = int(sys.argv[1]), sys.argv[2] == "1", json.load(open(sys.argv[3]))
 want = {s["key"]: bytes.fromhex(s["hex"]) for s in truth["samples"]}
@@ -108,7 +117,7 @@ def start_server(mode: str) -> tuple[subprocess.Popen, int]:
 
 
 def run_child(port: int, ordered: bool, truth: Path) -> dict:
-    """Runs CHILD under BOUND_S; returns exit code / signal / hang / output / peak RSS."""
+    """Runs CHILD under BOUND_S; returns exit code / signal / hang / output / the child's peak RSS."""
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(port), "1" if ordered else "0", str(truth)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     start = time.monotonic()
@@ -126,6 +135,12 @@ def run_child(port: int, ordered: bool, truth: Path) -> dict:
         time.sleep(0.05)
     child.returncode = 0  # reaped above; keep Popen from waiting again
     out, err = child.stdout.read(), child.stderr.read()
+    # The child's own peak when it ended by itself; else wait4's figure,
+    # which can only overstate it (the test fails on the hang or signal anyway).
+    for line in reversed(err.splitlines()):
+        if line.startswith("VMHWM_KB "):
+            rss_kb = int(line.split()[1])
+            break
     return {
         "hung": hung,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) and not hung else 0,
