@@ -100,7 +100,10 @@ TEST(TarTest, GnuLongNames) {
     TarBuilder l;
     l.Add("././@LongLink", long_name + std::string(1, '\0'));
     tar = l.Finish();
-    tar.resize(tar.size() - 1024);
+    ASSERT_GE(tar.size(), 1536u);
+    // Drop the end blocks (erase, not resize: GCC's -O1 sanitizer build
+    // cannot prove the smaller size and warns of a 2^64-byte memset).
+    tar.erase(tar.end() - 1024, tar.end());
     tar[156] = 'L';
     // Recompute the checksum of the patched header.
     std::memset(tar.data() + 148, ' ', 8);
