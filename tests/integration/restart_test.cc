@@ -105,7 +105,7 @@ TEST(NodeRestartTest, ClientAndLoaderRideThroughARestart) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ASSERT_TRUE(restart.valid());
-  EXPECT_EQ(restart.get(), 0) << "scripts/cassandra down/up failed: see /tmp/cqlstream_restart.log";
+  EXPECT_EQ(restart.get(), 0) << "scripts/cassandra down/up failed: see cqlstream_restart_" << ::getpid() << ".log in " << ::testing::TempDir();
   // Let the client loop see the node again.
   for (int i = 0; i < 600 && ok_after < 20; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   stop = true;
