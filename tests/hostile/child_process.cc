@@ -11,12 +11,30 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 extern char** environ;
 
 namespace cqlstream::hostile {
 namespace {
+
+// VmHWM of a running process in KiB; 0 when it cannot be read (gone, zombie).
+long VmHwmKb(pid_t pid) {
+  FILE* f = std::fopen(fmt::format("/proc/{}/status", pid).c_str(), "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  long kb = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "VmHWM:", 6) == 0) {
+      kb = std::strtol(line + 6, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb;
+}
 
 constexpr size_t kKeep = 1 << 20;
 
@@ -99,6 +117,7 @@ std::vector<ChildResult> RunAll(const std::vector<ChildSpec>& specs, std::chrono
     res[i].started = true;
   }
   const auto deadline = std::chrono::steady_clock::now() + bound;
+  std::vector<long> sampled(specs.size(), 0);
   for (;;) {
     bool any = false;
     std::vector<pollfd> fds;
@@ -108,6 +127,8 @@ std::vector<ChildResult> RunAll(const std::vector<ChildSpec>& specs, std::chrono
       if (run[i].done) continue;
       int status = 0;
       rusage ru{};
+      const long hwm = VmHwmKb(run[i].pid);  // before wait4 reaps it
+      sampled[i] = std::max(sampled[i], hwm);
       const pid_t p = ::wait4(run[i].pid, &status, WNOHANG, &ru);
       const bool late = std::chrono::steady_clock::now() >= deadline;
       if (p == 0 && late) {
@@ -118,7 +139,7 @@ std::vector<ChildResult> RunAll(const std::vector<ChildSpec>& specs, std::chrono
       if (p == run[i].pid || res[i].timed_out) {
         run[i].done = true;
         res[i].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run[i].start).count();
-        res[i].peak_rss_kb = ru.ru_maxrss;
+        res[i].peak_rss_kb = sampled[i] > 0 ? sampled[i] : ru.ru_maxrss;
         if (!res[i].timed_out && WIFEXITED(status)) res[i].exit_code = WEXITSTATUS(status);
         if (!res[i].timed_out && WIFSIGNALED(status)) res[i].signal = WTERMSIG(status);
         continue;

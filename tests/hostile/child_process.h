@@ -23,10 +23,13 @@ struct ChildResult {
   int exit_code = -1;        // when it exited
   int signal = 0;            // when a signal ended it (other than our SIGKILL)
   std::string out, err;      // at most 1 MiB each are kept
-  // ru_maxrss from wait4. Linux carries the high-water mark of the
-  // address space a child had before exec over the exec, so this is at
-  // least the spawning process's RSS at spawn time (a floor, never an
-  // understatement of the child's own peak).
+  // The child's own peak RSS: the largest VmHWM of /proc/<pid>/status seen
+  // while it ran (sampled every poll, at most 20 ms apart; VmHWM belongs to
+  // the memory the child has had since its exec). wait4's ru_maxrss is not
+  // used when a sample exists: Linux carries the spawning process's
+  // high-water mark over the exec, so under ASan (a ~400 MB test process)
+  // every child would look that large. Without a sample (a child that ended
+  // before the first poll) it is ru_maxrss, which can only overstate.
   long peak_rss_kb = 0;
   double seconds = 0;
   std::string Describe() const;  // "label: exit 1 after 0.3 s, 12 MB; stderr: ..."
