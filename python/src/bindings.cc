@@ -189,7 +189,9 @@ nb::object TorchOf(const PyBatch& b, const std::string& layout) {
 // ---------------------------------------------------------------------------
 // Opening a loader
 
-struct OpenArgs {
+// The connection and throttle fields (hosts ... retry_budget_s) are the
+// option kit's own (loader::OptionArgs), resolved as the CLI and DALI do.
+struct OpenArgs : loader::OptionArgs {
   // What to read.
   std::string dataset;
   std::string split = "train";
@@ -206,29 +208,8 @@ struct OpenArgs {
   bool verify_checksums = false;
   // Caps (None: automatic).
   std::optional<int64_t> memory_bytes;
-  std::optional<int64_t> max_in_flight;
-  std::optional<int64_t> initial_window;
   bool adaptive = true;
-  std::optional<int64_t> max_connections_per_host;
-  std::optional<double> request_timeout_s;
-  std::optional<int64_t> max_attempts;
-  std::optional<double> retry_budget_s;
   bool hedge = true;
-  // Connection (None: CQLSTREAM_* environment variable, else the default).
-  std::optional<std::vector<std::string>> hosts;
-  std::optional<int64_t> port;
-  std::optional<std::string> keyspace;
-  std::optional<std::string> username;
-  std::optional<std::string> password_file;
-  std::optional<std::string> tls_ca;
-  std::optional<std::string> tls_cert;
-  std::optional<std::string> tls_key;
-  std::optional<std::string> tls_server_name;
-  bool tls_insecure_skip_verify = false;
-  std::optional<std::string> local_dc;
-  std::optional<int64_t> connections_per_host;
-  std::optional<int64_t> io_threads;
-  std::optional<double> connect_timeout_s;
   // Decoding (decode_size None: raw bytes).
   std::optional<std::pair<int, int>> decode_size;
   int decode_channels = 3;
@@ -245,38 +226,10 @@ StatusOr<loader::ResizeMode> ParseMode(const std::string& m) {
   return Status::InvalidArgument("decode mode must be 'crop' or 'stretch', got '" + m + "'");
 }
 
-// Connection and throttles: the resolver shared with the CLI and DALI
-// (loader/option_kit.h): arguments, then CQLSTREAM_* variables, then the
-// defaults. Its warnings are given by cqlstream.Loader (Python warnings).
-loader::OptionArgs KitArgs(const OpenArgs& a) {
-  loader::OptionArgs k;
-  k.hosts = a.hosts;
-  k.port = a.port;
-  k.keyspace = a.keyspace;
-  k.username = a.username;
-  k.password_file = a.password_file;
-  k.tls_ca = a.tls_ca;
-  k.tls_cert = a.tls_cert;
-  k.tls_key = a.tls_key;
-  k.tls_server_name = a.tls_server_name;
-  k.tls_insecure_skip_verify = a.tls_insecure_skip_verify;
-  k.local_dc = a.local_dc;
-  k.connections_per_host = a.connections_per_host;
-  k.io_threads = a.io_threads;
-  k.connect_timeout_s = a.connect_timeout_s;
-  k.max_in_flight = a.max_in_flight;
-  k.initial_window = a.initial_window;
-  k.max_connections_per_host = a.max_connections_per_host;
-  k.max_attempts = a.max_attempts;
-  k.request_timeout_s = a.request_timeout_s;
-  k.retry_budget_s = a.retry_budget_s;
-  return k;
-}
-
 StatusOr<std::pair<LoaderOptions, StreamOptions>> Resolve(const OpenArgs& a) {
   LoaderOptions lo;
   CQLS_ASSIGN_OR_RETURN(const loader::ResolvedOptions kit,
-                        loader::ResolveOptions(KitArgs(a), loader::OptionSpelling::kKeyword));
+                        loader::ResolveOptions(a, loader::OptionSpelling::kKeyword));
   kit.ApplyTo(&lo);
   lo.dataset = a.dataset;
   lo.split = a.split;
