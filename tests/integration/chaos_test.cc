@@ -204,18 +204,7 @@ std::string CliPath() {
 class ChaosClusterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { keyspace_ = fmt::format("chaos_{}", ::getpid()); }
-  static void TearDownTestSuite() {
-    const std::string hosts = Env("CQLSTREAM_TEST_CLUSTER_HOSTS");
-    if (hosts.empty()) return;
-    ConnectionOptions o;
-    o.hosts = {hosts};
-    auto s = net::Session::Connect(o);
-    if (!s.ok()) return;
-    net::Statement st = net::Statement::Query(fmt::format("DROP KEYSPACE IF EXISTS {}", keyspace_));
-    st.timeout = std::chrono::milliseconds(60000);
-    (void)(*s)->Execute(st);
-    (*s)->Close();
-  }
+  static void TearDownTestSuite() { testing::DropClusterKeyspaces({keyspace_}); }
 
   void SetUp() override {
     hosts_ = Env("CQLSTREAM_TEST_CLUSTER_HOSTS");

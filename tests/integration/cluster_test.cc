@@ -62,18 +62,7 @@ class ClusterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { keyspace_ = fmt::format("cl_{}", ::getpid()); }
   static void TearDownTestSuite() {
-    const std::string hosts = Env("CQLSTREAM_TEST_CLUSTER_HOSTS");
-    if (hosts.empty()) return;
-    ConnectionOptions o;
-    o.hosts = {hosts};
-    auto s = net::Session::Connect(o);
-    if (!s.ok()) return;
-    for (const char* suffix : {"_rf1", "_rf3"}) {
-      net::Statement st = net::Statement::Query(fmt::format("DROP KEYSPACE IF EXISTS {}{}", keyspace_, suffix));
-      st.timeout = std::chrono::milliseconds(60000);
-      (void)(*s)->Execute(st);
-    }
-    (*s)->Close();
+    testing::DropClusterKeyspaces({keyspace_ + "_rf1", keyspace_ + "_rf3"});
   }
 
   void SetUp() override {

@@ -79,4 +79,19 @@ void MustRun(net::Session& s, const std::string& cql) {
   }
 }
 
+void DropClusterKeyspaces(const std::vector<std::string>& keyspaces) {
+  const std::string hosts = Env("CQLSTREAM_TEST_CLUSTER_HOSTS");
+  if (hosts.empty()) return;
+  ConnectionOptions o;
+  o.hosts = {hosts};
+  auto s = net::Session::Connect(o);
+  if (!s.ok()) return;
+  for (const auto& ks : keyspaces) {
+    net::Statement st = net::Statement::Query(fmt::format("DROP KEYSPACE IF EXISTS {}", ks));
+    st.timeout = std::chrono::milliseconds(60000);
+    (void)(*s)->Execute(st);
+  }
+  (*s)->Close();
+}
+
 }  // namespace cqlstream::testing

@@ -18,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cqlstream/options.h"
 #include "net/session.h"
@@ -35,6 +36,9 @@ void MustRun(net::Session& s, const std::string& cql);
 std::string Env(const char* name, const std::string& fallback = "");
 // Repo root (for scripts), from CQLSTREAM_SOURCE_DIR or the compile-time path.
 std::string SourceDir();
+// Drops these keyspaces on the 3-node cluster ($CQLSTREAM_TEST_CLUSTER_HOSTS),
+// best effort (suite tear-down: nothing to do when the cluster is not set).
+void DropClusterKeyspaces(const std::vector<std::string>& keyspaces);
 
 }  // namespace cqlstream::testing
 
