@@ -25,22 +25,28 @@ HOSTS = os.environ.get("CQLSTREAM_TEST_HOSTS", "127.0.0.1")
 CLASSES = ["cat", "dog", "fish"]
 
 
-def cli_path() -> Path:
-    """The cqlstream CLI: $CQLSTREAM_CLI, else src/cli/cqlstream in the first of
-    $CQLSTREAM_BUILD_DIR, build, build-dali (relative to the repository) that has it."""
-    if os.environ.get("CQLSTREAM_CLI"):
-        return Path(os.environ["CQLSTREAM_CLI"])
+def built_binary(relative: str, env: str, target: str) -> Path:
+    """A binary of the build: $<env>, else <relative> in the first of
+    $CQLSTREAM_BUILD_DIR, build, build-dali (relative to the repository) that
+    has it; fails the test naming every place tried and the ninja target."""
+    if os.environ.get(env):
+        return Path(os.environ[env])
     tried = []
     for b in (os.environ.get("CQLSTREAM_BUILD_DIR"), "build", "build-dali"):
         if not b:
             continue
         build = Path(b) if Path(b).is_absolute() else ROOT / b
-        p = build / "src" / "cli" / "cqlstream"
+        p = build / relative
         if p.is_file():
             return p
         tried.append(str(p))
-    pytest.fail(f"the cqlstream CLI is not built (tried {', '.join(tried)}); run scripts/test "
-                "(or ninja -C build cqlstream_cli), or set CQLSTREAM_CLI")
+    pytest.fail(f"{Path(relative).name} is not built (tried {', '.join(tried)}); run scripts/test "
+                f"(or ninja -C build {target}), or set {env}")
+
+
+def cli_path() -> Path:
+    """The cqlstream CLI (see built_binary)."""
+    return built_binary("src/cli/cqlstream", "CQLSTREAM_CLI", "cqlstream_cli")
 
 
 def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:

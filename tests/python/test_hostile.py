@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import built_binary
+
 BOUND_S = 100.0  # the Loader here retries for at most 5 s per sample
 RSS_BOUND_MB = 400  # the interpreter and numpy alone take ~60 MB
 
@@ -68,19 +69,8 @@ print(f"OK {len(seen)}")
 
 
 def server_path() -> Path:
-    if os.environ.get("CQLSTREAM_HOSTILE_SERVER"):
-        return Path(os.environ["CQLSTREAM_HOSTILE_SERVER"])
-    tried = []
-    for b in (os.environ.get("CQLSTREAM_BUILD_DIR"), "build", "build-dali"):
-        if not b:
-            continue
-        build = Path(b) if Path(b).is_absolute() else ROOT / b
-        p = build / "tests" / "hostile" / "cqlstream-hostile-server"
-        if p.is_file():
-            return p
-        tried.append(str(p))
-    pytest.fail(f"cqlstream-hostile-server is not built (tried {', '.join(tried)}); "
-                "ninja -C build cqlstream-hostile-server, or set CQLSTREAM_HOSTILE_SERVER")
+    return built_binary("tests/hostile/cqlstream-hostile-server", "CQLSTREAM_HOSTILE_SERVER",
+                        "cqlstream-hostile-server")
 
 
 def list_modes() -> list[tuple[str, str, str]]:
