@@ -8,8 +8,15 @@
 //
 // Secrets: the password is read from a file (--password-file /
 // CQLSTREAM_PASSWORD_FILE) or from CQLSTREAM_PASSWORD, never from a command
-// line flag, so it never shows in `ps`. It is kept in a Secret, whose
-// rendering is always "<redacted>"; no log line or error message contains it.
+// line flag, so it never shows in `ps`; so is the passphrase of an encrypted
+// client key (--tls-key-passphrase-file / CQLSTREAM_TLS_KEY_PASSPHRASE_FILE
+// or CQLSTREAM_TLS_KEY_PASSPHRASE). Both are kept in a Secret, whose
+// rendering is always "<redacted>"; no log line or error message contains
+// them.
+//
+// A cloud secure-connect bundle (--secure-bundle, net/secure_bundle.h) fills
+// hosts, port, the TLS material (in memory: ca_pem, cert_pem, key_pem) and,
+// for clusters behind an SNI proxy, sni_proxy.
 //
 // Thread-safety: value types.
 #ifndef CQLSTREAM_OPTIONS_H_
@@ -56,7 +63,17 @@ class Secret {
 };
 
 // The most bytes a password file may hold (the first line is the password).
+// The same bound holds for a key passphrase file.
 inline constexpr size_t kMaxPasswordFileBytes = 4096;
+
+// Reads a secret from a file: its first line, trailing CR/LF removed. The
+// file must be a regular file of at most kMaxPasswordFileBytes (a FIFO, a
+// device such as /dev/zero or a directory is refused without blocking); a
+// file readable by group or others gets a warning on stderr. Errors never
+// contain `path` (it may be the secret itself, pasted by mistake); `what`
+// names the file's role ("password file") and `origin` the option that
+// gave it ("--password-file"). Makes the process non-dumpable.
+StatusOr<Secret> ReadSecretFile(const std::string& path, std::string_view what, std::string_view origin);
 
 // Marks the process non-dumpable (prctl(PR_SET_DUMPABLE, 0)): no core file,
 // no ptrace or /proc/<pid>/mem access by other processes of the same user.
@@ -81,6 +98,25 @@ struct TlsOptions {
   // the path can impersonate the server. Only for tests against throwaway
   // nodes; the CLI spells it --tls-insecure-skip-verify and warns loudly.
   bool insecure_skip_verify = false;
+  // Passphrase of an encrypted key_file / key_pem (PKCS#8 or traditional
+  // PEM encryption); empty: the key must not be encrypted. OpenSSL gets it
+  // through a callback (never a terminal prompt).
+  Secret key_passphrase;
+  // The same material in memory (from a secure-connect bundle); each,
+  // when set, is used instead of its file. `pem_origin` names where they
+  // came from in messages ("secure bundle 'db.zip'").
+  std::string ca_pem;
+  std::string cert_pem;
+  Secret key_pem;
+  std::string pem_origin;
+};
+
+// Every connection goes to one TLS SNI proxy (managed Cassandra services);
+// the proxy forwards it to the node whose host id is the TLS server name
+// (SNI). Contact points (ConnectionOptions::hosts) are then host ids.
+struct SniProxy {
+  std::string host;
+  uint16_t port = 0;
 };
 
 struct ConnectionOptions {
@@ -92,6 +128,8 @@ struct ConnectionOptions {
   std::optional<TlsOptions> tls;
   // Data center whose hosts are tried first; empty: the contact point's.
   std::string local_dc;
+  // Set: connections go through this proxy (needs tls); see SniProxy.
+  std::optional<SniProxy> sni_proxy;
 
   // Connections per host (per shard on ScyllaDB). Requests are multiplexed
   // (up to 32,768 in flight on one connection), so few are needed.
@@ -109,7 +147,8 @@ struct ConnectionOptions {
 
   // Fills fields from CQLSTREAM_* environment variables (only those that are
   // set): HOSTS, PORT, KEYSPACE, USERNAME, PASSWORD, PASSWORD_FILE, TLS_CA,
-  // TLS_CERT, TLS_KEY, LOCAL_DC. Errors name the variable and the value.
+  // TLS_CERT, TLS_KEY, TLS_KEY_PASSPHRASE, TLS_KEY_PASSPHRASE_FILE,
+  // LOCAL_DC. Errors name the variable and the value (never a secret).
   Status ApplyEnvironment();
   // Reads the password from a file: its first line, trailing CR/LF removed.
   // The file must be a regular file of at most kMaxPasswordFileBytes (a
@@ -121,6 +160,9 @@ struct ConnectionOptions {
   // "CQLSTREAM_PASSWORD_FILE"). Makes the process non-dumpable
   // (ProtectProcessHoldingSecrets).
   Status LoadPasswordFile(const std::string& path, std::string_view origin = "--password-file");
+  // Reads the passphrase of the TLS client key the same way (ReadSecretFile)
+  // into tls->key_passphrase (TLS is turned on if it was not).
+  Status LoadKeyPassphraseFile(const std::string& path, std::string_view origin = "--tls-key-passphrase-file");
   // Checks ranges and combinations (e.g. a key without a certificate).
   Status Validate() const;
   // One-line description for logs; the password is never included.

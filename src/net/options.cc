@@ -120,62 +120,82 @@ Status ConnectionOptions::ApplyEnvironment() {
     if (!tls) tls.emplace();
     tls->key_file = *v;
   }
+  if (auto v = Env("CQLSTREAM_TLS_KEY_PASSPHRASE")) {
+    if (!tls) tls.emplace();
+    tls->key_passphrase = Secret(std::move(*v));
+    ProtectProcessHoldingSecrets();
+  }
+  if (auto v = Env("CQLSTREAM_TLS_KEY_PASSPHRASE_FILE")) {
+    CQLS_RETURN_IF_ERROR(LoadKeyPassphraseFile(*v, "CQLSTREAM_TLS_KEY_PASSPHRASE_FILE"));
+  }
   if (auto v = Env("CQLSTREAM_LOCAL_DC")) local_dc = *v;
   return Status::OK();
 }
 
-Status ConnectionOptions::LoadPasswordFile(const std::string& path, std::string_view origin) {
+StatusOr<Secret> ReadSecretFile(const std::string& path, std::string_view what, std::string_view origin) {
   // Never name `path` below: it may be the password pasted by mistake.
   PasswordRead r;
   // O_NONBLOCK: opening a FIFO with no writer must not hang; the type check
   // below refuses it anyway.
   r.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (r.fd < 0) {
-    return Status::IOError(fmt::format("cannot open the password file given by {}: {} (its name is not printed: "
-                                       "it could be the password itself)",
-                                       origin, std::strerror(errno)));
+    return Status::IOError(fmt::format("cannot open the {} given by {}: {} (its name is not printed: "
+                                       "it could be the secret itself)",
+                                       what, origin, std::strerror(errno)));
   }
   struct stat st {};
   if (::fstat(r.fd, &st) != 0) {
-    return Status::IOError(fmt::format("cannot stat the password file given by {}: {}", origin, std::strerror(errno)));
+    return Status::IOError(fmt::format("cannot stat the {} given by {}: {}", what, origin, std::strerror(errno)));
   }
   if (!S_ISREG(st.st_mode)) {
     return Status::InvalidArgument(
-        fmt::format("the password file given by {} is not a regular file ({})", origin,
+        fmt::format("the {} given by {} is not a regular file ({})", what, origin,
                     S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket"));
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxPasswordFileBytes) {
-    return Status::InvalidArgument(fmt::format("the password file given by {} holds {} bytes; at most {} are read",
-                                               origin, st.st_size, kMaxPasswordFileBytes));
+    return Status::InvalidArgument(fmt::format("the {} given by {} holds {} bytes; at most {} are read",
+                                               what, origin, st.st_size, kMaxPasswordFileBytes));
   }
   size_t n = 0;
   while (n < r.buf.size()) {
     const ssize_t got = ::read(r.fd, r.buf.data() + n, r.buf.size() - n);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
-      return Status::IOError(fmt::format("cannot read the password file given by {}: {}", origin, std::strerror(errno)));
+      return Status::IOError(fmt::format("cannot read the {} given by {}: {}", what, origin, std::strerror(errno)));
     }
     if (got == 0) break;
     n += static_cast<size_t>(got);
   }
   if (n > kMaxPasswordFileBytes) {  // grew while being read
     return Status::InvalidArgument(
-        fmt::format("the password file given by {} holds more than {} bytes", origin, kMaxPasswordFileBytes));
+        fmt::format("the {} given by {} holds more than {} bytes", what, origin, kMaxPasswordFileBytes));
   }
   size_t len = 0;
   while (len < n && r.buf[len] != '\n') ++len;
   while (len > 0 && r.buf[len - 1] == '\r') --len;
-  if (len == 0) return Status::InvalidArgument(fmt::format("the password file given by {} is empty", origin));
+  if (len == 0) return Status::InvalidArgument(fmt::format("the {} given by {} is empty", what, origin));
   if ((st.st_mode & (S_IRGRP | S_IROTH)) != 0) {
     std::fprintf(stderr,
-                 "cqlstream: WARNING: the password file given by %.*s is readable by %s (mode %03o); "
+                 "cqlstream: WARNING: the %.*s given by %.*s is readable by %s (mode %03o); "
                  "restrict it with chmod 600\n",
-                 static_cast<int>(origin.size()), origin.data(),
+                 static_cast<int>(what.size()), what.data(), static_cast<int>(origin.size()), origin.data(),
                  (st.st_mode & S_IROTH) != 0 ? "every user" : "its group",
                  static_cast<unsigned>(st.st_mode & 0777));
   }
-  password = Secret(r.buf.data(), len);
+  Secret secret(r.buf.data(), len);
   ProtectProcessHoldingSecrets();
+  return secret;
+}
+
+Status ConnectionOptions::LoadPasswordFile(const std::string& path, std::string_view origin) {
+  CQLS_ASSIGN_OR_RETURN(password, ReadSecretFile(path, "password file", origin));
+  return Status::OK();
+}
+
+Status ConnectionOptions::LoadKeyPassphraseFile(const std::string& path, std::string_view origin) {
+  CQLS_ASSIGN_OR_RETURN(Secret passphrase, ReadSecretFile(path, "key passphrase file", origin));
+  if (!tls) tls.emplace();
+  tls->key_passphrase = std::move(passphrase);
   return Status::OK();
 }
 
@@ -196,8 +216,19 @@ Status ConnectionOptions::Validate() const {
     return Status::InvalidArgument("a password was given without a username (--username)");
   }
   if (tls) {
-    if (tls->key_file.empty() != tls->cert_file.empty()) {
+    const bool has_cert = !tls->cert_file.empty() || !tls->cert_pem.empty();
+    const bool has_key = !tls->key_file.empty() || !tls->key_pem.empty();
+    if (has_key != has_cert) {
       return Status::InvalidArgument("--tls-cert and --tls-key must be given together");
+    }
+    if (!tls->key_passphrase.empty() && !has_key) {
+      return Status::InvalidArgument("a TLS key passphrase was given without a client key (--tls-key)");
+    }
+  }
+  if (sni_proxy) {
+    if (!tls) return Status::InvalidArgument("an SNI proxy needs TLS (the host id travels as the TLS server name)");
+    if (sni_proxy->host.empty() || sni_proxy->port == 0) {
+      return Status::InvalidArgument("the SNI proxy address needs a host and a port");
     }
   }
   if (max_frame_bytes < 1024 || max_frame_bytes > (256u << 20)) {
@@ -209,11 +240,14 @@ Status ConnectionOptions::Validate() const {
 std::string ConnectionOptions::Describe() const {
   std::string h;
   for (size_t i = 0; i < hosts.size(); ++i) h += (i ? "," : "") + hosts[i];
-  return fmt::format("hosts={} port={} keyspace={} user={} password={} tls={}{} local_dc={}", h, port,
-                     keyspace, username.empty() ? "-" : username,
-                     password.empty() ? "-" : Secret::kRedacted, tls ? "on" : "off",
-                     tls && tls->insecure_skip_verify ? " (VERIFICATION DISABLED)" : "",
-                     local_dc.empty() ? "-" : local_dc);
+  std::string out = fmt::format("hosts={} port={} keyspace={} user={} password={} tls={}{} local_dc={}", h, port,
+                                keyspace, username.empty() ? "-" : username,
+                                password.empty() ? "-" : Secret::kRedacted, tls ? "on" : "off",
+                                tls && tls->insecure_skip_verify ? " (VERIFICATION DISABLED)" : "",
+                                local_dc.empty() ? "-" : local_dc);
+  if (tls && !tls->pem_origin.empty()) out += " tls_from=" + tls->pem_origin;
+  if (sni_proxy) out += fmt::format(" sni_proxy={}:{}", sni_proxy->host, sni_proxy->port);
+  return out;
 }
 
 }  // namespace cqlstream

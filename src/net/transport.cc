@@ -6,6 +6,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <cstring>
 #include <optional>
 
 namespace cqlstream::net {
@@ -87,6 +88,89 @@ std::string OpenSslErrors() {
     out += buf;
   }
   return out;
+}
+
+// What OpenSSL's passphrase callback sees while one key is loaded.
+struct PassphraseRequest {
+  const Secret* passphrase = nullptr;
+  bool asked = false;
+};
+
+// OpenSSL asks for the passphrase of an encrypted key: the Secret's bytes,
+// or 0 (no passphrase: the load fails) — never a terminal prompt.
+int PassphraseCallback(char* buf, int size, int /*rwflag*/, void* userdata) {
+  auto* req = static_cast<PassphraseRequest*>(userdata);
+  if (req == nullptr) return 0;
+  req->asked = true;
+  if (req->passphrase == nullptr || req->passphrase->empty() || size <= 0) return 0;
+  const std::string& p = req->passphrase->reveal();
+  if (p.size() > static_cast<size_t>(size)) return 0;
+  std::memcpy(buf, p.data(), p.size());
+  return static_cast<int>(p.size());
+}
+
+// "'client.key'" or "'key' of secure bundle 'db.zip'".
+std::string Source(const std::string& file, bool in_memory, const char* entry, const TlsOptions& tls) {
+  if (in_memory) return fmt::format("'{}' of {}", entry, tls.pem_origin.empty() ? "memory" : tls.pem_origin);
+  return fmt::format("'{}'", file);
+}
+
+Status LoadTrust(const TlsOptions& tls, asio::ssl::context* ctx) {
+  std::error_code ec;
+  if (!tls.ca_pem.empty()) {
+    ctx->add_certificate_authority(asio::buffer(tls.ca_pem), ec);
+    if (ec) {
+      return Status::TlsError(
+          fmt::format("cannot load TLS CA {}: {}", Source("", true, "CA", tls), ec.message()));
+    }
+  } else if (!tls.ca_file.empty()) {
+    ctx->load_verify_file(tls.ca_file, ec);
+    if (ec) return Status::TlsError(fmt::format("cannot load TLS CA file '{}': {}", tls.ca_file, ec.message()));
+  } else {
+    ctx->set_default_verify_paths(ec);
+    if (ec) return Status::TlsError(fmt::format("cannot load the system CA store: {}", ec.message()));
+  }
+  return Status::OK();
+}
+
+Status LoadClientIdentity(const TlsOptions& tls, asio::ssl::context* ctx) {
+  std::error_code ec;
+  const bool cert_mem = !tls.cert_pem.empty();
+  if (cert_mem) {
+    ctx->use_certificate_chain(asio::buffer(tls.cert_pem), ec);
+  } else {
+    ctx->use_certificate_chain_file(tls.cert_file, ec);
+  }
+  if (ec) {
+    return Status::TlsError(fmt::format("cannot load TLS client certificate {}: {}",
+                                        Source(tls.cert_file, cert_mem, "certificate", tls), ec.message()));
+  }
+  const bool key_mem = !tls.key_pem.empty();
+  PassphraseRequest req{&tls.key_passphrase};
+  SSL_CTX* native = ctx->native_handle();
+  SSL_CTX_set_default_passwd_cb_userdata(native, &req);
+  ERR_clear_error();
+  if (key_mem) {
+    ctx->use_private_key(asio::buffer(tls.key_pem.reveal()), asio::ssl::context::pem, ec);
+  } else {
+    ctx->use_private_key_file(tls.key_file, asio::ssl::context::pem, ec);
+  }
+  SSL_CTX_set_default_passwd_cb_userdata(native, nullptr);  // `req` dies here
+  if (!ec) return Status::OK();
+  const std::string key = Source(tls.key_file, key_mem, "key", tls);
+  const std::string openssl = OpenSslErrors();
+  if (req.asked && tls.key_passphrase.empty()) {
+    return Status::TlsError(fmt::format(
+        "TLS client key {} is encrypted and no passphrase was given (--tls-key-passphrase-file, "
+        "tls_key_passphrase_file, CQLSTREAM_TLS_KEY_PASSPHRASE_FILE or CQLSTREAM_TLS_KEY_PASSPHRASE)",
+        key));
+  }
+  if (req.asked) {
+    return Status::TlsError(fmt::format(
+        "cannot decrypt TLS client key {}: wrong passphrase, or the key is damaged ({})", key,
+        openssl.empty() ? ec.message() : openssl));
+  }
+  return Status::TlsError(fmt::format("cannot load TLS client key {}: {}", key, openssl.empty() ? ec.message() : openssl));
 }
 
 // One connection attempt: resolve -> (bind) -> connect -> (TLS handshake).
@@ -238,28 +322,11 @@ StatusOr<std::shared_ptr<asio::ssl::context>> MakeTlsContext(const TlsOptions& t
                        asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
                        asio::ssl::context::no_tlsv1_1,
                    ec);
-  if (!tls.insecure_skip_verify) {
-    if (!tls.ca_file.empty()) {
-      ctx->load_verify_file(tls.ca_file, ec);
-      if (ec) {
-        return Status::TlsError(fmt::format("cannot load TLS CA file '{}': {}", tls.ca_file, ec.message()));
-      }
-    } else {
-      ctx->set_default_verify_paths(ec);
-      if (ec) return Status::TlsError(fmt::format("cannot load the system CA store: {}", ec.message()));
-    }
-  }
-  if (!tls.cert_file.empty()) {
-    ctx->use_certificate_chain_file(tls.cert_file, ec);
-    if (ec) {
-      return Status::TlsError(
-          fmt::format("cannot load TLS client certificate '{}': {}", tls.cert_file, ec.message()));
-    }
-    ctx->use_private_key_file(tls.key_file, asio::ssl::context::pem, ec);
-    if (ec) {
-      return Status::TlsError(fmt::format("cannot load TLS client key '{}': {}", tls.key_file, ec.message()));
-    }
-  }
+  // The passphrase callback is always set: OpenSSL's default one would
+  // prompt on the terminal (a hang in a training job) for an encrypted key.
+  SSL_CTX_set_default_passwd_cb(ctx->native_handle(), &PassphraseCallback);
+  if (!tls.insecure_skip_verify) CQLS_RETURN_IF_ERROR(LoadTrust(tls, ctx.get()));
+  if (!tls.cert_file.empty() || !tls.cert_pem.empty()) CQLS_RETURN_IF_ERROR(LoadClientIdentity(tls, ctx.get()));
   return ctx;
 }
 

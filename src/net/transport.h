@@ -44,8 +44,12 @@ class Transport {
 };
 
 // Builds the OpenSSL context for TlsOptions: verification against the CA
-// (or the system store) unless insecure_skip_verify, optional client
-// certificate and key. Errors name the file that could not be used.
+// (ca_pem, else ca_file, else the system store) unless insecure_skip_verify,
+// optional client certificate and key (the *_pem fields, else the files).
+// An encrypted key is decrypted with tls.key_passphrase through OpenSSL's
+// passphrase callback (never a terminal prompt); a missing or wrong
+// passphrase is a TlsError naming the key, never the passphrase. Errors name
+// the file (or the bundle entry) that could not be used.
 StatusOr<std::shared_ptr<asio::ssl::context>> MakeTlsContext(const TlsOptions& tls);
 
 struct TransportOptions {
