@@ -66,7 +66,12 @@ struct DatasetInfo {
   int64_t MaxSize(std::string_view split) const;
 };
 
-// A frozen subset of one split (cqlstream select), sorted and unique.
+// A frozen list of samples of one split (cqlstream select / split, or
+// cqlstream.Selection in Python). The loader's epoch holds each entry of
+// `keys` once: keys may come in any order (a curriculum, read in that order
+// when shuffle is off) and may repeat (oversampling: a key listed k times is
+// delivered k times per epoch). Selections made by select and split are
+// sorted and unique.
 struct Selection {
   std::string dataset;
   std::string split;
@@ -82,8 +87,15 @@ struct Selection {
   static StatusOr<Selection> Load(const std::string& path);
   // The same checks on the bytes of a selection file; `path` names it in errors.
   static StatusOr<Selection> Parse(std::string_view bytes, const std::string& path);
-  // Writes through a mkstemp file in the target's folder renamed over `path`.
+  // Writes through a mkstemp file in the target's folder renamed over `path`:
+  // a CQLSSEL1 file when the keys are sorted and unique (older releases read
+  // it), else CQLSSEL2 (order and repeats kept). Keys with a negative segment
+  // or index are refused.
   Status Save(const std::string& path) const;
+  // The bytes Save writes.
+  std::string Encode() const;
+  // Whether keys are strictly ascending (sorted, no repeats).
+  bool SortedUnique() const;
 };
 inline constexpr uint64_t kMaxSelectionFileBytes = 1ull << 30;
 

@@ -1,22 +1,13 @@
 // Copyright (c) cqlstream authors.
 //
 // Tests of include/cqlstream/dataset.h as implemented in dataset.cc: sample
-// keys, identifier rules, selection files (round trip and corruption).
+// keys, identifier rules (selection files: selection_file_test.cc).
 #include "cqlstream/dataset.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
-
-#include "store/testing_fixtures.h"
 
 namespace cqlstream {
 namespace {
-
-using store::testing::ReadFile;
-using store::testing::TempDir;
-using store::testing::WriteFile;
 
 TEST(DatasetTest, KeysPackSegmentAndIndex) {
   const SampleKey k = MakeKey(3, 1025);
@@ -39,168 +30,6 @@ TEST(DatasetTest, IdentifierRules) {
   EXPECT_TRUE(ValidateKeyspaceName(std::string(32, 'k')).ok());
   EXPECT_FALSE(ValidateKeyspaceName(std::string(33, 'k')).ok());
   EXPECT_NE(ValidateKeyspaceName("X").message().find("lowercase"), std::string::npos);
-}
-
-Selection Sample() {
-  Selection s;
-  s.dataset = "pets";
-  s.split = "train";
-  s.created = "2024-05-01T10:00:00Z";
-  s.query = "labels=cat \"quoted\"\tfraction=0.5";
-  s.keys = {MakeKey(0, 0), MakeKey(0, 5), MakeKey(0, 1000000), MakeKey(2, 7), MakeKey(7, 0)};
-  return s;
-}
-
-TEST(SelectionTest, RoundTrip) {
-  TempDir dir("sel");
-  const std::string path = (dir / "s.sel").string();
-  const Selection s = Sample();
-  ASSERT_TRUE(s.Save(path).ok());
-  auto l = Selection::Load(path);
-  ASSERT_TRUE(l.ok()) << l.status().ToString();
-  EXPECT_EQ(l->dataset, "pets");
-  EXPECT_EQ(l->split, "train");
-  EXPECT_EQ(l->created, s.created);
-  EXPECT_EQ(l->query, s.query);
-  EXPECT_EQ(l->keys, s.keys);
-  // Empty selections are valid too.
-  Selection e = s;
-  e.keys.clear();
-  ASSERT_TRUE(e.Save(path).ok());
-  auto le = Selection::Load(path);
-  ASSERT_TRUE(le.ok());
-  EXPECT_TRUE(le->keys.empty());
-}
-
-TEST(SelectionTest, SaveRefusesUnsortedKeys) {
-  TempDir dir("sel");
-  Selection s = Sample();
-  std::swap(s.keys[0], s.keys[1]);
-  EXPECT_FALSE(s.Save((dir / "x.sel").string()).ok());
-  s = Sample();
-  s.keys.push_back(s.keys.back());
-  EXPECT_FALSE(s.Save((dir / "x.sel").string()).ok());
-}
-
-TEST(SelectionTest, CorruptionIsDetected) {
-  TempDir dir("sel");
-  const std::string path = (dir / "s.sel").string();
-  ASSERT_TRUE(Sample().Save(path).ok());
-  const auto good = ReadFile(path);
-
-  auto expect_corrupt = [&](std::vector<uint8_t> bytes, std::string_view what) {
-    WriteFile(path, bytes);
-    auto l = Selection::Load(path);
-    ASSERT_FALSE(l.ok()) << what;
-    EXPECT_EQ(l.status().code(), Status::Code::kCorruption) << what << ": " << l.status().ToString();
-  };
-  auto b = good;
-  b[0] = 'X';
-  expect_corrupt(b, "magic");
-  b = good;
-  b.resize(good.size() - 1);
-  expect_corrupt(b, "truncated body");
-  b = good;
-  b.push_back(0);
-  expect_corrupt(b, "trailing byte");
-  b = good;
-  b.resize(20);
-  expect_corrupt(b, "truncated header");
-  // A count in the header that does not match the body.
-  std::string text(good.begin(), good.end());
-  const size_t at = text.find("\"count\": 5");
-  ASSERT_NE(at, std::string::npos);
-  text[at + 9] = '4';
-  expect_corrupt(std::vector<uint8_t>(text.begin(), text.end()), "count");
-
-  WriteFile(path, std::string_view("CQLSSEL1\x05\x00\x00\x00{bad}", 17));
-  EXPECT_FALSE(Selection::Load(path).ok());
-  EXPECT_EQ(Selection::Load((dir / "missing.sel").string()).status().code(), Status::Code::kIOError);
-}
-
-TEST(SelectionTest, OtherLayoutVersionsAreRefused) {
-  TempDir dir("sel");
-  const std::string path = (dir / "s.sel").string();
-  Selection s = Sample();
-  s.layout_version = 2;
-  ASSERT_TRUE(s.Save(path).ok());
-  auto l = Selection::Load(path);
-  ASSERT_FALSE(l.ok());
-  EXPECT_EQ(l.status().code(), Status::Code::kUnsupported);
-}
-
-// A selection file with the given header text and no keys.
-std::string WithHeader(std::string_view header) {
-  std::string out("CQLSSEL1", 8);
-  const uint32_t n = static_cast<uint32_t>(header.size());
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-  out += header;
-  return out;
-}
-
-// Issue 9 item 3: a \u escape with non-hex digits reached std::stoi (SIGABRT
-// in the CLI); headers are now parsed by nlohmann/json and checked field by field.
-TEST(SelectionTest, HostileHeadersAreCorruptionNotExceptions) {
-  TempDir dir("sel");
-  const std::string path = (dir / "s.sel").string();
-  const std::string fields = R"("layout_version": 1, "count": 0, "segments": 0)";
-  for (std::string header :
-       {std::string(R"({"dataset": "\uZZZZ", )") + fields + "}", std::string(R"({"dataset": "\u12"})"),
-        std::string("{\"dataset\": \"\xff\xfe\", ") + fields + "}",
-        std::string(R"({"layout_version": "1", "count": 0, "segments": 0})"),
-        std::string(R"({"layout_version": 99999999999999999999999, "count": 0, "segments": 0})"),
-        std::string(R"({"layout_version": 1, "count": -1, "segments": 0})"),
-        std::string(R"({"layout_version": 1, "count": 0})"), std::string(R"({"dataset": 7, )") + fields + "}",
-        std::string(R"([1, 2])"), std::string(100000, '[') + std::string(100000, ']'),
-        std::string(R"({"layout_version": 1e400, "count": 0, "segments": 0})")}) {
-    WriteFile(path, WithHeader(header));
-    StatusOr<Selection> l = Status::Internal("not loaded yet");
-    EXPECT_NO_THROW(l = Selection::Load(path)) << header.substr(0, 80);
-    ASSERT_FALSE(l.ok()) << header.substr(0, 80);
-    EXPECT_EQ(l.status().code(), Status::Code::kCorruption) << l.status().ToString();
-    EXPECT_NE(l.status().message().find(path), std::string::npos) << l.status().message();
-  }
-  WriteFile(path, WithHeader(std::string("{\"dataset\": \"d\", ") + fields + "}"));
-  auto ok = Selection::Load(path);
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  EXPECT_EQ(ok->dataset, "d");
-  EXPECT_TRUE(ok->keys.empty());
-  // Far more segments than the bytes could hold.
-  WriteFile(path, WithHeader(R"({"layout_version": 1, "count": 0, "segments": 4000000000})"));
-  EXPECT_EQ(Selection::Load(path).status().code(), Status::Code::kCorruption);
-}
-
-// Issue 9 item 3: a directory given as a selection threw an iostream failure.
-TEST(SelectionTest, DirectoriesAndSpecialFilesAreClearErrors) {
-  TempDir dir("sel");
-  StatusOr<Selection> l = Status::Internal("not loaded yet");
-  EXPECT_NO_THROW(l = Selection::Load(dir.path()));
-  ASSERT_FALSE(l.ok());
-  EXPECT_NE(l.status().message().find("is a directory"), std::string::npos) << l.status().message();
-  l = Selection::Load("/dev/null");
-  ASSERT_FALSE(l.ok());
-  EXPECT_NE(l.status().message().find("not a regular file"), std::string::npos) << l.status().message();
-}
-
-// Issue 9 item 21: saves go through a mkstemp file, not "<path>.tmp".
-TEST(SelectionTest, SaveUsesAnUnpredictableTemporaryName) {
-  TempDir dir("sel");
-  const std::string path = (dir / "s.sel").string();
-  // A pre-planted "<path>.tmp" link must not be followed or written.
-  const std::string victim = (dir / "victim").string();
-  WriteFile(victim, std::string_view("keep"));
-  ASSERT_EQ(::symlink(victim.c_str(), (path + ".tmp").c_str()), 0);
-  ASSERT_TRUE(Sample().Save(path).ok());
-  EXPECT_EQ(ReadFile(victim), std::vector<uint8_t>({'k', 'e', 'e', 'p'}));
-  auto l = Selection::Load(path);
-  ASSERT_TRUE(l.ok()) << l.status().ToString();
-  EXPECT_EQ(l->keys, Sample().keys);
-  // Nothing else is left in the folder.
-  size_t entries = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir.path())) entries += e.path().filename() != "" ? 1 : 0;
-  EXPECT_EQ(entries, 3u);  // s.sel, s.sel.tmp (the planted link), victim
-  // A folder that does not exist is an IOError naming it.
-  EXPECT_EQ(Sample().Save((dir / "no/such/s.sel").string()).code(), Status::Code::kIOError);
 }
 
 }  // namespace

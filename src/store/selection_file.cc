@@ -1,6 +1,12 @@
 // Copyright (c) cqlstream authors.
 //
 // Selection files (docs/schema.md): Selection::Save, Load and Parse.
+//
+// Two bodies share one header: "CQLSSEL1" files hold sorted unique keys
+// grouped by segment (delta-coded indices); "CQLSSEL2" files hold the keys in
+// the selection's own order, repeats allowed, as runs of consecutive keys of
+// one segment (zigzag delta-coded indices). Save writes CQLSSEL1 whenever the
+// keys are sorted and unique, so such files still load in older releases.
 #include "cqlstream/dataset.h"
 
 #include <fcntl.h>
@@ -22,7 +28,11 @@ namespace cqlstream {
 
 namespace {
 
-constexpr char kMagic[8] = {'C', 'Q', 'L', 'S', 'S', 'E', 'L', '1'};
+constexpr char kMagicSorted[8] = {'C', 'Q', 'L', 'S', 'S', 'E', 'L', '1'};
+constexpr char kMagicOrdered[8] = {'C', 'Q', 'L', 'S', 'S', 'E', 'L', '2'};
+
+uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
 void PutU32(std::string* out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -103,33 +113,49 @@ StatusOr<std::string> ReadRegularFile(const std::string& path, uint64_t max_byte
 
 }  // namespace
 
-Status Selection::Save(const std::string& path) const {
+bool Selection::SortedUnique() const {
   for (size_t i = 1; i < keys.size(); ++i) {
-    if (keys[i] <= keys[i - 1]) return Status::InvalidArgument("selection keys must be sorted and unique");
+    if (keys[i] <= keys[i - 1]) return false;
   }
-  // Group by segment.
-  std::vector<std::pair<int32_t, std::vector<int32_t>>> segs;
+  return true;
+}
+
+std::string Selection::Encode() const {
+  // Runs of consecutive keys of one segment: for sorted unique keys, exactly
+  // the per-segment groups of a CQLSSEL1 body.
+  const bool sorted = SortedUnique();
+  std::vector<std::pair<int32_t, std::vector<int32_t>>> runs;
   for (SampleKey k : keys) {
-    if (segs.empty() || segs.back().first != KeySegment(k)) segs.push_back({KeySegment(k), {}});
-    segs.back().second.push_back(KeyIndex(k));
+    if (runs.empty() || runs.back().first != KeySegment(k)) runs.push_back({KeySegment(k), {}});
+    runs.back().second.push_back(KeyIndex(k));
   }
   std::string header = fmt::format(
       "{{\"dataset\": \"{}\", \"split\": \"{}\", \"layout_version\": {}, \"count\": {}, \"segments\": {}, "
-      "\"created\": \"{}\", \"query\": \"{}\"}}",
-      JsonEscape(dataset), JsonEscape(split), layout_version, keys.size(), segs.size(), JsonEscape(created),
-      JsonEscape(query));
-  std::string out(kMagic, sizeof kMagic);
+      "\"created\": \"{}\", \"query\": \"{}\"{}}}",
+      JsonEscape(dataset), JsonEscape(split), layout_version, keys.size(), runs.size(), JsonEscape(created),
+      JsonEscape(query), sorted ? "" : ", \"ordered\": true");
+  std::string out(sorted ? kMagicSorted : kMagicOrdered, 8);
   PutU32(&out, static_cast<uint32_t>(header.size()));
   out += header;
-  for (const auto& [seg, idxs] : segs) {
+  for (const auto& [seg, idxs] : runs) {
     PutU32(&out, static_cast<uint32_t>(seg));
     PutU32(&out, static_cast<uint32_t>(idxs.size()));
     int64_t prev = 0;
     for (int32_t i : idxs) {
-      PutVarint(&out, static_cast<uint64_t>(i - prev));
+      PutVarint(&out, sorted ? static_cast<uint64_t>(i - prev) : ZigZag(i - prev));
       prev = i;
     }
   }
+  return out;
+}
+
+Status Selection::Save(const std::string& path) const {
+  for (SampleKey k : keys) {
+    if (KeySegment(k) < 0 || KeyIndex(k) < 0) {
+      return Status::InvalidArgument(fmt::format("selection key {} has a negative segment or index", FormatKey(k)));
+    }
+  }
+  const std::string out = Encode();
   // A private temporary file beside the target (mkstemp: no predictable
   // name to pre-create or link), then an atomic rename over the target.
   const std::filesystem::path target(path);
@@ -159,23 +185,64 @@ StatusOr<Selection> Selection::Load(const std::string& path) {
   return Parse(data, path);
 }
 
+namespace {
+
+// Reads the body at data[*pos...] into sel->keys: `nruns` runs of
+// seg:u32le n:u32le varint{n}. Sorted bodies (CQLSSEL1) hold ascending
+// unsigned deltas and strictly ascending keys; ordered ones (CQLSSEL2)
+// zigzag deltas and any indices in [0, INT32_MAX]. Returns the problem, or
+// an empty string.
+std::string ParseBody(std::string_view data, size_t* pos, uint64_t nruns, bool sorted, std::vector<SampleKey>* keys) {
+  auto u32 = [&](uint32_t* v) {
+    if (data.size() - *pos < 4) return false;
+    *v = 0;
+    for (int i = 0; i < 4; ++i) *v |= static_cast<uint32_t>(static_cast<uint8_t>(data[*pos + static_cast<size_t>(i)])) << (8 * i);
+    *pos += 4;
+    return true;
+  };
+  for (uint64_t r = 0; r < nruns; ++r) {
+    uint32_t seg = 0, n = 0;
+    if (!u32(&seg) || !u32(&n)) return "truncated segment header";
+    if (seg > static_cast<uint32_t>(INT32_MAX)) return "segment out of range";
+    if (n > data.size() - *pos) return "segment key count larger than the file can hold";
+    int64_t idx = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      uint64_t raw = 0;
+      int shift = 0;
+      for (;;) {
+        if (*pos >= data.size() || shift > 35) return "truncated or invalid varint";
+        const uint8_t b = static_cast<uint8_t>(data[(*pos)++]);
+        raw |= static_cast<uint64_t>(b & 0x7f) << shift;
+        if (!(b & 0x80)) break;
+        shift += 7;
+      }
+      if (sorted && i > 0 && raw == 0) return "duplicate index";
+      idx += sorted ? static_cast<int64_t>(raw) : UnZigZag(raw);
+      if (idx > INT32_MAX || idx < 0) return "index out of range";
+      const SampleKey k = MakeKey(static_cast<int32_t>(seg), static_cast<int32_t>(idx));
+      if (sorted && !keys->empty() && k <= keys->back()) return "keys not ascending";
+      keys->push_back(k);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 StatusOr<Selection> Selection::Parse(std::string_view data, const std::string& path) {
   auto bad = [&](std::string_view what) {
     return Status::Corruption(fmt::format("selection file '{}': {}", path, what));
   };
-  if (data.size() < 12 || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) {
+  if (data.size() < 12) return bad("not a cqlstream selection file (bad magic)");
+  const bool sorted = std::memcmp(data.data(), kMagicSorted, 8) == 0;
+  if (!sorted && std::memcmp(data.data(), kMagicOrdered, 8) != 0) {
     return bad("not a cqlstream selection file (bad magic)");
   }
   size_t pos = 8;
-  auto u32 = [&](uint32_t* v) {
-    if (data.size() - pos < 4) return false;
-    *v = 0;
-    for (int i = 0; i < 4; ++i) *v |= static_cast<uint32_t>(static_cast<uint8_t>(data[pos + static_cast<size_t>(i)])) << (8 * i);
-    pos += 4;
-    return true;
-  };
   uint32_t hlen = 0;
-  if (!u32(&hlen) || hlen > data.size() - pos) return bad("truncated header");
+  for (int i = 0; i < 4; ++i) hlen |= static_cast<uint32_t>(static_cast<uint8_t>(data[pos + static_cast<size_t>(i)])) << (8 * i);
+  pos += 4;
+  if (hlen > data.size() - pos) return bad("truncated header");
   auto header = store::ParseJson(data.substr(pos, hlen));
   if (!header.ok()) return bad(fmt::format("header: {}", header.status().message()));
   if (!header->is_object()) return bad("header: not a JSON object");
@@ -210,31 +277,18 @@ StatusOr<Selection> Selection::Parse(std::string_view data, const std::string& p
     return Status::Unsupported(fmt::format("selection file '{}' has layout version {}; this cqlstream reads {}", path,
                                            sel.layout_version, kLayoutVersion));
   }
+  // The magic decides how the body reads; the header must agree with it.
+  const store::Json* ordered = header->Find("ordered");
+  const bool says_ordered = ordered != nullptr && ordered->type == store::Json::Type::kBool && ordered->boolean;
+  if (ordered != nullptr && ordered->type != store::Json::Type::kBool) return bad("header field 'ordered' is not a boolean");
+  if (says_ordered == sorted) {
+    return bad(sorted ? "header says 'ordered' but the magic is CQLSSEL1 (sorted keys)"
+                      : "a CQLSSEL2 (ordered) file's header lacks \"ordered\": true");
+  }
   if (count > data.size() - pos) return bad("count larger than the file can hold");
   if (nsegs > (data.size() - pos) / 8) return bad("segments larger than the file can hold");
   sel.keys.reserve(count);
-  for (uint64_t s = 0; s < nsegs; ++s) {
-    uint32_t seg = 0, n = 0;
-    if (!u32(&seg) || !u32(&n)) return bad("truncated segment header");
-    int64_t idx = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      uint64_t delta = 0;
-      int shift = 0;
-      for (;;) {
-        if (pos >= data.size() || shift > 35) return bad("truncated or invalid varint");
-        const uint8_t b = static_cast<uint8_t>(data[pos++]);
-        delta |= static_cast<uint64_t>(b & 0x7f) << shift;
-        if (!(b & 0x80)) break;
-        shift += 7;
-      }
-      if (i > 0 && delta == 0) return bad("duplicate index");
-      idx += static_cast<int64_t>(delta);
-      if (idx > INT32_MAX) return bad("index out of range");
-      const SampleKey k = MakeKey(static_cast<int32_t>(seg), static_cast<int32_t>(idx));
-      if (!sel.keys.empty() && k <= sel.keys.back()) return bad("keys not ascending");
-      sel.keys.push_back(k);
-    }
-  }
+  if (std::string problem = ParseBody(data, &pos, nsegs, sorted, &sel.keys); !problem.empty()) return bad(problem);
   if (sel.keys.size() != count) return bad(fmt::format("header says {} keys, body holds {}", count, sel.keys.size()));
   if (pos != data.size()) return bad("trailing bytes after the last segment");
   return sel;
