@@ -37,6 +37,8 @@ class ConnectionFlags {
 
  private:
   std::string hosts_, keyspace_, username_, password_file_, tls_ca_, tls_cert_, tls_key_, tls_server_name_, local_dc_;
+  std::string tls_key_passphrase_file_, secure_bundle_;
+  double connect_timeout_s_ = 0;
   int port_ = 0;
   int connections_ = 0;
   int io_threads_ = 0;
@@ -57,6 +59,7 @@ void RegisterIngest(CLI::App& app, Action* action);
 void RegisterLs(CLI::App& app, Action* action);
 void RegisterInfo(CLI::App& app, Action* action);
 void RegisterSelect(CLI::App& app, Action* action);
+void RegisterSplit(CLI::App& app, Action* action);
 void RegisterVerify(CLI::App& app, Action* action);
 void RegisterExport(CLI::App& app, Action* action);
 void RegisterDrop(CLI::App& app, Action* action);

@@ -23,11 +23,18 @@ void ConnectionFlags::Add(CLI::App* app) {
   g->add_option("--tls-key", tls_key_, "Client private key (PEM) for TLS (env CQLSTREAM_TLS_KEY)");
   g->add_option("--tls-server-name", tls_server_name_,
                 "Name checked against the server certificate (default: the address connected to)");
+  g->add_option("--tls-key-passphrase-file", tls_key_passphrase_file_,
+                "File whose first line is the passphrase of an encrypted --tls-key (env "
+                "CQLSTREAM_TLS_KEY_PASSPHRASE_FILE or CQLSTREAM_TLS_KEY_PASSPHRASE)");
   g->add_flag("--tls-insecure-skip-verify", tls_insecure_,
               "INSECURE: use TLS without verifying the server certificate");
+  g->add_option("--secure-bundle", secure_bundle_,
+                "Cloud secure-connect bundle (zip): endpoint, CA, client certificate and key; replaces --hosts, "
+                "--port and --tls-ca/-cert/-key (env CQLSTREAM_SECURE_BUNDLE; docs/security.md)");
   g->add_option("--local-dc", local_dc_, "Data center whose hosts are tried first (env CQLSTREAM_LOCAL_DC)");
   g->add_option("--connections,--connections-per-host", connections_, "Connections per host (1..64; default 2)");
   g->add_option("--io-threads", io_threads_, "I/O threads (0..64; default: min(4, cores))");
+  g->add_option("--connect-timeout", connect_timeout_s_, "Seconds to open a connection (default 5)");
   g->add_option("--timeout-ms", timeout_ms_, "Per-request timeout in milliseconds (default 12000)");
 }
 
@@ -49,10 +56,13 @@ StatusOr<ConnectionOptions> ConnectionFlags::Resolve() const {
   if (!tls_cert_.empty()) a.tls_cert = tls_cert_;
   if (!tls_key_.empty()) a.tls_key = tls_key_;
   if (!tls_server_name_.empty()) a.tls_server_name = tls_server_name_;
+  if (!tls_key_passphrase_file_.empty()) a.tls_key_passphrase_file = tls_key_passphrase_file_;
   a.tls_insecure_skip_verify = tls_insecure_;
+  if (!secure_bundle_.empty()) a.secure_bundle = secure_bundle_;
   if (!local_dc_.empty()) a.local_dc = local_dc_;
   if (connections_ != 0) a.connections_per_host = connections_;
   if (io_threads_ != 0) a.io_threads = io_threads_;
+  if (connect_timeout_s_ != 0) a.connect_timeout_s = connect_timeout_s_;
   CQLS_ASSIGN_OR_RETURN(loader::ResolvedOptions r, loader::ResolveOptions(a, loader::OptionSpelling::kFlag));
   ConnectionOptions o = std::move(r.connection);
   if (timeout_ms_ != 0) {

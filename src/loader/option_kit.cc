@@ -5,6 +5,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
+
+#include "net/secure_bundle.h"
 
 namespace cqlstream::loader {
 namespace {
@@ -33,8 +37,35 @@ struct Checker {
   }
 };
 
+// secure_bundle / CQLSTREAM_SECURE_BUNDLE, loaded (nullopt when neither).
+StatusOr<std::optional<net::SecureBundle>> Bundle(const OptionArgs& a, const Checker& c) {
+  std::optional<std::string> path = a.secure_bundle;
+  if (!path) {
+    const char* env = std::getenv("CQLSTREAM_SECURE_BUNDLE");
+    if (env != nullptr && *env != '\0') path = env;
+  }
+  if (!path) return std::optional<net::SecureBundle>();
+  if (path->empty()) return Status::InvalidArgument(fmt::format("{} is empty", c.Name("secure_bundle")));
+  const bool given[] = {a.hosts.has_value(), a.port.has_value(), a.tls_ca.has_value(), a.tls_cert.has_value(),
+                        a.tls_key.has_value()};
+  const char* names[] = {"hosts", "port", "tls_ca", "tls_cert", "tls_key"};
+  for (size_t i = 0; i < std::size(given); ++i) {
+    if (given[i]) {
+      return Status::InvalidArgument(fmt::format("{} cannot be combined with {}: the bundle gives the endpoint and "
+                                                 "the TLS certificates",
+                                                 c.Name("secure_bundle"), c.Name(names[i])));
+    }
+  }
+  CQLS_ASSIGN_OR_RETURN(net::SecureBundle b, net::LoadSecureBundle(*path));
+  return std::optional<net::SecureBundle>(std::move(b));
+}
+
 Status ApplyConnection(const OptionArgs& a, const Checker& c, ResolvedOptions* r) {
   ConnectionOptions& o = r->connection;
+  CQLS_ASSIGN_OR_RETURN(const std::optional<net::SecureBundle> bundle, Bundle(a, c));
+  // The bundle's keyspace and data center sit below the variables and the
+  // arguments; its endpoint and certificates replace the variables'.
+  if (bundle && !bundle->keyspace.empty()) o.keyspace = bundle->keyspace;
   CQLS_RETURN_IF_ERROR(o.ApplyEnvironment());
   if (a.hosts) {
     std::vector<std::string> hosts;
@@ -59,7 +90,11 @@ Status ApplyConnection(const OptionArgs& a, const Checker& c, ResolvedOptions* r
     if (a.tls_server_name) o.tls->server_name = *a.tls_server_name;
     o.tls->insecure_skip_verify = a.tls_insecure_skip_verify;
   }
+  if (a.tls_key_passphrase_file) {
+    CQLS_RETURN_IF_ERROR(o.LoadKeyPassphraseFile(*a.tls_key_passphrase_file, c.Name("tls_key_passphrase_file")));
+  }
   if (a.local_dc) o.local_dc = *a.local_dc;
+  if (bundle) CQLS_RETURN_IF_ERROR(net::ApplySecureBundle(*bundle, &o));
   if (a.connections_per_host) {
     CQLS_ASSIGN_OR_RETURN(o.connections_per_host, c.Int("connections_per_host", *a.connections_per_host, 1, 64));
   }

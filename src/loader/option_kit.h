@@ -11,9 +11,17 @@
 // Python and DALI).
 //
 // Secrets never travel as values: the password comes from password_file /
-// CQLSTREAM_PASSWORD_FILE / CQLSTREAM_PASSWORD (ConnectionOptions), and
-// ResolveOptions never puts a file name into an error (see
-// ConnectionOptions::LoadPasswordFile).
+// CQLSTREAM_PASSWORD_FILE / CQLSTREAM_PASSWORD, the passphrase of an
+// encrypted client key from tls_key_passphrase_file /
+// CQLSTREAM_TLS_KEY_PASSPHRASE_FILE / CQLSTREAM_TLS_KEY_PASSPHRASE
+// (ConnectionOptions), and ResolveOptions never puts the name of such a
+// file into an error (see ReadSecretFile).
+//
+// A secure-connect bundle (secure_bundle / CQLSTREAM_SECURE_BUNDLE,
+// net/secure_bundle.h) supplies the endpoint and the TLS material: it
+// cannot be combined with hosts, port, tls_ca, tls_cert or tls_key given as
+// arguments (it overrides the CQLSTREAM_* variables of those); its keyspace
+// and local data center are defaults below the arguments and variables.
 //
 // Warnings (e.g. TLS verification turned off) are returned, not printed:
 // each front end shows them its own way, with the same text
@@ -54,7 +62,9 @@ struct OptionArgs {
   std::optional<std::string> tls_cert;
   std::optional<std::string> tls_key;
   std::optional<std::string> tls_server_name;
+  std::optional<std::string> tls_key_passphrase_file;
   bool tls_insecure_skip_verify = false;
+  std::optional<std::string> secure_bundle;
   std::optional<std::string> local_dc;
   std::optional<int64_t> connections_per_host;
   std::optional<int64_t> io_threads;
@@ -66,6 +76,25 @@ struct OptionArgs {
   std::optional<int64_t> max_attempts;
   std::optional<double> request_timeout_s;
   std::optional<double> retry_budget_s;
+};
+
+// Every OptionArgs field in declaration order, named as the front ends
+// spell it (a *_s field drops its unit: connect_timeout takes seconds):
+// Python's Loader and DALI's operators take each as a keyword, the CLI's
+// connection flags (ConnectionFlags) the connection options up to
+// connect_timeout as --kebab-case. Tests compare the front ends with it.
+inline constexpr std::string_view kOptionArgNames[] = {
+    "hosts",          "port",
+    "keyspace",       "username",
+    "password_file",  "tls_ca",
+    "tls_cert",       "tls_key",
+    "tls_server_name", "tls_key_passphrase_file",
+    "tls_insecure_skip_verify", "secure_bundle",
+    "local_dc",       "connections_per_host",
+    "io_threads",     "connect_timeout",
+    "max_in_flight",  "initial_window",
+    "max_connections_per_host", "max_attempts",
+    "request_timeout", "retry_budget",
 };
 
 // The longest duration accepted, in seconds (one day).

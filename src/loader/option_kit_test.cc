@@ -3,12 +3,43 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <limits>
+
+#include "net/secure_bundle_test_util.h"
 
 namespace cqlstream::loader {
 namespace {
+
+// The number of fields of an aggregate: the most initializers it takes.
+struct AnyField {
+  template <class T>
+  operator T() const;  // NOLINT: converts to every field type (unevaluated only)
+};
+template <class T, class... A>
+constexpr size_t FieldCount() {
+  if constexpr (requires { T{A{}..., AnyField{}}; }) {
+    return FieldCount<T, A..., AnyField>();
+  } else {
+    return sizeof...(A);
+  }
+}
+// A field added to OptionArgs must be named in kOptionArgNames (and so be
+// checked in every front end by tests/python/test_tls_options.py).
+static_assert(FieldCount<OptionArgs>() == std::size(kOptionArgNames),
+              "OptionArgs and kOptionArgNames differ: name the new option in kOptionArgNames");
+
+std::string TempFile(const std::string& name, const std::string& data) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
+  ::chmod(path.c_str(), 0600);
+  return path;
+}
 
 TEST(OptionKitTest, SpellsNamesAsTheFrontEndDoes) {
   EXPECT_EQ(OptionName("max_in_flight", OptionSpelling::kFlag), "--max-in-flight");
@@ -106,6 +137,87 @@ TEST(OptionKitTest, EmptyHostListsAreRefused) {
   auto r = ResolveOptions(a, OptionSpelling::kKeyword);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "hosts names no host");
+}
+
+TEST(OptionKitTest, KeyPassphraseComesFromAFileOrTheEnvironment) {
+  OptionArgs a;
+  a.tls_cert = "client.crt";
+  a.tls_key = "client.key";
+  a.tls_key_passphrase_file = TempFile("passphrase", "s3cret-phrase\n");
+  auto r = ResolveOptions(a, OptionSpelling::kFlag);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->connection.tls.has_value());
+  EXPECT_EQ(r->connection.tls->key_passphrase.reveal(), "s3cret-phrase");
+  EXPECT_EQ(r->connection.Describe().find("s3cret"), std::string::npos);
+
+  OptionArgs b;
+  b.tls_key_passphrase_file = "/nonexistent/passphrase";
+  r = ResolveOptions(b, OptionSpelling::kKeyword);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("key passphrase file given by tls_key_passphrase_file"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_EQ(r.status().message().find("/nonexistent"), std::string::npos) << r.status().ToString();
+
+  ASSERT_EQ(::setenv("CQLSTREAM_TLS_KEY_PASSPHRASE", "from-env", 1), 0);
+  OptionArgs c;
+  c.tls_cert = "client.crt";
+  c.tls_key = "client.key";
+  r = ResolveOptions(c, OptionSpelling::kKeyword);
+  ::unsetenv("CQLSTREAM_TLS_KEY_PASSPHRASE");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->connection.tls->key_passphrase.reveal(), "from-env");
+
+  OptionArgs d;  // a passphrase without a key is a mistake worth naming
+  d.tls_key_passphrase_file = a.tls_key_passphrase_file;
+  r = ResolveOptions(d, OptionSpelling::kFlag);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("without a client key"), std::string::npos) << r.status().ToString();
+}
+
+TEST(OptionKitTest, SecureBundleGivesEndpointAndCertificates) {
+  const std::string ca = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n";
+  const std::string bundle = TempFile(
+      "bundle.zip", net::testing::MakeBundle(R"({"host": "127.0.1.1", "cql_port": 9142, "keyspace": "from_bundle",
+                                                 "localDC": "dc9"})",
+                                             ca, ca, "-----BEGIN PRIVATE KEY-----\nK\n-----END PRIVATE KEY-----\n"));
+  ASSERT_EQ(::setenv("CQLSTREAM_HOSTS", "10.9.9.9", 1), 0);  // replaced by the bundle's endpoint
+  OptionArgs a;
+  a.secure_bundle = bundle;
+  auto r = ResolveOptions(a, OptionSpelling::kFlag);
+  ::unsetenv("CQLSTREAM_HOSTS");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->connection.hosts, std::vector<std::string>{"127.0.1.1"});
+  EXPECT_EQ(r->connection.port, 9142);
+  EXPECT_EQ(r->connection.keyspace, "from_bundle");
+  EXPECT_EQ(r->connection.local_dc, "dc9");
+  ASSERT_TRUE(r->connection.tls.has_value());
+  EXPECT_EQ(r->connection.tls->ca_pem, ca);
+
+  a.keyspace = "mine";  // arguments win over the bundle's defaults
+  a.local_dc = "dc1";
+  r = ResolveOptions(a, OptionSpelling::kFlag);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->connection.keyspace, "mine");
+  EXPECT_EQ(r->connection.local_dc, "dc1");
+
+  for (const char* conflicting : {"hosts", "port", "tls_ca"}) {
+    OptionArgs b;
+    b.secure_bundle = bundle;
+    if (std::string(conflicting) == "hosts") b.hosts = std::vector<std::string>{"h"};
+    if (std::string(conflicting) == "port") b.port = 9042;
+    if (std::string(conflicting) == "tls_ca") b.tls_ca = "ca.crt";
+    r = ResolveOptions(b, OptionSpelling::kFlag);
+    ASSERT_FALSE(r.ok()) << conflicting;
+    EXPECT_NE(r.status().message().find("--secure-bundle cannot be combined with " + OptionName(conflicting,
+                                                                                                OptionSpelling::kFlag)),
+              std::string::npos)
+        << r.status().ToString();
+  }
+  OptionArgs c;
+  c.secure_bundle = TempFile("not-a-bundle.zip", "PK garbage");
+  r = ResolveOptions(c, OptionSpelling::kKeyword);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not a zip file"), std::string::npos) << r.status().ToString();
 }
 
 }  // namespace
