@@ -1,8 +1,9 @@
 // Copyright (c) cqlstream authors.
 //
 // `cqlstream select NAME --split S [--label L ...] [--extra k=v ...]
-// [--fraction F --seed X] -o FILE`: freezes a subset of a split into a
-// selection file (docs/schema.md) that the loader takes instead of a split.
+// [--fraction F --seed X] [--invert] -o FILE`: freezes a subset of a split
+// into a selection file (docs/schema.md) that the loader takes instead of a
+// split; --invert writes the rest of the split instead.
 #include <fmt/format.h>
 
 #include "cli/cli.h"
@@ -27,6 +28,7 @@ void RegisterSelect(CLI::App& app, Action* action) {
   cmd->add_option("--fraction", *fraction, "Keep this fraction of the matching samples (deterministic)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--seed", o->seed, "Seed of --fraction (default 0)");
+  cmd->add_flag("--invert", o->invert, "Write the complement (within the split) of what the filters select");
   cmd->add_option("--concurrency", o->concurrency, "Metadata blocks read at once (default 16)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("-o,--output", *out, "Selection file to write")->required();

@@ -19,6 +19,7 @@ int Main(int argc, char** argv) {
   cqlstream::cli::RegisterLs(app, &action);
   cqlstream::cli::RegisterInfo(app, &action);
   cqlstream::cli::RegisterSelect(app, &action);
+  cqlstream::cli::RegisterSplit(app, &action);
   cqlstream::cli::RegisterVerify(app, &action);
   cqlstream::cli::RegisterExport(app, &action);
   cqlstream::cli::RegisterDrop(app, &action);

@@ -81,7 +81,29 @@ std::vector<SampleKey> SampleFraction(const std::vector<SampleKey>& keys, double
   return out;
 }
 
-StatusOr<Selection> Select(net::Session& s, const DatasetInfo& d, const SelectOptions& o) {
+Selection NewSelection(const DatasetInfo& d, const std::string& split) {
+  Selection sel;
+  sel.dataset = d.name;
+  sel.split = split;
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  sel.created = buf;
+  return sel;
+}
+
+namespace {
+
+struct ScannedKey {
+  LabeledKey key;
+  bool matched = false;
+};
+
+// Every committed sample of o.split with its stratum and whether it matches
+// o's label and extra filters, ascending key.
+StatusOr<std::vector<ScannedKey>> ScanSplit(net::Session& s, const DatasetInfo& d, const SelectOptions& o) {
   if (o.split.empty()) return Status::InvalidArgument("--split is required");
   const auto segs = d.SplitSegments(o.split);
   bool known = false;
@@ -91,40 +113,63 @@ StatusOr<Selection> Select(net::Session& s, const DatasetInfo& d, const SelectOp
     for (const auto& sp : d.splits()) have += (have.empty() ? "" : ", ") + sp;
     return Status::NotFound(fmt::format("dataset '{}' has no split '{}' (splits: {})", d.name, o.split, have));
   }
-  if (o.fraction && (*o.fraction < 0 || *o.fraction > 1)) {
-    return Status::InvalidArgument(fmt::format("--fraction {} must be within [0, 1]", *o.fraction));
-  }
   CQLS_ASSIGN_OR_RETURN(auto labels, ResolveLabelFilter(d, o.labels));
-  std::vector<SampleKey> keys;
+  std::vector<ScannedKey> keys;
   Mutex mu;
   CQLS_RETURN_IF_ERROR(ScanMeta(s, d, segs, o.concurrency, [&](const BlockRef&, std::vector<MetaRow>& rows) {
-    std::vector<SampleKey> mine;
-    for (const auto& m : rows) {
-      if (Matches(m, labels, o.extra)) mine.push_back(m.key);
-    }
+    std::vector<ScannedKey> mine;
+    mine.reserve(rows.size());
+    for (const auto& m : rows) mine.push_back({{m.key, StratumOf(m.label, m.labels)}, Matches(m, labels, o.extra)});
     MutexLock l(&mu);
     keys.insert(keys.end(), mine.begin(), mine.end());
     return Status::OK();
   }));
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  if (o.fraction) keys = SampleFraction(keys, *o.fraction, o.seed);
+  std::sort(keys.begin(), keys.end(), [](const ScannedKey& a, const ScannedKey& b) { return a.key.key < b.key.key; });
+  keys.erase(std::unique(keys.begin(), keys.end(),
+                         [](const ScannedKey& a, const ScannedKey& b) { return a.key.key == b.key.key; }),
+             keys.end());
+  return keys;
+}
 
-  Selection sel;
-  sel.dataset = d.name;
-  sel.split = o.split;
+}  // namespace
+
+StatusOr<std::vector<LabeledKey>> ScanMatching(net::Session& s, const DatasetInfo& d, const SelectOptions& o) {
+  CQLS_ASSIGN_OR_RETURN(auto scanned, ScanSplit(s, d, o));
+  std::vector<LabeledKey> out;
+  for (const auto& k : scanned) {
+    if (k.matched) out.push_back(k.key);
+  }
+  return out;
+}
+
+StatusOr<Selection> Select(net::Session& s, const DatasetInfo& d, const SelectOptions& o) {
+  if (o.fraction && (*o.fraction < 0 || *o.fraction > 1)) {
+    return Status::InvalidArgument(fmt::format("--fraction {} must be within [0, 1]", *o.fraction));
+  }
+  CQLS_ASSIGN_OR_RETURN(auto scanned, ScanSplit(s, d, o));
+  std::vector<SampleKey> keys;
+  for (const auto& k : scanned) {
+    if (k.matched) keys.push_back(k.key.key);
+  }
+  if (o.fraction) keys = SampleFraction(keys, *o.fraction, o.seed);
+  if (o.invert) {
+    // Both lists ascend: the complement is one merge pass.
+    std::vector<SampleKey> rest;
+    size_t j = 0;
+    for (const auto& k : scanned) {
+      while (j < keys.size() && keys[j] < k.key.key) ++j;
+      if (j == keys.size() || keys[j] != k.key.key) rest.push_back(k.key.key);
+    }
+    keys = std::move(rest);
+  }
+  Selection sel = NewSelection(d, o.split);
   sel.keys = std::move(keys);
   std::string q = "split=" + o.split;
   for (const auto& l : o.labels) q += " label=" + l;
   for (const auto& [k, v] : o.extra) q += " extra=" + k + "=" + v;
   if (o.fraction) q += fmt::format(" fraction={} seed={}", *o.fraction, o.seed);
+  if (o.invert) q += " invert";
   sel.query = q;
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  sel.created = buf;
   return sel;
 }
 

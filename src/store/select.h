@@ -14,6 +14,9 @@
 //                  the smallest xxh64(key64 as 8 little-endian bytes, seed X).
 //                  The same inputs always give the same keys, and a larger
 //                  fraction gives a superset.
+//   --invert       the complement, within the split, of what the options
+//                  above select (of every sample when no option is given:
+//                  an empty selection)
 //
 // Thread-safety: Select runs on the calling thread plus scan workers.
 #ifndef CQLSTREAM_STORE_SELECT_H_
@@ -30,6 +33,7 @@
 #include "cqlstream/status.h"
 #include "net/session.h"
 #include "store/scan.h"
+#include "store/split.h"
 
 namespace cqlstream::store {
 
@@ -39,10 +43,21 @@ struct SelectOptions {
   std::vector<std::pair<std::string, std::string>> extra;
   std::optional<double> fraction;
   uint64_t seed = 0;
+  bool invert = false;
   int concurrency = 16;
 };
 
 StatusOr<Selection> Select(net::Session& s, const DatasetInfo& d, const SelectOptions& o);
+
+// The samples of o.split that match o's label and extra filters (fraction
+// and invert are not applied), each with its stratum (store/split.h
+// StratumOf), in ascending key order. NotFound names the splits when the
+// dataset has no split o.split. What `cqlstream split` partitions.
+StatusOr<std::vector<LabeledKey>> ScanMatching(net::Session& s, const DatasetInfo& d, const SelectOptions& o);
+
+// The empty Selection of d's split with `created` set to now (UTC) and the
+// dataset and split names filled in.
+Selection NewSelection(const DatasetInfo& d, const std::string& split);
 
 // Class indices for --label values (names first, then indices). Errors name
 // the value and the dataset's classes; a dataset without classes refuses.
