@@ -60,7 +60,6 @@ void RegisterLs(CLI::App& app, Action* action);
 void RegisterInfo(CLI::App& app, Action* action);
 void RegisterSelect(CLI::App& app, Action* action);
 void RegisterSplit(CLI::App& app, Action* action);
-void RegisterSplit(CLI::App& app, Action* action);
 void RegisterVerify(CLI::App& app, Action* action);
 void RegisterExport(CLI::App& app, Action* action);
 void RegisterDrop(CLI::App& app, Action* action);
