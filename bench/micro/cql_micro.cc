@@ -45,6 +45,7 @@
 #include "cqlstream/options.h"
 #include "net/session.h"
 #include "store/catalog.h"
+#include "store/sample_row.h"
 #include "util/main_guard.h"
 #include "util/measure.h"
 

@@ -114,17 +114,18 @@ Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d
   });
 }
 
-bool IsMissingTable(const Status& s) {
-  const ServerError* e = s.server_error();
-  return e != nullptr && e->typed() == ServerErrorCode::kInvalid &&
-         (e->message.find("unconfigured table") != std::string::npos ||
-          e->message.find("does not exist") != std::string::npos);
-}
 
 constexpr const char* kDatasetColumns =
     "name, layout_version, created, label_kind, class_names, checksum, chunk_size, description";
 
 }  // namespace
+
+bool IsMissingTable(const Status& st) {
+  const ServerError* e = st.server_error();
+  return e != nullptr && e->typed() == ServerErrorCode::kInvalid &&
+         (e->message.find("unconfigured table") != std::string::npos ||
+          e->message.find("does not exist") != std::string::npos);
+}
 
 StatusOr<DatasetInfo> LoadDataset(net::Session& s, const std::string& keyspace, const std::string& name) {
   CQLS_RETURN_IF_ERROR(ValidateKeyspaceName(keyspace));
@@ -180,12 +181,6 @@ StatusOr<std::vector<DatasetInfo>> ListDatasets(net::Session& s, const std::stri
   }));
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return out;
-}
-
-std::string DataReadQuery(const DatasetInfo& d) {
-  return fmt::format(
-      "SELECT seg, idx, size, image_size, checksum, label, labels, data FROM {}.{} WHERE seg = ? AND idx = ?",
-      d.keyspace, d.data_table());
 }
 
 }  // namespace cqlstream::store

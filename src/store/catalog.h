@@ -1,7 +1,8 @@
 // Copyright (c) cqlstream authors.
 //
-// Reading the catalog (datasets + segments tables) of a keyspace, and the
-// CQL text of the statements the loader and the tools share.
+// Reading the catalog (datasets + segments tables) of a keyspace. The data
+// row's statements (the data read, its column positions, the inserts) live
+// with the data row: store/sample_row.h.
 //
 // Catalog reads are made at LOCAL_QUORUM; when the live replicas cannot give
 // it (two of three RF-3 nodes down), they fall back to LOCAL_ONE with a
@@ -32,15 +33,11 @@ StatusOr<std::vector<DatasetInfo>> ListDatasets(net::Session& s, const std::stri
 // answers than required): such a read may be repeated at LOCAL_ONE.
 bool QuorumUnreachable(const Status& st);
 
-// The data read of one sample (docs/schema.md): columns
-//   0 seg int, 1 idx int, 2 size bigint, 3 image_size bigint,
-//   4 checksum bigint, 5 label int, 6 labels list<int>, 7 data blob;
-// one row per chunk, in chunk order. The key columns come first so that a
-// reader can check that an answer belongs to the sample it asked for before
-// any data byte is placed.
-std::string DataReadQuery(const DatasetInfo& d);
-inline constexpr int kColSeg = 0, kColIdx = 1, kColSize = 2, kColImageSize = 3, kColChecksum = 4, kColLabel = 5,
-                     kColLabels = 6, kColData = 7;
+// True when a statement failed because its table (or keyspace) does not
+// exist: the one test for "no such table" in the store layer (the server
+// says so with an Invalid error, "unconfigured table ..." or "... does not
+// exist").
+bool IsMissingTable(const Status& st);
 
 }  // namespace cqlstream::store
 

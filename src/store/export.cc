@@ -2,7 +2,6 @@
 #include "store/export.h"
 
 #include <fmt/format.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,8 +10,9 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 
-#include "store/catalog.h"
+#include "store/sample_row.h"
 #include "store/scan.h"
 #include "util/mutex.h"
 #include "util/output_dir.h"
@@ -44,58 +44,33 @@ std::string WithSuffix(const std::string& rel, SampleKey key) {
   return p.has_parent_path() ? (p.parent_path() / name).string() : name;
 }
 
-// One sample's bytes read from d_<name>: `what` is empty when they are whole
-// and match the checksum.
-struct SampleBytes {
-  std::unique_ptr<uint8_t[]> buf;
-  int64_t size = -1, image_size = 0;
-  std::string what;
-};
+// The reason in a decoder's message, without its "sample seg:idx: " (the
+// problem line names the sample already).
+std::string Reason(const Status& st, SampleKey key) {
+  const std::string prefix = fmt::format("sample {}: ", FormatKey(key));
+  const std::string& m = st.message();
+  return m.compare(0, prefix.size(), prefix) == 0 ? m.substr(prefix.size()) : m;
+}
 
-Status FetchSample(net::Session& s, const net::PreparedPtr& q, SampleKey key, SampleBytes* out) {
-  int64_t checksum = 0, got = 0;
-  bool overflow = false;
+// Reads one sample from d_<name> through the data row's decoder (which
+// holds its bytes): "" when they are whole and match the checksum, else what
+// is wrong.
+StatusOr<std::string> FetchSample(net::Session& s, const net::PreparedPtr& q, SampleKey key, SampleRowDecoder* dec) {
   net::Statement st = net::Statement::Bound(q, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
   st.idempotent = true;
   st.consistency = cql::Consistency::kLocalQuorum;
   st.page_size = 8;
   CQLS_RETURN_IF_ERROR(s.ForEachPage(st, [&](const cql::Rows& r) {
-    for (int32_t row = 0; row < r.row_count(); ++row) {
-      if (out->size < 0) {
-        auto v = r.value(row, kColSize);
-        if (!v.ok() || v->kind() != Value::Kind::kBigint || v->as_bigint() < 0 || v->as_bigint() > kMaxSampleBytes) {
-          out->size = 0;
-          overflow = true;
-          continue;
-        }
-        out->size = v->as_bigint();
-        auto is = r.value(row, kColImageSize);
-        out->image_size = is.ok() && is->kind() == Value::Kind::kBigint ? is->as_bigint() : out->size;
-        auto cs = r.value(row, kColChecksum);
-        checksum = cs.ok() && cs->kind() == Value::Kind::kBigint ? cs->as_bigint() : 0;
-        out->buf.reset(new uint8_t[static_cast<size_t>(std::max<int64_t>(1, out->size))]);
-      }
-      auto cell = r.cell(row, kColData);
-      if (!cell || overflow) continue;
-      if (static_cast<int64_t>(cell->size()) > out->size - got) {
-        overflow = true;
-        continue;
-      }
-      std::memcpy(out->buf.get() + got, cell->data(), cell->size());
-      got += static_cast<int64_t>(cell->size());
-    }
+    dec->AddPage(r);
     return Status::OK();
   }));
-  if (out->size < 0) {
-    out->what = "missing data";
-  } else if (overflow || got != out->size) {
-    out->what = "incomplete or oversized data";
-  } else if (static_cast<int64_t>(XXH64(out->buf.get(), static_cast<size_t>(out->size), 0)) != checksum) {
-    out->what = "checksum mismatch";
-  } else if (out->image_size < 0 || out->image_size > out->size) {
-    out->what = "bad image_size";
+  if (dec->rows() == 0) return std::string("missing data");
+  Status decoded = dec->Finish();
+  if (!decoded.ok()) return Reason(decoded, key);
+  if (!dec->statics().checksum_present || static_cast<int64_t>(dec->xxh64()) != dec->statics().checksum) {
+    return std::string("checksum mismatch");
   }
-  return Status::OK();
+  return std::string();
 }
 
 // The extra-column names of every committed metadata row (sorted).
@@ -145,6 +120,7 @@ class Exporter {
   ExportReport* r_;  // counters written by the calling thread; problems under mu_
   std::unique_ptr<OutputDir> out_;
   net::PreparedPtr meta_q_, data_q_;
+  std::map<int32_t, int64_t> seg_max_size_;  // seg -> segments.max_size
   bool manifest_ = false;
   std::set<std::string> extra_cols_;
   Mutex mu_;
@@ -180,19 +156,24 @@ void Exporter::Problem(const Job& j, const std::string& what) {
 // Reads one sample and writes its files (already created empty). A sample
 // that cannot be read is a problem: its empty files are removed.
 Status Exporter::WriteJob(Job& j) {
-  SampleBytes b;
-  CQLS_RETURN_IF_ERROR(FetchSample(s_, data_q_, j.meta.key, &b));
-  if (b.what.empty()) {
-    CQLS_RETURN_IF_ERROR(out_->Append(j.image_out, b.buf.get(), static_cast<size_t>(b.image_size)));
+  auto max_size = seg_max_size_.find(KeySegment(j.meta.key));
+  const int64_t known = max_size == seg_max_size_.end() ? -1 : max_size->second;
+  SampleRowDecoder dec(j.meta.key, HintsFor(d_, known < 0 ? kMaxSampleBytes : std::min(known, kMaxSampleBytes)),
+                       /*keep_bytes=*/true);
+  CQLS_ASSIGN_OR_RETURN(std::string what, FetchSample(s_, data_q_, j.meta.key, &dec));
+  if (what.empty()) {
+    const std::span<const uint8_t> b = dec.bytes();
+    const int64_t size = static_cast<int64_t>(b.size());
+    const int64_t image = dec.statics().image_size < 0 ? size : dec.statics().image_size;
+    CQLS_RETURN_IF_ERROR(out_->Append(j.image_out, b.data(), static_cast<size_t>(image)));
     if (!j.target_out.empty()) {
-      CQLS_RETURN_IF_ERROR(out_->Append(j.target_out, b.buf.get() + b.image_size,
-                                        static_cast<size_t>(b.size - b.image_size)));
+      CQLS_RETURN_IF_ERROR(out_->Append(j.target_out, b.data() + image, static_cast<size_t>(size - image)));
     }
     j.written = true;
-    j.meta.size = b.size;
+    j.meta.size = size;
     return Status::OK();
   }
-  Problem(j, b.what);
+  Problem(j, what);
   CQLS_RETURN_IF_ERROR(out_->Remove(j.image_out));
   if (!j.target_out.empty()) CQLS_RETURN_IF_ERROR(out_->Remove(j.target_out));
   return Status::OK();
@@ -252,7 +233,10 @@ Status Exporter::Block(const BlockRef& b, const std::string& split) {
 Status Exporter::Run(const std::vector<SegmentInfo>& segs) {
   CQLS_ASSIGN_OR_RETURN(out_, OutputDir::Open(o_.dir, o_.force));
   std::map<int32_t, std::string> split_of;
-  for (const auto& g : segs) split_of[g.seg] = g.split;
+  for (const auto& g : segs) {
+    split_of[g.seg] = g.split;
+    seg_max_size_[g.seg] = g.max_size;
+  }
   const std::vector<BlockRef> blocks = CommittedBlocks(segs);
   for (const auto& b : blocks) r_->total += b.end_idx() - b.first_idx();
   // A manifest for what a folder layout cannot say.

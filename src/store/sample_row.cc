@@ -3,13 +3,23 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "cql/wire.h"
 #include "cqlstream/value.h"
-#include "store/catalog.h"
 
 namespace cqlstream::store {
+
+SampleHints HintsFor(const DatasetInfo& d, int64_t max_size) {
+  SampleHints h;
+  h.max_size = max_size;
+  h.chunk_size = d.chunk_size;
+  h.label_kind = d.label_kind;
+  h.classes = d.class_names.empty() ? -1 : static_cast<int64_t>(d.class_names.size());
+  return h;
+}
 
 void SampleRowCells::Fail(std::string what) {
   if (status_.ok()) status_ = Status::Corruption(fmt::format("sample {}: {}", FormatKey(key_), what));
@@ -45,7 +55,10 @@ void SampleRowCells::OnCell(int32_t row, int32_t col, std::optional<std::span<co
       if (fixed("image_size", 8)) statics_.image_size = static_cast<int64_t>(cql::LoadU64(data->data()));
       break;
     case kColChecksum:
-      if (fixed("checksum", 8)) statics_.checksum = static_cast<int64_t>(cql::LoadU64(data->data()));
+      if (fixed("checksum", 8)) {
+        statics_.checksum = static_cast<int64_t>(cql::LoadU64(data->data()));
+        statics_.checksum_present = true;
+      }
       break;
     case kColLabel:
       if (fixed("label", 4)) statics_.label = static_cast<int32_t>(cql::LoadU32(data->data()));
@@ -126,6 +139,86 @@ Status ChunkPlacer::Finish(SampleKey key) const {
         fmt::format("sample {}: its chunks add up to {} bytes, its size is {}", FormatKey(key), written_, size_));
   }
   return Status::OK();
+}
+
+SampleRowDecoder::SampleRowDecoder(SampleKey key, const SampleHints& hints, bool keep_bytes)
+    : key_(key), hints_(hints), keep_bytes_(keep_bytes), hash_(XXH64_createState(), &XXH64_freeState) {
+  XXH64_reset(hash_.get(), 0);
+}
+
+void SampleRowDecoder::AddPage(const cql::Rows& page) {
+  BeginPage();
+  if (page.column_count() <= kColData) {
+    if (status_.ok() && page.row_count() > 0) {
+      status_ = Status::Corruption(fmt::format("sample {}: the data read answered {} columns, not {}",
+                                               FormatKey(key_), page.column_count(), kColData + 1));
+    }
+    rows_ += page.row_count();
+    return;
+  }
+  for (int32_t row = 0; row < page.row_count(); ++row) {
+    for (int32_t col = 0; col <= kColData; ++col) OnCell(row, col, page.cell(row, col));
+  }
+}
+
+void SampleRowDecoder::BeginPage() {
+  // Statics are read from the first row of the answer, whichever page holds it.
+  cells_.emplace(key_, rows_ > 0);
+}
+
+void SampleRowDecoder::OnCell(int32_t row, int32_t col, std::optional<std::span<const uint8_t>> cell) {
+  if (!cells_) BeginPage();
+  if (col == kColData) return OnData(cell);
+  if (col == kColSeg) ++rows_;
+  cells_->OnCell(row, col, cell);
+}
+
+// The current page's key and static cells are sound (else status_ says why).
+bool SampleRowDecoder::CellsOk() {
+  if (cells_->key_mismatch()) {
+    status_ = Status::Corruption(
+        fmt::format("sample {}: the answer holds a row of another sample's key", FormatKey(key_)));
+    return false;
+  }
+  if (!cells_->status().ok()) {
+    status_ = cells_->status();
+    return false;
+  }
+  return true;
+}
+
+void SampleRowDecoder::OnData(std::optional<std::span<const uint8_t>> cell) {
+  const std::span<const uint8_t> chunk = cell ? *cell : std::span<const uint8_t>();
+  data_bytes_ += static_cast<int64_t>(chunk.size());
+  if (!chunk.empty()) XXH64_update(hash_.get(), chunk.data(), chunk.size());
+  if (!claimed_) statics_ = cells_->statics();  // the first row's, whatever happens next
+  if (!status_.ok() || !CellsOk()) return;
+  if (!claimed_) {
+    // The first chunk claims the sample: its statics must pass the hints
+    // before anything is placed (or a buffer of their size allocated).
+    claimed_ = true;
+    status_ = CheckStatics(key_, statics_, hints_);
+    if (!status_.ok()) return;
+    placer_.Begin(statics_.size, hints_.chunk_size);
+    if (keep_bytes_) buf_.reset(new uint8_t[static_cast<size_t>(std::max<int64_t>(1, statics_.size))]);
+  }
+  if (chunk.empty()) return;  // nothing to place (as the loader's decoder)
+  auto at = placer_.Place(key_, static_cast<int64_t>(chunk.size()));
+  if (!at.ok()) {
+    status_ = at.status();
+    return;
+  }
+  if (keep_bytes_) std::memcpy(buf_.get() + *at, chunk.data(), chunk.size());
+}
+
+Status SampleRowDecoder::Finish() {
+  if (status_.ok() && claimed_) status_ = placer_.Finish(key_);
+  return status_;
+}
+
+std::span<const uint8_t> SampleRowDecoder::bytes() const {
+  if (!keep_bytes_ || !claimed_ || !status_.ok() || buf_ == nullptr) return {};
+  return {buf_.get(), static_cast<size_t>(statics_.size)};
 }
 
 }  // namespace cqlstream::store

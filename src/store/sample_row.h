@@ -26,13 +26,16 @@
 #ifndef CQLSTREAM_STORE_SAMPLE_ROW_H_
 #define CQLSTREAM_STORE_SAMPLE_ROW_H_
 
+#include <xxhash.h>
+
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
-#include <string>
-
+#include "cql/response.h"
 #include "cqlstream/dataset.h"
 #include "cqlstream/status.h"
 #include "net/session.h"
@@ -47,12 +50,17 @@ struct SampleHints {
   int64_t classes = -1;    // class names in the mapping (< 0: unknown)
 };
 
+// The hints for a sample of `d` in a segment whose max_size is `max_size`
+// (< 0: unknown): chunk size, label kind and class count from the dataset.
+SampleHints HintsFor(const DatasetInfo& d, int64_t max_size);
+
 // The static columns of a data row (taken from the first row of an answer).
 struct SampleStatics {
   bool present = false;  // the size column was there (not null)
   int64_t size = -1;
   int64_t image_size = -1;  // -1: null (the whole payload is the image)
   int64_t checksum = 0;
+  bool checksum_present = false;  // the checksum column was there (not null)
   int32_t label = -1;
   std::vector<int32_t> labels;
 };
@@ -114,10 +122,73 @@ class ChunkPlacer {
   bool short_seen_ = false;  // a chunk shorter than chunk_size was placed
 };
 
+// The buffered decoder of the data read (verify, export): the whole answer
+// of one sample, page by page, as the loader's streaming path reads it: key
+// and static cells through SampleRowCells, the statics checked against the
+// hints (CheckStatics) at the first chunk, every chunk placed by ChunkPlacer
+// and, with keep_bytes, copied into a buffer of exactly the declared size
+// (allocated once the size passed the hints: set hints.max_size to bound
+// it). Every chunk is also counted and hashed (xxh64, in order), whatever
+// the row says, so that a caller can describe a bad sample.
+//
+// Single owner; not copyable.
+class SampleRowDecoder {
+ public:
+  SampleRowDecoder(SampleKey key, const SampleHints& hints, bool keep_bytes);
+  SampleRowDecoder(const SampleRowDecoder&) = delete;
+  SampleRowDecoder& operator=(const SampleRowDecoder&) = delete;
+
+  // One page of DataReadQuery's answer (its columns in kCol* order).
+  void AddPage(const cql::Rows& page);
+  // The same, cell by cell: BeginPage() before each page, then every cell
+  // of every row in column order (the data cell last).
+  void BeginPage();
+  void OnCell(int32_t row, int32_t col, std::optional<std::span<const uint8_t>> cell);
+
+  // After the last page: OK, or the first problem (Corruption naming the
+  // sample: another sample's key, a malformed static cell, statics the hints
+  // refuse, a chunk out of place, chunks that do not add up to the size). An
+  // answer without rows is OK here: see rows().
+  Status Finish();
+
+  int32_t rows() const { return rows_; }
+  const SampleStatics& statics() const { return statics_; }
+  int64_t data_bytes() const { return data_bytes_; }  // every chunk's length, summed
+  uint64_t xxh64() const { return XXH64_digest(hash_.get()); }
+  // keep_bytes, after Finish() returned OK: the sample's bytes.
+  std::span<const uint8_t> bytes() const;
+
+ private:
+  void OnData(std::optional<std::span<const uint8_t>> cell);
+  bool CellsOk();
+
+  SampleKey key_;
+  SampleHints hints_;
+  bool keep_bytes_;
+  std::optional<SampleRowCells> cells_;  // of the current page
+  int32_t rows_ = 0;
+  bool claimed_ = false;
+  SampleStatics statics_;
+  ChunkPlacer placer_;
+  std::unique_ptr<uint8_t[]> buf_;
+  int64_t data_bytes_ = 0;
+  std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> hash_;
+  Status status_;
+};
+
 // --- statements of the data row (layout 1; sample_row_io.cc) --------------
-// The data read is DataReadQuery() (store/catalog.h) with its column
-// positions kCol*. Writers insert a sample's chunks with these (the static
-// columns ride with one chunk: docs/schema.md):
+// The data read of one sample (docs/schema.md): bound values seg, idx;
+// columns
+//   0 seg int, 1 idx int, 2 size bigint, 3 image_size bigint,
+//   4 checksum bigint, 5 label int, 6 labels list<int>, 7 data blob;
+// one row per chunk, in chunk order. The key columns come first so that a
+// reader can check that an answer belongs to the sample it asked for before
+// any data byte is placed.
+std::string DataReadQuery(const DatasetInfo& d);
+inline constexpr int kColSeg = 0, kColIdx = 1, kColSize = 2, kColImageSize = 3, kColChecksum = 4, kColLabel = 5,
+                     kColLabels = 6, kColData = 7;
+// Writers insert a sample's chunks with these (the static columns ride with
+// one chunk: docs/schema.md):
 //   DataInsertQuery:      seg, idx, chunk, data, size, image_size, checksum, label, labels
 //   DataChunkInsertQuery: seg, idx, chunk, data
 std::string DataInsertQuery(const DatasetInfo& d);

@@ -2,24 +2,53 @@
 #include "store/verify.h"
 
 #include <fmt/format.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
 #include <map>
 
-#include "store/catalog.h"
+#include "store/sample_row.h"
 #include "util/mutex.h"
 
 namespace cqlstream::store {
 namespace {
 
-std::optional<int64_t> OptInt(const cql::Rows& r, int32_t row, int32_t col) {
-  auto v = r.value(row, col);
-  if (!v.ok()) return std::nullopt;
-  if (v->kind() == Value::Kind::kBigint) return v->as_bigint();
-  if (v->kind() == Value::Kind::kInt) return v->as_int();
-  return std::nullopt;
+// What the decoder saw, as CheckSample takes it (nulls as nullopt).
+SampleData DataOf(const SampleRowDecoder& dec) {
+  const SampleStatics& st = dec.statics();
+  SampleData sd;
+  sd.rows = dec.rows();
+  if (st.present) sd.size = st.size;
+  if (st.image_size >= 0) sd.image_size = st.image_size;
+  if (st.checksum_present) sd.checksum = st.checksum;
+  if (st.label != -1) sd.label = st.label;
+  sd.labels = st.labels;
+  sd.data_bytes = dec.data_bytes();
+  sd.xxh64 = dec.xxh64();
+  return sd;
+}
+
+// Reads and checks one sample: "" or what is wrong. What CheckSample sees
+// comes first; when it sees nothing, what the data row's decoder refused
+// (another sample's key, statics the catalog refuses, chunks out of place).
+StatusOr<std::string> VerifyOne(net::Session& s, const net::PreparedPtr& data_q, SampleKey key,
+                                const SampleHints& hints, const MetaRow* meta, int64_t* bytes) {
+  SampleRowDecoder dec(key, hints, /*keep_bytes=*/false);
+  net::Statement q = net::Statement::Bound(data_q, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
+  q.idempotent = true;
+  q.consistency = cql::Consistency::kLocalQuorum;
+  q.page_size = 8;  // chunks of up to chunk_size bytes each
+  Status rs = s.ForEachPage(q, [&](const cql::Rows& r) {
+    dec.AddPage(r);
+    return Status::OK();
+  });
+  if (!rs.ok()) return rs.WithContext(fmt::format("reading sample {}", FormatKey(key)));
+  const Status decoded = dec.Finish();
+  const SampleData sd = DataOf(dec);
+  *bytes = sd.data_bytes;
+  std::string what = CheckSample(sd, meta);
+  if (what.empty() && sd.rows > 0 && !decoded.ok()) what = decoded.message();
+  return what;
 }
 
 std::string Labels(const std::vector<int32_t>& l) {
@@ -88,6 +117,9 @@ Status Verify(net::Session& s, const DatasetInfo& d, const VerifyOptions& o, Ver
   CQLS_ASSIGN_OR_RETURN(net::PreparedPtr meta_q, s.Prepare(MetaBlockQuery(d)));
   CQLS_ASSIGN_OR_RETURN(net::PreparedPtr data_q, s.Prepare(DataReadQuery(d)));
 
+  std::map<int32_t, SampleHints> hints;
+  for (const auto& g : segs) hints[g.seg] = HintsFor(d, g.max_size);
+
   Mutex mu;  // guards report and the progress call
   const int outer = std::max(1, std::min<int>(o.concurrency, static_cast<int>(blocks.size())));
   const int inner = std::max(1, o.concurrency / outer);
@@ -103,44 +135,14 @@ Status Verify(net::Session& s, const DatasetInfo& d, const VerifyOptions& o, Ver
             static_cast<size_t>(b.end_idx() - first), inner,
             [&](size_t k) -> Status {
               const int32_t idx = first + static_cast<int32_t>(k);
-              SampleData sd;
-              XXH64_state_t* h = XXH64_createState();
-              XXH64_reset(h, 0);
-              net::Statement q = net::Statement::Bound(data_q, {Value::Int(b.seg), Value::Int(idx)});
-              q.idempotent = true;
-              q.consistency = cql::Consistency::kLocalQuorum;
-              q.page_size = 8;  // chunks of up to chunk_size bytes each
-              Status rs = s.ForEachPage(q, [&](const cql::Rows& r) {
-                for (int32_t i = 0; i < r.row_count(); ++i) {
-                  if (sd.rows++ == 0) {
-                    sd.size = OptInt(r, i, kColSize);
-                    sd.image_size = OptInt(r, i, kColImageSize);
-                    sd.checksum = OptInt(r, i, kColChecksum);
-                    if (auto l = OptInt(r, i, kColLabel)) sd.label = static_cast<int32_t>(*l);
-                    auto ls = r.value(i, kColLabels);
-                    if (ls.ok() && ls->kind() == Value::Kind::kList) {
-                      for (const auto& v : ls->as_list()) {
-                        if (v.kind() == Value::Kind::kInt) sd.labels.push_back(v.as_int());
-                      }
-                    }
-                  }
-                  auto cell = r.cell(i, kColData);
-                  if (cell) {
-                    sd.data_bytes += static_cast<int64_t>(cell->size());
-                    XXH64_update(h, cell->data(), cell->size());
-                  }
-                }
-                return Status::OK();
-              });
-              sd.xxh64 = XXH64_digest(h);
-              XXH64_freeState(h);
-              if (!rs.ok()) return rs.WithContext(fmt::format("reading sample {}", FormatKey(MakeKey(b.seg, idx))));
               auto it = by_idx.find(idx);
               const MetaRow* m = it == by_idx.end() ? nullptr : it->second;
-              std::string what = CheckSample(sd, m);
+              int64_t bytes = 0;
+              CQLS_ASSIGN_OR_RETURN(std::string what,
+                                    VerifyOne(s, data_q, MakeKey(b.seg, idx), hints.at(b.seg), m, &bytes));
               MutexLock l(&mu);
               report->checked++;
-              report->bytes += sd.data_bytes;
+              report->bytes += bytes;
               if (!what.empty()) {
                 report->problems.push_back(
                     VerifyProblem{MakeKey(b.seg, idx), split_of[b.seg], m ? m->path : std::string(), what});
