@@ -15,6 +15,7 @@
 
 #include "net/connection.h"
 #include "net/io_pool.h"
+#include "net/pool.h"
 #include "net/routing/murmur3.h"
 #include "net/system_tables.h"
 #include "net/topology.h"
@@ -41,7 +42,7 @@ std::optional<cql::Bytes> ResultSet::paging_state() const {
 
 struct Execution;
 
-struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
+struct Session::Impl : PoolOwner, std::enable_shared_from_this<Session::Impl> {
   ConnectionOptions opts;
   SessionOptions sopts;
   std::unique_ptr<IoPool> io;
@@ -61,7 +62,7 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   Mutex prepared_mu;
   std::unordered_map<std::string, PreparedPtr> prepared GUARDED_BY(prepared_mu);
 
-  std::atomic<bool> closed{false};
+  std::atomic<bool> is_closed{false};
   std::atomic<uint64_t> rr{0};
   std::atomic<int> conns_per_host{1};
   LatencyTracker latencies;
@@ -74,8 +75,10 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   // Bytes of connections that were closed (live ones are summed on demand).
   std::atomic<uint64_t> closed_bytes_read{0}, closed_bytes_written{0}, closed_direct{0}, closed_copied{0};
 
-  // --- connections -------------------------------------------------------
-  Connection::Options ConnOptions(const std::string& address, uint16_t port) {
+  // --- PoolOwner -------------------------------------------------------------
+  bool closed() const override { return is_closed.load(); }
+  asio::io_context& NextIo() override { return io->Next(); }
+  Connection::Options ConnectionOptionsFor(const std::string& address, uint16_t port) override {
     Connection::Options o;
     o.transport.host = address;
     o.transport.port = port;
@@ -90,23 +93,25 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
     o.max_frame_bytes = opts.max_frame_bytes;
     return o;
   }
-
-  void AccountClosed(const Connection& c) {
+  int ConnectionsPerHost() const override { return conns_per_host.load(std::memory_order_relaxed); }
+  void OnConnectionClosed(const Connection& c) override {
     ConnectionStats s = c.stats();
     closed_bytes_read += s.bytes_read;
     closed_bytes_written += s.bytes_written;
     closed_direct += s.direct_bytes;
     closed_copied += s.copied_bytes;
   }
+  void OnPoolUp() override { counters.reconnects++; }
 
   // The one reconnection policy of pools and the control connection.
   ExponentialBackoff ReconnectBackoff() const { return ExponentialBackoff(opts.reconnect_base, opts.reconnect_max); }
-
-  void FillPool(const HostPtr& h);
-  void ScheduleReconnect(const HostPtr& h);
-  void OnPoolConnection(const HostPtr& h, StatusOr<std::shared_ptr<Connection>> c, int wanted_shard);
-  std::shared_ptr<Connection> PickConnection(Host& h, std::optional<int> shard,
-                                             const std::vector<const Connection*>& avoid);
+  PoolConfig MakePoolConfig() const {
+    PoolConfig c;
+    c.tls = tls != nullptr;
+    c.shard_aware = opts.shard_aware;
+    c.reconnect = ReconnectBackoff();
+    return c;
+  }
 
   // --- topology ------------------------------------------------------------
   std::shared_ptr<const Topology> Topo() const {
@@ -141,167 +146,6 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
 
   void Shutdown();
 };
-
-// ----------------------------------------------------------------------------
-// Pools
-// ----------------------------------------------------------------------------
-
-void Session::Impl::FillPool(const HostPtr& h) {
-  HostPool& p = h->pool;
-  std::vector<std::pair<int, std::vector<uint16_t>>> to_open;  // (shard, source ports)
-  uint16_t port = h->port;
-  {
-    MutexLock l(&p.mu);
-    if (p.closed || closed) return;
-    const int per = conns_per_host.load(std::memory_order_relaxed);
-    if (p.sharding && ShardAwarePort(*p.sharding, tls != nullptr) && opts.shard_aware) {
-      // At least one connection per shard, through the shard-aware port with
-      // a source port that the server maps to that shard (connections that
-      // landed on a shard by chance through the regular port stay in use, but
-      // do not count).
-      port = *ShardAwarePort(*p.sharding, tls != nullptr);
-      const int n = p.sharding->nr_shards;
-      const int per_shard = std::max(1, (per + n - 1) / n);
-      std::vector<int> have(static_cast<size_t>(n), 0);
-      for (size_t i = 0; i < p.conn_shard.size(); ++i) {
-        const int sh = p.conn_shard[i];
-        if (p.conn_aware[i] && sh >= 0 && sh < n) ++have[static_cast<size_t>(sh)];
-      }
-      p.opening_by_shard.resize(static_cast<size_t>(n), 0);
-      for (int sh = 0; sh < n; ++sh) {
-        const size_t k = static_cast<size_t>(sh);
-        for (int c = have[k] + p.opening_by_shard[k]; c < per_shard; ++c) {
-          to_open.emplace_back(sh, ShardSourcePorts(*p.sharding, sh, 16));
-          ++p.opening_by_shard[k];
-        }
-      }
-    } else {
-      for (int n = static_cast<int>(p.conns.size()) + p.opening; n < per; ++n) to_open.emplace_back(-1, std::vector<uint16_t>{});
-    }
-    p.opening += static_cast<int>(to_open.size());
-  }
-  for (auto& [shard, ports] : to_open) {
-    Connection::Options o = ConnOptions(h->address, port);
-    o.transport.source_ports = std::move(ports);
-    std::weak_ptr<Impl> weak = weak_from_this();
-    const int wanted = shard;
-    o.on_close = [weak, h](const Status& why) {
-      auto self = weak.lock();
-      if (!self) return;
-      // Remove closed connections and reopen with backoff.
-      {
-        MutexLock l(&h->pool.mu);
-        // Kept so that a later "no open connection" names the cause (a
-        // protocol violation, a time-out) rather than only its effect.
-        if (why.code() != Status::Code::kCancelled) h->pool.last_error = "connection closed: " + why.ToString();
-        for (size_t i = 0; i < h->pool.conns.size();) {
-          if (h->pool.conns[i]->closed()) {
-            self->AccountClosed(*h->pool.conns[i]);
-            h->pool.conns.erase(h->pool.conns.begin() + static_cast<long>(i));
-            h->pool.conn_shard.erase(h->pool.conn_shard.begin() + static_cast<long>(i));
-            h->pool.conn_aware.erase(h->pool.conn_aware.begin() + static_cast<long>(i));
-          } else {
-            ++i;
-          }
-        }
-        if (h->pool.conns.empty()) h->up = false;
-      }
-      self->ScheduleReconnect(h);
-    };
-    Connection::Open(io->Next(), std::move(o), [weak, h, wanted](StatusOr<std::shared_ptr<Connection>> c) {
-      if (auto self = weak.lock()) self->OnPoolConnection(h, std::move(c), wanted);
-    });
-  }
-}
-
-void Session::Impl::OnPoolConnection(const HostPtr& h, StatusOr<std::shared_ptr<Connection>> c, int wanted_shard) {
-  HostPool& p = h->pool;
-  bool refill = false;
-  {
-    MutexLock l(&p.mu);
-    --p.opening;
-    if (wanted_shard >= 0 && static_cast<size_t>(wanted_shard) < p.opening_by_shard.size()) {
-      --p.opening_by_shard[static_cast<size_t>(wanted_shard)];
-    }
-    if (!c.ok()) {
-      ++p.failures;
-      p.last_error = c.status().ToString();
-      // Seen down: query plans try it last until a connection opens again
-      // (reconnection keeps trying it with backoff).
-      if (p.conns.empty()) h->up = false;
-    } else if (p.closed || closed) {
-      (*c)->Close(Status::Cancelled("session closed"));
-      return;
-    } else {
-      std::shared_ptr<Connection> conn = *c;
-      int shard = -1;
-      if (auto info = ShardInfo::FromSupported(conn->supported())) {
-        shard = info->shard;
-        if (!p.sharding) {
-          p.sharding = info;
-          refill = true;  // now we know the shards: open the missing ones
-        }
-      }
-      p.conns.push_back(conn);
-      p.conn_shard.push_back(shard);
-      p.conn_aware.push_back(wanted_shard >= 0);
-      p.failures = 0;
-      if (!h->up.exchange(true)) counters.reconnects++;
-      if (conn->closed()) refill = true;  // closed before we stored it: on_close saw nothing
-    }
-  }
-  if (!c.ok()) {
-    ScheduleReconnect(h);
-  } else if (refill) {
-    FillPool(h);
-  }
-}
-
-void Session::Impl::ScheduleReconnect(const HostPtr& h) {
-  HostPool& p = h->pool;
-  MutexLock l(&p.mu);
-  if (p.closed || closed || p.reconnect_scheduled) return;
-  p.reconnect_scheduled = true;
-  if (!p.timer) p.timer = std::make_unique<asio::steady_timer>(io->Next());
-  p.timer->expires_after(ReconnectBackoff().Delay(p.failures + 1));
-  std::weak_ptr<Impl> weak = weak_from_this();
-  p.timer->async_wait([weak, h](std::error_code ec) {
-    auto self = weak.lock();
-    if (!self) return;
-    {
-      MutexLock l(&h->pool.mu);
-      h->pool.reconnect_scheduled = false;
-    }
-    if (!ec) self->FillPool(h);
-  });
-}
-
-std::shared_ptr<Connection> Session::Impl::PickConnection(Host& h, std::optional<int> shard,
-                                                          const std::vector<const Connection*>& avoid) {
-  MutexLock l(&h.pool.mu);
-  std::shared_ptr<Connection> best;
-  int best_load = 0;
-  bool best_avoided = true;
-  bool best_shard = false;
-  for (size_t i = 0; i < h.pool.conns.size(); ++i) {
-    const auto& c = h.pool.conns[i];
-    if (c->closed()) continue;
-    const bool avoided = std::find(avoid.begin(), avoid.end(), c.get()) != avoid.end();
-    const bool on_shard = shard && h.pool.conn_shard[i] == *shard;
-    const int load = c->load();
-    // Preference: not already used by this request, then the token's shard,
-    // then the least loaded.
-    auto key = std::make_tuple(!avoided, on_shard, -load);
-    auto best_key = std::make_tuple(!best_avoided, best_shard, -best_load);
-    if (!best || key > best_key) {
-      best = c;
-      best_load = load;
-      best_avoided = avoided;
-      best_shard = on_shard;
-    }
-  }
-  return best;
-}
 
 // ----------------------------------------------------------------------------
 // Topology
@@ -408,6 +252,7 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
         h = keep;
         old.erase(it);
       } else {
+        h->pool = HostPool::Make(h->address, h->port, MakePoolConfig(), weak_from_this());
         to_fill.push_back(h);
       }
     }
@@ -419,16 +264,9 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
     rings.clear();
   }
   for (auto& h : removed) {
-    std::vector<std::shared_ptr<Connection>> conns;
-    {
-      MutexLock l(&h->pool.mu);
-      h->pool.closed = true;
-      conns = h->pool.conns;
-      if (h->pool.timer) h->pool.timer->cancel();
-    }
-    for (auto& c : conns) c->Close(Status::ConnectionLost(fmt::format("host {} left the cluster", h->endpoint())));
+    h->pool->Close(Status::ConnectionLost(fmt::format("host {} left the cluster", h->endpoint())));
   }
-  for (auto& h : to_fill) FillPool(h);
+  for (auto& h : to_fill) h->pool->Fill();
 }
 
 std::shared_ptr<const ReplicaIndex> Session::Impl::Ring(const std::string& keyspace) {
@@ -494,11 +332,11 @@ std::vector<HostPtr> Session::Impl::QueryPlan(const Statement& st, std::optional
   //    ring order so load spreads deterministically).
   std::vector<HostPtr> local_replicas;
   for (auto& h : replicas) {
-    if (h->up && (dc.empty() || h->datacenter == dc)) local_replicas.push_back(h);
+    if (h->up() && (dc.empty() || h->datacenter == dc)) local_replicas.push_back(h);
   }
   if (local_replicas.size() > 1) {
     std::vector<std::pair<int, HostPtr>> by_load;
-    for (auto& h : local_replicas) by_load.emplace_back(h->pool.InFlight(), h);
+    for (auto& h : local_replicas) by_load.emplace_back(h->InFlight(), h);
     std::stable_sort(by_load.begin(), by_load.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (size_t i = 0; i < by_load.size(); ++i) local_replicas[i] = by_load[i].second;
@@ -515,7 +353,7 @@ std::vector<HostPtr> Session::Impl::QueryPlan(const Statement& st, std::optional
       const HostPtr& h = t->hosts[(start + k) % n];
       if (in_plan.count(h.get())) continue;
       const bool local = dc.empty() || h->datacenter == dc;
-      const bool up = h->up;
+      const bool up = h->up();
       const bool take = (pass == 0 && up && local) || (pass == 1 && up && !local) || (pass == 2 && !up);
       if (take) {
         plan.push_back(h);
@@ -539,7 +377,7 @@ void Session::Impl::OpenControl(std::vector<std::string> candidates, size_t inde
   if (index >= candidates.size()) {
     return done(first_error.ok() ? Status::ConnectFailed("no contact point answered") : first_error);
   }
-  Connection::Options o = ConnOptions(candidates[index], opts.port);
+  Connection::Options o = ConnectionOptionsFor(candidates[index], opts.port);
   std::weak_ptr<Impl> weak = weak_from_this();
   if (sopts.watch_events) {
     o.event_types = {"TOPOLOGY_CHANGE", "STATUS_CHANGE", "SCHEMA_CHANGE"};
@@ -580,7 +418,7 @@ void Session::Impl::OpenControl(std::vector<std::string> candidates, size_t inde
 }
 
 void Session::Impl::ReconnectControl() {
-  if (closed) return;
+  if (closed()) return;
   std::chrono::milliseconds delay;
   {
     MutexLock l(&control_mu);
@@ -597,15 +435,15 @@ void Session::Impl::ReconnectControl() {
   std::weak_ptr<Impl> weak = weak_from_this();
   timer->async_wait([weak, timer](std::error_code ec) {
     auto self = weak.lock();
-    if (!self || ec || self->closed) return;
+    if (!self || ec || self->closed()) return;
     // Any known host will do; up hosts first, then the contact points.
     std::vector<std::string> cands;
     if (auto t = self->Topo()) {
       for (auto& h : t->hosts) {
-        if (h->up) cands.push_back(h->address);
+        if (h->up()) cands.push_back(h->address);
       }
       for (auto& h : t->hosts) {
-        if (!h->up) cands.push_back(h->address);
+        if (!h->up()) cands.push_back(h->address);
       }
     }
     for (auto& c : self->opts.hosts) cands.push_back(c);
@@ -628,9 +466,9 @@ void Session::Impl::OnEvent(const cql::Event& e) {
       for (auto& h : t->hosts) {
         if (h->address != addr) continue;
         if (sc->change == "UP") {
-          FillPool(h);  // reconnect now rather than at the next backoff
+          h->pool->Fill();  // reconnect now rather than at the next backoff
         } else if (sc->change == "DOWN") {
-          h->up = false;
+          h->pool->MarkDown();
         }
       }
     }
@@ -642,7 +480,7 @@ void Session::Impl::OnEvent(const cql::Event& e) {
 
 void Session::Impl::ScheduleRefresh(std::chrono::milliseconds delay) {
   MutexLock l(&control_mu);
-  if (closed || refresh_timer) return;
+  if (closed() || refresh_timer) return;
   refresh_timer = std::make_unique<asio::steady_timer>(io->Next());
   refresh_timer->expires_after(delay);
   std::weak_ptr<Impl> weak = weak_from_this();
@@ -656,7 +494,7 @@ void Session::Impl::ScheduleRefresh(std::chrono::milliseconds delay) {
       self->refresh_timer.reset();
       c = self->control;
     }
-    if (ec || !c || c->closed() || self->closed) return;
+    if (ec || !c || c->closed() || self->closed()) return;
     // The control connection's own host keeps the address we reached it by.
     if (auto t = self->Topo(); t && !t->hosts.empty()) contact = t->hosts.front()->address;
     self->LoadTopology(c, contact, [](Status) {});
@@ -664,7 +502,7 @@ void Session::Impl::ScheduleRefresh(std::chrono::milliseconds delay) {
 }
 
 void Session::Impl::Shutdown() {
-  if (closed.exchange(true)) return;
+  if (is_closed.exchange(true)) return;
   std::vector<std::shared_ptr<Connection>> conns;
   {
     MutexLock l(&control_mu);
@@ -672,15 +510,10 @@ void Session::Impl::Shutdown() {
     control.reset();
     if (refresh_timer) refresh_timer->cancel();
   }
-  if (auto t = Topo()) {
-    for (auto& h : t->hosts) {
-      MutexLock l(&h->pool.mu);
-      h->pool.closed = true;
-      if (h->pool.timer) h->pool.timer->cancel();
-      for (auto& c : h->pool.conns) conns.push_back(c);
-    }
-  }
   for (auto& c : conns) c->Close(Status::Cancelled("session closed"));
+  if (auto t = Topo()) {
+    for (auto& h : t->hosts) h->pool->Close(Status::Cancelled("session closed"));
+  }
   io->Stop();
 }
 
@@ -726,11 +559,6 @@ struct Execution : std::enable_shared_from_this<Execution> {
   void ArmHedge();
   void Reprepare(int execution, const HostPtr& host, std::shared_ptr<Connection> conn);
   void Retry(const Status& err, const HostPtr& host);
-  std::optional<int> ShardFor(Host& h) {
-    MutexLock l(&h.pool.mu);
-    if (!token || !h.pool.sharding) return std::nullopt;
-    return h.pool.sharding->ShardOf(*token);
-  }
 };
 
 void Execution::Attempt(size_t host_index, bool is_hedge) {
@@ -746,7 +574,7 @@ void Execution::Attempt(size_t host_index, bool is_hedge) {
     // has a connection does the attempt fail (ConnectFailed, nothing sent).
     for (size_t k = 0; k < plan.size(); ++k) {
       const HostPtr& cand = plan[(host_index + k) % plan.size()];
-      conn = s->PickConnection(*cand, ShardFor(*cand), used);
+      conn = cand->pool->Pick(token, used);
       if (!conn) continue;
       host = cand;
       next_host = std::max(next_host, host_index + k);
@@ -760,11 +588,7 @@ void Execution::Attempt(size_t host_index, bool is_hedge) {
   }
   s->counters.executions++;
   if (!conn) {
-    std::string why;
-    {
-      MutexLock l(&host->pool.mu);
-      why = host->pool.last_error;
-    }
+    const std::string why = host->pool->last_error();
     OnReply(execution, host, nullptr, Clock::now(),
             // Nothing was sent: safe to try the next host for any statement.
             Status::ConnectFailed(fmt::format("no open connection to {}{}{}", host->endpoint(),
@@ -1011,10 +835,10 @@ StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& opt
     std::string why;
     if (auto t = impl->Topo()) {
       for (auto& h : t->hosts) {
-        MutexLock l(&h->pool.mu);
-        if (!h->pool.conns.empty()) any = true;
-        if (h->up && h->pool.conns.empty() && h->pool.last_error.empty()) settled = false;
-        if (why.empty()) why = h->pool.last_error;
+        const HostPool::State st = h->pool->state();
+        if (st.open_connections > 0) any = true;
+        if (h->up() && st.open_connections == 0 && st.last_error.empty()) settled = false;
+        if (why.empty()) why = st.last_error;
       }
     }
     if (any && (settled || Clock::now() >= settle_until)) break;
@@ -1133,7 +957,7 @@ static void Run(const std::shared_ptr<Session::Impl>& impl, const Statement& st,
 }
 
 void Session::ExecuteAsync(Statement statement, ResultCallback callback) {
-  if (impl_->closed) return callback(Status::Cancelled("session closed"));
+  if (impl_->closed()) return callback(Status::Cancelled("session closed"));
   auto frame = EncodeStatement(statement);
   if (!frame.ok()) return callback(frame.status());
   Run(impl_, statement, std::move(*frame), std::move(callback));
@@ -1173,7 +997,7 @@ void Session::PrepareAsync(std::string query, PrepareCallback callback) {
     auto it = impl_->prepared.find(query);
     if (it != impl_->prepared.end()) return callback(it->second);
   }
-  if (impl_->closed) return callback(Status::Cancelled("session closed"));
+  if (impl_->closed()) return callback(Status::Cancelled("session closed"));
   Statement st = Statement::Query(query);
   st.idempotent = true;
   auto impl = impl_;
@@ -1271,7 +1095,7 @@ Status Session::WaitForSchemaAgreement(std::chrono::milliseconds timeout) {
     std::vector<std::string> hosts;
     if (auto t = impl_->Topo()) {
       for (auto& h : t->hosts) {
-        if (h->up) hosts.push_back(h->address);
+        if (h->up()) hosts.push_back(h->address);
       }
     }
     std::set<std::string> versions;
@@ -1328,11 +1152,11 @@ std::vector<HostInfo> Session::Hosts() const {
     i.release_version = h->release_version;
     i.host_id = h->host_id;
     i.token_count = h->tokens.size();
-    i.up = h->up;
-    MutexLock l(&h->pool.mu);
-    i.open_connections = static_cast<int>(h->pool.conns.size());
-    for (auto& c : h->pool.conns) i.in_flight += c->in_flight();
-    i.shards = h->pool.sharding ? h->pool.sharding->nr_shards : 0;
+    i.up = h->up();
+    const HostPool::State st = h->pool->state();
+    i.open_connections = st.open_connections;
+    i.in_flight = st.in_flight;
+    i.shards = st.shards;
     out.push_back(std::move(i));
   }
   return out;
@@ -1356,15 +1180,14 @@ SessionMetrics Session::metrics() const {
   m.copied_bytes = impl_->closed_copied;
   if (auto t = impl_->Topo()) {
     for (const auto& h : t->hosts) {
-      MutexLock l(&h->pool.mu);
-      for (const auto& conn : h->pool.conns) {
-        ConnectionStats s = conn->stats();
+      h->pool->ForEachConnection([&m](const Connection& conn) {
+        ConnectionStats s = conn.stats();
         m.bytes_read += s.bytes_read;
         m.bytes_written += s.bytes_written;
         m.direct_bytes += s.direct_bytes;
         m.copied_bytes += s.copied_bytes;
-        m.in_flight += conn->in_flight();
-      }
+        m.in_flight += conn.in_flight();
+      });
     }
   }
   return m;
@@ -1379,7 +1202,7 @@ void Session::SetConnectionsPerHost(int n) {
   n = std::clamp(n, 1, 64);
   if (impl_->conns_per_host.exchange(n) == n) return;
   if (auto t = impl_->Topo()) {
-    for (auto& h : t->hosts) impl_->FillPool(h);
+    for (auto& h : t->hosts) h->pool->Fill();
   }
 }
 

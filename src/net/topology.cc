@@ -3,34 +3,9 @@
 
 #include <fmt/format.h>
 
-#include <random>
-
 #include "net/routing/token_ring.h"
 
 namespace cqlstream::net {
-
-std::optional<uint16_t> ShardAwarePort(const ShardInfo& info, bool tls) {
-  return tls ? info.shard_aware_port_ssl : info.shard_aware_port;
-}
-
-std::vector<uint16_t> ShardSourcePorts(const ShardInfo& info, int shard, int count) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  routing::ShardPortIterator it = info.SourcePorts(shard, rng());
-  std::vector<uint16_t> out;
-  while (static_cast<int>(out.size()) < count) {
-    auto p = it.Next();
-    if (!p) break;
-    out.push_back(*p);
-  }
-  return out;
-}
-
-int HostPool::InFlight() {
-  MutexLock l(&mu);
-  int n = 0;
-  for (auto& c : conns) n += c->in_flight();
-  return n;
-}
 
 std::string Host::endpoint() const {
   if (address.find(':') != std::string::npos) return fmt::format("[{}]:{}", address, port);

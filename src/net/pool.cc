@@ -1,0 +1,237 @@
+// Copyright (c) cqlstream authors.
+#include "net/pool.h"
+
+#include <algorithm>
+#include <random>
+#include <tuple>
+
+namespace cqlstream::net {
+
+std::optional<uint16_t> ShardAwarePort(const ShardInfo& info, bool tls) {
+  return tls ? info.shard_aware_port_ssl : info.shard_aware_port;
+}
+
+std::vector<uint16_t> ShardSourcePorts(const ShardInfo& info, int shard, int count) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  routing::ShardPortIterator it = info.SourcePorts(shard, rng());
+  std::vector<uint16_t> out;
+  while (static_cast<int>(out.size()) < count) {
+    auto p = it.Next();
+    if (!p) break;
+    out.push_back(*p);
+  }
+  return out;
+}
+
+std::shared_ptr<HostPool> HostPool::Make(std::string address, uint16_t port, PoolConfig config,
+                                         std::weak_ptr<PoolOwner> owner) {
+  return std::make_shared<HostPool>(std::move(address), port, config, std::move(owner));
+}
+
+HostPool::HostPool(std::string address, uint16_t port, PoolConfig config, std::weak_ptr<PoolOwner> owner)
+    : address_(std::move(address)), port_(port), config_(config), owner_(std::move(owner)) {}
+
+// The connections to open now to reach `wanted` (and the port to open them
+// on); counts them as opening.
+std::vector<HostPool::ToOpen> HostPool::Missing(uint16_t* port, int wanted) {
+  std::vector<ToOpen> out;
+  std::optional<uint16_t> aware = sharding_ ? ShardAwarePort(*sharding_, config_.tls) : std::nullopt;
+  if (aware && config_.shard_aware) {
+    // At least one connection per shard, through the shard-aware port with a
+    // source port that the server maps to that shard.
+    *port = *aware;
+    const int n = sharding_->nr_shards;
+    const int per_shard = std::max(1, (wanted + n - 1) / n);
+    std::vector<int> have(static_cast<size_t>(n), 0);
+    for (size_t i = 0; i < conn_shard_.size(); ++i) {
+      const int sh = conn_shard_[i];
+      if (conn_aware_[i] && sh >= 0 && sh < n) ++have[static_cast<size_t>(sh)];
+    }
+    opening_by_shard_.resize(static_cast<size_t>(n), 0);
+    for (int sh = 0; sh < n; ++sh) {
+      const size_t k = static_cast<size_t>(sh);
+      for (int c = have[k] + opening_by_shard_[k]; c < per_shard; ++c) {
+        out.push_back(ToOpen{sh, ShardSourcePorts(*sharding_, sh, 16)});
+        ++opening_by_shard_[k];
+      }
+    }
+  } else {
+    for (int n = static_cast<int>(conns_.size()) + opening_; n < wanted; ++n) out.push_back(ToOpen{-1, {}});
+  }
+  opening_ += static_cast<int>(out.size());
+  return out;
+}
+
+void HostPool::Fill() {
+  auto owner = owner_.lock();
+  if (!owner || owner->closed()) return;
+  uint16_t port = port_;
+  std::vector<ToOpen> to_open;
+  {
+    MutexLock l(&mu_);
+    if (closed_) return;
+    to_open = Missing(&port, owner->ConnectionsPerHost());
+  }
+  auto self = shared_from_this();
+  for (ToOpen& t : to_open) {
+    Connection::Options o = owner->ConnectionOptionsFor(address_, port);
+    o.transport.source_ports = std::move(t.source_ports);
+    std::weak_ptr<PoolOwner> weak = owner_;
+    o.on_close = [self, weak](const Status& why) {
+      if (auto owner = weak.lock()) self->OnConnectionClosed(owner, why);
+    };
+    const int wanted = t.shard;
+    Connection::Open(owner->NextIo(), std::move(o),
+                     [self, weak, wanted](StatusOr<std::shared_ptr<Connection>> c) {
+                       if (auto owner = weak.lock()) self->OnOpened(owner, std::move(c), wanted);
+                     });
+  }
+}
+
+void HostPool::OnConnectionClosed(const std::shared_ptr<PoolOwner>& owner, const Status& why) {
+  std::vector<std::shared_ptr<Connection>> gone;
+  {
+    MutexLock l(&mu_);
+    // Kept so that a later "no open connection" names the cause (a protocol
+    // violation, a time-out) rather than only its effect.
+    if (why.code() != Status::Code::kCancelled) last_error_ = "connection closed: " + why.ToString();
+    for (size_t i = 0; i < conns_.size();) {
+      if (conns_[i]->closed()) {
+        gone.push_back(conns_[i]);
+        conns_.erase(conns_.begin() + static_cast<long>(i));
+        conn_shard_.erase(conn_shard_.begin() + static_cast<long>(i));
+        conn_aware_.erase(conn_aware_.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
+    if (conns_.empty()) up_ = false;
+  }
+  for (const auto& c : gone) owner->OnConnectionClosed(*c);
+  ScheduleReconnect(*owner);
+}
+
+void HostPool::OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::shared_ptr<Connection>> c,
+                        int wanted_shard) {
+  bool refill = false;
+  bool came_up = false;
+  std::shared_ptr<Connection> unwanted;
+  {
+    MutexLock l(&mu_);
+    --opening_;
+    if (wanted_shard >= 0 && static_cast<size_t>(wanted_shard) < opening_by_shard_.size()) {
+      --opening_by_shard_[static_cast<size_t>(wanted_shard)];
+    }
+    if (!c.ok()) {
+      ++failures_;
+      last_error_ = c.status().ToString();
+      // Seen down: query plans try it last until a connection opens again
+      // (reconnection keeps trying it with backoff).
+      if (conns_.empty()) up_ = false;
+    } else if (closed_ || owner->closed()) {
+      unwanted = *c;
+    } else {
+      std::shared_ptr<Connection> conn = *c;
+      int shard = -1;
+      if (auto info = ShardInfo::FromSupported(conn->supported())) {
+        shard = info->shard;
+        if (!sharding_) {
+          sharding_ = info;
+          refill = true;  // now we know the shards: open the missing ones
+        }
+      }
+      conns_.push_back(conn);
+      conn_shard_.push_back(shard);
+      conn_aware_.push_back(wanted_shard >= 0);
+      failures_ = 0;
+      came_up = !up_.exchange(true);
+      if (conn->closed()) refill = true;  // closed before we stored it: on_close saw nothing
+    }
+  }
+  if (unwanted) return unwanted->Close(Status::Cancelled("session closed"));
+  if (came_up) owner->OnPoolUp();
+  if (!c.ok()) {
+    ScheduleReconnect(*owner);
+  } else if (refill) {
+    Fill();
+  }
+}
+
+void HostPool::ScheduleReconnect(PoolOwner& owner) {
+  if (owner.closed()) return;
+  MutexLock l(&mu_);
+  if (closed_ || reconnect_scheduled_) return;
+  reconnect_scheduled_ = true;
+  if (!timer_) timer_ = std::make_unique<asio::steady_timer>(owner.NextIo());
+  timer_->expires_after(config_.reconnect.Delay(failures_ + 1));
+  auto self = shared_from_this();
+  timer_->async_wait([self](std::error_code ec) {
+    {
+      MutexLock l(&self->mu_);
+      self->reconnect_scheduled_ = false;
+    }
+    if (!ec) self->Fill();
+  });
+}
+
+void HostPool::Close(const Status& why) {
+  std::vector<std::shared_ptr<Connection>> conns;
+  {
+    MutexLock l(&mu_);
+    closed_ = true;
+    conns = conns_;
+    if (timer_) timer_->cancel();
+  }
+  for (auto& c : conns) c->Close(why);
+}
+
+std::shared_ptr<Connection> HostPool::Pick(std::optional<int64_t> token, const std::vector<const Connection*>& avoid) {
+  MutexLock l(&mu_);
+  std::optional<int> shard;
+  if (token && sharding_) shard = sharding_->ShardOf(*token);
+  std::shared_ptr<Connection> best;
+  std::tuple<bool, bool, int> best_key{};
+  for (size_t i = 0; i < conns_.size(); ++i) {
+    const auto& c = conns_[i];
+    if (c->closed()) continue;
+    const bool avoided = std::find(avoid.begin(), avoid.end(), c.get()) != avoid.end();
+    const bool on_shard = shard && conn_shard_[i] == *shard;
+    // Preference: not already used by this request, then the token's shard,
+    // then the least loaded.
+    auto key = std::make_tuple(!avoided, on_shard, -c->load());
+    if (!best || key > best_key) {
+      best = c;
+      best_key = key;
+    }
+  }
+  return best;
+}
+
+HostPool::State HostPool::state() const {
+  MutexLock l(&mu_);
+  State s;
+  s.open_connections = static_cast<int>(conns_.size());
+  for (const auto& c : conns_) s.in_flight += c->in_flight();
+  s.shards = sharding_ ? sharding_->nr_shards : 0;
+  s.last_error = last_error_;
+  return s;
+}
+
+int HostPool::InFlight() const {
+  MutexLock l(&mu_);
+  int n = 0;
+  for (const auto& c : conns_) n += c->in_flight();
+  return n;
+}
+
+std::string HostPool::last_error() const {
+  MutexLock l(&mu_);
+  return last_error_;
+}
+
+void HostPool::ForEachConnection(const std::function<void(const Connection&)>& f) const {
+  MutexLock l(&mu_);
+  for (const auto& c : conns_) f(*c);
+}
+
+}  // namespace cqlstream::net

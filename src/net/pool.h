@@ -1,0 +1,145 @@
+// Copyright (c) cqlstream authors.
+//
+// HostPool: the connections a session keeps to one host.
+//
+//  * Fill() opens connections until the pool has the wanted number (the
+//    owner's ConnectionsPerHost()). On ScyllaDB, once the first connection's
+//    SUPPORTED names the shards, the pool keeps at least one connection per
+//    shard, opened through the shard-aware port with a source port the
+//    server maps to that shard (connections that landed on a shard by chance
+//    through the regular port stay in use but do not count).
+//  * Growth is immediate (Fill() after the owner raises the number);
+//    shrinking leaves the extra connections open and idle (Pick() prefers the
+//    least loaded, so they keep serving), which never fails a request in
+//    flight.
+//  * A connection that closes leaves the pool; a failed open counts as a
+//    failure, and the pool reopens after the owner's reconnection backoff
+//    (ExponentialBackoff, jittered) for failures + 1. A pool with no open
+//    connection is down (up() false: query plans try it last) and remembers
+//    why (last_error(): the refused connect, or why its last connection
+//    closed), so that "no open connection" names the cause.
+//  * Close() closes the connections and stops reopening for good.
+//
+// Thread-safety: every method is thread-safe; the pool's state is under its
+// own mutex, which is never held while calling out (Connection::Open/Close,
+// the owner). Connection callbacks run on the owner's I/O threads.
+// Ownership: pools are shared (std::shared_ptr, held by their Host); their
+// callbacks hold the pool and reach the owner through a weak_ptr, so a pool
+// outliving its session does nothing.
+#ifndef CQLSTREAM_NET_POOL_H_
+#define CQLSTREAM_NET_POOL_H_
+
+#include <asio.hpp>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cqlstream/status.h"
+#include "net/connection.h"
+#include "net/policies.h"
+#include "net/routing/sharding.h"
+#include "util/mutex.h"
+
+namespace cqlstream::net {
+
+// ScyllaDB shard awareness of one host (from SUPPORTED).
+using ShardInfo = routing::ShardingInfo;
+// The shard-aware port for plain or TLS connections, if advertised.
+std::optional<uint16_t> ShardAwarePort(const ShardInfo& info, bool tls);
+// Up to `count` local source ports that the shard-aware port maps to
+// `shard`, starting at a random place in the ephemeral range.
+std::vector<uint16_t> ShardSourcePorts(const ShardInfo& info, int shard, int count);
+
+// What the pools of one session share with it. Implemented by the session;
+// called from any thread, without the pool's lock held.
+class PoolOwner {
+ public:
+  virtual ~PoolOwner() = default;
+  virtual bool closed() const = 0;
+  virtual asio::io_context& NextIo() = 0;
+  // The options of a new connection to address:port (on_close is the pool's).
+  virtual Connection::Options ConnectionOptionsFor(const std::string& address, uint16_t port) = 0;
+  virtual int ConnectionsPerHost() const = 0;
+  // The connection is gone: its byte counts move into the session's totals.
+  virtual void OnConnectionClosed(const Connection& connection) = 0;
+  // A pool that was down has an open connection again.
+  virtual void OnPoolUp() = 0;
+};
+
+struct PoolConfig {
+  bool tls = false;            // selects the TLS shard-aware port
+  bool shard_aware = true;     // use the shard-aware port when advertised
+  ExponentialBackoff reconnect{std::chrono::milliseconds(100), std::chrono::milliseconds(10000)};
+};
+
+class HostPool : public std::enable_shared_from_this<HostPool> {
+ public:
+  static std::shared_ptr<HostPool> Make(std::string address, uint16_t port, PoolConfig config,
+                                        std::weak_ptr<PoolOwner> owner);
+
+  // Opens the missing connections (in the background).
+  void Fill();
+  // Closes the connections with `why` and stops reopening.
+  void Close(const Status& why);
+  // The connection for a request: not already used by it (`avoid`), then on
+  // the token's shard, then the least loaded; nullptr when none is open.
+  std::shared_ptr<Connection> Pick(std::optional<int64_t> token, const std::vector<const Connection*>& avoid);
+
+  // Up: has (or had at its last open) a connection. MarkDown(): the cluster
+  // says the host is down; plans try it last until a connection opens again.
+  bool up() const { return up_.load(std::memory_order_relaxed); }
+  void MarkDown() { up_.store(false, std::memory_order_relaxed); }
+
+  struct State {
+    int open_connections = 0;
+    int in_flight = 0;
+    int shards = 0;          // ScyllaDB: shard count; 0 on Cassandra
+    std::string last_error;  // why the last open failed or connection closed
+  };
+  State state() const;
+  // Requests in flight over the pool's connections.
+  int InFlight() const;
+  std::string last_error() const;
+  // Calls `f` for every open connection (under the pool's lock: f must not
+  // call back into the pool).
+  void ForEachConnection(const std::function<void(const Connection&)>& f) const;
+
+  HostPool(std::string address, uint16_t port, PoolConfig config, std::weak_ptr<PoolOwner> owner);
+
+ private:
+  struct ToOpen {
+    int shard;                     // -1: any (regular port)
+    std::vector<uint16_t> source_ports;
+  };
+  std::vector<ToOpen> Missing(uint16_t* port, int wanted) REQUIRES(mu_);
+  void OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::shared_ptr<Connection>> c, int wanted_shard);
+  void OnConnectionClosed(const std::shared_ptr<PoolOwner>& owner, const Status& why);
+  void ScheduleReconnect(PoolOwner& owner);
+
+  const std::string address_;
+  const uint16_t port_;
+  const PoolConfig config_;
+  const std::weak_ptr<PoolOwner> owner_;
+  std::atomic<bool> up_{true};
+
+  mutable Mutex mu_;
+  std::vector<std::shared_ptr<Connection>> conns_ GUARDED_BY(mu_);  // open connections
+  std::vector<int> conn_shard_ GUARDED_BY(mu_);                     // shard of conns_[i] (-1: unknown)
+  std::vector<bool> conn_aware_ GUARDED_BY(mu_);                    // conns_[i] came through the shard-aware port
+  int opening_ GUARDED_BY(mu_) = 0;
+  std::vector<int> opening_by_shard_ GUARDED_BY(mu_);               // shard-aware opens in progress
+  int failures_ GUARDED_BY(mu_) = 0;                                // consecutive failed opens
+  bool reconnect_scheduled_ GUARDED_BY(mu_) = false;
+  bool closed_ GUARDED_BY(mu_) = false;
+  std::optional<ShardInfo> sharding_ GUARDED_BY(mu_);
+  std::unique_ptr<asio::steady_timer> timer_ GUARDED_BY(mu_);
+  std::string last_error_ GUARDED_BY(mu_);
+};
+
+}  // namespace cqlstream::net
+
+#endif  // CQLSTREAM_NET_POOL_H_

@@ -1,0 +1,203 @@
+// Copyright (c) cqlstream authors.
+//
+// HostPool on its own, against in-process fake servers: it opens the wanted
+// number of connections, grows when asked and leaves extra ones idle when
+// the number falls, marks a refused host down with the reason and keeps
+// reopening with backoff, drops a connection that dies and reopens it, keeps
+// one connection per ScyllaDB shard through the shard-aware port, and does
+// nothing once closed.
+#include "net/pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "net/fake_server_test_util.h"
+#include "net/io_pool.h"
+#include "net/routing/murmur3.h"
+
+namespace cqlstream::net {
+namespace {
+
+using testing::FakeServer;
+using namespace std::chrono_literals;
+
+// The session's side of a pool, with counters the tests read. The I/O
+// threads belong to the test (declared before the owner, so they are joined
+// last, on the test's thread: a callback may hold the owner's last reference).
+class FakeOwner final : public PoolOwner {
+ public:
+  explicit FakeOwner(IoPool* io) : io_(io) {}
+  bool closed() const override { return closed_; }
+  asio::io_context& NextIo() override { return io_->Next(); }
+  Connection::Options ConnectionOptionsFor(const std::string& address, uint16_t port) override {
+    ++opens;
+    Connection::Options o;
+    o.transport.host = address;
+    o.transport.port = port;
+    o.transport.connect_timeout = 1000ms;
+    return o;
+  }
+  int ConnectionsPerHost() const override { return per_host; }
+  void OnConnectionClosed(const Connection&) override { ++closed_connections; }
+  void OnPoolUp() override { ++ups; }
+
+  std::atomic<int> per_host{2};
+  std::atomic<int> opens{0}, closed_connections{0}, ups{0};
+  std::atomic<bool> closed_{false};
+
+ private:
+  IoPool* io_;
+};
+
+PoolConfig FastReconnect() {
+  PoolConfig c;
+  c.reconnect = ExponentialBackoff(20ms, 40ms);
+  return c;
+}
+
+bool Eventually(const std::function<bool()>& f, std::chrono::milliseconds within = 3000ms) {
+  const auto until = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < until) {
+    if (f()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return f();
+}
+
+TEST(HostPoolTest, OpensTheWantedConnectionsGrowsAndLeavesExtraOnesIdle) {
+  FakeServer srv;
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), FastReconnect(), owner);
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 2; }));
+  EXPECT_TRUE(pool->up());
+  EXPECT_EQ(pool->state().shards, 0);
+  EXPECT_NE(pool->Pick(std::nullopt, {}), nullptr);
+
+  owner->per_host = 4;
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 4; }));
+  EXPECT_EQ(srv.connections(), 4);
+
+  // Fewer wanted: nothing is closed (requests in flight keep their connection).
+  owner->per_host = 1;
+  pool->Fill();
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(pool->state().open_connections, 4);
+  EXPECT_EQ(owner->closed_connections, 0);
+
+  pool->Close(Status::Cancelled("test over"));
+  ASSERT_TRUE(Eventually([&] { return owner->closed_connections == 4; }));
+}
+
+TEST(HostPoolTest, PickPrefersConnectionsTheRequestHasNotUsed) {
+  FakeServer srv;
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), FastReconnect(), owner);
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 2; }));
+  auto first = pool->Pick(std::nullopt, {});
+  ASSERT_NE(first, nullptr);
+  auto second = pool->Pick(std::nullopt, {first.get()});
+  ASSERT_NE(second, nullptr);
+  EXPECT_NE(first.get(), second.get());
+  // Every connection used: one is still handed out (a hedge on the same host).
+  EXPECT_NE(pool->Pick(std::nullopt, {first.get(), second.get()}), nullptr);
+  pool->Close(Status::Cancelled("test over"));
+}
+
+TEST(HostPoolTest, ARefusedHostIsDownWithTheReasonAndIsRetriedWithBackoff) {
+  uint16_t port = 0;
+  {
+    FakeServer gone;  // a port that was just free: connects are refused
+    port = gone.port();
+  }
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  owner->per_host = 1;
+  auto pool = HostPool::Make("127.0.0.1", port, FastReconnect(), owner);
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return !pool->up(); }));
+  EXPECT_EQ(pool->state().open_connections, 0);
+  EXPECT_FALSE(pool->last_error().empty());
+  EXPECT_EQ(pool->Pick(std::nullopt, {}), nullptr);
+  // Reopened in the background, again and again (20-40 ms apart).
+  ASSERT_TRUE(Eventually([&] { return owner->opens >= 4; }));
+  EXPECT_EQ(owner->ups, 0);
+
+  // Closed: no more attempts.
+  pool->Close(Status::Cancelled("test over"));
+  std::this_thread::sleep_for(100ms);
+  const int opens = owner->opens;
+  std::this_thread::sleep_for(150ms);
+  EXPECT_LE(owner->opens, opens + 1);  // at most one that was already under way
+}
+
+TEST(HostPoolTest, AConnectionThatDiesLeavesThePoolNamesWhyAndIsReopened) {
+  FakeServer srv;
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  owner->per_host = 1;
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), FastReconnect(), owner);
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 1; }));
+  // A frame with an impossible version: the client closes the connection.
+  srv.Send(0, cql::Bytes(9, 0x7f));
+  ASSERT_TRUE(Eventually([&] { return owner->closed_connections == 1; }));
+  EXPECT_NE(pool->last_error().find("connection closed"), std::string::npos) << pool->last_error();
+  // A new connection opens after the backoff and the pool is up again.
+  ASSERT_TRUE(Eventually([&] { return srv.connections() == 2 && pool->state().open_connections == 1; }));
+  EXPECT_TRUE(pool->up());
+  EXPECT_EQ(owner->ups, 1);
+  pool->Close(Status::Cancelled("test over"));
+}
+
+TEST(HostPoolTest, OneConnectionPerShardThroughTheShardAwarePort) {
+  constexpr int kShards = 3;
+  constexpr int kIgnoreMsb = 12;
+  FakeServer srv({0, 0});  // port(0): regular, port(1): shard-aware
+  const uint16_t aware = srv.port(1);
+  srv.SetSupportedFn([&](const testing::Request& r) {
+    // The server's shard of a connection is its source port modulo the shard
+    // count (on the regular port the port is whatever the kernel chose).
+    const int shard = r.client_port % kShards;
+    return std::map<std::string, std::vector<std::string>>{
+        {"SCYLLA_SHARD", {std::to_string(shard)}},
+        {"SCYLLA_NR_SHARDS", {std::to_string(kShards)}},
+        {"SCYLLA_PARTITIONER", {"org.apache.cassandra.dht.Murmur3Partitioner"}},
+        {"SCYLLA_SHARDING_ALGORITHM", {"biased-token-round-robin"}},
+        {"SCYLLA_SHARDING_IGNORE_MSB", {std::to_string(kIgnoreMsb)}},
+        {"SCYLLA_SHARD_AWARE_PORT", {std::to_string(aware)}},
+    };
+  });
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  owner->per_host = 1;
+  auto pool = HostPool::Make("127.0.0.1", srv.port(0), FastReconnect(), owner);
+  pool->Fill();
+  // The first connection (regular port, any shard) plus one per shard.
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == kShards + 1; }));
+  EXPECT_EQ(pool->state().shards, kShards);
+  // A token's request goes to a connection of its shard.
+  for (int k = 0; k < 12; ++k) {
+    uint8_t key[4];
+    cql::StoreU32(key, static_cast<uint32_t>(k));
+    const int64_t token = routing::Murmur3Token(key);
+    const int want = routing::ShardOfToken(token, kShards, kIgnoreMsb);
+    auto c = pool->Pick(token, {});
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->local_port() % kShards, want) << "key " << k;
+  }
+  pool->Close(Status::Cancelled("test over"));
+}
+
+}  // namespace
+}  // namespace cqlstream::net
