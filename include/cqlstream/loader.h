@@ -68,7 +68,7 @@ struct LoaderOptions {
   bool verify_checksums = false;
 
   // Caps; 0 means automatic. They should not be needed.
-  int max_in_flight = 0;              // requests in flight (the adaptive window's ceiling)
+  int max_in_flight = 0;              // requests in flight (the adaptive window's ceiling; default 16384)
   int initial_window = 0;             // first window (default 32)
   bool adaptive = true;               // false: window fixed at max_in_flight (benchmarks)
   int64_t memory_bytes = 0;           // byte budget (default: max(1 GiB, 8 batches))
@@ -78,7 +78,9 @@ struct LoaderOptions {
   // the batch is complete (one extra copy): larger batches still load.
   int64_t max_batch_reservation = 0;
   int max_connections_per_host = 0;   // ceiling for adaptive connections (default 32)
-  std::chrono::milliseconds request_timeout{0};  // per attempt (default: adaptive, >= 2 s)
+  // Per attempt. Default: adaptive, 8 x the p99 latency within [2 s, 30 s]
+  // (10 s until 200 latencies were seen).
+  std::chrono::milliseconds request_timeout{0};
   int max_attempts = 0;               // per sample (default 64; 3 for a missing or corrupt row)
   std::chrono::milliseconds retry_budget{0};    // per sample, from first failure (default 120 s)
   bool hedge = true;                  // hedged requests for slow samples

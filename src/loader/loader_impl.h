@@ -1,0 +1,274 @@
+// Copyright (c) cqlstream authors.
+//
+// The loader engine's private state (Loader::Impl), shared by its files:
+//   loader_init.cc      setup: options, connection, sample set, memory, window
+//   loader_requests.cc  the request side: issuing, launching, claiming the
+//                       data, completions, retries, hedges (the pump thread)
+//   loader.cc           the public Loader: Next, Fetch, checkpoints, metrics
+// Batch assembly (slots, holes, compaction, hand-out order) is
+// loader/batch_assembler.h, which does no I/O.
+//
+// One mutex (Impl::mu) guards all assembly state; it is taken by the I/O
+// threads (cell destinations, completions), the consumer (Next, Fetch) and
+// the pump thread (retries, hedges, window control). Requests are launched
+// outside the lock.
+//
+// Life of a sample (a Task):
+//   issued -> attempt 0 in flight
+//   first data cell of some attempt -> that attempt OWNS the task: a slot is
+//     reserved in a batch (once per task) and the attempt's cells land there
+//   owner completes, bytes add up (and checksum, if asked) -> sample done
+//   an attempt fails -> if it owned the task, ownership is released (the
+//     slot stays reserved for the task); when no attempt is left, the task
+//     is retried after a backoff on the next replica, or resolved as failed
+//   a slow attempt -> one hedge (another replica / connection); whichever
+//     attempt claims the data first owns it, the other's bytes are dropped
+// A task is resolved exactly once (done, or failed: skipped/raised), which is
+// what makes delivery exactly-once.
+//
+// Ownership: Impl owns the session, the epochs (and through them the batches
+// under assembly) and the pump thread; a Task is shared by the attempts in
+// flight for it (std::shared_ptr) and points at its Epoch, which outlives it
+// while the loader is open (Close fails what is in flight first).
+// Thread-safety: see mu below.
+#ifndef CQLSTREAM_LOADER_LOADER_IMPL_H_
+#define CQLSTREAM_LOADER_LOADER_IMPL_H_
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cqlstream/loader.h"
+#include "loader/batch_assembler.h"
+#include "loader/buffer_pool.h"
+#include "loader/checkpoint.h"
+#include "loader/plan.h"
+#include "loader/window.h"
+#include "net/policies.h"
+#include "net/session.h"
+#include "store/sample_row.h"
+#include "util/mutex.h"
+
+namespace cqlstream {
+
+namespace loader_impl {
+
+using Clock = std::chrono::steady_clock;
+
+// The defaults of LoaderOptions' zero ("automatic") fields that the engine
+// fills in; include/cqlstream/loader.h states the same numbers.
+inline constexpr int kDefaultInitialWindow = 32;
+inline constexpr int kDefaultMaxInFlight = 16384;
+inline constexpr int kDefaultMaxAttempts = 64;
+inline constexpr int kMaxAttemptsMissingOrCorrupt = 3;
+inline constexpr std::chrono::milliseconds kDefaultRetryBudget{120000};
+inline constexpr int64_t kMinDefaultMemoryBytes = int64_t{1} << 30;
+inline constexpr int kDefaultMemoryBatches = 8;
+// The adaptive attempt timeout: kTimeoutP99Factor x the p99 latency within
+// [kMinTimeout, kMaxTimeout]; kFirstTimeout until kTimeoutLatencies were seen.
+inline constexpr int kTimeoutP99Factor = 8;
+inline constexpr std::chrono::milliseconds kMinTimeout{2000}, kMaxTimeout{30000}, kFirstTimeout{10000};
+inline constexpr uint64_t kTimeoutLatencies = 200;
+
+// One epoch of the rank (or one Fetch call: number -1): its plan and the
+// assembler of its batches. Guarded by Impl::mu.
+struct Epoch {
+  Epoch(int64_t number, loader::Permutation perm, loader::RankPlan plan, loader::BatchAssembler batches)
+      : number(number), perm(perm), plan(std::move(plan)), batches(std::move(batches)) {}
+  int64_t number;
+  loader::Permutation perm;
+  loader::RankPlan plan;
+  uint64_t next_seq = 0;  // the next sequence number to issue
+  loader::BatchAssembler batches;
+
+  bool AllIssued() const { return next_seq == batches.samples(); }
+};
+
+// One sample to read. Guarded by Impl::mu.
+struct Task {
+  Epoch* ep = nullptr;
+  uint64_t seq = 0;
+  SampleKey key = 0;
+  loader::Slot slot;             // reserved by the first attempt that claims the data
+  int64_t size = -1;             // the claimed size (every attempt must agree)
+  int owner = -1;                // attempt that owns the slot
+  store::ChunkPlacer placer;     // the owner's chunks so far
+  store::SampleStatics statics;  // the owner's static columns
+  int attempts = 0, failures = 0, outstanding = 0;
+  bool resolved = false;
+  bool hedged = false;
+  int hedge_attempt = -1;
+  Clock::time_point first_failure{};
+};
+
+// One request to send: a new attempt (first, retry, hedge) or the next page
+// of an attempt in progress.
+struct Launch {
+  enum class Kind { kFirst, kRetry, kHedge, kNextPage };
+
+  static Launch First(std::shared_ptr<Task> t) { return Launch(Kind::kFirst, std::move(t), 0); }
+  // `plan_offset`: which replica/connection of the query plan goes first.
+  static Launch Retry(std::shared_ptr<Task> t, int plan_offset) {
+    return Launch(Kind::kRetry, std::move(t), plan_offset);
+  }
+  static Launch Hedge(std::shared_ptr<Task> t, int plan_offset) {
+    return Launch(Kind::kHedge, std::move(t), plan_offset);
+  }
+  // The page after `paging_state` of attempt `attempt`, on the connection
+  // that served the previous page.
+  static Launch NextPage(std::shared_ptr<Task> t, int plan_offset, cql::Bytes paging_state, int attempt) {
+    Launch l(Kind::kNextPage, std::move(t), plan_offset);
+    l.paging_state = std::move(paging_state);
+    l.attempt = attempt;
+    return l;
+  }
+
+  bool new_attempt() const { return kind != Kind::kNextPage; }
+
+  Kind kind;
+  std::shared_ptr<Task> task;
+  int plan_offset;
+  std::optional<cql::Bytes> paging_state;  // kNextPage only
+  int attempt = -1;                        // kNextPage only
+
+ private:
+  Launch(Kind k, std::shared_ptr<Task> t, int plan_offset) : kind(k), task(std::move(t)), plan_offset(plan_offset) {}
+};
+
+class AttemptSink;
+
+}  // namespace loader_impl
+
+struct Loader::Impl {
+  using Clock = loader_impl::Clock;
+  using Epoch = loader_impl::Epoch;
+  using Task = loader_impl::Task;
+  using Launch = loader_impl::Launch;
+  using AttemptSink = loader_impl::AttemptSink;
+
+  explicit Impl(LoaderOptions opts);
+
+  // Set up by Init, then read-only.
+  LoaderOptions o;
+  int rank = 0, world = 1;
+  std::shared_ptr<net::Session> session;
+  DatasetInfo ds;
+  net::PreparedPtr read_stmt;
+  net::PreparedPtr path_stmt;
+  std::string split;
+  loader::SampleSource source;
+  std::map<int32_t, int64_t> seg_max_size;  // the catalog's hints, per segment
+  std::map<int32_t, int64_t> seg_count;     // committed samples, per segment
+  net::NoRetryPolicy no_retry;
+  std::shared_ptr<loader::MemoryAccount> account = std::make_shared<loader::MemoryAccount>();
+  std::shared_ptr<loader::BufferPool> pool;
+  int64_t budget = 0;
+  net::LatencyTracker latencies;  // thread-safe itself
+
+  // Guards the fields below and the assembly state reached through them
+  // (Epoch, Task, batches before hand-out; the analysis cannot name mu from
+  // those structs, so their contract is this comment).
+  mutable Mutex mu;
+  CondVar ready_cv;  // consumer waits
+  CondVar pump_cv;   // pump thread waits
+  bool started GUARDED_BY(mu) = false;
+  bool closed GUARDED_BY(mu) = false;
+  std::deque<std::unique_ptr<Epoch>> epochs GUARDED_BY(mu);  // consumer's epoch first
+  int64_t next_epoch GUARDED_BY(mu) = 0;                     // number of the next epoch to create
+  int64_t consumer_epoch GUARDED_BY(mu) = 0;
+  bool all_done GUARDED_BY(mu) = false;
+  int64_t in_flight GUARDED_BY(mu) = 0;            // tasks issued and not resolved
+  int64_t in_flight_unslotted GUARDED_BY(mu) = 0;  // of which without a slot yet
+  std::vector<std::unique_ptr<Epoch>> fetches GUARDED_BY(mu);  // Fetch() calls in progress
+  struct Retry {
+    Clock::time_point due;
+    std::shared_ptr<Task> task;
+    int plan_offset;
+    bool operator>(const Retry& r) const { return due > r.due; }
+  };
+  std::priority_queue<Retry, std::vector<Retry>, std::greater<>> retries GUARDED_BY(mu);
+  struct Watch {
+    Clock::time_point issued;
+    std::weak_ptr<Task> task;
+    int attempt;
+  };
+  std::deque<Watch> watch GUARDED_BY(mu);  // attempts in issue order, for hedging
+  loader::WindowController ctl GUARDED_BY(mu);
+  double avg_size GUARDED_BY(mu) = 0;       // EWMA of sample sizes
+  double hedge_tokens GUARDED_BY(mu) = 10;  // hedge budget: +0.05 per completed sample, at most 100
+
+  // Metrics.
+  int64_t m_images GUARDED_BY(mu) = 0, m_bytes GUARDED_BY(mu) = 0, m_batches GUARDED_BY(mu) = 0,
+          m_retries GUARDED_BY(mu) = 0, m_hedges GUARDED_BY(mu) = 0, m_hedge_wins GUARDED_BY(mu) = 0,
+          m_timeouts GUARDED_BY(mu) = 0, m_dupes GUARDED_BY(mu) = 0, m_skipped GUARDED_BY(mu) = 0,
+          m_dropped GUARDED_BY(mu) = 0;
+  double m_stall_s GUARDED_BY(mu) = 0;
+  double rate_images GUARDED_BY(mu) = 0, rate_bytes GUARDED_BY(mu) = 0;
+  int64_t rate_last_images GUARDED_BY(mu) = 0, rate_last_bytes GUARDED_BY(mu) = 0;
+  Clock::time_point rate_at GUARDED_BY(mu) = Clock::now();
+
+  std::thread pump;
+
+  // --- setup (loader_init.cc) -------------------------------------------
+  Status Init();
+  Status ResolveRank();
+  Status Connect(const ConnectionOptions& co);
+  Status LoadSampleSet();
+  Status LoadSelection();
+  Status PrepareStatements();
+  Status SizeMemory() REQUIRES(mu);
+  void ConfigureWindow(int connections, int max_connections) REQUIRES(mu);
+  // An epoch over `ranges`; `resplit`: the rest of a resumed epoch re-split
+  // over another world size (drop_last then cuts this rank's own part).
+  std::unique_ptr<Epoch> MakeEpoch(int64_t number, std::vector<loader::PositionRange> ranges, int64_t base_batches,
+                                   bool resplit) REQUIRES(mu);
+  std::unique_ptr<Epoch> MakeFetch(const std::vector<SampleKey>& keys) REQUIRES(mu);
+  loader::BatchAssembler::Options AssemblyOptions(int64_t epoch, bool ordered, int64_t base_batches) const;
+  // A committed key of the dataset (any split).
+  bool Committed(SampleKey k) const;
+  store::SampleHints HintsFor(SampleKey k) const;
+  int64_t BatchesFor(uint64_t n) const;
+
+  // --- the request side (loader_requests.cc) ----------------------------
+  void Refill(std::vector<Launch>* out) REQUIRES(mu);
+  bool OverBudget() REQUIRES(mu);
+  Epoch* IssuingEpoch() REQUIRES(mu);
+  void Start(std::vector<Launch> launches) EXCLUDES(mu);
+  void LaunchOne(Launch l) EXCLUDES(mu);
+  std::chrono::milliseconds AttemptTimeout() const;
+  std::span<uint8_t> Destination(AttemptSink& s, int32_t size) EXCLUDES(mu);
+  Status Claim(AttemptSink& s) REQUIRES(mu);
+  Status ReserveSlot(Task& t, int64_t size) REQUIRES(mu);
+  void OnAttemptDone(const std::shared_ptr<Task>& t, const std::shared_ptr<AttemptSink>& sink,
+                     Clock::time_point sent, StatusOr<net::ResultSet> r) EXCLUDES(mu);
+  Status CheckAnswer(AttemptSink& s) REQUIRES(mu);
+  Status FinishSample(Task& t) REQUIRES(mu);
+  void CompleteTask(Task& t) REQUIRES(mu);
+  void FailTask(Task& t, const Status& err) REQUIRES(mu);
+  void HandleFailure(const std::shared_ptr<Task>& t, const Status& err) REQUIRES(mu);
+  void PumpLoop() EXCLUDES(mu);
+  void QueueDueRetries(Clock::time_point now, std::vector<Launch>* out) REQUIRES(mu);
+  void QueueHedges(Clock::time_point now, std::vector<Launch>* out) REQUIRES(mu);
+  void UpdateRates(Clock::time_point now) REQUIRES(mu);
+
+  // --- the consumer side (loader.cc) -------------------------------------
+  bool AllEpochsRead() const REQUIRES(mu);
+  std::optional<std::pair<SampleKey, Status>> TakeSampleError() REQUIRES(mu);
+  BatchPtr TakeBatch(Epoch& e) REQUIRES(mu);
+  bool EpochEnded(const Epoch& e) const REQUIRES(mu);
+  void EndEpoch(std::vector<Launch>* out) REQUIRES(mu);
+  loader::Ranges DoneRanges(const Epoch& e) const REQUIRES(mu);
+  // `err` of sample `key`, with the sample's path (reads it: no lock held).
+  Status NamedError(SampleKey key, const Status& err) EXCLUDES(mu);
+};
+
+}  // namespace cqlstream
+
+#endif  // CQLSTREAM_LOADER_LOADER_IMPL_H_

@@ -1,0 +1,213 @@
+// Copyright (c) cqlstream authors.
+//
+// Setting up the loader engine (loader_impl.h): the steps of Init, and the
+// making of an epoch.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "loader/loader_impl.h"
+#include "store/catalog.h"
+
+namespace cqlstream {
+
+using loader_impl::Epoch;
+
+namespace {
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  return (end != v && *end == '\0') ? static_cast<int>(x) : fallback;
+}
+
+}  // namespace
+
+Loader::Impl::Impl(LoaderOptions opts)
+    : o(std::move(opts)), ctl(loader::WindowController::Options{}, Clock::now()) {}
+
+Status Loader::Impl::Init() {
+  if (o.batch_size < 1) return Status::InvalidArgument(fmt::format("batch_size must be >= 1, got {}", o.batch_size));
+  CQLS_RETURN_IF_ERROR(ResolveRank());
+  if (o.dataset.empty()) return Status::InvalidArgument("no dataset given");
+  const int max_conns =
+      o.max_connections_per_host > 0 ? o.max_connections_per_host : loader::WindowController::kDefaultMaxConnections;
+  ConnectionOptions co = o.connection;
+  co.connections_per_host = std::min(std::max(1, co.connections_per_host), max_conns);
+  CQLS_RETURN_IF_ERROR(Connect(co));
+  CQLS_RETURN_IF_ERROR(LoadSampleSet());
+  CQLS_RETURN_IF_ERROR(PrepareStatements());
+  MutexLock lock(&mu);  // (the pump thread starts below)
+  CQLS_RETURN_IF_ERROR(SizeMemory());
+  ConfigureWindow(co.connections_per_host, max_conns);
+  next_epoch = 0;
+  pump = std::thread([this] { PumpLoop(); });
+  return Status::OK();
+}
+
+// rank and world size: the options, else $RANK / $WORLD_SIZE, else 0 of 1.
+Status Loader::Impl::ResolveRank() {
+  rank = o.rank >= 0 ? o.rank : EnvInt("RANK", 0);
+  world = o.world_size > 0 ? o.world_size : EnvInt("WORLD_SIZE", 1);
+  if (world < 1 || rank < 0 || rank >= world) {
+    return Status::InvalidArgument(fmt::format("rank {} is not in [0, world_size {})", rank, world));
+  }
+  return Status::OK();
+}
+
+// The session, and the dataset's catalog entry.
+Status Loader::Impl::Connect(const ConnectionOptions& co) {
+  // Setup queries (catalog, prepare) use the session's retrying default
+  // policy; sample reads set their own (none: the loader retries per sample).
+  net::SessionOptions so;
+  net::DefaultRetryPolicy::Options ro;
+  ro.max_retries = 8;
+  so.retry = std::make_shared<net::DefaultRetryPolicy>(ro);
+  auto s = net::Session::Connect(co, so);
+  if (!s.ok()) return s.status();
+  session = *s;
+  CQLS_ASSIGN_OR_RETURN(ds, store::LoadDataset(*session, co.keyspace, o.dataset));
+  for (const auto& g : ds.segments) {
+    seg_max_size[g.seg] = g.max_size;
+    seg_count[g.seg] = g.count;
+  }
+  return Status::OK();
+}
+
+// The samples an epoch covers: the split's committed samples, or a selection.
+Status Loader::Impl::LoadSampleSet() {
+  split = o.split;
+  if (!o.selection_path.empty()) {
+    CQLS_RETURN_IF_ERROR(LoadSelection());
+  } else {
+    source = loader::SampleSource::FromSegments(ds.SplitSegments(split));
+  }
+  if (source.size() > 0) return Status::OK();
+  std::string splits;
+  for (const auto& sp : ds.splits()) splits += (splits.empty() ? "" : ", ") + sp;
+  return Status::NotFound(fmt::format("{} of dataset '{}' has no samples (splits: {})",
+                                      o.selection_path.empty() ? "split '" + split + "'" : "the selection", ds.name,
+                                      splits.empty() ? "none" : splits));
+}
+
+Status Loader::Impl::LoadSelection() {
+  CQLS_ASSIGN_OR_RETURN(Selection sel, Selection::Load(o.selection_path));
+  if (sel.dataset != ds.name) {
+    return Status::InvalidArgument(fmt::format("selection '{}' was made for dataset '{}', not '{}'",
+                                               o.selection_path, sel.dataset, ds.name));
+  }
+  split = sel.split;
+  // Every selected key must be committed.
+  for (SampleKey k : sel.keys) {
+    if (!Committed(k)) {
+      return Status::InvalidArgument(fmt::format("selection '{}' holds key {} which dataset '{}' does not have",
+                                                 o.selection_path, FormatKey(k), ds.name));
+    }
+  }
+  source = loader::SampleSource::FromKeys(std::move(sel.keys));
+  return Status::OK();
+}
+
+Status Loader::Impl::PrepareStatements() {
+  CQLS_ASSIGN_OR_RETURN(read_stmt, session->Prepare(store::DataReadQuery(ds)));
+  auto p = session->Prepare(store::SamplePathQuery(ds));
+  if (p.ok()) path_stmt = *p;  // only for error messages
+  return Status::OK();
+}
+
+// Batch memory: the address space a batch may need, and the byte budget.
+Status Loader::Impl::SizeMemory() {
+  const int64_t max_size = std::max<int64_t>(ds.MaxSize(split), 1);
+  const int64_t split_bytes = std::max<int64_t>(ds.Bytes(split), 1);
+  const double mean = static_cast<double>(split_bytes) / static_cast<double>(std::max<int64_t>(ds.Count(split), 1));
+  avg_size = mean;
+  uint64_t reservation = loader::BatchReservation(o.batch_size, max_size);
+  if (o.max_batch_reservation > 0) reservation = std::min(reservation, static_cast<uint64_t>(o.max_batch_reservation));
+  const double batch_bytes = o.batch_size * mean;
+  budget = o.memory_bytes > 0 ? o.memory_bytes
+                              : std::max<int64_t>(loader_impl::kMinDefaultMemoryBytes,
+                                                  static_cast<int64_t>(loader_impl::kDefaultMemoryBatches * batch_bytes));
+  if (static_cast<double>(budget) < 2.0 * batch_bytes) {
+    return Status::InvalidArgument(fmt::format(
+        "memory budget of {} bytes is less than two batches of {} samples (~{:.0f} bytes each)", budget,
+        o.batch_size, batch_bytes));
+  }
+  // Pooled buffers count against the budget: keep at most what it can hold.
+  const int max_pooled = static_cast<int>(std::clamp<double>(static_cast<double>(budget) / (4.0 * batch_bytes), 1.0, 8.0));
+  pool = std::make_shared<loader::BufferPool>(static_cast<size_t>(reservation), max_pooled, account);
+  return Status::OK();
+}
+
+void Loader::Impl::ConfigureWindow(int connections, int max_connections) {
+  loader::WindowController::Options wo;
+  wo.initial_window = o.initial_window > 0 ? o.initial_window : loader_impl::kDefaultInitialWindow;
+  wo.max_window = o.max_in_flight > 0 ? o.max_in_flight : loader_impl::kDefaultMaxInFlight;
+  wo.min_window = std::min(4, wo.max_window);
+  wo.initial_connections = connections;
+  wo.max_connections = max_connections;
+  wo.adaptive = o.adaptive;
+  ctl = loader::WindowController(wo, Clock::now());
+}
+
+bool Loader::Impl::Committed(SampleKey k) const {
+  auto it = seg_count.find(KeySegment(k));
+  return it != seg_count.end() && KeyIndex(k) >= 0 && KeyIndex(k) < it->second;
+}
+
+store::SampleHints Loader::Impl::HintsFor(SampleKey k) const {
+  store::SampleHints h;
+  auto it = seg_max_size.find(KeySegment(k));
+  h.max_size = it != seg_max_size.end() ? it->second : -1;
+  h.chunk_size = ds.chunk_size;
+  h.label_kind = ds.label_kind;
+  h.classes = ds.class_names.empty() ? -1 : static_cast<int64_t>(ds.class_names.size());
+  return h;
+}
+
+int64_t Loader::Impl::BatchesFor(uint64_t n) const {
+  const uint64_t b = static_cast<uint64_t>(o.batch_size);
+  return static_cast<int64_t>(o.drop_last ? n / b : (n + b - 1) / b);
+}
+
+loader::BatchAssembler::Options Loader::Impl::AssemblyOptions(int64_t epoch, bool ordered,
+                                                               int64_t base_batches) const {
+  loader::BatchAssembler::Options a;
+  a.batch_size = o.batch_size;
+  a.ordered = ordered;
+  a.queue_errors = o.on_missing == OnMissing::kRaise;
+  a.epoch = epoch;
+  a.base_batches = base_batches;
+  return a;
+}
+
+std::unique_ptr<Epoch> Loader::Impl::MakeEpoch(int64_t number, std::vector<loader::PositionRange> ranges,
+                                               int64_t base_batches, bool resplit) {
+  loader::RankPlan plan(std::move(ranges));
+  const uint64_t n = plan.size();
+  uint64_t samples = n;
+  if (o.drop_last) {
+    // Every rank delivers the same number of full batches: floor(N / world / B)
+    // of a whole epoch; the rest of a resumed one is cut to full batches.
+    const bool whole_slice = !resplit && base_batches == 0 && plan.ranges().size() == 1;
+    const uint64_t per_rank = whole_slice ? source.size() / static_cast<uint64_t>(world) : n;
+    const uint64_t b = static_cast<uint64_t>(o.batch_size);
+    samples = std::min<uint64_t>(n, per_rank / b * b);
+    m_dropped += static_cast<int64_t>(n - samples);
+  }
+  return std::make_unique<Epoch>(
+      number, loader::Permutation(source.size(), o.seed, static_cast<uint64_t>(number), o.shuffle), std::move(plan),
+      loader::BatchAssembler(AssemblyOptions(number, o.ordered, base_batches), samples, pool));
+}
+
+// A Fetch call's batch: exactly these keys, in this order (ordered assembly).
+std::unique_ptr<Epoch> Loader::Impl::MakeFetch(const std::vector<SampleKey>& keys) {
+  auto e = std::make_unique<Epoch>(-1, loader::Permutation(0, 0, 0, false), loader::RankPlan(),
+                                   loader::BatchAssembler(AssemblyOptions(-1, true, 0), keys.size(), pool));
+  e->next_seq = keys.size();  // issued by Fetch itself
+  return e;
+}
+
+}  // namespace cqlstream

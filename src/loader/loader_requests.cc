@@ -1,0 +1,428 @@
+// Copyright (c) cqlstream authors.
+//
+// The loader engine's request side (loader_impl.h): issuing samples within
+// the window and the byte budget, launching attempts, placing an answer's
+// cells (the attempt that claims the data first owns the sample's slot),
+// completions, retries with backoff, and hedges (the pump thread).
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "loader/loader_impl.h"
+#include "store/catalog.h"  // kColData until it moves to store/sample_row.h
+
+namespace cqlstream {
+
+using loader_impl::Clock;
+using loader_impl::Epoch;
+using loader_impl::Launch;
+using loader_impl::Task;
+
+namespace loader_impl {
+
+// One execution of a sample read (or one page of it). Hands the key and
+// static cells to store::SampleRowCells and places data cells through
+// Impl::Destination.
+class AttemptSink final : public cql::CellSink {
+ public:
+  AttemptSink(Loader::Impl* l, std::shared_ptr<Task> t, int attempt, bool continuation)
+      : l_(l), task(std::move(t)), attempt(attempt), continuation(continuation), cells(task->key, continuation) {}
+
+  Status OnRowsBegin(const cql::RowsMetadata&, int32_t rows) override {
+    this->rows = rows;
+    return Status::OK();
+  }
+  std::span<uint8_t> CellDestination(int32_t, int32_t col, int32_t size) override {
+    if (col != store::kColData) return {};
+    return l_->Destination(*this, size);
+  }
+  Status OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) override {
+    if (col == store::kColData) return Status::OK();
+    cells.OnCell(row, col, data);
+    return Status::OK();
+  }
+
+ private:
+  Loader::Impl* l_;
+
+ public:
+  const std::shared_ptr<Task> task;
+  const int attempt;
+  const bool continuation;
+  store::SampleRowCells cells;
+  int32_t rows = 0;
+  bool offered = false;  // some data cell asked for a destination (loader lock)
+  Status err;            // set under the loader lock
+};
+
+}  // namespace loader_impl
+
+using loader_impl::AttemptSink;
+
+// ----------------------------------------------------------------------------
+// Issuing
+// ----------------------------------------------------------------------------
+
+void Loader::Impl::Refill(std::vector<Launch>* out) {
+  if (!started || closed) return;
+  while (in_flight < ctl.window()) {
+    Epoch* e = OverBudget() ? nullptr : IssuingEpoch();
+    if (e == nullptr) {
+      ctl.OnHeldBack();
+      return;
+    }
+    auto t = std::make_shared<Task>();
+    t->ep = e;
+    t->seq = e->next_seq++;
+    t->key = source.KeyAt(e->perm(e->plan.PositionAt(t->seq)));
+    in_flight++;
+    in_flight_unslotted++;
+    out->push_back(Launch::First(std::move(t)));
+  }
+}
+
+// The byte budget: bytes already placed in batches and pooled buffers, plus
+// what the requests without a slot will bring. Over budget, requests wait for
+// batches to be released, except when nothing is in flight and no batch is
+// ready for the consumer: then one request is allowed, so that progress never
+// depends on the budget.
+bool Loader::Impl::OverBudget() {
+  double est = static_cast<double>(account->total()) +
+               static_cast<double>(in_flight_unslotted + 1) * std::max(avg_size, 1.0);
+  if (est > static_cast<double>(budget) && account->pooled_resident.load() > 0) {
+    // Recycled buffers are the first thing to give up.
+    est -= static_cast<double>(pool->Shrink(static_cast<int64_t>(est) - budget));
+  }
+  const bool starving = in_flight == 0 && (epochs.empty() || !epochs.front()->batches.HoldsFinishedBatches());
+  return est > static_cast<double>(budget) && !starving;
+}
+
+// The epoch with samples left to issue: the consumer's, or the one after it
+// (created here; at most one epoch ahead).
+Epoch* Loader::Impl::IssuingEpoch() {
+  for (auto& e : epochs) {
+    if (!e->AllIssued()) return e.get();
+  }
+  if (epochs.size() >= 2) return nullptr;
+  if (o.epochs > 0 && next_epoch >= o.epochs) return nullptr;
+  epochs.push_back(MakeEpoch(next_epoch, {loader::RankSlice(source.size(), rank, world)}, 0, false));
+  next_epoch++;
+  Epoch* e = epochs.back().get();
+  return e->AllIssued() ? nullptr : e;
+}
+
+// ----------------------------------------------------------------------------
+// Launching and placing
+// ----------------------------------------------------------------------------
+
+std::chrono::milliseconds Loader::Impl::AttemptTimeout() const {
+  if (o.request_timeout.count() > 0) return o.request_timeout;
+  auto p99 = latencies.Percentile(99.0, loader_impl::kTimeoutLatencies);
+  if (!p99) return loader_impl::kFirstTimeout;
+  const auto t = std::chrono::duration_cast<std::chrono::milliseconds>(*p99 * loader_impl::kTimeoutP99Factor);
+  return std::clamp(t, loader_impl::kMinTimeout, loader_impl::kMaxTimeout);
+}
+
+void Loader::Impl::Start(std::vector<Launch> launches) {
+  for (auto& l : launches) LaunchOne(std::move(l));
+}
+
+void Loader::Impl::LaunchOne(Launch l) {
+  const auto now = Clock::now();
+  int attempt = l.attempt;
+  {
+    MutexLock lock(&mu);
+    if (closed || l.task->resolved) return;
+    if (l.new_attempt()) {
+      attempt = l.task->attempts++;
+      if (l.kind == Launch::Kind::kHedge) {
+        m_hedges++;
+        l.task->hedge_attempt = attempt;
+      }
+      watch.push_back(Watch{now, l.task, attempt});
+    }
+    l.task->outstanding++;
+  }
+  const SampleKey key = l.task->key;
+  net::Statement st = net::Statement::Bound(read_stmt, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
+  st.idempotent = true;
+  st.consistency = cql::Consistency::kLocalOne;
+  st.page_size = 64;  // chunks per page: up to 64 MiB per response
+  st.paging_state = std::move(l.paging_state);
+  st.timeout = AttemptTimeout();
+  st.plan_offset = l.plan_offset;
+  st.retry = &no_retry;
+  auto sink = std::make_shared<AttemptSink>(this, l.task, attempt, l.kind == Launch::Kind::kNextPage);
+  st.sink = [sink](int) { return sink; };
+  auto task = l.task;
+  session->ExecuteAsync(std::move(st), [this, task, sink, now](StatusOr<net::ResultSet> r) {
+    OnAttemptDone(task, sink, now, std::move(r));
+  });
+}
+
+// The size was checked against the catalog (store::CheckStatics); the
+// catalog is a hint too, so the memory budget bounds what is reserved.
+Status Loader::Impl::ReserveSlot(Task& t, int64_t size) {
+  if (size < 0) return Status::Corruption(fmt::format("sample {} has a negative size", FormatKey(t.key)));
+  if (size > budget) {
+    return Status::InvalidArgument(fmt::format("sample {} is {} bytes, more than the loader's memory budget of {}",
+                                               FormatKey(t.key), size, budget));
+  }
+  CQLS_ASSIGN_OR_RETURN(t.slot, t.ep->batches.Reserve(t.seq, t.key, static_cast<uint64_t>(size)));
+  t.size = size;
+  in_flight_unslotted--;
+  return Status::OK();
+}
+
+// The attempt of `s` takes ownership of the sample: its static columns are
+// checked and, for the first owner, the slot is reserved.
+Status Loader::Impl::Claim(AttemptSink& s) {
+  Task& t = *s.task;
+  if (!s.cells.status().ok()) return s.cells.status();
+  const store::SampleStatics& st = s.cells.statics();
+  CQLS_RETURN_IF_ERROR(store::CheckStatics(t.key, st, HintsFor(t.key)));
+  if (!t.slot) {
+    CQLS_RETURN_IF_ERROR(ReserveSlot(t, st.size));
+  } else if (t.size != st.size) {
+    return Status::Corruption(fmt::format("sample {} changed size between attempts ({} then {} bytes)",
+                                          FormatKey(t.key), t.size, st.size));
+  }
+  t.owner = s.attempt;
+  t.statics = st;
+  t.placer.Begin(t.size, ds.chunk_size);
+  return Status::OK();
+}
+
+std::span<uint8_t> Loader::Impl::Destination(AttemptSink& s, int32_t size) {
+  MutexLock lock(&mu);
+  Task& t = *s.task;
+  s.offered = true;
+  if (t.resolved || closed || !s.err.ok()) return {};
+  if (s.cells.key_mismatch()) {
+    s.err = Status::ConnectionLost(fmt::format("sample {}: the answer carries another sample's key", FormatKey(t.key)));
+    return {};
+  }
+  if (t.owner == -1) {
+    if (s.continuation) return {};  // the first page's owner failed: this page is useless
+    s.err = Claim(s);
+    if (!s.err.ok()) return {};
+  }
+  if (t.owner != s.attempt) return {};  // a duplicate (hedge) answer: dropped
+  auto at = t.placer.Place(t.key, size);
+  if (!at.ok()) {
+    s.err = at.status();
+    return {};
+  }
+  return {t.slot.data + *at, static_cast<size_t>(size)};
+}
+
+// ----------------------------------------------------------------------------
+// Completions
+// ----------------------------------------------------------------------------
+
+void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shared_ptr<AttemptSink>& s,
+                                 Clock::time_point sent, StatusOr<net::ResultSet> r) {
+  std::vector<Launch> launches;
+  {
+    MutexLock lock(&mu);
+    t->outstanding--;
+    if (closed) return;
+    const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
+    if (t->resolved) {
+      if (r.ok()) m_dupes++;
+      return;
+    }
+    Status err = r.ok() ? CheckAnswer(*s) : r.status();
+    if (err.ok() && t->owner != s->attempt) {
+      // Another attempt owns the data (or owned it and failed while this
+      // one was discarding its copy).
+      m_dupes++;
+      if (t->owner != -1 || t->outstanding > 0) return;
+      err = Status::ConnectionLost(fmt::format("sample {}: the attempt holding its data failed", FormatKey(t->key)));
+    }
+    bool page_more = false;
+    if (err.ok()) {
+      auto ps = r->paging_state();
+      page_more = ps && !ps->empty();
+      if (page_more) {
+        // The rest of the sample follows on the same attempt.
+        launches.push_back(Launch::NextPage(t, r->winning_execution, std::move(*ps), s->attempt));
+      } else {
+        err = FinishSample(*t);
+      }
+    }
+    if (page_more) {
+    } else if (err.ok()) {
+      latencies.Record(latency);
+      ctl.OnComplete(t->size, latency);
+      hedge_tokens = std::min(100.0, hedge_tokens + 0.05);
+      if (s->attempt == t->hedge_attempt) m_hedge_wins++;
+      CompleteTask(*t);
+    } else {
+      if (t->owner == s->attempt) t->owner = -1;  // the slot stays reserved for the next attempt
+      if (t->outstanding == 0) HandleFailure(t, err);
+    }
+    Refill(&launches);
+  }
+  Start(std::move(launches));
+}
+
+// What is wrong with a successful answer of attempt `s`, if anything.
+Status Loader::Impl::CheckAnswer(AttemptSink& s) {
+  const Task& t = *s.task;
+  if (!s.err.ok()) return s.err;
+  if (s.cells.key_mismatch()) {
+    return Status::ConnectionLost(fmt::format("sample {}: the answer carries another sample's key", FormatKey(t.key)));
+  }
+  if (!s.continuation && s.rows == 0) return Status::NotFound(fmt::format("sample {} has no data row", FormatKey(t.key)));
+  if (!s.cells.status().ok()) return s.cells.status();
+  // No data cell to claim the slot with (an empty sample, or a row without
+  // chunks): claimed here, and the chunks checked by FinishSample.
+  if (t.owner == -1 && !s.continuation && !s.offered) return Claim(s);
+  return Status::OK();
+}
+
+// After the owner's last page: the chunks add up, and the checksum matches.
+Status Loader::Impl::FinishSample(Task& t) {
+  CQLS_RETURN_IF_ERROR(t.placer.Finish(t.key));
+  if (!o.verify_checksums) return Status::OK();
+  const uint64_t h = XXH64(t.slot.data, static_cast<size_t>(t.size), 0);
+  if (h != static_cast<uint64_t>(t.statics.checksum)) {
+    return Status::Corruption(fmt::format("sample {}: checksum mismatch (xxh64 {:016x}, stored {:016x})",
+                                          FormatKey(t.key), h, static_cast<uint64_t>(t.statics.checksum)));
+  }
+  return Status::OK();
+}
+
+void Loader::Impl::CompleteTask(Task& t) {
+  loader::SampleFields f;
+  f.image_size = t.statics.image_size;
+  f.label = t.statics.label;
+  if (ds.label_kind == LabelKind::kMultiLabel) f.labels = t.statics.labels;
+  t.resolved = true;
+  in_flight--;
+  avg_size = 0.99 * avg_size + 0.01 * static_cast<double>(t.size);
+  const loader::AssemblyProgress p = t.ep->batches.Complete(t.slot, std::move(f));
+  m_skipped += p.lost;
+  if (p.batch_finished) ready_cv.SignalAll();
+}
+
+void Loader::Impl::FailTask(Task& t, const Status& err) {
+  t.resolved = true;
+  in_flight--;
+  m_skipped++;
+  if (!t.slot) in_flight_unslotted--;
+  const loader::AssemblyProgress p = t.ep->batches.Fail(t.seq, t.key, t.slot, err);
+  m_skipped += p.lost;
+  ready_cv.SignalAll();
+}
+
+// Every attempt of `t` failed: a retry after a backoff (on the next replica)
+// while the error is transient and the attempts and the time allow, else the
+// sample fails.
+void Loader::Impl::HandleFailure(const std::shared_ptr<Task>& t, const Status& err) {
+  const auto now = Clock::now();
+  if (t->failures++ == 0) t->first_failure = now;
+  const bool congestion = err.IsTimeout() || err.code() == Status::Code::kOverloaded;
+  if (err.IsTimeout()) m_timeouts++;
+  if (congestion) ctl.OnCongestion(now);
+  const bool missing = err.IsNotFound();
+  const bool corrupt = err.code() == Status::Code::kCorruption;
+  const bool transient = net::IsTransient(err) || missing || corrupt;
+  const int max_attempts = o.max_attempts > 0 ? o.max_attempts : loader_impl::kDefaultMaxAttempts;
+  const int limit = (missing || corrupt) ? std::min(loader_impl::kMaxAttemptsMissingOrCorrupt, max_attempts)
+                                         : max_attempts;
+  const auto budget_ms = o.retry_budget.count() > 0 ? o.retry_budget : loader_impl::kDefaultRetryBudget;
+  if (transient && t->failures < limit && now - t->first_failure < budget_ms) {
+    // Exponential backoff from 5 ms, at most 2 s, with jitter (half to all).
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    const double base = 5.0 * std::pow(2.0, std::min(t->failures - 1, 12));
+    const double d = std::min(2000.0, base) * std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+    retries.push(Retry{now + std::chrono::microseconds(static_cast<int64_t>(d * 1000)), t, t->failures});
+    m_retries++;
+    pump_cv.Signal();
+    return;
+  }
+  Status final = Status(err.code(),
+                        fmt::format("sample {} could not be read after {} attempt{}: {}", FormatKey(t->key),
+                                    t->attempts, t->attempts == 1 ? "" : "s", err.message()),
+                        err.server_error_ptr());
+  FailTask(*t, final);
+}
+
+// ----------------------------------------------------------------------------
+// The pump thread: retries, hedges, window control, rates
+// ----------------------------------------------------------------------------
+
+void Loader::Impl::PumpLoop() {
+  MutexLock lock(&mu);
+  while (!closed) {
+    pump_cv.WaitFor(&mu, std::chrono::milliseconds(2));
+    if (closed) break;
+    if (!started) continue;
+    const auto now = Clock::now();
+    std::vector<Launch> launches;
+    QueueDueRetries(now, &launches);
+    QueueHedges(now, &launches);
+    const int conns_before = ctl.connections();
+    ctl.Tick(now);
+    const int conns = ctl.connections();
+    UpdateRates(now);
+    Refill(&launches);
+    lock.Unlock();
+    if (conns != conns_before) session->SetConnectionsPerHost(conns);
+    Start(std::move(launches));
+    lock.Lock();
+  }
+}
+
+void Loader::Impl::QueueDueRetries(Clock::time_point now, std::vector<Launch>* out) {
+  while (!retries.empty() && retries.top().due <= now) {
+    Retry r = retries.top();
+    retries.pop();
+    if (!r.task->resolved) out->push_back(Launch::Retry(r.task, r.plan_offset));
+  }
+}
+
+// Attempts older than the adaptive threshold (the running p99, at least
+// 2 ms) get one more execution on the next replica/connection.
+void Loader::Impl::QueueHedges(Clock::time_point now, std::vector<Launch>* out) {
+  auto p99 = latencies.Percentile(99.0, 200);
+  while (!watch.empty()) {
+    auto t = watch.front().task.lock();
+    if (!t || t->resolved || t->outstanding == 0 || t->attempts > watch.front().attempt + 1) {
+      watch.pop_front();
+      continue;
+    }
+    if (!o.hedge || !p99) {
+      if (watch.size() > 1000000) watch.pop_front();  // bound: no hedging yet
+      return;
+    }
+    const auto delay = std::max<std::chrono::microseconds>(*p99, std::chrono::milliseconds(2));
+    if (watch.front().issued + delay > now) return;
+    watch.pop_front();
+    // Hedges are budgeted (about 5% of completed requests) so that an
+    // overloaded cluster is not sent even more work.
+    if (!t->hedged && t->outstanding == 1 && hedge_tokens >= 1.0) {
+      hedge_tokens -= 1.0;
+      t->hedged = true;
+      out->push_back(Launch::Hedge(t, t->attempts));
+    }
+  }
+}
+
+// Rates for metrics, once a second.
+void Loader::Impl::UpdateRates(Clock::time_point now) {
+  const double dt = std::chrono::duration<double>(now - rate_at).count();
+  if (dt < 1.0) return;
+  rate_images = static_cast<double>(m_images - rate_last_images) / dt;
+  rate_bytes = static_cast<double>(m_bytes - rate_last_bytes) / dt;
+  rate_last_images = m_images;
+  rate_last_bytes = m_bytes;
+  rate_at = now;
+}
+
+}  // namespace cqlstream
