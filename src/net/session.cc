@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "net/connection.h"
+#include "net/control.h"
 #include "net/io_pool.h"
 #include "net/pool.h"
 #include "net/routing/murmur3.h"
@@ -42,7 +43,7 @@ std::optional<cql::Bytes> ResultSet::paging_state() const {
 
 struct Execution;
 
-struct Session::Impl : PoolOwner, std::enable_shared_from_this<Session::Impl> {
+struct Session::Impl : PoolOwner, ControlOwner, std::enable_shared_from_this<Session::Impl> {
   ConnectionOptions opts;
   SessionOptions sopts;
   std::unique_ptr<IoPool> io;
@@ -53,11 +54,7 @@ struct Session::Impl : PoolOwner, std::enable_shared_from_this<Session::Impl> {
   std::map<std::string, std::shared_ptr<const ReplicaIndex>> rings GUARDED_BY(topo_mu);
   std::string local_dc GUARDED_BY(topo_mu);
 
-  Mutex control_mu;
-  std::shared_ptr<Connection> control GUARDED_BY(control_mu);
-  bool control_reconnecting GUARDED_BY(control_mu) = false;
-  std::unique_ptr<asio::steady_timer> refresh_timer GUARDED_BY(control_mu);
-  int control_failures GUARDED_BY(control_mu) = 0;
+  std::shared_ptr<ControlConnection> control;  // set by Connect before any I/O
 
   Mutex prepared_mu;
   std::unordered_map<std::string, PreparedPtr> prepared GUARDED_BY(prepared_mu);
@@ -75,7 +72,7 @@ struct Session::Impl : PoolOwner, std::enable_shared_from_this<Session::Impl> {
   // Bytes of connections that were closed (live ones are summed on demand).
   std::atomic<uint64_t> closed_bytes_read{0}, closed_bytes_written{0}, closed_direct{0}, closed_copied{0};
 
-  // --- PoolOwner -------------------------------------------------------------
+  // --- PoolOwner and ControlOwner ------------------------------------------
   bool closed() const override { return is_closed.load(); }
   asio::io_context& NextIo() override { return io->Next(); }
   Connection::Options ConnectionOptionsFor(const std::string& address, uint16_t port) override {
@@ -112,9 +109,18 @@ struct Session::Impl : PoolOwner, std::enable_shared_from_this<Session::Impl> {
     c.reconnect = ReconnectBackoff();
     return c;
   }
+  ControlConfig MakeControlConfig() const {
+    ControlConfig c;
+    c.contact_points = opts.hosts;
+    c.port = opts.port;
+    c.request_timeout = opts.request_timeout;
+    c.watch_events = sopts.watch_events;
+    c.reconnect = ReconnectBackoff();
+    return c;
+  }
 
   // --- topology ------------------------------------------------------------
-  std::shared_ptr<const Topology> Topo() const {
+  std::shared_ptr<const Topology> Topo() const override {
     MutexLock l(&topo_mu);
     return topo;
   }
@@ -125,19 +131,7 @@ struct Session::Impl : PoolOwner, std::enable_shared_from_this<Session::Impl> {
   std::shared_ptr<const ReplicaIndex> Ring(const std::string& keyspace);
   std::vector<HostPtr> QueryPlan(const Statement& st, std::optional<int64_t>* token);
 
-  // Runs one simple query on a given connection (control-connection work).
-  void RunOn(const std::shared_ptr<Connection>& c, std::string query,
-             std::function<void(StatusOr<cql::Rows>)> done);
-  void LoadTopology(const std::shared_ptr<Connection>& c, const std::string& contact,
-                    std::function<void(Status)> done);
-  void ApplyTopology(std::shared_ptr<Topology> t);
-  void OnEvent(const cql::Event& e);
-  void ScheduleRefresh(std::chrono::milliseconds delay);
-  void ReconnectControl();
-  // Tries candidates[index...] in turn; `first_error` is the failure of the
-  // first candidate that failed (reported when none answers).
-  void OpenControl(std::vector<std::string> candidates, size_t index, std::function<void(Status)> done,
-                   Status first_error = Status::OK());
+  void ApplyTopology(std::shared_ptr<Topology> t) override;
 
   // Warns once (stderr) when credentials go over plaintext to a host that is
   // not a loopback address.
@@ -150,84 +144,6 @@ struct Session::Impl : PoolOwner, std::enable_shared_from_this<Session::Impl> {
 // ----------------------------------------------------------------------------
 // Topology
 // ----------------------------------------------------------------------------
-
-void Session::Impl::RunOn(const std::shared_ptr<Connection>& c, std::string query,
-                          std::function<void(StatusOr<cql::Rows>)> done) {
-  cql::QueryParameters qp;
-  qp.consistency = cql::Consistency::kOne;
-  auto frame = cql::EncodeQuery(query, qp);
-  if (!frame.ok()) return done(frame.status());
-  c->Send(std::move(*frame), nullptr, opts.request_timeout,
-          [done = std::move(done), query](StatusOr<Reply> r) {
-            if (!r.ok()) return done(r.status().WithContext(query));
-            if (const ServerError* e = r->server_error()) {
-              return done(Status::FromServer(std::make_shared<ServerError>(*e)).WithContext(query));
-            }
-            auto* res = r->response ? std::get_if<cql::Result>(&r->response->message) : nullptr;
-            auto* rows = res ? std::get_if<cql::Rows>(res) : nullptr;
-            if (!rows) return done(Status::ProtocolError(fmt::format("'{}' returned no rows result", query)));
-            done(std::move(*rows));
-          });
-}
-
-namespace {
-
-HostPtr MakeHost(SystemHost&& sh, std::string address, uint16_t port) {
-  auto h = std::make_shared<Host>();
-  h->address = std::move(address);
-  h->port = sh.port.value_or(port);
-  h->datacenter = std::move(sh.datacenter);
-  h->rack = std::move(sh.rack);
-  h->release_version = std::move(sh.release_version);
-  h->host_id = std::move(sh.host_id);
-  h->schema_version = std::move(sh.schema_version);
-  h->tokens = std::move(sh.tokens);
-  return h;
-}
-
-}  // namespace
-
-// Reads system.local, the peers and the keyspaces' replication on `c` (the
-// parsing is in system_tables.cc) and publishes the topology.
-void Session::Impl::LoadTopology(const std::shared_ptr<Connection>& c, const std::string& contact,
-                                 std::function<void(Status)> done) {
-  auto t = std::make_shared<Topology>();
-  auto self = shared_from_this();
-  const uint16_t port = opts.port;
-  auto on_keyspaces = [self, t, done](StatusOr<cql::Rows> ks) {
-    if (!ks.ok()) return done(ks.status());
-    auto rep = ParseKeyspaces(*ks);
-    if (!rep.ok()) return done(rep.status());
-    t->replication = std::move(*rep);
-    self->ApplyTopology(t);
-    done(Status::OK());
-  };
-  auto on_peers = [self, c, t, port, done, on_keyspaces](StatusOr<cql::Rows> peers, bool v2) {
-    if (!peers.ok()) return done(peers.status());
-    auto ps = ParseSystemPeers(*peers, v2);
-    if (!ps.ok()) return done(ps.status());
-    for (SystemHost& p : *ps) {
-      std::string address = p.address;
-      t->hosts.push_back(MakeHost(std::move(p), std::move(address), port));
-    }
-    self->RunOn(c, kKeyspacesQuery, on_keyspaces);
-  };
-  RunOn(c, kLocalQuery, [self, c, t, contact, port, done, on_peers](StatusOr<cql::Rows> local) {
-    if (!local.ok()) return done(local.status());
-    auto l = ParseSystemLocal(*local);
-    if (!l.ok()) return done(l.status());
-    t->cluster_name = std::move(l->cluster_name);
-    t->hosts.push_back(MakeHost(std::move(l->host), contact, port));
-    self->RunOn(c, kPeersV2Query, [self, c, on_peers](StatusOr<cql::Rows> p2) {
-      const ServerError* e = p2.ok() ? nullptr : p2.status().server_error();
-      if (e != nullptr && e->typed() == ServerErrorCode::kInvalid) {
-        // Older servers (and ScyllaDB) have only system.peers.
-        return self->RunOn(c, kPeersQuery, [on_peers](StatusOr<cql::Rows> p1) { on_peers(std::move(p1), false); });
-      }
-      on_peers(std::move(p2), true);
-    });
-  });
-}
 
 void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
   std::vector<HostPtr> to_fill;
@@ -368,149 +284,9 @@ std::vector<HostPtr> Session::Impl::QueryPlan(const Statement& st, std::optional
   return plan;
 }
 
-// ----------------------------------------------------------------------------
-// Control connection and events
-// ----------------------------------------------------------------------------
-
-void Session::Impl::OpenControl(std::vector<std::string> candidates, size_t index,
-                                std::function<void(Status)> done, Status first_error) {
-  if (index >= candidates.size()) {
-    return done(first_error.ok() ? Status::ConnectFailed("no contact point answered") : first_error);
-  }
-  Connection::Options o = ConnectionOptionsFor(candidates[index], opts.port);
-  std::weak_ptr<Impl> weak = weak_from_this();
-  if (sopts.watch_events) {
-    o.event_types = {"TOPOLOGY_CHANGE", "STATUS_CHANGE", "SCHEMA_CHANGE"};
-    o.on_event = [weak](const cql::Event& e) {
-      if (auto self = weak.lock()) self->OnEvent(e);
-    };
-    o.on_close = [weak](const Status&) {
-      if (auto self = weak.lock()) self->ReconnectControl();
-    };
-  }
-  const std::string contact = candidates[index];
-  Connection::Open(io->Next(), std::move(o),
-                   [weak, candidates = std::move(candidates), index, done = std::move(done), contact,
-                    first_error = std::move(first_error)](StatusOr<std::shared_ptr<Connection>> c) mutable {
-                     auto self = weak.lock();
-                     if (!self) return;
-                     if (!c.ok()) {
-                       Status err = c.status();
-                       // Authentication and TLS failures are not fixed by another host.
-                       if (err.code() == Status::Code::kAuthError || err.code() == Status::Code::kTlsError) {
-                         return done(err);
-                       }
-                       return self->OpenControl(std::move(candidates), index + 1, std::move(done),
-                                                first_error.ok() ? std::move(err) : std::move(first_error));
-                     }
-                     auto conn = *c;
-                     self->LoadTopology(conn, contact, [self, conn, done](Status s) {
-                       if (s.ok()) {
-                         MutexLock l(&self->control_mu);
-                         self->control = conn;
-                         self->control_failures = 0;
-                       } else {
-                         conn->Close(s);
-                       }
-                       done(s);
-                     });
-                   });
-}
-
-void Session::Impl::ReconnectControl() {
-  if (closed()) return;
-  std::chrono::milliseconds delay;
-  {
-    MutexLock l(&control_mu);
-    if (control_reconnecting) return;
-    control_reconnecting = true;
-    control.reset();
-    // The same jittered backoff as the pools' (it had none: every client of
-    // a restarted cluster came back at the same instants).
-    delay = ReconnectBackoff().Delay(control_failures + 1);
-    ++control_failures;
-  }
-  auto timer = std::make_shared<asio::steady_timer>(io->Next());
-  timer->expires_after(delay);
-  std::weak_ptr<Impl> weak = weak_from_this();
-  timer->async_wait([weak, timer](std::error_code ec) {
-    auto self = weak.lock();
-    if (!self || ec || self->closed()) return;
-    // Any known host will do; up hosts first, then the contact points.
-    std::vector<std::string> cands;
-    if (auto t = self->Topo()) {
-      for (auto& h : t->hosts) {
-        if (h->up()) cands.push_back(h->address);
-      }
-      for (auto& h : t->hosts) {
-        if (!h->up()) cands.push_back(h->address);
-      }
-    }
-    for (auto& c : self->opts.hosts) cands.push_back(c);
-    self->OpenControl(cands, 0, [weak](Status s) {
-      auto self = weak.lock();
-      if (!self) return;
-      {
-        MutexLock l(&self->control_mu);
-        self->control_reconnecting = false;
-      }
-      if (!s.ok()) self->ReconnectControl();
-    });
-  });
-}
-
-void Session::Impl::OnEvent(const cql::Event& e) {
-  if (auto* sc = std::get_if<cql::StatusChangeEvent>(&e)) {
-    const std::string addr = cql::FormatAddress(sc->address.address);
-    if (auto t = Topo()) {
-      for (auto& h : t->hosts) {
-        if (h->address != addr) continue;
-        if (sc->change == "UP") {
-          h->pool->Fill();  // reconnect now rather than at the next backoff
-        } else if (sc->change == "DOWN") {
-          h->pool->MarkDown();
-        }
-      }
-    }
-    return;
-  }
-  // Topology and schema changes: re-read the system tables (debounced).
-  ScheduleRefresh(std::chrono::milliseconds(500));
-}
-
-void Session::Impl::ScheduleRefresh(std::chrono::milliseconds delay) {
-  MutexLock l(&control_mu);
-  if (closed() || refresh_timer) return;
-  refresh_timer = std::make_unique<asio::steady_timer>(io->Next());
-  refresh_timer->expires_after(delay);
-  std::weak_ptr<Impl> weak = weak_from_this();
-  refresh_timer->async_wait([weak](std::error_code ec) {
-    auto self = weak.lock();
-    if (!self) return;
-    std::shared_ptr<Connection> c;
-    std::string contact;
-    {
-      MutexLock l(&self->control_mu);
-      self->refresh_timer.reset();
-      c = self->control;
-    }
-    if (ec || !c || c->closed() || self->closed()) return;
-    // The control connection's own host keeps the address we reached it by.
-    if (auto t = self->Topo(); t && !t->hosts.empty()) contact = t->hosts.front()->address;
-    self->LoadTopology(c, contact, [](Status) {});
-  });
-}
-
 void Session::Impl::Shutdown() {
   if (is_closed.exchange(true)) return;
-  std::vector<std::shared_ptr<Connection>> conns;
-  {
-    MutexLock l(&control_mu);
-    if (control) conns.push_back(control);
-    control.reset();
-    if (refresh_timer) refresh_timer->cancel();
-  }
-  for (auto& c : conns) c->Close(Status::Cancelled("session closed"));
+  if (control) control->Close();
   if (auto t = Topo()) {
     for (auto& h : t->hosts) h->pool->Close(Status::Cancelled("session closed"));
   }
@@ -788,6 +564,62 @@ void Execution::Reprepare(int execution, const HostPtr& host, std::shared_ptr<Co
 // Session
 // ============================================================================
 
+namespace {
+
+// The connect retry of the control connection: a connection that was
+// accepted and then lost (or answered garbage, or not at all) may work the
+// next time; refused connections, TLS and authentication failures will not.
+constexpr int kControlOpenAttempts = 3;
+const ExponentialBackoff kControlOpenBackoff(std::chrono::milliseconds(50), std::chrono::milliseconds(400));
+
+bool WorthAnotherOpen(const Status& s) {
+  return s.code() == Status::Code::kConnectionLost || s.code() == Status::Code::kTimeout ||
+         s.code() == Status::Code::kProtocolError;
+}
+
+Status OpenControl(Session::Impl& impl) {
+  Status s;
+  for (int attempt = 0; attempt < kControlOpenAttempts; ++attempt) {
+    std::promise<Status> ready;
+    auto fut = ready.get_future();
+    impl.control->Open([&ready](Status st) { ready.set_value(std::move(st)); });
+    s = fut.get();
+    if (s.ok() || !WorthAnotherOpen(s)) break;
+    std::this_thread::sleep_for(kControlOpenBackoff.Delay(attempt + 1));
+  }
+  return s;
+}
+
+// Waits (bounded) until at least one pool connection is open and every up
+// host's first open has settled (a connection, or an error), so that the
+// first statements are not sent to hosts whose pools are still opening (they
+// would fail over, and a non-idempotent one could fail).
+Status AwaitPools(const Session::Impl& impl, std::chrono::milliseconds connect_timeout) {
+  const auto until = Clock::now() + connect_timeout;
+  const auto settle_until = Clock::now() + std::min<std::chrono::milliseconds>(connect_timeout,
+                                                                                 std::chrono::milliseconds(2000));
+  for (;;) {
+    bool any = false, settled = true;
+    std::string why;
+    if (auto t = impl.Topo()) {
+      for (auto& h : t->hosts) {
+        const HostPool::State st = h->pool->state();
+        if (st.open_connections > 0) any = true;
+        if (h->up() && st.open_connections == 0 && st.last_error.empty()) settled = false;
+        if (why.empty()) why = st.last_error;
+      }
+    }
+    if (any && (settled || Clock::now() >= settle_until)) return Status::OK();
+    if (Clock::now() >= until) {
+      return Status::ConnectFailed(fmt::format("no connection to any host could be opened{}{}",
+                                               why.empty() ? "" : ": ", why));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+}  // namespace
+
 StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& options,
                                                     SessionOptions session_options) {
   CQLS_RETURN_IF_ERROR(options.Validate());
@@ -804,50 +636,12 @@ StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& opt
     if (!ctx.ok()) return ctx.status();
     impl->tls = *ctx;
   }
-  Status s;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    std::promise<Status> ready;
-    auto fut = ready.get_future();
-    impl->OpenControl(options.hosts, 0, [&ready](Status st) { ready.set_value(std::move(st)); });
-    s = fut.get();
-    // A connection that was accepted and then lost (or answered garbage, or
-    // not at all) may work the next time; refused connections, TLS and
-    // authentication failures will not.
-    const bool again = s.code() == Status::Code::kConnectionLost || s.code() == Status::Code::kTimeout ||
-                       s.code() == Status::Code::kProtocolError;
-    if (s.ok() || !again) break;
-    std::this_thread::sleep_for(
-        ExponentialBackoff(std::chrono::milliseconds(50), std::chrono::milliseconds(400)).Delay(attempt + 1));
-  }
+  impl->control = ControlConnection::Make(impl->MakeControlConfig(), impl);
+  Status s = OpenControl(*impl);
+  if (s.ok()) s = AwaitPools(*impl, options.connect_timeout);
   if (!s.ok()) {
     impl->Shutdown();
     return s;
-  }
-  // Wait (bounded) until at least one pool connection is open and every
-  // up host's first open has settled (a connection, or an error), so that
-  // the first statements are not sent to hosts whose pools are still
-  // opening (they would fail over, and a non-idempotent one could fail).
-  const auto until = Clock::now() + options.connect_timeout;
-  const auto settle_until = Clock::now() + std::min<std::chrono::milliseconds>(options.connect_timeout,
-                                                                                 std::chrono::milliseconds(2000));
-  for (;;) {
-    bool any = false, settled = true;
-    std::string why;
-    if (auto t = impl->Topo()) {
-      for (auto& h : t->hosts) {
-        const HostPool::State st = h->pool->state();
-        if (st.open_connections > 0) any = true;
-        if (h->up() && st.open_connections == 0 && st.last_error.empty()) settled = false;
-        if (why.empty()) why = st.last_error;
-      }
-    }
-    if (any && (settled || Clock::now() >= settle_until)) break;
-    if (Clock::now() >= until) {
-      impl->Shutdown();
-      return Status::ConnectFailed(fmt::format("no connection to any host could be opened{}{}",
-                                               why.empty() ? "" : ": ", why));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   impl->WarnPlaintextCredentials();
   return std::shared_ptr<Session>(new Session(std::move(impl)));

@@ -3,7 +3,7 @@
 // The session's view of the cluster: hosts (with their connection pools,
 // net/pool.h) and the per-keyspace replica index used for token-aware
 // routing. Built from system.local / system.peers(_v2) and
-// system_schema.keyspaces by the session.
+// system_schema.keyspaces by the control connection (net/control.h).
 //
 // Thread-safety: a Topology is immutable once published (the session swaps
 // whole snapshots). Host fields other than `pool` are written only before
