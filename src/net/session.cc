@@ -16,6 +16,7 @@
 #include "net/connection.h"
 #include "net/control.h"
 #include "net/io_pool.h"
+#include "net/load_balancing.h"
 #include "net/pool.h"
 #include "net/routing/murmur3.h"
 #include "net/system_tables.h"
@@ -60,7 +61,6 @@ struct Session::Impl : PoolOwner, ControlOwner, std::enable_shared_from_this<Ses
   std::unordered_map<std::string, PreparedPtr> prepared GUARDED_BY(prepared_mu);
 
   std::atomic<bool> is_closed{false};
-  std::atomic<uint64_t> rr{0};
   std::atomic<int> conns_per_host{1};
   LatencyTracker latencies;
   std::atomic<uint64_t> latency_samples{0};
@@ -129,6 +129,9 @@ struct Session::Impl : PoolOwner, ControlOwner, std::enable_shared_from_this<Ses
     return local_dc;
   }
   std::shared_ptr<const ReplicaIndex> Ring(const std::string& keyspace);
+  // Replicas of `token` in `keyspace` (cached per keyspace and topology).
+  std::vector<HostPtr> Replicas(const std::string& keyspace, int64_t token);
+  // The statement's plan from the load-balancing policy; its token in `token`.
   std::vector<HostPtr> QueryPlan(const Statement& st, std::optional<int64_t>* token);
 
   void ApplyTopology(std::shared_ptr<Topology> t) override;
@@ -197,91 +200,44 @@ std::shared_ptr<const ReplicaIndex> Session::Impl::Ring(const std::string& keysp
   return ring;
 }
 
-std::vector<HostPtr> Session::Impl::QueryPlan(const Statement& st, std::optional<int64_t>* token) {
-  auto t = Topo();
-  std::vector<HostPtr> plan;
-  if (!t || t->hosts.empty()) return plan;
-  const std::string dc = LocalDc();
-  if (!st.target_host.empty()) {
-    for (const auto& h : t->hosts) {
-      if (h->address == st.target_host || h->endpoint() == st.target_host) plan.push_back(h);
-    }
-    return plan;
-  }
+std::vector<HostPtr> Session::Impl::Replicas(const std::string& keyspace, int64_t token) {
+  auto ring = Ring(keyspace);
+  return ring ? ring->Replicas(token) : std::vector<HostPtr>{};
+}
 
-  // Routing key of the statement, if it has one.
-  std::optional<int64_t> tok;
-  std::string keyspace;
+// The routing facts of a statement: the token of its bound partition key (a
+// prepared statement) or of its routing key, its keyspace, target and offset.
+static RoutingInfo RoutingOf(const Statement& st) {
+  RoutingInfo r;
+  r.target_host = st.target_host;
+  r.plan_offset = st.plan_offset;
   if (st.prepared && !st.prepared->pk_indexes.empty()) {
+    r.keyspace = st.prepared->keyspace;
     std::vector<cql::Bytes> parts;
-    bool ok = true;
     for (uint16_t idx : st.prepared->pk_indexes) {
-      if (idx >= st.values.size() || idx >= st.prepared->bind_types.size() || st.values[idx].is_null()) {
-        ok = false;
-        break;
-      }
+      if (idx >= st.values.size() || idx >= st.prepared->bind_types.size() || st.values[idx].is_null()) return r;
       cql::Bytes b;
-      if (!EncodeCell(st.values[idx], st.prepared->bind_types[idx], &b).ok()) {
-        ok = false;
-        break;
-      }
+      if (!EncodeCell(st.values[idx], st.prepared->bind_types[idx], &b).ok()) return r;
       parts.push_back(std::move(b));
     }
-    if (ok) {
-      std::vector<std::span<const uint8_t>> views(parts.begin(), parts.end());
-      auto tk = routing::PartitionKeyToken(views);
-      if (tk.ok()) tok = *tk;
-    }
-    keyspace = st.prepared->keyspace;
+    std::vector<std::span<const uint8_t>> views(parts.begin(), parts.end());
+    auto tk = routing::PartitionKeyToken(views);
+    if (tk.ok()) r.token = *tk;
   } else if (st.routing_key) {
-    tok = routing::Murmur3Token(*st.routing_key);
-    keyspace = st.routing_keyspace;
+    r.token = routing::Murmur3Token(*st.routing_key);
+    r.keyspace = st.routing_keyspace;
   }
-  *token = tok;
+  return r;
+}
 
-  std::vector<HostPtr> replicas;
-  if (tok && !keyspace.empty()) {
-    if (auto ring = Ring(keyspace)) replicas = ring->Replicas(*tok);
-  }
-  std::set<Host*> in_plan;
-  // 1. Up replicas in the local DC, least busy first (ties broken by the
-  //    ring order so load spreads deterministically).
-  std::vector<HostPtr> local_replicas;
-  for (auto& h : replicas) {
-    if (h->up() && (dc.empty() || h->datacenter == dc)) local_replicas.push_back(h);
-  }
-  if (local_replicas.size() > 1) {
-    std::vector<std::pair<int, HostPtr>> by_load;
-    for (auto& h : local_replicas) by_load.emplace_back(h->InFlight(), h);
-    std::stable_sort(by_load.begin(), by_load.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (size_t i = 0; i < by_load.size(); ++i) local_replicas[i] = by_load[i].second;
-  }
-  for (auto& h : local_replicas) {
-    plan.push_back(h);
-    in_plan.insert(h.get());
-  }
-  // 2. Other up hosts of the local DC, round-robin; 3. remote DCs; 4. down hosts.
-  const size_t n = t->hosts.size();
-  const size_t start = static_cast<size_t>(rr.fetch_add(1, std::memory_order_relaxed) % n);
-  for (int pass = 0; pass < 3; ++pass) {
-    for (size_t k = 0; k < n; ++k) {
-      const HostPtr& h = t->hosts[(start + k) % n];
-      if (in_plan.count(h.get())) continue;
-      const bool local = dc.empty() || h->datacenter == dc;
-      const bool up = h->up();
-      const bool take = (pass == 0 && up && local) || (pass == 1 && up && !local) || (pass == 2 && !up);
-      if (take) {
-        plan.push_back(h);
-        in_plan.insert(h.get());
-      }
-    }
-  }
-  if (st.plan_offset > 0 && plan.size() > 1) {
-    std::rotate(plan.begin(), plan.begin() + static_cast<long>(static_cast<size_t>(st.plan_offset) % plan.size()),
-                plan.end());
-  }
-  return plan;
+std::vector<HostPtr> Session::Impl::QueryPlan(const Statement& st, std::optional<int64_t>* token) {
+  auto t = Topo();
+  const RoutingInfo routing = RoutingOf(st);
+  *token = routing.token;
+  if (!t) return {};
+  const std::string dc = LocalDc();
+  ClusterView view{t->hosts, dc, [this](const std::string& ks, int64_t tok) { return Replicas(ks, tok); }};
+  return sopts.load_balancing->Plan(routing, view);
 }
 
 void Session::Impl::Shutdown() {
@@ -628,6 +584,7 @@ StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& opt
   impl->conns_per_host = options.connections_per_host;
   impl->sopts = std::move(session_options);
   if (!impl->sopts.retry) impl->sopts.retry = std::make_shared<DefaultRetryPolicy>();
+  if (!impl->sopts.load_balancing) impl->sopts.load_balancing = std::make_shared<DefaultLoadBalancingPolicy>();
   int threads = options.io_threads;
   if (threads == 0) threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   impl->io = std::make_unique<IoPool>(threads);

@@ -8,12 +8,14 @@
 //    SCHEMA_CHANGE events and opens a pool of connections to every host of
 //    the local data center (hosts of other data centers get pools too but are
 //    tried last).
-//  * Execute*() runs a statement along a query plan: for a prepared statement
-//    whose partition key is bound, the replicas of its token (Murmur3 on the
-//    routing key, replica placement from the keyspace's replication) in the
-//    local DC, least busy first; then the other hosts of the local DC; then
-//    remote DCs. Without routing information the plan starts round-robin.
-//    On ScyllaDB the request goes to the connection of the token's shard.
+//  * Execute*() runs a statement along a query plan made by the session's
+//    LoadBalancingPolicy (net/load_balancing.h; the default: for a prepared
+//    statement whose partition key is bound, the replicas of its token
+//    (Murmur3 on the routing key, replica placement from the keyspace's
+//    replication) in the local DC, least busy first; then the other hosts of
+//    the local DC; then remote DCs; without routing information the plan
+//    starts round-robin). On ScyllaDB the request goes to the connection of
+//    the token's shard.
 //  * Failures go through the statement's RetryPolicy (default:
 //    DefaultRetryPolicy); UNPREPARED is answered by re-preparing on that host
 //    and re-sending. Idempotent statements may be hedged: a SpeculativePolicy
@@ -26,6 +28,10 @@
 //    could not be opened is marked down (Hosts()) and tried last.
 //  * Connections that die are re-opened in the background with exponential
 //    backoff; hosts reported DOWN are tried last; events update the topology.
+//
+// The parts live beside this file: the connection pool of a host
+// (net/pool.h), the control connection and its events (net/control.h), the
+// query plan (net/load_balancing.h).
 //  * Credentials (ConnectionOptions::username/password) are sent to every
 //    host the session connects to: the contact points and every peer the
 //    cluster names in system.peers(_v2). Without TLS they cross the network
@@ -59,6 +65,8 @@
 #include "net/policies.h"
 
 namespace cqlstream::net {
+
+class LoadBalancingPolicy;  // net/load_balancing.h
 
 struct PreparedStatement {
   std::string query;
@@ -171,6 +179,8 @@ struct SessionMetrics {
 struct SessionOptions {
   std::shared_ptr<const RetryPolicy> retry = std::make_shared<DefaultRetryPolicy>();
   std::shared_ptr<const SpeculativePolicy> speculative;  // nullptr: no hedging by default
+  // The query plans; nullptr: DefaultLoadBalancingPolicy (net/load_balancing.h).
+  std::shared_ptr<const LoadBalancingPolicy> load_balancing;
   // Events and reconnection; turn off for short-lived tools.
   bool watch_events = true;
 };

@@ -1,0 +1,68 @@
+// Copyright (c) cqlstream authors.
+#include "net/load_balancing.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+namespace cqlstream::net {
+
+namespace {
+
+bool InDc(const Host& h, std::string_view dc) { return dc.empty() || h.datacenter == dc; }
+
+// The up replicas of the local DC, least busy first; ties keep the ring order
+// so that load spreads deterministically.
+std::vector<HostPtr> LocalReplicas(const std::vector<HostPtr>& replicas, std::string_view dc) {
+  std::vector<std::pair<int, HostPtr>> by_load;
+  for (const auto& h : replicas) {
+    if (h->up() && InDc(*h, dc)) by_load.emplace_back(h->InFlight(), h);
+  }
+  std::stable_sort(by_load.begin(), by_load.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<HostPtr> out;
+  out.reserve(by_load.size());
+  for (auto& [load, h] : by_load) out.push_back(std::move(h));
+  return out;
+}
+
+}  // namespace
+
+std::vector<HostPtr> DefaultLoadBalancingPolicy::Plan(const RoutingInfo& request, const ClusterView& cluster) const {
+  std::vector<HostPtr> plan;
+  const std::vector<HostPtr>& hosts = cluster.hosts;
+  if (hosts.empty()) return plan;
+  if (!request.target_host.empty()) {
+    for (const auto& h : hosts) {
+      if (h->address == request.target_host || h->endpoint() == request.target_host) plan.push_back(h);
+    }
+    return plan;
+  }
+  if (request.token && !request.keyspace.empty() && cluster.replicas) {
+    plan = LocalReplicas(cluster.replicas(request.keyspace, *request.token), cluster.local_dc);
+  }
+  std::set<const Host*> in_plan;
+  for (const auto& h : plan) in_plan.insert(h.get());
+  // Other up hosts of the local DC round-robin, then remote DCs, then down hosts.
+  const size_t n = hosts.size();
+  const size_t start = static_cast<size_t>(round_robin_.fetch_add(1, std::memory_order_relaxed) % n);
+  for (int pass = 0; pass < 3; ++pass) {
+    for (size_t k = 0; k < n; ++k) {
+      const HostPtr& h = hosts[(start + k) % n];
+      if (in_plan.count(h.get())) continue;
+      const bool local = InDc(*h, cluster.local_dc);
+      const bool up = h->up();
+      const bool take = (pass == 0 && up && local) || (pass == 1 && up && !local) || (pass == 2 && !up);
+      if (take) {
+        plan.push_back(h);
+        in_plan.insert(h.get());
+      }
+    }
+  }
+  if (request.plan_offset > 0 && plan.size() > 1) {
+    const size_t offset = static_cast<size_t>(request.plan_offset) % plan.size();
+    std::rotate(plan.begin(), plan.begin() + static_cast<long>(offset), plan.end());
+  }
+  return plan;
+}
+
+}  // namespace cqlstream::net
