@@ -1,12 +1,15 @@
 """cqlstream for NVIDIA DALI: the ``fn.cqlstream.reader`` plugin and a fallback.
 
 ``import cqlstream.dali`` loads the native plugin (``libcqlstream_dali.so``,
-built from plugins/dali against the pinned DALI wheel) into DALI, which adds
-``fn.cqlstream.reader`` and ``fn.cqlstream.keys_reader``. When the plugin
-cannot be loaded (not built, or another DALI version), :func:`reader` falls
-back to ``fn.external_source`` over :class:`cqlstream.Loader`; see
-docs/dali.md for what the fallback lacks (reader metadata, checkpoints,
-zero-copy, equal batch counts across shards).
+built from plugins/dali against the DALI installed at build time: ``pip
+install .`` builds it against the DALI of the target environment) into DALI,
+which adds ``fn.cqlstream.reader`` and ``fn.cqlstream.keys_reader``. A plugin
+loads only on the DALI version it was built for (the build writes it into the
+library; :func:`plugin_built_for` reads it). When no plugin can be loaded
+(not built, or built for another DALI), :func:`reader` falls back to
+``fn.external_source`` over :class:`cqlstream.Loader` with a
+:class:`FallbackWarning`; see docs/dali.md for what the fallback lacks
+(reader metadata, checkpoints, zero-copy, equal batch counts across shards).
 
 Inside a pipeline definition::
 
@@ -25,7 +28,10 @@ helper :func:`torch_iterator` (DALIGenericIterator with ``reader_name``).
 
 from __future__ import annotations
 
+import mmap
 import os
+import re
+import sys
 import threading
 import warnings
 from collections.abc import Sequence
@@ -37,6 +43,7 @@ __all__ = [
     "PluginNotLoadedError",
     "FallbackWarning",
     "plugin_path",
+    "plugin_built_for",
     "load_plugin",
     "plugin_loaded",
     "plugin_error",
@@ -47,10 +54,15 @@ __all__ = [
     "LoaderSource",
 ]
 
-#: The DALI release the plugin is built against (plugins/dali/CMakeLists.txt,
-#: python/requirements-dali.txt). A plugin must run with exactly this DALI.
+#: The DALI release the project tests first (python/requirements-dali.txt); CI
+#: also builds and tests a 1.x release (scripts/test, stage dali-versions). A
+#: plugin may be built for any DALI, and loads only on the one it was built for.
 DALI_VERSION = "2.4.0"
 PLUGIN_FILE = "libcqlstream_dali.so"
+#: The marker the build writes into the plugin (plugins/dali/CMakeLists.txt):
+#: "cqlstream-dali-built-for:<version>;package=<wheel>;cqlstream=<version>;".
+_MARKER = b"cqlstream-dali-built-for:"
+_VERSION_RE = re.compile(r"[0-9]+(\.[0-9A-Za-z+-]+)*")
 
 #: Output names, in the operators' order.
 _OUTPUTS = ("data", "labels", "target", "keys")
@@ -114,24 +126,93 @@ def _candidates() -> list[Path]:
     return out
 
 
+def plugin_built_for(path: str | os.PathLike[str]) -> str | None:
+    """The DALI version the plugin file at ``path`` was built for (read from
+    the marker the build writes into it, without loading it); None when the
+    file has no readable marker. Raises OSError when the file cannot be read."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return None
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            at = mm.find(_MARKER)
+            if at < 0:
+                return None
+            start = at + len(_MARKER)
+            end = mm.find(b";", start, start + 64)
+            if end < 0:
+                return None
+            version = mm[start:end].decode("ascii", "replace")
+    return version if _VERSION_RE.fullmatch(version) else None
+
+
+def _running_dali() -> str | None:
+    try:
+        import nvidia.dali as dali
+    except ImportError:
+        return None
+    return str(dali.__version__)
+
+
+def _built_for_or_none(path: Path) -> str | None:
+    try:
+        return plugin_built_for(path)
+    except (OSError, ValueError):
+        return None
+
+
 def plugin_path() -> str | None:
-    """Where the plugin would be loaded from: $CQLSTREAM_DALI_PLUGIN, next to
-    this package, else <repo>/$CQLSTREAM_BUILD_DIR, build, build-dali
-    (``plugins/dali/libcqlstream_dali.so``); None when none exists."""
+    """Where the plugin would be loaded from: $CQLSTREAM_DALI_PLUGIN as is;
+    else the first of: next to this package (``pip install .`` puts it there),
+    <repo>/$CQLSTREAM_BUILD_DIR, build, build-dali (``plugins/dali/libcqlstream_dali.so``)
+    that was built for the DALI of this process (the first that exists when
+    none was, or DALI is not installed); None when none exists."""
     if os.environ.get("CQLSTREAM_DALI_PLUGIN"):
         return os.environ["CQLSTREAM_DALI_PLUGIN"]  # explicit: used (and reported) as is
-    for c in _candidates():
-        if c.is_file():
-            return str(c)
+    existing = [c for c in _candidates() if c.is_file()]
+    running = _running_dali()
+    if running is not None:
+        for c in existing:
+            if (_built_for_or_none(c) or DALI_VERSION) == running:  # no marker: the old pinned build
+                return str(c)
+    return str(existing[0]) if existing else None
+
+
+def _rebuild_hint() -> str:
+    return ("rebuild it against this DALI: `pip install --force-reinstall --no-deps <cqlstream source>` in this "
+            "environment, or configure the build with -DCQLSTREAM_BUILD_DALI=ON "
+            f"-DCQLSTREAM_DALI_PYTHON={sys.executable} (docs/dali.md, 'Build and install')")
+
+
+def _version_error(where: str, running: str) -> str | None:
+    """Why the plugin at ``where`` cannot run under DALI ``running`` (None: it can)."""
+    try:
+        built = plugin_built_for(where)
+    except (OSError, ValueError) as e:
+        return f"cannot read {where}: {e}"
+    if built is None:
+        # Plugins from before the marker were built by a CMakeLists.txt that
+        # accepted only the pinned DALI_VERSION.
+        if running == DALI_VERSION:
+            return None
+        return (f"{where} does not say which DALI it was built for (no version marker: built before cqlstream "
+                f"recorded it, when builds were pinned to DALI {DALI_VERSION}, or not a cqlstream plugin), and this "
+                f"process has DALI {running}; {_rebuild_hint()}")
+    if built != running:
+        others = sorted({f"{c} (DALI {v})" for c in _candidates() if c.is_file() and str(c) != where
+                         and (v := _built_for_or_none(c)) is not None})
+        also = f"; other plugins found: {', '.join(others)}" if others else ""
+        return (f"{where} was built for DALI {built}, but this process has DALI {running} (a plugin only runs with "
+                f"the DALI it was compiled against); {_rebuild_hint()}{also}")
     return None
 
 
 def load_plugin(path: str | os.PathLike[str] | None = None, *, required: bool = True) -> bool:
     """Loads the plugin into DALI (once per process).
 
-    Returns True when ``fn.cqlstream`` is available. On failure raises
-    :class:`PluginNotLoadedError` (``required=True``) or returns False and
-    remembers why (:func:`plugin_error`).
+    Returns True when ``fn.cqlstream`` is available. The plugin must have been
+    built for the DALI of this process (:func:`plugin_built_for`). On failure
+    raises :class:`PluginNotLoadedError` (``required=True``) or returns False
+    and remembers why (:func:`plugin_error`).
     """
     global _loaded_path, _error
     with _lock:
@@ -144,13 +225,13 @@ def load_plugin(path: str | os.PathLike[str] | None = None, *, required: bool = 
             _error = f"nvidia-dali is not installed ({e}); install python/requirements-dali.txt"
         else:
             where = os.fspath(path) if path is not None else plugin_path()
-            if dali.__version__ != DALI_VERSION:
-                _error = (f"the plugin is built for DALI {DALI_VERSION}, this process has DALI {dali.__version__} "
-                          "(a plugin only runs with the DALI it was compiled against)")
-            elif where is None:
+            if where is None:
                 _error = ("libcqlstream_dali.so not found (looked in: "
                           + ", ".join(str(c) for c in _candidates())
-                          + "); build it with -DCQLSTREAM_BUILD_DALI=ON or set CQLSTREAM_DALI_PLUGIN")
+                          + "); `pip install .` with DALI installed builds it, or build it with "
+                          "-DCQLSTREAM_BUILD_DALI=ON, or set CQLSTREAM_DALI_PLUGIN")
+            elif (why := _version_error(where, str(dali.__version__))) is not None:
+                _error = why
             else:
                 try:
                     plugin_manager.load_library(where)
