@@ -27,6 +27,7 @@
 #include "store/ingest.h"
 #include "store/schema.h"
 #include "store/testing_fixtures.h"
+#include "store_fixture.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -37,26 +38,8 @@ using store::testing::MakePng;
 using store::testing::ReadFile;
 using store::testing::TempDir;
 using store::testing::WriteFile;
-
-std::string CliPath() {
-  std::string env = testing::Env("CQLSTREAM_CLI");
-  if (!env.empty()) return env;
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return (self.parent_path().parent_path() / "src/cli/cqlstream").string();
-}
-
-// Exit code of `cmd` (-1 when a signal ended it) and its output (both streams).
-std::pair<int, std::string> Sh(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, "popen failed"};
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int rc = ::pclose(p);
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
-}
+using testing::CliPath;
+using testing::Sh;
 
 void MakeFolder(const TempDir& dir, int n) {
   for (int i = 0; i < n; ++i) {
@@ -64,61 +47,17 @@ void MakeFolder(const TempDir& dir, int n) {
   }
 }
 
-class StoreHardeningTest : public ::testing::Test {
+class StoreHardeningTest : public testing::StoreFixture {
  protected:
-  static void SetUpTestSuite() {
-    keyspace_ = fmt::format("sh_{}", ::getpid());
-    session_ = testing::TestSession();
-    if (!session_) return;
-    std::string note;
-    Status st = store::EnsureKeyspace(*session_, keyspace_, store::Replication::Parse("simple:1").value(), true, &note);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-  }
-  static void TearDownTestSuite() {
-    if (session_) {
-      (void)store::RunDdl(*session_, "DROP KEYSPACE IF EXISTS " + keyspace_);
-      session_->Close();
-      session_.reset();
-    }
-  }
-  void SetUp() override { ASSERT_NE(session_, nullptr); }
-  net::Session& S() { return *session_; }
+  static void SetUpTestSuite() { SetUpStore("sh"); }
 
-  store::IngestOptions Opts(const std::string& dataset, std::vector<std::string> sources,
-                            const std::string& ks = "") {
-    store::IngestOptions o;
-    o.keyspace = ks.empty() ? keyspace_ : ks;
-    o.dataset = dataset;
-    o.source.sources = std::move(sources);
-    o.concurrency = 8;
-    o.readers = 2;
-    o.commit_interval = std::chrono::milliseconds(200);
-    return o;
-  }
   DatasetInfo Ingested(const std::string& name, const TempDir& dir) {
     store::IngestReport r;
     Status st = store::Ingest(S(), Opts(name, {dir.path()}), &r);
     EXPECT_TRUE(st.ok()) << st.ToString();
-    auto d = store::LoadDataset(S(), keyspace_, name);
-    EXPECT_TRUE(d.ok()) << d.status().ToString();
-    return d.ok() ? *d : DatasetInfo();
+    return Load(name);
   }
-  std::string Common() const {
-    return fmt::format("--keyspace {} --hosts {}", keyspace_, testing::Env("CQLSTREAM_TEST_HOSTS", "127.0.0.1"));
-  }
-  void Cql(const std::string& q) {
-    net::Statement st = net::Statement::Query(q);
-    st.consistency = cql::Consistency::kLocalQuorum;
-    auto r = S().Execute(st);
-    ASSERT_TRUE(r.ok()) << q << ": " << r.status().ToString();
-  }
-
-  static std::string keyspace_;
-  static std::shared_ptr<net::Session> session_;
 };
-
-std::string StoreHardeningTest::keyspace_;
-std::shared_ptr<net::Session> StoreHardeningTest::session_;
 
 std::set<std::string> FilesUnder(const std::string& root) {
   std::set<std::string> out;

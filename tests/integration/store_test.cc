@@ -27,6 +27,7 @@
 #include "store/stats.h"
 #include "store/testing_fixtures.h"
 #include "store/verify.h"
+#include "store_fixture.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -39,49 +40,17 @@ using store::testing::ReadFile;
 using store::testing::TarBuilder;
 using store::testing::TempDir;
 using store::testing::WriteFile;
+using testing::CliPath;
+using testing::Sh;
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public testing::StoreFixture {
  protected:
-  static void SetUpTestSuite() {
-    keyspace_ = fmt::format("st_{}", ::getpid());
-    session_ = testing::TestSession();
-    if (!session_) return;
-    std::string note;
-    Status st = store::EnsureKeyspace(*session_, keyspace_, store::Replication::Parse("simple:1").value(), true, &note);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-  }
-  static void TearDownTestSuite() {
-    if (session_) {
-      (void)store::RunDdl(*session_, "DROP KEYSPACE IF EXISTS " + keyspace_);
-      session_->Close();
-      session_.reset();
-    }
-  }
-  void SetUp() override { ASSERT_NE(session_, nullptr); }
-
-  net::Session& S() { return *session_; }
-
-  store::IngestOptions Opts(const std::string& dataset, std::vector<std::string> sources) {
-    store::IngestOptions o;
-    o.keyspace = keyspace_;
-    o.dataset = dataset;
-    o.source.sources = std::move(sources);
-    o.concurrency = 8;
-    o.readers = 2;
-    o.commit_interval = std::chrono::milliseconds(200);
-    return o;
-  }
+  static void SetUpTestSuite() { SetUpStore("st"); }
 
   std::pair<Status, store::IngestReport> Run(const store::IngestOptions& o) {
     store::IngestReport r;
     Status st = store::Ingest(S(), o, &r);
     return {st, r};
-  }
-
-  DatasetInfo Load(const std::string& name) {
-    auto d = store::LoadDataset(S(), keyspace_, name);
-    EXPECT_TRUE(d.ok()) << d.status().ToString();
-    return d.ok() ? *d : DatasetInfo();
   }
 
   // The committed metadata of a dataset, by key.
@@ -122,20 +91,7 @@ class StoreTest : public ::testing::Test {
     }
     return out;
   }
-
-  void Cql(const std::string& q, std::vector<Value> v = {}) {
-    net::Statement st = net::Statement::Query(q, std::move(v));
-    st.consistency = cql::Consistency::kLocalQuorum;
-    auto r = S().Execute(st);
-    ASSERT_TRUE(r.ok()) << q << ": " << r.status().ToString();
-  }
-
-  static std::string keyspace_;
-  static std::shared_ptr<net::Session> session_;
 };
-
-std::string StoreTest::keyspace_;
-std::shared_ptr<net::Session> StoreTest::session_;
 
 std::map<std::string, std::string> SkipsByPath(const store::IngestReport& r) {
   std::map<std::string, std::string> out;
@@ -659,25 +615,6 @@ TEST_F(StoreTest, AppendAndRefusedIngests) {
 }
 
 // --- the binary -----------------------------------------------------------------
-
-std::string CliPath() {
-  std::string env = testing::Env("CQLSTREAM_CLI");
-  if (!env.empty()) return env;
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return (self.parent_path().parent_path() / "src/cli/cqlstream").string();
-}
-
-std::pair<int, std::string> Sh(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, "popen failed"};
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int rc = ::pclose(p);
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
-}
 
 TEST_F(StoreTest, CommandLine) {
   const std::string cli = CliPath();
