@@ -31,7 +31,8 @@
 //
 // The parts live beside this file: the connection pool of a host
 // (net/pool.h), the control connection and its events (net/control.h), the
-// query plan (net/load_balancing.h).
+// query plan (net/load_balancing.h), one statement's attempts, retries and
+// hedges (net/execution.h), the shared state (net/session_impl.h).
 //  * Credentials (ConnectionOptions::username/password) are sent to every
 //    host the session connects to: the contact points and every peer the
 //    cluster names in system.peers(_v2). Without TLS they cross the network

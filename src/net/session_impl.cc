@@ -1,0 +1,195 @@
+// Copyright (c) cqlstream authors.
+#include "net/session_impl.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <span>
+
+#include "net/routing/murmur3.h"
+
+namespace cqlstream::net {
+
+Connection::Options Session::Impl::ConnectionOptionsFor(const std::string& address, uint16_t port) {
+  Connection::Options o;
+  o.transport.host = address;
+  o.transport.port = port;
+  o.transport.connect_timeout = opts.connect_timeout;
+  if (tls) {
+    o.transport.tls = tls;
+    o.transport.tls_server_name = opts.tls->server_name;
+    o.transport.tls_verify = !opts.tls->insecure_skip_verify;
+  }
+  o.username = opts.username;
+  o.password = opts.password;
+  o.max_frame_bytes = opts.max_frame_bytes;
+  return o;
+}
+
+void Session::Impl::OnConnectionClosed(const Connection& c) {
+  ConnectionStats s = c.stats();
+  closed_bytes_read += s.bytes_read;
+  closed_bytes_written += s.bytes_written;
+  closed_direct += s.direct_bytes;
+  closed_copied += s.copied_bytes;
+}
+
+PoolConfig Session::Impl::MakePoolConfig() const {
+  PoolConfig c;
+  c.tls = tls != nullptr;
+  c.shard_aware = opts.shard_aware;
+  c.reconnect = ReconnectBackoff();
+  return c;
+}
+
+ControlConfig Session::Impl::MakeControlConfig() const {
+  ControlConfig c;
+  c.contact_points = opts.hosts;
+  c.port = opts.port;
+  c.request_timeout = opts.request_timeout;
+  c.watch_events = sopts.watch_events;
+  c.reconnect = ReconnectBackoff();
+  return c;
+}
+
+std::shared_ptr<const Topology> Session::Impl::Topo() const {
+  MutexLock l(&topo_mu);
+  return topo;
+}
+
+std::string Session::Impl::LocalDc() const {
+  MutexLock l(&topo_mu);
+  return local_dc;
+}
+
+void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
+  std::vector<HostPtr> to_fill;
+  std::vector<HostPtr> removed;
+  {
+    MutexLock l(&topo_mu);
+    // Keep existing Host objects (and their pools) for known endpoints.
+    std::map<std::string, HostPtr> old;
+    if (topo) {
+      for (const auto& h : topo->hosts) old[h->endpoint()] = h;
+    }
+    for (auto& h : t->hosts) {
+      auto it = old.find(h->endpoint());
+      if (it != old.end()) {
+        HostPtr keep = it->second;
+        keep->datacenter = h->datacenter;  // immutable in practice; refreshed for completeness
+        keep->rack = h->rack;
+        keep->release_version = h->release_version;
+        keep->host_id = h->host_id;
+        keep->schema_version = h->schema_version;
+        keep->tokens = h->tokens;
+        h = keep;
+        old.erase(it);
+      } else {
+        h->pool = HostPool::Make(h->address, h->port, MakePoolConfig(), weak_from_this());
+        to_fill.push_back(h);
+      }
+    }
+    for (auto& [k, h] : old) removed.push_back(h);
+    if (local_dc.empty()) {
+      local_dc = opts.local_dc.empty() && !t->hosts.empty() ? t->hosts.front()->datacenter : opts.local_dc;
+    }
+    topo = std::move(t);
+    rings.clear();
+  }
+  for (auto& h : removed) {
+    h->pool->Close(Status::ConnectionLost(fmt::format("host {} left the cluster", h->endpoint())));
+  }
+  for (auto& h : to_fill) h->pool->Fill();
+}
+
+std::shared_ptr<const ReplicaIndex> Session::Impl::Ring(const std::string& keyspace) {
+  MutexLock l(&topo_mu);
+  auto it = rings.find(keyspace);
+  if (it != rings.end()) return it->second;
+  if (!topo) return nullptr;
+  auto rep = topo->replication.find(keyspace);
+  if (rep == topo->replication.end()) return nullptr;
+  std::shared_ptr<const ReplicaIndex> ring = ReplicaIndex::Build(topo->hosts, rep->second);
+  rings[keyspace] = ring;  // nullptr too: not routable, don't retry each time
+  return ring;
+}
+
+std::vector<HostPtr> Session::Impl::Replicas(const std::string& keyspace, int64_t token) {
+  auto ring = Ring(keyspace);
+  return ring ? ring->Replicas(token) : std::vector<HostPtr>{};
+}
+
+RoutingInfo RoutingOf(const Statement& st) {
+  RoutingInfo r;
+  r.target_host = st.target_host;
+  r.plan_offset = st.plan_offset;
+  if (st.prepared && !st.prepared->pk_indexes.empty()) {
+    r.keyspace = st.prepared->keyspace;
+    std::vector<cql::Bytes> parts;
+    for (uint16_t idx : st.prepared->pk_indexes) {
+      if (idx >= st.values.size() || idx >= st.prepared->bind_types.size() || st.values[idx].is_null()) return r;
+      cql::Bytes b;
+      if (!EncodeCell(st.values[idx], st.prepared->bind_types[idx], &b).ok()) return r;
+      parts.push_back(std::move(b));
+    }
+    std::vector<std::span<const uint8_t>> views(parts.begin(), parts.end());
+    auto tk = routing::PartitionKeyToken(views);
+    if (tk.ok()) r.token = *tk;
+  } else if (st.routing_key) {
+    r.token = routing::Murmur3Token(*st.routing_key);
+    r.keyspace = st.routing_keyspace;
+  }
+  return r;
+}
+
+std::vector<HostPtr> Session::Impl::QueryPlan(const Statement& st, std::optional<int64_t>* token) {
+  auto t = Topo();
+  const RoutingInfo routing = RoutingOf(st);
+  *token = routing.token;
+  if (!t) return {};
+  const std::string dc = LocalDc();
+  ClusterView view{t->hosts, dc, [this](const std::string& ks, int64_t tok) { return Replicas(ks, tok); }};
+  return sopts.load_balancing->Plan(routing, view);
+}
+
+namespace {
+
+// Loopback addresses and "localhost"; a host name is not resolved here (it
+// may name another machine) and counts as not loopback.
+bool IsLoopback(const std::string& host) {
+  if (host == "localhost") return true;
+  std::error_code ec;
+  auto a = asio::ip::make_address(host, ec);
+  return !ec && a.is_loopback();
+}
+
+}  // namespace
+
+void Session::Impl::WarnPlaintextCredentials() {
+  if (tls || opts.username.empty()) return;
+  std::string remote;
+  for (const auto& h : opts.hosts) {
+    if (remote.empty() && !IsLoopback(h)) remote = h;
+  }
+  if (auto t = Topo()) {
+    for (const auto& h : t->hosts) {
+      if (remote.empty() && !IsLoopback(h->address)) remote = h->address;
+    }
+  }
+  if (remote.empty() || plaintext_warned.exchange(true)) return;
+  std::fprintf(stderr,
+               "cqlstream: WARNING: the credentials of user '%s' are sent without TLS to %s (and to every host the "
+               "cluster names); anyone on the path can read them: use --tls-ca (or tls options)\n",
+               opts.username.c_str(), remote.c_str());
+}
+
+void Session::Impl::Shutdown() {
+  if (is_closed.exchange(true)) return;
+  if (control) control->Close();
+  if (auto t = Topo()) {
+    for (auto& h : t->hosts) h->pool->Close(Status::Cancelled("session closed"));
+  }
+  io->Stop();
+}
+
+}  // namespace cqlstream::net
