@@ -292,7 +292,8 @@ Status IngestRun::EnsureSchema() {
     dataset_ = *existing_;
   }
   report_->chunk_size = dataset_.chunk_size;
-  if (any_writes) CQLS_ASSIGN_OR_RETURN(statements_, PrepareIngestStatements(s_, dataset_));
+  if (!any_writes) return Status::OK();
+  CQLS_ASSIGN_OR_RETURN(statements_, PrepareIngestStatements(s_, dataset_));
   return Status::OK();
 }
 
