@@ -39,6 +39,14 @@ turns TLS on. Default: $CQLSTREAM_TLS_CA.)",
     .AddOptionalArg("tls_key", "Private key of tls_cert (PEM). Default: $CQLSTREAM_TLS_KEY.", "")
     .AddOptionalArg("tls_server_name", "Name checked against the server certificate (default: the address).",
                     "")
+    .AddOptionalArg("tls_key_passphrase_file", R"(File whose first line is the passphrase of an encrypted
+tls_key. Default: $CQLSTREAM_TLS_KEY_PASSPHRASE_FILE or $CQLSTREAM_TLS_KEY_PASSPHRASE. There is
+deliberately no passphrase argument (operator arguments are stored in serialized pipelines).)",
+                    "")
+    .AddOptionalArg("secure_bundle", R"(Cloud secure-connect bundle (zip): endpoint, CA, client
+certificate and key; replaces hosts, port, tls_ca, tls_cert and tls_key. Default:
+$CQLSTREAM_SECURE_BUNDLE. See docs/security.md.)",
+                    "")
     .AddOptionalArg("local_dc", "Data center whose hosts are tried first. Default: $CQLSTREAM_LOCAL_DC.", "")
     .AddOptionalArg("tls_insecure_skip_verify", R"(INSECURE: use TLS without verifying the server
 certificate (anyone on the path can impersonate the server; throwaway test nodes only). Warns on
@@ -52,6 +60,13 @@ load on a shared cluster. 0: automatic.)",
     .AddOptionalArg("max_connections_per_host", R"(Most connections per host the loader may open as it
 adapts (1..1024). 0: automatic (32).)",
                     0)
+    .AddOptionalArg("connect_timeout", "Seconds to open a connection. 0: the default (5).", 0.f)
+    .AddOptionalArg("initial_window", "The adaptive window's first size. 0: automatic.", 0)
+    .AddOptionalArg("max_attempts", "Attempts per sample before it fails. 0: automatic.", 0)
+    .AddOptionalArg("request_timeout", "Seconds one request may take. 0: automatic.", 0.f)
+    .AddOptionalArg("retry_budget", R"(Seconds a sample may spend in retries before it fails.
+0: automatic.)",
+                    0.f)
     .AddOptionalArg("verify_checksums", "Check each sample's xxh64 checksum (a mismatch is an error naming it).",
                     false)
     .AddOptionalArg("memory_bytes", R"(Byte budget of the loader (bytes in flight, assembled

@@ -52,6 +52,8 @@ LoaderOptions LoaderOptionsFromSpec(const OpSpec& spec, std::string_view where) 
   str("tls_cert", &a.tls_cert);
   str("tls_key", &a.tls_key);
   str("tls_server_name", &a.tls_server_name);
+  str("tls_key_passphrase_file", &a.tls_key_passphrase_file);
+  str("secure_bundle", &a.secure_bundle);
   a.tls_insecure_skip_verify = spec.GetArgument<bool>("tls_insecure_skip_verify");
   num("connections_per_host", &a.connections_per_host);
   num("io_threads", &a.io_threads);
@@ -61,6 +63,14 @@ LoaderOptions LoaderOptionsFromSpec(const OpSpec& spec, std::string_view where) 
   };
   cap("max_in_flight", &a.max_in_flight);
   cap("max_connections_per_host", &a.max_connections_per_host);
+  cap("initial_window", &a.initial_window);
+  cap("max_attempts", &a.max_attempts);
+  const auto seconds = [&](const char* name, std::optional<double>* out) {
+    if (spec.HasArgument(name) && spec.GetArgument<float>(name) != 0.f) *out = spec.GetArgument<float>(name);
+  };
+  seconds("connect_timeout", &a.connect_timeout_s);
+  seconds("request_timeout", &a.request_timeout_s);
+  seconds("retry_budget", &a.retry_budget_s);
   auto r = loader::ResolveOptions(a, loader::OptionSpelling::kKeyword);
   if (!r.ok()) Throw(where, r.status());
   loader::PrintWarnings(r->warnings);

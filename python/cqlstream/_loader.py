@@ -162,10 +162,15 @@ class Loader:
     same memory. See docs/python.md for every option.
 
     Connection options (hosts, port, keyspace, username, password_file,
-    tls_ca, tls_cert, tls_key, local_dc) default to the CQLSTREAM_*
-    environment variables, then to 127.0.0.1:9042 and keyspace
-    ``cqlstream``. A password is only read from a file (``password_file``,
-    CQLSTREAM_PASSWORD_FILE) or CQLSTREAM_PASSWORD, never passed in code.
+    tls_ca, tls_cert, tls_key, tls_key_passphrase_file, secure_bundle,
+    local_dc) default to the CQLSTREAM_* environment variables, then to
+    127.0.0.1:9042 and keyspace ``cqlstream``. A password is only read from
+    a file (``password_file``, CQLSTREAM_PASSWORD_FILE) or
+    CQLSTREAM_PASSWORD, never passed in code; so is the passphrase of an
+    encrypted client key (``tls_key_passphrase_file``,
+    CQLSTREAM_TLS_KEY_PASSPHRASE_FILE or CQLSTREAM_TLS_KEY_PASSPHRASE).
+    ``secure_bundle`` (a cloud secure-connect bundle zip) gives the endpoint
+    and the TLS certificates instead of hosts/port/tls_* (docs/security.md).
     """
 
     def __init__(
@@ -197,7 +202,9 @@ class Loader:
         tls_cert: str | os.PathLike[str] | None = None,
         tls_key: str | os.PathLike[str] | None = None,
         tls_server_name: str | None = None,
+        tls_key_passphrase_file: str | os.PathLike[str] | None = None,
         tls_insecure_skip_verify: bool = False,
+        secure_bundle: str | os.PathLike[str] | None = None,
         local_dc: str | None = None,
         connections_per_host: int | None = None,
         io_threads: int | None = None,
@@ -216,6 +223,9 @@ class Loader:
         self._closed = True
         if "password" in unexpected:
             raise TypeError(_PASSWORD_REFUSED)
+        if "tls_key_passphrase" in unexpected:
+            raise TypeError("Loader() does not accept tls_key_passphrase=: pass tls_key_passphrase_file=... or set "
+                            "CQLSTREAM_TLS_KEY_PASSPHRASE_FILE / CQLSTREAM_TLS_KEY_PASSPHRASE")
         if unexpected:
             raise TypeError(f"Loader() got unexpected keyword argument(s): {', '.join(sorted(unexpected))}")
         if not isinstance(dataset, str) or not dataset:
@@ -279,7 +289,10 @@ class Loader:
         a.tls_cert = os.fspath(tls_cert) if tls_cert is not None else None
         a.tls_key = os.fspath(tls_key) if tls_key is not None else None
         a.tls_server_name = tls_server_name
+        a.tls_key_passphrase_file = (os.fspath(tls_key_passphrase_file)
+                                     if tls_key_passphrase_file is not None else None)
         a.tls_insecure_skip_verify = bool(tls_insecure_skip_verify)
+        a.secure_bundle = os.fspath(secure_bundle) if secure_bundle is not None else None
         a.local_dc = local_dc
         a.connections_per_host = connections_per_host
         a.io_threads = io_threads

@@ -66,9 +66,13 @@ _VERSION_RE = re.compile(r"[0-9]+(\.[0-9A-Za-z+-]+)*")
 
 #: Output names, in the operators' order.
 _OUTPUTS = ("data", "labels", "target", "keys")
+#: loader::kOptionArgNames (src/loader/option_kit.h), as the plugin's schema
+#: (plugins/dali/connection_schema.cc) and cqlstream.Loader take them.
 _CONNECTION_ARGS = ("hosts", "port", "keyspace", "username", "password_file", "tls_ca", "tls_cert", "tls_key",
-                    "tls_server_name", "local_dc", "tls_insecure_skip_verify", "connections_per_host", "io_threads",
-                    "max_in_flight", "max_connections_per_host")
+                    "tls_server_name", "tls_key_passphrase_file", "tls_insecure_skip_verify", "secure_bundle",
+                    "local_dc", "connections_per_host", "io_threads", "connect_timeout", "max_in_flight",
+                    "initial_window", "max_connections_per_host", "max_attempts", "request_timeout",
+                    "retry_budget")
 
 
 class PluginNotLoadedError(RuntimeError):
@@ -265,7 +269,7 @@ def _connection_kwargs(conn: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in conn.items() if v is not None}
     if isinstance(out.get("hosts"), str):
         out["hosts"] = [h for h in out["hosts"].split(",") if h]
-    for k in ("password_file", "tls_ca", "tls_cert", "tls_key"):
+    for k in ("password_file", "tls_ca", "tls_cert", "tls_key", "tls_key_passphrase_file", "secure_bundle"):
         if k in out:
             out[k] = os.fspath(out[k])
     return out

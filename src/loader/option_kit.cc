@@ -62,7 +62,7 @@ StatusOr<std::optional<net::SecureBundle>> Bundle(const OptionArgs& a, const Che
 
 Status ApplyConnection(const OptionArgs& a, const Checker& c, ResolvedOptions* r) {
   ConnectionOptions& o = r->connection;
-  CQLS_ASSIGN_OR_RETURN(const std::optional<net::SecureBundle> bundle, Bundle(a, c));
+  CQLS_ASSIGN_OR_RETURN(std::optional<net::SecureBundle> bundle, Bundle(a, c));
   // The bundle's keyspace and data center sit below the variables and the
   // arguments; its endpoint and certificates replace the variables'.
   if (bundle && !bundle->keyspace.empty()) o.keyspace = bundle->keyspace;
@@ -94,7 +94,6 @@ Status ApplyConnection(const OptionArgs& a, const Checker& c, ResolvedOptions* r
     CQLS_RETURN_IF_ERROR(o.LoadKeyPassphraseFile(*a.tls_key_passphrase_file, c.Name("tls_key_passphrase_file")));
   }
   if (a.local_dc) o.local_dc = *a.local_dc;
-  if (bundle) CQLS_RETURN_IF_ERROR(net::ApplySecureBundle(*bundle, &o));
   if (a.connections_per_host) {
     CQLS_ASSIGN_OR_RETURN(o.connections_per_host, c.Int("connections_per_host", *a.connections_per_host, 1, 64));
   }
@@ -103,6 +102,11 @@ Status ApplyConnection(const OptionArgs& a, const Checker& c, ResolvedOptions* r
   }
   if (a.connect_timeout_s) {
     CQLS_ASSIGN_OR_RETURN(o.connect_timeout, c.Seconds("connect_timeout", *a.connect_timeout_s));
+  }
+  if (bundle) {
+    // A managed service's bundle: its metadata service names the SNI proxy and the nodes.
+    CQLS_RETURN_IF_ERROR(net::FetchContactInfo(&*bundle, o.tls ? *o.tls : TlsOptions{}, o.connect_timeout));
+    CQLS_RETURN_IF_ERROR(net::ApplySecureBundle(*bundle, &o));
   }
   CQLS_RETURN_IF_ERROR(o.Validate());
   if (o.tls && o.tls->insecure_skip_verify) {

@@ -1,6 +1,8 @@
 // Copyright (c) cqlstream authors.
 #include "net/secure_bundle.h"
 
+#include "net/transport.h"
+
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -10,6 +12,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -205,6 +209,55 @@ StatusOr<std::string> Pem(const json& cfg, const char* key, const char* fallback
   return out;
 }
 
+// The body of an HTTP/1.0 answer with status 200; errors name `url`.
+StatusOr<std::string> HttpBody(const std::string& answer, const std::string& url) {
+  const size_t eol = answer.find("\r\n");
+  const std::string status = answer.substr(0, std::min<size_t>(eol, 200));
+  if (eol == std::string::npos || status.rfind("HTTP/1.", 0) != 0 || status.size() < 12) {
+    return Status::ProtocolError(fmt::format("{} did not answer HTTP", url));
+  }
+  if (status.compare(9, 3, "200") != 0) return Status::ProtocolError(fmt::format("{} answered '{}'", url, status));
+  const size_t body = answer.find("\r\n\r\n");
+  if (body == std::string::npos) return Status::ProtocolError(fmt::format("{}: the answer's headers do not end", url));
+  return answer.substr(body + 4);
+}
+
+// One HTTPS GET over a Transport, answer bounded; runs `io` until done or
+// `timeout`.
+struct MetadataGet : std::enable_shared_from_this<MetadataGet> {
+  std::unique_ptr<Transport> t;
+  std::string request, answer;
+  std::array<uint8_t, 8192> buf{};
+  Status status = Status::OK();
+  bool done = false;
+
+  void Write() {
+    auto self = shared_from_this();
+    t->AsyncWrite({asio::buffer(request)}, [self](std::error_code ec, size_t) {
+      if (ec) return self->Finish(Status::ConnectionLost("sending the request: " + ec.message()));
+      self->Read();
+    });
+  }
+  void Read() {
+    auto self = shared_from_this();
+    t->AsyncReadSome(buf, [self](std::error_code ec, size_t n) {
+      self->answer.append(reinterpret_cast<const char*>(self->buf.data()), n);
+      if (self->answer.size() > kMaxSecureBundleEntryBytes) {
+        return self->Finish(Status::ProtocolError(
+            fmt::format("the answer is longer than {} bytes", kMaxSecureBundleEntryBytes)));
+      }
+      if (ec) return self->Finish(Status::OK());  // end of stream (HTTP/1.0: the body ends with it)
+      self->Read();
+    });
+  }
+  void Finish(Status s) {
+    if (done) return;
+    done = true;
+    status = std::move(s);
+    t->Close();
+  }
+};
+
 }  // namespace
 
 StatusOr<SecureBundle> ParseSecureBundle(std::string_view zip, std::string_view name) {
@@ -259,6 +312,52 @@ StatusOr<SecureBundle> LoadSecureBundle(const std::string& path) {
   return ParseSecureBundle(data, path);
 }
 
+Status FetchContactInfo(SecureBundle* b, const TlsOptions& tls_base, std::chrono::milliseconds timeout) {
+  if (b->route != SecureBundle::Route::kMetadataService) return Status::OK();
+  const std::string url = fmt::format("https://{}:{}/metadata", b->host, b->metadata_port);
+  TlsOptions tls;
+  tls.insecure_skip_verify = tls_base.insecure_skip_verify;
+  tls.key_passphrase = tls_base.key_passphrase;
+  tls.ca_pem = b->ca_pem;
+  tls.cert_pem = b->cert_pem;
+  tls.key_pem = b->key_pem;
+  tls.pem_origin = b->origin;
+  CQLS_ASSIGN_OR_RETURN(auto ctx, MakeTlsContext(tls));
+  asio::io_context io;
+  TransportOptions to;
+  to.host = b->host;
+  to.port = b->metadata_port;
+  to.connect_timeout = timeout;
+  to.tls = ctx;
+  to.tls_verify = !tls.insecure_skip_verify;
+  auto get = std::make_shared<MetadataGet>();
+  struct Release {  // the transport goes before the io_context it lives on
+    std::shared_ptr<MetadataGet> get;
+    ~Release() { get->t.reset(); }
+  } release{get};
+  get->request = fmt::format("GET /metadata HTTP/1.0\r\nHost: {}:{}\r\nAccept: application/json\r\n\r\n", b->host,
+                             b->metadata_port);
+  ConnectTransport(io, to, [get](StatusOr<std::unique_ptr<Transport>> t) {
+    if (!t.ok()) {
+      get->done = true;
+      get->status = t.status();
+      return;
+    }
+    get->t = std::move(t).value();
+    get->Write();
+  });
+  io.run_for(timeout + std::chrono::milliseconds(100));
+  if (!get->done) {
+    if (get->t) get->t->Close();
+    io.run_for(std::chrono::milliseconds(100));  // let the closed operations finish
+    return Status::Timeout(fmt::format("{}: no answer from the metadata service {} within {} ms", b->origin, url,
+                                       timeout.count()));
+  }
+  if (!get->status.ok()) return get->status.WithContext(fmt::format("{}: metadata service {}", b->origin, url));
+  CQLS_ASSIGN_OR_RETURN(std::string body, HttpBody(get->answer, url));
+  return ParseContactInfo(body, b);
+}
+
 Status ParseContactInfo(std::string_view text, SecureBundle* b) {
   const std::string what = b->origin + ": metadata service answer";
   CQLS_ASSIGN_OR_RETURN(json j, ParseJson(text, what));
@@ -270,11 +369,7 @@ Status ParseContactInfo(std::string_view text, SecureBundle* b) {
 Status ApplySecureBundle(const SecureBundle& b, ConnectionOptions* o) {
   switch (b.route) {
     case SecureBundle::Route::kMetadataService:
-      return Status::Unsupported(fmt::format(
-          "{} routes through the metadata service https://{}:{}/metadata, which cqlstream does not query; give "
-          "the cluster's contact_info in the bundle's config.json, or --hosts and the --tls-* files "
-          "(docs/security.md)",
-          b.origin, b.host, b.metadata_port));
+      return Status::Internal(fmt::format("{}: the metadata service was not asked (FetchContactInfo)", b.origin));
     case SecureBundle::Route::kDirect:
       o->hosts = {b.host};
       o->port = b.cql_port;

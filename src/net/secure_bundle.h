@@ -11,6 +11,7 @@
 // config.json fields read (everything else is ignored):
 //   host, port        the HTTPS metadata service (https://host:port/metadata)
 //                     that managed services answer with contact_info
+//                     (FetchContactInfo asks it)
 //   cql_port          with host and no port: a direct endpoint, host:cql_port
 //   contact_info      the metadata service's answer inline: {sni_proxy_address
 //                     "host:port", contact_points [host ids], local_dc}
@@ -28,6 +29,7 @@
 #define CQLSTREAM_NET_SECURE_BUNDLE_H_
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -74,11 +76,19 @@ StatusOr<SecureBundle> LoadSecureBundle(const std::string& path);
 // into `b` (route kSniProxy).
 Status ParseContactInfo(std::string_view json, SecureBundle* b);
 
+// Asks the bundle's metadata service (route kMetadataService) for the
+// cluster's contact_info: GET https://host:port/metadata over TLS with the
+// bundle's CA and client certificate (the host name verified unless
+// tls.insecure_skip_verify; tls.key_passphrase for an encrypted key), the
+// answer at most kMaxSecureBundleEntryBytes, within `timeout`; on success
+// the route becomes kSniProxy. Other routes: nothing to do.
+Status FetchContactInfo(SecureBundle* b, const TlsOptions& tls, std::chrono::milliseconds timeout);
+
 // Points `o` at the bundle's cluster: hosts and port (direct) or sni_proxy
 // and hosts = host ids (SNI); TLS from the bundle's PEMs (server_name,
 // insecure_skip_verify and key_passphrase of an existing o->tls are kept);
-// local_dc from the bundle when `o` has none. kMetadataService is
-// Unsupported (see docs/security.md).
+// local_dc from the bundle when `o` has none. A kMetadataService route must
+// be fetched first (FetchContactInfo): Internal otherwise.
 Status ApplySecureBundle(const SecureBundle& b, ConnectionOptions* o);
 
 }  // namespace cqlstream::net

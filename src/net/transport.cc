@@ -79,6 +79,12 @@ class TlsTransport final : public Transport {
   uint16_t local_port_ = 0;
 };
 
+bool IsIp(const std::string& name) {
+  std::error_code ec;
+  asio::ip::make_address(name, ec);
+  return !ec;
+}
+
 std::string OpenSslErrors() {
   std::string out;
   while (unsigned long e = ERR_get_error()) {
@@ -262,20 +268,19 @@ class Connector : public std::enable_shared_from_this<Connector> {
     tls_ = std::make_unique<asio::ssl::stream<tcp::socket>>(std::move(socket_), *opts_.tls);
     SSL* ssl = tls_->native_handle();
     const std::string name = opts_.tls_server_name.empty() ? opts_.host : opts_.tls_server_name;
-    std::error_code aec;
-    asio::ip::make_address(name, aec);
-    const bool is_ip = !aec;
-    if (!is_ip) SSL_set_tlsext_host_name(ssl, name.c_str());  // SNI only for names
+    if (!IsIp(name)) SSL_set_tlsext_host_name(ssl, name.c_str());  // SNI only for names
     if (opts_.tls_verify) {
       tls_->set_verify_mode(asio::ssl::verify_peer);
       // Let OpenSSL check the name so that a mismatch is reported precisely
       // ("hostname mismatch" / "IP address mismatch").
+      const std::string check = opts_.tls_verify_name.value_or(name);
       X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-      if (is_ip) {
-        X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str());
-      } else {
+      // An empty `check` verifies the chain only (SNI routing without --tls-server-name).
+      if (!check.empty() && IsIp(check)) {
+        X509_VERIFY_PARAM_set1_ip_asc(param, check.c_str());
+      } else if (!check.empty()) {
         X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-        X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
+        X509_VERIFY_PARAM_set1_host(param, check.c_str(), check.size());
       }
     } else {
       tls_->set_verify_mode(asio::ssl::verify_none);

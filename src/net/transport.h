@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -60,6 +61,10 @@ struct TransportOptions {
   std::shared_ptr<asio::ssl::context> tls;
   std::string tls_server_name;
   bool tls_verify = true;
+  // The name checked in the server certificate when it differs from the
+  // server name sent (SNI routing: the SNI is a host id, see
+  // sni_endpoint.h); "" checks the chain only. Unset: the server name.
+  std::optional<std::string> tls_verify_name;
   // Local ports to bind before connecting, tried in order (ScyllaDB's
   // shard-aware port assigns the shard from the client's source port).
   // Empty: any port.
