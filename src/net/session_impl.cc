@@ -7,6 +7,7 @@
 #include <span>
 
 #include "net/routing/murmur3.h"
+#include "net/sni_endpoint.h"
 
 namespace cqlstream::net {
 
@@ -20,6 +21,8 @@ Connection::Options Session::Impl::ConnectionOptionsFor(const std::string& addre
     o.transport.tls_server_name = opts.tls->server_name;
     o.transport.tls_verify = !opts.tls->insecure_skip_verify;
   }
+  // Behind an SNI proxy (secure-connect bundles): the proxy, with the host id as TLS server name.
+  if (opts.sni_proxy) RouteThroughSniProxy(*opts.sni_proxy, SniHostId(Topo().get(), address), &o.transport);
   o.username = opts.username;
   o.password = opts.password;
   o.max_frame_bytes = opts.max_frame_bytes;
