@@ -65,12 +65,13 @@ std::vector<HostPool::ToOpen> HostPool::Missing(uint16_t* port, int wanted) {
 void HostPool::Fill() {
   auto owner = owner_.lock();
   if (!owner || owner->closed()) return;
+  const int wanted = owner->ConnectionsPerHost();
   uint16_t port = port_;
   std::vector<ToOpen> to_open;
   {
     MutexLock l(&mu_);
     if (closed_) return;
-    to_open = Missing(&port, owner->ConnectionsPerHost());
+    to_open = Missing(&port, wanted);
   }
   auto self = shared_from_this();
   for (ToOpen& t : to_open) {
@@ -80,10 +81,10 @@ void HostPool::Fill() {
     o.on_close = [self, weak](const Status& why) {
       if (auto owner = weak.lock()) self->OnConnectionClosed(owner, why);
     };
-    const int wanted = t.shard;
+    const int shard = t.shard;
     Connection::Open(owner->NextIo(), std::move(o),
-                     [self, weak, wanted](StatusOr<std::shared_ptr<Connection>> c) {
-                       if (auto owner = weak.lock()) self->OnOpened(owner, std::move(c), wanted);
+                     [self, weak, shard](StatusOr<std::shared_ptr<Connection>> c) {
+                       if (auto owner = weak.lock()) self->OnOpened(owner, std::move(c), shard);
                      });
   }
 }
@@ -116,6 +117,7 @@ void HostPool::OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::s
   bool refill = false;
   bool came_up = false;
   std::shared_ptr<Connection> unwanted;
+  const bool session_closed = owner->closed();
   {
     MutexLock l(&mu_);
     --opening_;
@@ -128,7 +130,7 @@ void HostPool::OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::s
       // Seen down: query plans try it last until a connection opens again
       // (reconnection keeps trying it with backoff).
       if (conns_.empty()) up_ = false;
-    } else if (closed_ || owner->closed()) {
+    } else if (closed_ || session_closed) {
       unwanted = *c;
     } else {
       std::shared_ptr<Connection> conn = *c;
@@ -159,10 +161,11 @@ void HostPool::OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::s
 
 void HostPool::ScheduleReconnect(PoolOwner& owner) {
   if (owner.closed()) return;
+  asio::io_context& io = owner.NextIo();
   MutexLock l(&mu_);
   if (closed_ || reconnect_scheduled_) return;
   reconnect_scheduled_ = true;
-  if (!timer_) timer_ = std::make_unique<asio::steady_timer>(owner.NextIo());
+  if (!timer_) timer_ = std::make_unique<asio::steady_timer>(io);
   timer_->expires_after(config_.reconnect.Delay(failures_ + 1));
   auto self = shared_from_this();
   timer_->async_wait([self](std::error_code ec) {
