@@ -7,11 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <xxhash.h>
+
 #include <cstring>
 #include <vector>
 
 #include "cql/wire.h"
-#include "store/catalog.h"
 
 namespace cqlstream::store {
 namespace {
@@ -32,8 +33,10 @@ std::optional<std::span<const uint8_t>> View(const std::vector<uint8_t>& v) { re
 
 const SampleKey kKey = MakeKey(3, 1500);
 
-// The static and key cells of row `row` of an answer for `key`.
-void FeedRow(SampleRowCells& c, int32_t row, SampleKey key, int64_t size) {
+// The static and key cells of row `row` of an answer for `key` (to the
+// cells of a page or to a decoder).
+template <typename Sink>
+void FeedRow(Sink& c, int32_t row, SampleKey key, int64_t size) {
   const auto seg = Int(KeySegment(key)), idx = Int(KeyIndex(key)), sz = Big(size), img = Big(size), ck = Big(42),
              lb = Int(7);
   c.OnCell(row, kColSeg, View(seg));
@@ -174,6 +177,87 @@ TEST(SampleRowTest, ChunksThatLieAboutTheSizeNeverLeaveTheRegion) {
   empty.Begin(0, 4096);
   EXPECT_TRUE(empty.Finish(kKey).ok());
   EXPECT_FALSE(empty.Place(kKey, 1).ok());
+}
+
+// One row of an answer through the buffered decoder: key and static cells
+// (the statics only matter on the first row), then the data cell.
+void FeedDecoder(SampleRowDecoder& d, int32_t row, SampleKey key, int64_t size, const std::vector<uint8_t>& chunk) {
+  FeedRow(d, row, key, size);
+  d.OnCell(row, kColData, View(chunk));
+}
+
+std::vector<uint8_t> Bytes(size_t n, uint8_t seed) {
+  std::vector<uint8_t> b(n);
+  for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(seed + i * 7);
+  return b;
+}
+
+TEST(SampleRowTest, DecoderHoldsTheChunksOfAnAnswerOverPages) {
+  const auto c0 = Bytes(4096, 1), c1 = Bytes(4096, 2), c2 = Bytes(100, 3);
+  SampleRowDecoder d(kKey, Hints(), /*keep_bytes=*/true);
+  d.BeginPage();
+  FeedDecoder(d, 0, kKey, 8292, c0);
+  FeedDecoder(d, 1, kKey, 8292, c1);
+  d.BeginPage();  // a later page: its rows' statics are not read again
+  FeedDecoder(d, 0, kKey, 1, c2);
+  ASSERT_TRUE(d.Finish().ok()) << d.Finish().ToString();
+  EXPECT_EQ(d.rows(), 3);
+  EXPECT_EQ(d.statics().size, 8292);
+  EXPECT_EQ(d.statics().label, 7);
+  EXPECT_TRUE(d.statics().checksum_present);
+  EXPECT_EQ(d.data_bytes(), 8292);
+  std::vector<uint8_t> all = c0;
+  all.insert(all.end(), c1.begin(), c1.end());
+  all.insert(all.end(), c2.begin(), c2.end());
+  ASSERT_EQ(d.bytes().size(), all.size());
+  EXPECT_EQ(std::memcmp(d.bytes().data(), all.data(), all.size()), 0);
+  EXPECT_EQ(d.xxh64(), XXH64(all.data(), all.size(), 0));
+
+  // Without keeping bytes: the same checks, counted and hashed only.
+  SampleRowDecoder h(kKey, Hints(), /*keep_bytes=*/false);
+  h.BeginPage();
+  FeedDecoder(h, 0, kKey, 8292, c0);
+  FeedDecoder(h, 1, kKey, 8292, c1);
+  FeedDecoder(h, 2, kKey, 8292, c2);
+  EXPECT_TRUE(h.Finish().ok());
+  EXPECT_TRUE(h.bytes().empty());
+  EXPECT_EQ(h.xxh64(), d.xxh64());
+}
+
+TEST(SampleRowTest, DecoderRefusesWhatTheLoaderRefuses) {
+  const auto chunk = Bytes(4096, 1);
+  // Chunks short of the size.
+  SampleRowDecoder short_answer(kKey, Hints(), true);
+  FeedDecoder(short_answer, 0, kKey, 5000, chunk);
+  Status st = short_answer.Finish();
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_NE(st.message().find("add up to 4096 bytes, its size is 5000"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(short_answer.bytes().empty());
+  EXPECT_EQ(short_answer.data_bytes(), 4096);  // still counted: verify says how many bytes there were
+
+  // More than the catalog's max_size: refused before a byte is kept.
+  SampleRowDecoder large(kKey, Hints(), true);
+  FeedDecoder(large, 0, kKey, 20000, chunk);
+  st = large.Finish();
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_NE(st.message().find("max_size"), std::string::npos) << st.ToString();
+
+  // A row of another sample, on a later page.
+  SampleRowDecoder other(kKey, Hints(), true);
+  other.BeginPage();
+  FeedDecoder(other, 0, kKey, 8192, chunk);
+  other.BeginPage();
+  FeedDecoder(other, 0, kKey + 1, 8192, chunk);
+  st = other.Finish();
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_NE(st.message().find("another sample's key"), std::string::npos) << st.ToString();
+
+  // No rows at all: nothing wrong with rows that do not exist (the caller
+  // says "missing data").
+  SampleRowDecoder none(kKey, Hints(), true);
+  none.BeginPage();
+  EXPECT_TRUE(none.Finish().ok());
+  EXPECT_EQ(none.rows(), 0);
 }
 
 }  // namespace
