@@ -574,10 +574,11 @@ NB_MODULE(_core, m) {
       .def(
           "__init__",
           [](PyLoader* self, const OpenArgs& args) {
-            auto [lo, so] = Unwrap(Resolve(args));
             std::unique_ptr<Stream> s;
             {
+              // Resolving may ask a secure bundle's metadata service (network): no GIL held.
               nb::gil_scoped_release release;
+              auto [lo, so] = Unwrap(Resolve(args));
               s = Unwrap(Stream::Open(std::move(lo), std::move(so)));
             }
             new (self) PyLoader{std::move(s)};
