@@ -10,6 +10,8 @@ from __future__ import annotations
 from . import _core
 from ._core import Batch, decode_image, decode_images, describe_state, format_key, make_key
 from ._loader import DecodeSpec, InsecureTlsWarning, Loader, parse_keys
+from .dataset import Dataset
+from .selection import Selection
 from .errors import (
     AlreadyExistsError,
     AuthError,
@@ -33,7 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Loader", "Batch", "DecodeSpec", "parse_keys", "InsecureTlsWarning", "decode_image", "decode_images", "describe_state",
-    "format_key", "make_key",
+    "format_key", "make_key", "Dataset", "Selection",
     "Error", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "CorruptionError",
     "FileSystemError", "TimeoutError", "ConnectionError", "TlsError", "AuthError", "ProtocolError",
     "ServerError", "OverloadedError", "CancelledError", "UnsupportedError", "InternalError",
