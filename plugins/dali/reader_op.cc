@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "cqlstream/dataset.h"
+#include "loader/plan.h"
 #include "reader_checkpoint.h"
 #include "shard_plan.h"
 
@@ -59,32 +60,19 @@ ReaderOp::ReaderOp(const OpSpec& spec) : ::dali::Operator<::dali::CPUBackend>(sp
   o.world_size = num_shards_;
   o.rank = shard_id_;
 
-  // DALI shard i must get the number of samples DALI's iterators expect for
-  // it (shard_plan.h): the loader rank depends on the epoch size, which is
-  // known once the loader has read the catalog, so the loader is opened again
-  // when the first guess (rank = shard_id) was not that rank. A dataset that
-  // grows between the two opens is caught by the second check.
-  for (int attempt = 0;; ++attempt) {
-    auto opened = Loader::Open(o);
-    if (!opened.ok()) Throw(where_, opened.status());
-    std::unique_ptr<Loader> l = std::move(*opened);
-    const uint64_t n = EpochSize(*l, o, where_);
-    if (n < static_cast<uint64_t>(num_shards_)) {
-      Throw(where_, Status::InvalidArgument(fmt::format("{} samples cannot be cut into num_shards={} shards", n,
-                                                        num_shards_)));
-    }
-    const int rank = LoaderRankForShard(n, shard_id_, num_shards_);
-    if (rank == o.rank) {
-      loader_ = std::move(l);
-      samples_ = n;
-      break;
-    }
-    l->Close();
-    if (attempt == 2) Throw(where_, Status::Internal("the dataset keeps changing size while the reader opens"));
-    o.rank = rank;
+  // DALI shard i is loader rank i: both cut at floor(i * n / num_shards)
+  // (loader::RankSlice, shard_plan.h).
+  auto opened = Loader::Open(o);
+  if (!opened.ok()) Throw(where_, opened.status());
+  loader_ = std::move(*opened);
+  samples_ = EpochSize(*loader_, o, where_);
+  if (samples_ < static_cast<uint64_t>(num_shards_)) {
+    Throw(where_, Status::InvalidArgument(
+                      fmt::format("{} samples cannot be cut into num_shards={} shards", samples_, num_shards_)));
   }
-  const uint64_t shard_samples = DaliShardSize(samples_, shard_id_, num_shards_);
+  const uint64_t shard_samples = loader::RankSlice(samples_, shard_id_, num_shards_).size();
   if (static_cast<uint64_t>(loader_->SamplesPerEpoch()) != shard_samples) {
+    // The selection file changed between the loader's read and ours.
     Throw(where_, Status::Internal(fmt::format("loader rank {} reads {} samples per epoch, DALI shard {} expects {}",
                                                o.rank, loader_->SamplesPerEpoch(), shard_id_, shard_samples)));
   }

@@ -57,11 +57,15 @@ uint64_t Permutation::operator()(uint64_t i) const {
   return x;
 }
 
+uint64_t ShardBegin(uint64_t n, int i, int s) {
+  assert(s >= 1 && i >= 0 && i <= s);
+  const uint64_t S = static_cast<uint64_t>(s), I = static_cast<uint64_t>(i);
+  // i * n / s = i * (n / s) + i * (n % s) / s; i * (n % s) < s * s < 2^62.
+  return I * (n / S) + I * (n % S) / S;
+}
+
 PositionRange RankSlice(uint64_t n, int rank, int world) {
-  const uint64_t w = static_cast<uint64_t>(world), r = static_cast<uint64_t>(rank);
-  const uint64_t base = n / w, extra = n % w;
-  const uint64_t begin = r * base + std::min(r, extra);
-  return {begin, begin + base + (r < extra ? 1 : 0)};
+  return {ShardBegin(n, rank, world), ShardBegin(n, rank + 1, world)};
 }
 
 std::vector<PositionRange> SplitRanges(const std::vector<PositionRange>& ranges, int rank, int world) {

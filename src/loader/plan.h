@@ -8,13 +8,17 @@
 //    is materialized, so a plan over 10^9 samples takes a few bytes.
 //  * The permutation of epoch e is keyed by (seed, e) only: every rank
 //    computes the same global order whatever its own randomness.
-//  * Ranks take contiguous, disjoint slices of the global order (positions
-//    [start_r, end_r), sizes differing by at most one), so their union is the
-//    whole split. After a resume with another world size, a rank's part is a
-//    list of position ranges instead of one (see checkpoint.h).
+//  * Ranks take contiguous, disjoint slices of the global order: rank r of W
+//    gets positions [floor(r*n/W), floor((r+1)*n/W)) (sizes differing by at
+//    most one), so their union is the whole split. This is DALI's shard cut
+//    (its iterators' _calculate_shard_sizes), the one shard formula of the
+//    project: the DALI reader's shard i is loader rank i. After a resume
+//    with another world size, a rank's part is a list of position ranges
+//    instead of one (see checkpoint.h).
 //  * SampleSource maps a sample ordinal (in [0, n)) to its key: by binary
-//    search over segment prefix sums (a split) or by index into a sorted key
-//    list (a selection).
+//    search over segment prefix sums (a split) or by index into the
+//    selection's key list (in the selection's order; a key may appear more
+//    than once).
 //
 // Thread-safety: all types are immutable after construction and safe to share.
 #ifndef CQLSTREAM_LOADER_PLAN_H_
@@ -53,7 +57,11 @@ struct PositionRange {
   bool operator==(const PositionRange&) const = default;
 };
 
-// The contiguous slice of [0, n) that rank `rank` of `world` gets.
+// floor(i * n / s), computed without overflow. REQUIRES: 1 <= s, 0 <= i <= s.
+uint64_t ShardBegin(uint64_t n, int i, int s);
+// The contiguous slice of [0, n) that rank `rank` of `world` gets:
+// [ShardBegin(n, rank, world), ShardBegin(n, rank + 1, world)).
+// REQUIRES: 0 <= rank < world.
 PositionRange RankSlice(uint64_t n, int rank, int world);
 
 // Splits the positions in `ranges` (ascending, disjoint) into `world`

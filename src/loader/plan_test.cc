@@ -90,7 +90,32 @@ TEST(SplitRangesTest, ResplitsRemainingPositions) {
   }
   std::vector<uint64_t> want = {0, 1, 2, 10, 11, 20, 21, 22, 23, 24};
   EXPECT_EQ(all, want);
-  EXPECT_EQ(SplitRanges(rem, 0, 3), (std::vector<PositionRange>{{0, 3}, {10, 11}}));
+  // 10 positions over 3 ranks: 3, 3, 4 (floor(r * 10 / 3)).
+  EXPECT_EQ(SplitRanges(rem, 0, 3), (std::vector<PositionRange>{{0, 3}}));
+  EXPECT_EQ(SplitRanges(rem, 1, 3), (std::vector<PositionRange>{{10, 12}, {20, 21}}));
+  EXPECT_EQ(SplitRanges(rem, 2, 3), (std::vector<PositionRange>{{21, 25}}));
+}
+
+// DALI's iterators: np.floor(i * n / s) (base_iterator._calculate_shard_sizes).
+uint64_t DaliOracle(uint64_t n, int i, int s) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(i) * n) / static_cast<unsigned>(s));
+}
+
+TEST(RankSliceTest, IsDalisShardCut) {
+  for (uint64_t n : {0ull, 1ull, 7ull, 10ull, 60000ull, 1ull << 40, (1ull << 62) + 12345, ~0ull}) {
+    for (int s : {1, 2, 3, 7, 64, 1000, 1 << 30}) {
+      for (int i : {0, 1, s / 2, s - 1}) {
+        if (i < 0 || i >= s) continue;
+        EXPECT_EQ(ShardBegin(n, i, s), DaliOracle(n, i, s)) << n << " " << i << "/" << s;
+        EXPECT_EQ(RankSlice(n, i, s), (PositionRange{DaliOracle(n, i, s), DaliOracle(n, i + 1, s)}));
+      }
+      EXPECT_EQ(ShardBegin(n, s, s), n);
+    }
+  }
+  // 10 samples over 3 ranks: 3, 3, 4 (the larger slices last).
+  EXPECT_EQ(RankSlice(10, 0, 3), (PositionRange{0, 3}));
+  EXPECT_EQ(RankSlice(10, 1, 3), (PositionRange{3, 6}));
+  EXPECT_EQ(RankSlice(10, 2, 3), (PositionRange{6, 10}));
 }
 
 TEST(SampleSourceTest, MapsOrdinalsToSegmentKeys) {
