@@ -19,7 +19,9 @@ namespace {
 // The number of fields of an aggregate: the most initializers it takes.
 struct AnyField {
   template <class T>
-  operator T() const;  // NOLINT: converts to every field type (unevaluated only)
+  operator T() const {  // NOLINT: converts to every field type (only used unevaluated)
+    return T{};
+  }
 };
 template <class T, class... A>
 constexpr size_t FieldCount() {
