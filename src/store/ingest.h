@@ -33,6 +33,11 @@
 // bad between validation and writing, the run fails and the committed count
 // stops before it (the watermark never includes a skipped position).
 //
+// The parts: the per-split decision is store/split_plan.h (pure), the
+// writer of one segment store/segment_writer.h, the segments-table
+// bookkeeping (read, claim, supersede, commit) store/segments_table.h, the
+// data row's statements store/sample_row.h; ingest.cc runs the phases.
+//
 // Thread-safety: Ingest() runs on the calling thread plus its own reader
 // threads; the callbacks in IngestOptions are called from the calling thread.
 #ifndef CQLSTREAM_STORE_INGEST_H_
