@@ -12,7 +12,6 @@
 #include <random>
 
 #include "loader/loader_impl.h"
-#include "store/catalog.h"  // kColData until it moves to store/sample_row.h
 
 namespace cqlstream {
 
