@@ -144,6 +144,27 @@ def test_loader_reads_through_a_direct_bundle(secure, direct_bundle, secure_data
     assert read_all(name, secure_bundle=direct_bundle, username=USER, password_file=secure / "pw") == count
 
 
+def test_dali_reader_through_a_direct_bundle(secure, direct_bundle, secure_dataset):
+    """fn.cqlstream.reader takes the same secure_bundle argument (resolved by the same C++ code)."""
+    import cqlstream.dali as cd
+    from nvidia.dali import pipeline_def
+
+    assert cd.load_plugin(), cd.plugin_error()
+    name, count = secure_dataset
+
+    @pipeline_def(batch_size=count, num_threads=1, device_id=None)
+    def pipe():
+        return cd.reader(name, secure_bundle=direct_bundle, username=USER, password_file=secure / "pw",
+                         shuffle=False, output_keys=True)
+
+    p = pipe()
+    p.build()
+    data, labels, keys = p.run()
+    got = {int(keys.at(i)[0]) if keys.at(i).ndim else int(keys.at(i)) for i in range(len(keys))}
+    assert len(got) == count
+    assert all(data.at(i).size > 0 for i in range(len(data)))
+
+
 def test_bundle_cannot_be_combined_with_hosts(secure, direct_bundle):
     with pytest.raises(Exception, match="secure_bundle cannot be combined with hosts"):
         cqlstream.Loader("x", secure_bundle=direct_bundle, hosts="127.0.0.1", username=USER,
