@@ -22,11 +22,6 @@ std::optional<cql::Bytes> ResultSet::paging_state() const {
   return std::nullopt;
 }
 
-
-// ============================================================================
-// Session
-// ============================================================================
-
 namespace {
 
 // The connect retry of the control connection: a connection that was
