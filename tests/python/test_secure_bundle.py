@@ -106,6 +106,7 @@ def node_host_id() -> str:
     from cassandra.cluster import Cluster
 
     ctx = ssl.create_default_context(cafile=str(CERTS / "ca.crt"))
+    ctx.load_cert_chain(CERTS / "client.crt", CERTS / "client.key")  # for a node started with --client-auth
     cluster = Cluster([SECURE_HOST], ssl_context=ctx, auth_provider=PlainTextAuthProvider(USER, PASSWORD),
                       protocol_version=4, connect_timeout=30, control_connection_timeout=30)
     try:
