@@ -42,10 +42,21 @@ import dali_sysconfig  # noqa: E402  (python/tools, beside this file)
 # Passed through unchanged.
 build_sdist = _skb.build_sdist
 get_requires_for_build_sdist = _skb.get_requires_for_build_sdist
-prepare_metadata_for_build_editable = _skb.prepare_metadata_for_build_editable
-prepare_metadata_for_build_wheel = _skb.prepare_metadata_for_build_wheel
 
 _OWN_KEYS = ("cqlstream.dali", "cqlstream.dali-python")
+
+
+def _without_own(config_settings: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: v for k, v in (config_settings or {}).items() if k not in _OWN_KEYS}
+
+
+def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: dict[str, Any] | None = None) -> str:
+    return _skb.prepare_metadata_for_build_wheel(metadata_directory, _without_own(config_settings))
+
+
+def prepare_metadata_for_build_editable(metadata_directory: str,
+                                        config_settings: dict[str, Any] | None = None) -> str:
+    return _skb.prepare_metadata_for_build_editable(metadata_directory, _without_own(config_settings))
 
 
 def _say(msg: str) -> None:

@@ -21,7 +21,6 @@ Standard library only; imports nothing but DALI's sysconfig.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import sys
@@ -79,10 +78,6 @@ def dali_distribution() -> tuple[str, str]:
         if m:
             return name, m.group(1)
     return "", ""
-
-
-def dali_available() -> bool:
-    return importlib.util.find_spec("nvidia") is not None and importlib.util.find_spec("nvidia.dali") is not None
 
 
 def main(argv: list[str]) -> int:
