@@ -158,3 +158,16 @@ def test_loader_reads_weighted_ordered_selections_entry_by_entry(ds, tmp_path, l
         total.update(_epoch_keys(cqlstream.Loader(ds.name, selection=path, seed=5, rank=rank, world_size=2,
                                                   batch_size=8, **loader_kwargs)))
     assert total == collections.Counter(listed)
+
+
+def test_metadata_is_a_dataframe_exactly_when_pandas_is_importable(ds):
+    try:
+        import pandas
+    except ImportError:
+        pandas = None
+    md = ds.metadata("test")
+    if pandas is None:
+        assert isinstance(md, list) and len(md) == 18 and isinstance(md[0], dict)
+    else:
+        assert isinstance(md, pandas.DataFrame) and len(md) == 18
+        assert list(md.columns) == ["key", "split", "path", "label", "size", "extra"]
