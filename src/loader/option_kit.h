@@ -84,18 +84,12 @@ struct OptionArgs {
 // connection flags (ConnectionFlags) the connection options up to
 // connect_timeout as --kebab-case. Tests compare the front ends with it.
 inline constexpr std::string_view kOptionArgNames[] = {
-    "hosts",          "port",
-    "keyspace",       "username",
-    "password_file",  "tls_ca",
-    "tls_cert",       "tls_key",
-    "tls_server_name", "tls_key_passphrase_file",
-    "tls_insecure_skip_verify", "secure_bundle",
-    "local_dc",       "connections_per_host",
-    "io_threads",     "connect_timeout",
-    "max_in_flight",  "initial_window",
-    "max_connections_per_host", "max_attempts",
-    "request_timeout", "retry_budget",
-};
+    // Connection (the CLI's connection flags: --hosts ... --connect-timeout).
+    "hosts", "port", "keyspace", "username", "password_file", "tls_ca", "tls_cert", "tls_key", "tls_server_name",
+    "tls_key_passphrase_file", "tls_insecure_skip_verify", "secure_bundle", "local_dc", "connections_per_host",
+    "io_threads", "connect_timeout",
+    // Loader throttles.
+    "max_in_flight", "initial_window", "max_connections_per_host", "max_attempts", "request_timeout", "retry_budget"};
 
 // The longest duration accepted, in seconds (one day).
 inline constexpr double kMaxOptionSeconds = 86400.0;
