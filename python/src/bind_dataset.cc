@@ -72,18 +72,27 @@ class DatasetHandle {
   explicit DatasetHandle(const DatasetArgs& a) {
     StatusOr<DatasetInfo> info = Status::Internal("not loaded");
     {
+      // The handle is not visible to Python yet: Open may set session_ without the GIL.
       nb::gil_scoped_release release;
       info = Open(a);
     }
-    info_ = Unwrap(std::move(info));
+    if (!info.ok()) {
+      Close();  // a session opened for a dataset that is not there
+      Raise(info.status());
+    }
+    info_ = std::move(info).value();
   }
   ~DatasetHandle() { Close(); }
 
+  // session_ is read and written only with the GIL held; I/O runs on a
+  // copy of the pointer, so a close() from another thread never frees a
+  // session that a scan is using.
   void Close() {
-    if (session_) {
+    std::shared_ptr<net::Session> s = std::move(session_);
+    session_.reset();
+    if (s) {
       nb::gil_scoped_release release;
-      session_->Close();
-      session_.reset();
+      s->Close();
     }
   }
   const DatasetInfo& info() const { return info_; }
@@ -100,12 +109,14 @@ class DatasetHandle {
 
   // The metadata of `split` (every split when empty), ascending key.
   MetaColumns Metadata(const std::optional<std::string>& split, int concurrency) {
-    if (!session_) Raise(Status::InvalidArgument("this Dataset is closed"));
+    std::shared_ptr<net::Session> session = session_;
+    if (!session) Raise(Status::InvalidArgument("this Dataset is closed"));
+    if (concurrency < 1 || concurrency > 1024) Raise(Status::InvalidArgument("concurrency must be in [1, 1024]"));
     MetaColumns cols;
     Status st;
     {
       nb::gil_scoped_release release;
-      st = Scan(split, concurrency, &cols);
+      st = Scan(*session, split, concurrency, &cols);
     }
     if (!st.ok()) Raise(st);
     return cols;
@@ -122,7 +133,7 @@ class DatasetHandle {
     return store::LoadDataset(*session_, kit.connection.keyspace, a.dataset);
   }
 
-  Status Scan(const std::optional<std::string>& split, int concurrency, MetaColumns* cols) {
+  Status Scan(net::Session& session, const std::optional<std::string>& split, int concurrency, MetaColumns* cols) {
     std::vector<SegmentInfo> segs;
     std::map<int32_t, std::string> split_of;
     for (const auto& g : info_.segments) {
@@ -140,7 +151,7 @@ class DatasetHandle {
     }
     std::vector<store::MetaRow> rows;
     Mutex mu;
-    CQLS_RETURN_IF_ERROR(store::ScanMeta(*session_, info_, segs, concurrency,
+    CQLS_RETURN_IF_ERROR(store::ScanMeta(session, info_, segs, concurrency,
                                          [&](const store::BlockRef&, std::vector<store::MetaRow>& block) {
                                            MutexLock l(&mu);
                                            for (auto& r : block) rows.push_back(std::move(r));
