@@ -168,9 +168,10 @@ bool RequestPrefetcher::ReadyLocked(const Request& r, int want) const {
 RequestPrefetcher::Iteration RequestPrefetcher::EmitLocked(Request& r, int want) {
   Iteration it;
   it.samples.reserve(static_cast<size_t>(want));
-  // Chunks in the order they arrived would be ideal; key order among the
-  // arrived ones is as good for "each key once" and keeps interactive
-  // requests in their order (one chunk).
+  // From the chunks that have arrived, in key order among them (an
+  // interactive request is one chunk, so it keeps the request's order). At
+  // most one chunk is left partly emitted, which keeps TakeIteration from
+  // waiting on a chunk that cannot be issued.
   for (auto& c : r.chunks) {
     if (!c.done || it.samples.size() == static_cast<size_t>(want)) continue;
     const BatchPtr& b = *c.result;

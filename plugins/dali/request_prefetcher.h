@@ -13,8 +13,8 @@
 // Iterations: each request yields output iterations in order. Interactive:
 // exactly one iteration per request, its samples in the request's order.
 // Decoupled: ceil(n / mini_batch_size) iterations of min(mini_batch_size,
-// left) samples each, taken from the request's chunks in the order the chunks
-// arrive (out of order within the request, each key exactly once). Iteration
+// left) samples each, taken from the chunks that have arrived (key order
+// among them; so out of order within the request, each key exactly once). Iteration
 // sizes are known before any data arrives (NextIterationSize), as DALI's
 // executor needs them when it schedules an iteration.
 //

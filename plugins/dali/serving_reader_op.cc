@@ -198,7 +198,7 @@ request carries a long key list; the operator streams it back as successive iter
 
 Feed the keys like fn.cqlstream.interactive_reader (a request may be longer than the pipeline's
 batch_size). The request is cut into mini-batches that are fetched concurrently, at most
-``prefetch_requests`` at once; an iteration takes the samples that arrived first, so the order
+``prefetch_requests`` at once; an iteration takes samples of the mini-batches that have arrived, so the order
 within a request is not kept, and each key is delivered exactly once (use ``output_keys=True`` to
 know which). The "depleted" operator trace is "false" while the request has iterations left,
 which is how Triton's DALI backend knows when to stop running the pipeline for it.)")
