@@ -217,8 +217,9 @@ StatusOr<RequestPrefetcher::Iteration> RequestPrefetcher::TakeIteration() {
   r->taken++;
   stats_.iterations++;
   if (!r->failed.ok()) {
-    // Iterations DALI already scheduled fail too; the others are dropped.
-    r->iteration_sizes.resize(std::max(r->assigned, r->taken));
+    // The request's later iterations fail too: DALI may have scheduled them
+    // already (a scheduled iteration's size is asked for later, on another
+    // thread), so they cannot be dropped without shifting the next request.
     Status s = r->failed;
     RetireLocked();
     IssueLocked();

@@ -25,10 +25,9 @@
 // Requests are taken from the caller (Add) only while WantsRequest() says so
 // or when an iteration must be planned, so the caller's queue holds the rest.
 //
-// Errors: a chunk's error fails the iteration that needs that chunk and only
-// that request; later iterations of the same request that were already
-// assigned fail with the same error, unassigned ones are dropped; the next
-// request is served normally.
+// Errors: a chunk's error fails the iteration that finds it and every later
+// iteration of the same request (with the same error), and only that
+// request: the next request is served normally.
 //
 // Thread-safety: every method may be called from any thread (one mutex);
 // TakeIteration blocks without holding it. Ownership: the prefetcher owns its

@@ -116,13 +116,15 @@ def run_requests(pipe: Any, name: str, requests: Iterable[Sequence[int]], *, que
     it = iter(requests)
     pending: deque[int] = deque()  # request index per scheduled iteration
     index = 0
+    completed = 0  # requests whose iterations were all yielded
 
-    def feed() -> bool:
-        nonlocal index
+    def feed() -> int | None:
+        """Feeds the next request; returns its iteration count (None: no more requests)."""
+        nonlocal index, completed
         try:
             keys = next(it)
         except StopIteration:
-            return False
+            return None
         a = keys_array(keys)
         if mini_batch_size is None:
             pipe.feed_input(name, a)
@@ -130,11 +132,15 @@ def run_requests(pipe: Any, name: str, requests: Iterable[Sequence[int]], *, que
         else:
             pipe.feed_input(name, a.reshape(1, -1))
             n = -(-len(a) // mini_batch_size)
+        pending.extend([index] * n)
+        index += 1
+        if n == 0:
+            completed += 1  # an empty decoupled request yields no iteration
+        return n
+
+    def schedule(n: int) -> None:
         for _ in range(n):
             pipe.schedule_run()
-            pending.append(index)
-        index += 1
-        return True
 
     depth = getattr(pipe, "prefetch_queue_depth", 1)
     if depth not in (1, {"cpu_size": 1, "gpu_size": 1}):
@@ -144,10 +150,15 @@ def run_requests(pipe: Any, name: str, requests: Iterable[Sequence[int]], *, que
         raise ValueError("run_requests with queued > 1 needs DALI's dynamic executor (exec_dynamic=True, also "
                          "in Pipeline.deserialize): the legacy executor blocks a second schedule_run until the "
                          "first outputs are read")
-    completed = 0
     more = True
+    # The first requests are all fed before any iteration is scheduled, so the
+    # operator finds them queued (as with a server that got them at once).
+    first = 0
     while more and index - completed < queued:
-        more = feed()
+        n = feed()
+        more = n is not None
+        first += n or 0
+    schedule(first)
     while pending:
         r = pending.popleft()
         try:
@@ -159,7 +170,9 @@ def run_requests(pipe: Any, name: str, requests: Iterable[Sequence[int]], *, que
         if not pending or pending[0] != r:
             completed += 1
         while more and index - completed < queued:
-            more = feed()
+            n = feed()
+            more = n is not None
+            schedule(n or 0)
 
 
 _lib_lock = threading.Lock()
