@@ -14,6 +14,11 @@
 // holds exactly its size and the bytes sent in order, and nothing throws
 // or traps (UBSan) whatever the row says.
 //
+// The same rows also go through the buffered decoder of verify and export
+// (SampleRowDecoder, keeping the bytes), each row with a data cell of its
+// own: whatever it is fed, it never crashes, and when it accepts an answer
+// it holds exactly the declared size (within its hints), hashed as placed.
+//
 // Input (FuzzedDataProvider): hints, the key asked for, then rows until the
 // input runs out.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -24,8 +29,9 @@
 #include <optional>
 #include <vector>
 
+#include <xxhash.h>
+
 #include "cql/wire.h"
-#include "store/catalog.h"
 #include "store/sample_row.h"
 
 namespace cqlstream::store {
@@ -86,9 +92,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> sent;    // the chunk bytes accepted, in order
   ChunkPlacer placer;
   bool continuation = false;
+  // The buffered decoder allocates the size its hints allow: bounded here as
+  // the export bounds it.
+  SampleHints dh = h;
+  if (dh.max_size < 0 || dh.max_size > kMaxRegion) dh.max_size = kMaxRegion;
+  SampleRowDecoder dec(key, dh, /*keep_bytes=*/true);
   while (in.remaining_bytes() > 0 && !failed) {
     // One page of rows.
     SampleRowCells cells(key, continuation);
+    dec.BeginPage();
     const int rows = in.ConsumeIntegralInRange<int>(0, 6);
     for (int row = 0; row < rows && !failed; ++row) {
       const SampleKey row_key = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? key + 1 : key;
@@ -100,13 +112,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto lb = Cell(in, 4, in.ConsumeIntegralInRange<uint32_t>(0, 12));
       std::optional<std::vector<uint8_t>> labels;
       if (in.ConsumeBool()) labels = in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 40));
-      cells.OnCell(row, kColSeg, View(seg));
-      cells.OnCell(row, kColIdx, View(idx));
-      cells.OnCell(row, kColSize, View(sz));
-      cells.OnCell(row, kColImageSize, View(img));
-      cells.OnCell(row, kColChecksum, View(ck));
-      cells.OnCell(row, kColLabel, View(lb));
-      cells.OnCell(row, kColLabels, View(labels));
+      std::optional<std::vector<uint8_t>> data_cell;
+      if (in.ConsumeIntegralInRange<int>(0, 5) != 0) {
+        data_cell = in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 2 * 4096));
+      }
+      // Key and static cells, in column order (kColSeg .. kColLabels).
+      const std::optional<std::vector<uint8_t>>* by_col[] = {&seg, &idx, &sz, &img, &ck, &lb, &labels};
+      for (int32_t col = kColSeg; col <= kColLabels; ++col) {
+        cells.OnCell(row, col, View(*by_col[col]));
+        dec.OnCell(row, col, View(*by_col[col]));
+      }
+      dec.OnCell(row, kColData, View(data_cell));
       // The data cell: a chunk of some length (a declared length may be
       // anything; the bytes that follow are what the input has).
       const int64_t len = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(0, 2 * 4096)
@@ -160,6 +176,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // A complete sample: exactly its size, the chunks' bytes in order.
     Check(placer.written() == static_cast<uint64_t>(statics.size));
     Check(sent.size() == region.size() && std::memcmp(sent.data(), region.data(), sent.size()) == 0);
+  }
+  Status decoded = dec.Finish();
+  if (!decoded.ok()) Check(decoded.code() == Status::Code::kCorruption && !decoded.message().empty());
+  if (decoded.ok() && dec.rows() > 0) {
+    const SampleStatics& st = dec.statics();
+    Check(st.present && st.size >= 0 && st.size <= dh.max_size);
+    Check(st.image_size >= -1 && st.image_size <= st.size);
+    Check(dec.bytes().size() == static_cast<size_t>(st.size));
+    Check(dec.data_bytes() == st.size);
+    Check(XXH64(dec.bytes().data(), dec.bytes().size(), 0) == dec.xxh64());
   }
   return 0;
 }
