@@ -65,6 +65,17 @@ std::string Session::Impl::LocalDc() const {
   return local_dc;
 }
 
+namespace {
+
+// Whether two descriptions of one endpoint agree on everything a plan or the
+// routing reads.
+bool SameDescription(const Host& a, const Host& b) {
+  return a.datacenter == b.datacenter && a.rack == b.rack && a.release_version == b.release_version &&
+         a.host_id == b.host_id && a.schema_version == b.schema_version && a.tokens == b.tokens;
+}
+
+}  // namespace
+
 void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
   std::vector<HostPtr> to_fill;
   std::vector<HostPtr> removed;
@@ -78,14 +89,16 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
     for (auto& h : t->hosts) {
       auto it = old.find(h->endpoint());
       if (it != old.end()) {
-        HostPtr keep = it->second;
-        keep->datacenter = h->datacenter;  // immutable in practice; refreshed for completeness
-        keep->rack = h->rack;
-        keep->release_version = h->release_version;
-        keep->host_id = h->host_id;
-        keep->schema_version = h->schema_version;
-        keep->tokens = h->tokens;
-        h = keep;
+        // A published Host is read without a lock (query plans, routing), so
+        // it is never written: an unchanged host keeps its object, a changed
+        // one is a new object that takes over the pool (plans in flight keep
+        // the old object, which shares that pool).
+        HostPtr& known = it->second;
+        if (SameDescription(*known, *h)) {
+          h = known;
+        } else {
+          h->pool = known->pool;
+        }
         old.erase(it);
       } else {
         h->pool = HostPool::Make(h->address, h->port, MakePoolConfig(), weak_from_this());
