@@ -32,43 +32,51 @@ bool QuorumUnreachable(const Status& st) {
 
 namespace {
 
-std::string Text(const cql::Rows& r, int32_t row, std::string_view col) {
-  auto v = r.value(row, r.column_index(col));
-  return v.ok() && v->kind() == Value::Kind::kText ? v->as_text() : std::string();
-}
-int64_t Int(const cql::Rows& r, int32_t row, std::string_view col) {
-  auto v = r.value(row, r.column_index(col));
-  if (!v.ok()) return 0;
-  if (v->kind() == Value::Kind::kInt) return v->as_int();
-  if (v->kind() == Value::Kind::kBigint) return v->as_bigint();
-  return 0;
+// A column by name with the typed getters (a column of another type, or a
+// missing one, is an error naming it); `fallback` when the cell is null.
+template <typename T>
+StatusOr<T> Column(const cql::Rows& r, int32_t row, std::string_view col, T fallback = T()) {
+  CQLS_ASSIGN_OR_RETURN(std::optional<T> v, r.GetOptional<T>(row, col));
+  return v ? std::move(*v) : std::move(fallback);
 }
 
 Status FillDataset(const cql::Rows& r, int32_t row, const std::string& keyspace, DatasetInfo* d) {
   d->keyspace = keyspace;
-  d->name = Text(r, row, "name");
-  d->layout_version = static_cast<int>(Int(r, row, "layout_version"));
+  CQLS_ASSIGN_OR_RETURN(d->name, Column<std::string>(r, row, "name"));
+  CQLS_ASSIGN_OR_RETURN(d->layout_version, Column<int32_t>(r, row, "layout_version"));
   if (d->layout_version != kLayoutVersion) {
     return Status::Unsupported(fmt::format(
         "dataset '{}' in keyspace '{}' uses layout version {}, but this cqlstream reads layout version {}; "
         "use the cqlstream release that wrote it, or re-ingest the dataset",
         d->name, keyspace, d->layout_version, kLayoutVersion));
   }
-  auto created = r.value(row, r.column_index("created"));
-  if (created.ok() && created->kind() == Value::Kind::kTimestamp) d->created_ms = created->as_timestamp().millis;
-  auto lk = ParseLabelKind(Text(r, row, "label_kind"));
+  CQLS_ASSIGN_OR_RETURN(auto created, r.GetOptional<Value>(row, "created"));
+  if (created && created->kind() == Value::Kind::kTimestamp) d->created_ms = created->as_timestamp().millis;
+  CQLS_ASSIGN_OR_RETURN(std::string label_kind, Column<std::string>(r, row, "label_kind"));
+  auto lk = ParseLabelKind(label_kind);
   if (!lk.ok()) return lk.status().WithContext(fmt::format("dataset '{}'", d->name));
   d->label_kind = *lk;
-  d->class_names.clear();
-  auto cn = r.value(row, r.column_index("class_names"));
-  if (cn.ok() && cn->kind() == Value::Kind::kList) {
-    for (const auto& v : cn->as_list()) d->class_names.push_back(v.kind() == Value::Kind::kText ? v.as_text() : "");
-  }
-  d->checksum = Text(r, row, "checksum");
-  d->chunk_size = static_cast<int32_t>(Int(r, row, "chunk_size"));
+  CQLS_ASSIGN_OR_RETURN(d->class_names, Column<std::vector<std::string>>(r, row, "class_names"));
+  CQLS_ASSIGN_OR_RETURN(d->checksum, Column<std::string>(r, row, "checksum"));
+  CQLS_ASSIGN_OR_RETURN(d->chunk_size, Column<int32_t>(r, row, "chunk_size"));
   if (d->chunk_size <= 0) return Status::Corruption(fmt::format("dataset '{}' has chunk size {}", d->name, d->chunk_size));
-  d->description = Text(r, row, "description");
+  CQLS_ASSIGN_OR_RETURN(d->description, Column<std::string>(r, row, "description"));
   return Status::OK();
+}
+
+StatusOr<SegmentInfo> DecodeSegment(const cql::Rows& r, int32_t i) {
+  SegmentInfo g;
+  CQLS_ASSIGN_OR_RETURN(g.seg, r.Get<int32_t>(i, "seg"));
+  CQLS_ASSIGN_OR_RETURN(g.split, Column<std::string>(r, i, "split"));
+  CQLS_ASSIGN_OR_RETURN(g.source_id, Column<std::string>(r, i, "source_id"));
+  CQLS_ASSIGN_OR_RETURN(g.source, Column<std::string>(r, i, "source"));
+  CQLS_ASSIGN_OR_RETURN(g.fingerprint, Column<std::string>(r, i, "fingerprint"));
+  CQLS_ASSIGN_OR_RETURN(g.count, Column<int32_t>(r, i, "count"));
+  CQLS_ASSIGN_OR_RETURN(g.bytes, Column<int64_t>(r, i, "bytes"));
+  CQLS_ASSIGN_OR_RETURN(g.max_size, Column<int64_t>(r, i, "max_size"));
+  CQLS_ASSIGN_OR_RETURN(g.state, Column<std::string>(r, i, "state"));
+  CQLS_ASSIGN_OR_RETURN(g.size_hist, Column<std::vector<int64_t>>(r, i, "size_hist"));
+  return g;
 }
 
 // Runs `read` at LOCAL_QUORUM, and again at LOCAL_ONE when the quorum cannot
@@ -94,20 +102,7 @@ Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d
   st.consistency = cl;
   return s.ForEachPage(st, [&](const cql::Rows& r) {
     for (int32_t i = 0; i < r.row_count(); ++i) {
-      SegmentInfo g;
-      g.seg = static_cast<int32_t>(Int(r, i, "seg"));
-      g.split = Text(r, i, "split");
-      g.source_id = Text(r, i, "source_id");
-      g.source = Text(r, i, "source");
-      g.fingerprint = Text(r, i, "fingerprint");
-      g.count = Int(r, i, "count");
-      g.bytes = Int(r, i, "bytes");
-      g.max_size = Int(r, i, "max_size");
-      g.state = Text(r, i, "state");
-      auto h = r.value(i, r.column_index("size_hist"));
-      if (h.ok() && h->kind() == Value::Kind::kList) {
-        for (const auto& v : h->as_list()) g.size_hist.push_back(v.kind() == Value::Kind::kBigint ? v.as_bigint() : 0);
-      }
+      CQLS_ASSIGN_OR_RETURN(SegmentInfo g, DecodeSegment(r, i));
       d->segments.push_back(std::move(g));
     }
     return Status::OK();

@@ -40,15 +40,27 @@ std::string MetaBlockQuery(const DatasetInfo& d) {
 
 namespace {
 
-int64_t IntOf(const StatusOr<Value>& v) {
-  if (!v.ok()) return 0;
-  if (v->kind() == Value::Kind::kInt) return v->as_int();
-  if (v->kind() == Value::Kind::kBigint) return v->as_bigint();
-  return 0;
-}
-
-std::string TextOf(const StatusOr<Value>& v) {
-  return v.ok() && v->kind() == Value::Kind::kText ? v->as_text() : std::string();
+// One row of MetaBlockQuery's answer (typed getters: a column of another
+// type than the table's is an error naming it; a null reads as empty).
+Status DecodeMetaRow(const cql::Rows& r, int32_t i, int32_t seg, int32_t idx, MetaRow* m) {
+  m->key = MakeKey(seg, idx);
+  CQLS_ASSIGN_OR_RETURN(auto path, r.GetOptional<std::string>(i, 1));
+  m->path = path.value_or("");
+  CQLS_ASSIGN_OR_RETURN(auto target, r.GetOptional<std::string>(i, 2));
+  m->target_path = target.value_or("");
+  CQLS_ASSIGN_OR_RETURN(m->label, r.GetOptional<int32_t>(i, 3));
+  CQLS_ASSIGN_OR_RETURN(auto labels, r.GetOptional<std::vector<int32_t>>(i, 4));
+  m->labels = labels.value_or(std::vector<int32_t>());
+  CQLS_ASSIGN_OR_RETURN(auto size, r.GetOptional<int64_t>(i, 5));
+  m->size = size.value_or(0);
+  CQLS_ASSIGN_OR_RETURN(auto image_size, r.GetOptional<int64_t>(i, 6));
+  m->image_size = image_size.value_or(0);
+  CQLS_ASSIGN_OR_RETURN(auto checksum, r.GetOptional<int64_t>(i, 7));
+  m->checksum = checksum.value_or(0);
+  using TextMap = std::map<std::string, std::string>;
+  CQLS_ASSIGN_OR_RETURN(auto extra, r.GetOptional<TextMap>(i, 8));
+  if (extra) m->extra.insert(extra->begin(), extra->end());
+  return Status::OK();
 }
 
 }  // namespace
@@ -63,29 +75,10 @@ StatusOr<std::vector<MetaRow>> ReadMetaBlock(net::Session& s, const net::Prepare
   const int32_t end = b.end_idx();
   Status status = s.ForEachPage(st, [&](const cql::Rows& r) {
     for (int32_t i = 0; i < r.row_count(); ++i) {
-      const int32_t idx = static_cast<int32_t>(IntOf(r.value(i, 0)));
+      CQLS_ASSIGN_OR_RETURN(int32_t idx, r.Get<int32_t>(i, 0));
       if (idx >= end) continue;
       MetaRow m;
-      m.key = MakeKey(b.seg, idx);
-      m.path = TextOf(r.value(i, 1));
-      m.target_path = TextOf(r.value(i, 2));
-      auto label = r.value(i, 3);
-      if (label.ok() && label->kind() == Value::Kind::kInt) m.label = label->as_int();
-      auto labels = r.value(i, 4);
-      if (labels.ok() && labels->kind() == Value::Kind::kList) {
-        for (const auto& v : labels->as_list()) {
-          if (v.kind() == Value::Kind::kInt) m.labels.push_back(v.as_int());
-        }
-      }
-      m.size = IntOf(r.value(i, 5));
-      m.image_size = IntOf(r.value(i, 6));
-      m.checksum = IntOf(r.value(i, 7));
-      auto extra = r.value(i, 8);
-      if (extra.ok() && extra->kind() == Value::Kind::kMap) {
-        for (const auto& [k, v] : extra->as_map()) {
-          if (k.kind() == Value::Kind::kText && v.kind() == Value::Kind::kText) m.extra[k.as_text()] = v.as_text();
-        }
-      }
+      CQLS_RETURN_IF_ERROR(DecodeMetaRow(r, i, b.seg, idx, &m));
       out.push_back(std::move(m));
     }
     return Status::OK();
