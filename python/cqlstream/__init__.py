@@ -8,7 +8,7 @@ adapter is :mod:`cqlstream.torch`. User guide: docs/python.md.
 from __future__ import annotations
 
 from . import _core
-from ._core import Batch, decode_image, decode_images, describe_state, format_key, make_key
+from ._core import Batch, decode_image, decode_images, decode_npy, describe_state, format_key, make_key
 from ._loader import DecodeSpec, InsecureTlsWarning, Loader, parse_keys
 from .dataset import Dataset
 from .selection import Selection
@@ -34,7 +34,8 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Loader", "Batch", "DecodeSpec", "parse_keys", "InsecureTlsWarning", "decode_image", "decode_images", "describe_state",
+    "Loader", "Batch", "DecodeSpec", "parse_keys", "InsecureTlsWarning", "decode_image", "decode_images", "decode_npy",
+    "describe_state",
     "format_key", "make_key", "Dataset", "Selection",
     "Error", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "CorruptionError",
     "FileSystemError", "TimeoutError", "ConnectionError", "TlsError", "AuthError", "ProtocolError",

@@ -39,6 +39,7 @@
 #include "loader/option_kit.h"
 #include "loader/decode_stream.h"
 #include "bind_dataset.h"
+#include "bind_npy.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -421,6 +422,7 @@ NB_MODULE(_core, m) {
   m.doc() = "cqlstream's compiled core (private: use the cqlstream package)";
   nb::register_exception_translator(TranslateStatus);
   BindDataset(m);
+  BindNpy(m);
 
   m.def("format_key", [](uint64_t k) { return FormatKey(k); }, "key"_a, "A sample key as 'seg:idx'.");
   m.def("make_key", [](int32_t seg, int32_t idx) { return MakeKey(seg, idx); }, "seg"_a, "idx"_a,
