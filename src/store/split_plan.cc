@@ -70,7 +70,8 @@ StatusOr<SplitPlan> SettleSplit(const SplitDecision& decision, std::string split
   switch (decision.action) {
     case SplitAction::kResume:
       p.writetime = decision.segment->writetime;
-      if (p.start.next_pos > static_cast<int64_t>(p.items.size()) || p.start.count > p.start.next_pos) {
+      if (p.start.count < 0 || p.start.next_pos > static_cast<int64_t>(p.items.size()) ||
+          p.start.count > p.start.next_pos) {
         return Status::Corruption(
             fmt::format("segment {} of dataset '{}' says next_pos {} / count {}, but its listing has {} items", p.seg,
                         dataset, p.start.next_pos, p.start.count, p.items.size()));

@@ -80,7 +80,8 @@ struct SplitPlan {
 // Settles `decision` for a split whose listing, without the paths committed
 // by decision.exclude, is `items`: an append with nothing left becomes
 // nothing new; a resumed segment whose next_pos / count do not fit the
-// listing is Corruption (naming the segment and `dataset`).
+// listing (0 <= count <= next_pos <= items) is Corruption (naming the
+// segment and `dataset`).
 StatusOr<SplitPlan> SettleSplit(const SplitDecision& decision, std::string split, std::string source_id,
                                 std::string fingerprint, std::vector<const SourceItem*> items,
                                 const std::string& dataset);

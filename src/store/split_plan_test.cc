@@ -108,7 +108,7 @@ TEST(SplitPlanTest, TheLatestSegmentWithTheFingerprintCounts) {
 
 TEST(SplitPlanTest, ResumeThatDoesNotFitTheListingIsCorruption) {
   const auto items = Items(3);
-  for (const auto& [count, next_pos] : std::vector<std::pair<int64_t, int64_t>>{{2, 4}, {3, 2}}) {
+  for (const auto& [count, next_pos] : std::vector<std::pair<int64_t, int64_t>>{{2, 4}, {3, 2}, {-5, -5}, {0, -1}}) {
     const SplitDecision d = DecideSplit({Row(6, "train", "src", "f", "open", count, next_pos)}, "train", "src", "f");
     auto p = SettleSplit(d, "train", "src", "f", Ptrs(items), "ds");
     ASSERT_FALSE(p.ok());
