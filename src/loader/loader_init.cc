@@ -158,13 +158,8 @@ bool Loader::Impl::Committed(SampleKey k) const {
 }
 
 store::SampleHints Loader::Impl::HintsFor(SampleKey k) const {
-  store::SampleHints h;
   auto it = seg_max_size.find(KeySegment(k));
-  h.max_size = it != seg_max_size.end() ? it->second : -1;
-  h.chunk_size = ds.chunk_size;
-  h.label_kind = ds.label_kind;
-  h.classes = ds.class_names.empty() ? -1 : static_cast<int64_t>(ds.class_names.size());
-  return h;
+  return store::HintsFor(ds, it != seg_max_size.end() ? it->second : -1);
 }
 
 int64_t Loader::Impl::BatchesFor(uint64_t n) const {

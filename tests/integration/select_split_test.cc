@@ -10,10 +10,8 @@
 // another world size.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -25,6 +23,7 @@
 #include "store/catalog.h"
 #include "store/select.h"
 #include "store/testing_fixtures.h"
+#include "store_fixture.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -36,24 +35,8 @@ using testing::Delivered;
 using testing::ReadEpoch;
 using testing::SyntheticDataset;
 
-std::string CliPath() {
-  std::string env = testing::Env("CQLSTREAM_CLI");
-  if (!env.empty()) return env;
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return (self.parent_path().parent_path() / "src/cli/cqlstream").string();
-}
-
-std::pair<int, std::string> Sh(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, "popen failed"};
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int rc = ::pclose(p);
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
-}
+using testing::CliPath;
+using testing::Sh;
 
 std::multiset<SampleKey> Multi(const std::vector<SampleKey>& k) { return {k.begin(), k.end()}; }
 
