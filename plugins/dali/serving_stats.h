@@ -8,9 +8,13 @@
 //
 // which writes "key=value" pairs separated by spaces (requests, iterations,
 // fetches, failed_requests, issued_ahead, in_flight, peak_in_flight,
-// peak_outstanding, max_outstanding) for the most recently built operator of
-// that name, and returns the length of the text (without the terminating
+// peak_outstanding, max_outstanding) of the most recently built operator of
+// that name that still lives, then operators=<how many live operators have
+// that name>, and returns the length of the text (without the terminating
 // NUL; the text is cut to len - 1 bytes), or -1 when no such operator lives.
+// Several operators may share a name (two pipelines in one process, or
+// instances of one Triton model): each is registered until it is destroyed,
+// so destroying the newest makes the one before it visible again.
 //
 // Thread-safety: all functions may be called from any thread (one mutex).
 // Ownership: the registry does not own the prefetchers; an operator

@@ -182,9 +182,12 @@ _lib: Any = None
 def stats(name: str) -> dict[str, int]:
     """Counters of the serving operator named ``name`` in this process
     (requests, iterations, fetches, failed_requests, issued_ahead, in_flight,
-    peak_in_flight, peak_outstanding, max_outstanding). ``issued_ahead``
+    peak_in_flight, peak_outstanding, max_outstanding, operators). ``issued_ahead``
     counts fetches started while an earlier request was still being served:
-    the overlap across requests. Raises KeyError when no such operator lives."""
+    the overlap across requests. When several live operators share the name
+    (two pipelines in one process, or instances of one model), the counters
+    are those of the most recently built one, and ``operators`` says how many
+    there are. Raises KeyError when no such operator lives."""
     global _lib
     _cd.load_plugin(required=True)
     with _lib_lock:
