@@ -52,6 +52,27 @@ void RequestPrefetcher::Add(std::vector<SampleKey> keys) {
     }
   }
   MutexLock l(&mu_);
+  AppendLocked(std::move(r));
+}
+
+void RequestPrefetcher::AddInvalid(Status why, int64_t keys) {
+  assert(!why.ok() && keys >= 0);
+  auto r = std::make_unique<Request>();
+  r->size = keys;
+  r->invalid = why.ok() ? Status::Internal("AddInvalid with an OK status") : std::move(why);
+  // The plan of Add for as many keys (what the caller schedules for the
+  // request), in sizes DALI accepts; each iteration fails in TakeIteration.
+  if (o_.mini_batch_size == 0) {
+    r->iteration_sizes.push_back(static_cast<int>(std::min<int64_t>(keys, o_.max_chunk_keys)));
+  } else {
+    const int64_t m = o_.mini_batch_size;
+    for (int64_t at = 0; at < keys; at += m) r->iteration_sizes.push_back(static_cast<int>(std::min(m, keys - at)));
+  }
+  MutexLock l(&mu_);
+  AppendLocked(std::move(r));
+}
+
+void RequestPrefetcher::AppendLocked(std::unique_ptr<Request> r) {
   r->id = next_id_++;
   stats_.requests++;
   requests_.push_back(std::move(r));

@@ -80,6 +80,13 @@ class RequestPrefetcher {
   // Appends a request. An invalid one (too many keys for an interactive
   // iteration) is accepted and fails its iteration with a clear error.
   void Add(std::vector<SampleKey> keys) EXCLUDES(mu_);
+  // Appends a request the caller could not read (e.g. keys of the wrong type
+  // or shape): it takes its place in the order and plans the iterations a
+  // request of `keys` keys would (interactive: one; decoupled:
+  // ceil(keys / mini_batch_size), so none for zero keys), each failing with
+  // `why`, so that the requests behind it keep their own iterations.
+  // REQUIRES: !why.ok(), keys >= 0
+  void AddInvalid(Status why, int64_t keys) EXCLUDES(mu_);
   // True when a new request's first chunk could be issued now.
   bool WantsRequest() const EXCLUDES(mu_);
   // Size of the next iteration not yet assigned, or nullopt when the requests
@@ -124,6 +131,7 @@ class RequestPrefetcher {
   Iteration EmitLocked(Request& r, int want) REQUIRES(mu_);
   void RetireLocked() REQUIRES(mu_);
   int OutstandingLocked() const REQUIRES(mu_);
+  void AppendLocked(std::unique_ptr<Request> r) REQUIRES(mu_);
 
   const PrefetcherOptions o_;
   const FetchFn fetch_;

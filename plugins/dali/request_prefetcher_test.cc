@@ -165,6 +165,61 @@ TEST(RequestPrefetcher, ABadRequestFailsAloneAndNamesTheKey) {
   EXPECT_EQ(p.Stats().failed_requests, 1);
 }
 
+// A request the operator could not read (wrong key type or shape) keeps its
+// place: it fails its own iteration, and the requests around it get theirs.
+TEST(RequestPrefetcher, AnInvalidRequestFailsInItsPlaceAndShiftsNothing) {
+  FakeFetch f;
+  f.Open();
+  RequestPrefetcher p({0, 4, 16}, [&](const auto& k) { return f(k); });
+  p.Add({1, 2});
+  p.AddInvalid(Status::InvalidArgument("keys must be int64, not int32"), 3);
+  p.Add({4, 5, 6});
+  std::vector<int> sizes;
+  while (auto n = p.NextIterationSize()) {
+    sizes.push_back(*n);
+    p.AssignIteration();
+  }
+  EXPECT_EQ(sizes, (std::vector<int>{2, 3, 3}));
+  auto first = p.TakeIteration();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(KeysOf(*first), (std::vector<SampleKey>{1, 2}));
+  auto bad = p.TakeIteration();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("not int32"), std::string::npos) << bad.status().ToString();
+  auto third = p.TakeIteration();
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_EQ(KeysOf(*third), (std::vector<SampleKey>{4, 5, 6}));
+  EXPECT_EQ(p.PendingIterations(), 0);
+  EXPECT_EQ(f.calls(), 2);  // nothing is fetched for the invalid request
+  auto s = p.Stats();
+  EXPECT_EQ(s.requests, 3);
+  EXPECT_EQ(s.failed_requests, 1);
+}
+
+TEST(RequestPrefetcher, DecoupledInvalidRequestFailsEachOfItsPlannedIterations) {
+  FakeFetch f;
+  f.Open();
+  RequestPrefetcher p({2, 2, 16}, [&](const auto& k) { return f(k); });
+  p.AddInvalid(Status::InvalidArgument("bad shape"), 5);  // three iterations: 2, 2, 1
+  p.AddInvalid(Status::InvalidArgument("empty"), 0);      // none, as Add of no keys
+  p.Add({6, 7});
+  std::vector<int> sizes;
+  while (auto n = p.NextIterationSize()) {
+    sizes.push_back(*n);
+    p.AssignIteration();
+  }
+  EXPECT_EQ(sizes, (std::vector<int>{2, 2, 1, 2}));
+  for (int i = 0; i < 3; ++i) {
+    auto it = p.TakeIteration();
+    ASSERT_FALSE(it.ok());
+    EXPECT_NE(it.status().ToString().find("bad shape"), std::string::npos) << it.status().ToString();
+  }
+  auto next = p.TakeIteration();
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(KeysOf(*next), (std::vector<SampleKey>{6, 7}));
+  EXPECT_EQ(p.Stats().failed_requests, 1);
+}
+
 TEST(RequestPrefetcher, InteractiveRequestLargerThanTheBatchFailsClearly) {
   FakeFetch f;
   f.Open();

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <exception>
 #include <utility>
 
 #include "dali_compat.h"  // DaliThreadPool: DALI 1.x and 2.x
@@ -61,11 +62,11 @@ ServingReaderOp::~ServingReaderOp() {
   prefetcher_.reset();            // joins the workers
 }
 
-std::vector<SampleKey> ServingReaderOp::KeysOf(const ::dali::TensorList<CPUBackend>& tl) {
+StatusOr<std::vector<SampleKey>> ServingReaderOp::KeysOf(const ::dali::TensorList<CPUBackend>& tl) const {
   const auto type = tl.type();
   if (type != DALI_INT64 && type != DALI_UINT64) {
-    Throw(where_, Status::InvalidArgument(fmt::format("keys must be int64 or uint64 (seg << 32 | idx), not {}",
-                                                      ::dali::TypeTable::GetTypeInfo(type).name())));
+    return Status::InvalidArgument(fmt::format("keys must be int64 or uint64 (seg << 32 | idx), not {}",
+                                               ::dali::TypeTable::GetTypeInfo(type).name()));
   }
   std::vector<SampleKey> keys;
   keys.reserve(static_cast<size_t>(tl.num_samples()));
@@ -74,10 +75,8 @@ std::vector<SampleKey> ServingReaderOp::KeysOf(const ::dali::TensorList<CPUBacke
     // Decoupled: a request may also arrive as samples holding several keys
     // each (e.g. one [N] tensor); they are read in order.
     if (n != 1 && !decoupled_) {
-      Throw(where_, Status::InvalidArgument(fmt::format(
-                        "sample {} of the request has {} elements; expected one key per sample (shape [N] or "
-                        "[N, 1])",
-                        i, n)));
+      return Status::InvalidArgument(fmt::format(
+          "sample {} of the request has {} elements; expected one key per sample (shape [N] or [N, 1])", i, n));
     }
     const auto* p = static_cast<const uint64_t*>(tl.raw_tensor(i));
     for (int64_t j = 0; j < n; ++j) keys.push_back(static_cast<SampleKey>(p[j]));
@@ -91,7 +90,18 @@ bool ServingReaderOp::PopRequestLocked() {
   popped_.Reset();
   popped_.set_pinned(false);
   ForwardCurrentData(popped_, data_id, *pop_pool_);
-  prefetcher_->Add(KeysOf(popped_));
+  auto keys = KeysOf(popped_);
+  if (keys.ok()) {
+    prefetcher_->Add(std::move(*keys));
+  } else {
+    // Never thrown from here: the request is out of DALI's queue, and the
+    // iterations scheduled for it must fail in its place, not take the
+    // samples of the requests behind it. Planned as a request of as many
+    // keys: one iteration (interactive), or one per mini-batch of its
+    // elements (decoupled), as the client counts them.
+    const int64_t n = decoupled_ ? popped_.shape().num_elements() : popped_.num_samples();
+    prefetcher_->AddInvalid(keys.status(), n);
+  }
   return true;
 }
 
@@ -132,10 +142,22 @@ bool ServingReaderOp::SetupImpl(std::vector<::dali::OutputDesc>& output_desc, co
     name_ = ws.GetOperatorInstanceName();
     if (!name_.empty()) RegisterServingStats(name_, prefetcher_.get(), max_outstanding_);
   }
-  TopUp();
+  // The assigned iteration is taken whatever happens around it: an error
+  // while taking more requests (from DALI's queue itself) must not leave it
+  // behind for the next iteration, which would then get this one's samples.
+  std::exception_ptr topup_error;
+  auto top_up = [&] {
+    try {
+      TopUp();
+    } catch (...) {
+      if (!topup_error) topup_error = std::current_exception();
+    }
+  };
+  top_up();  // requests queued behind are fetched while this one is awaited
   current_.clear();
   auto it = prefetcher_->TakeIteration();
-  TopUp();  // a slot may have freed
+  top_up();  // a slot may have freed
+  if (topup_error) std::rethrow_exception(topup_error);
   if (!it.ok()) Throw(where_, it.status());
   current_ = std::move(it->samples);
   last_of_request_ = it->last_of_request;

@@ -76,7 +76,10 @@ class ServingReaderOp : public ::dali::InputOperator<::dali::CPUBackend> {
   bool PopRequestLocked() REQUIRES(pop_mu_);
   // Takes queued requests while the prefetcher has room for them.
   void TopUp() EXCLUDES(pop_mu_);
-  std::vector<SampleKey> KeysOf(const ::dali::TensorList<::dali::CPUBackend>& tl);
+  // The keys of a request, or InvalidArgument (wrong type, or a sample of
+  // several keys in interactive mode); such a request fails its own
+  // iterations (RequestPrefetcher::AddInvalid).
+  StatusOr<std::vector<SampleKey>> KeysOf(const ::dali::TensorList<::dali::CPUBackend>& tl) const;
 
   const bool decoupled_;
   std::string where_;

@@ -180,3 +180,65 @@ def test_decoupled_bad_key_ends_only_that_request(ds):
             assert set(ints(o[2])) <= set(bad) - {key(0, 999)}
     assert not any(isinstance(o, Exception) for o in good_out)
     assert sorted(ints(good_out[0][2]) + ints(good_out[1][2])) == good
+
+
+@pytest.mark.parametrize("bad", [np.array([key(0, 1), key(0, 2)], dtype=np.int32),  # not int64/uint64
+                                 np.array([[key(0, 1), key(0, 2)]] * 2, dtype=np.int64)],  # [N, 2]: two keys a sample
+                         ids=["int32", "two_keys_per_sample"])
+def test_interactive_malformed_request_fails_alone_and_shifts_nothing(ds, bad):
+    name = f"KEYS_MALFORMED_{bad.dtype}_{bad.ndim}"
+    p = load(serialized(cs.interactive_reader, ds, name, prefetch_requests=4))
+    reqs = [[key(0, 1), key(0, 2)], None, [key(0, 3)], [key(0, 4), key(0, 5), key(0, 6)]]
+    for r in reqs:
+        p.feed_input(name, bad if r is None else cs.keys_array(r))
+    for _ in reqs:
+        p.schedule_run()
+    for r in reqs:
+        if r is None:
+            with pytest.raises(Exception, match="int64 or uint64|expected one key per sample"):
+                p.outputs()
+        else:
+            data, _, keys = p.outputs()
+            assert ints(keys) == r
+            for i, k in enumerate(r):
+                assert sample_bytes(data, i) == ds.bytes[k & 0xFFFFFFFF]
+    # Serving goes on: a later request still gets its own samples.
+    p.feed_input(name, cs.keys_array([key(0, 7)]))
+    p.schedule_run()
+    assert ints(p.outputs()[2]) == [key(0, 7)]
+    s = cs.stats(name)
+    assert s["requests"] == 5 and s["iterations"] == 5 and s["failed_requests"] == 1
+
+
+def test_decoupled_malformed_request_fails_each_of_its_iterations_alone(ds):
+    mbs = 2
+    p = load(serialized(cs.decoupled_reader, ds, "STREAM_MALFORMED", mini_batch_size=mbs, prefetch_requests=2))
+    good = [key(0, i) for i in range(4)]
+    p.feed_input("STREAM_MALFORMED", cs.keys_array(good).reshape(1, -1))
+    p.feed_input("STREAM_MALFORMED", np.arange(5, dtype=np.int32).reshape(1, -1))  # 3 mini-batches, all failing
+    p.feed_input("STREAM_MALFORMED", cs.keys_array(good).reshape(1, -1))
+    for _ in range(2 + 3 + 2):
+        p.schedule_run()
+    for want in (good, None, good):
+        if want is None:
+            for _ in range(3):
+                with pytest.raises(Exception, match="int64 or uint64"):
+                    p.outputs()
+        else:
+            got = ints(p.outputs()[2]) + ints(p.outputs()[2])
+            assert sorted(got) == want
+
+
+def test_stats_of_operators_sharing_a_name(ds):
+    p1 = load(serialized(cs.interactive_reader, ds, "KEYS_SHARED"))
+    assert [r for r, out in cs.run_requests(p1, "KEYS_SHARED", [[key(0, 1)]])] == [0]
+    p2 = load(serialized(cs.interactive_reader, ds, "KEYS_SHARED"))
+    assert [r for r, out in cs.run_requests(p2, "KEYS_SHARED", [[key(0, 1)], [key(0, 2)]])] == [0, 1]
+    s = cs.stats("KEYS_SHARED")  # the newest operator of that name
+    assert s["operators"] == 2 and s["requests"] == 2
+    del p2  # the older one still serves, and still reports
+    s = cs.stats("KEYS_SHARED")
+    assert s["operators"] == 1 and s["requests"] == 1
+    del p1
+    with pytest.raises(KeyError):
+        cs.stats("KEYS_SHARED")
