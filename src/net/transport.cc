@@ -289,13 +289,30 @@ class Connector : public std::enable_shared_from_this<Connector> {
                           [self = shared_from_this()](std::error_code ec) { self->OnHandshake(ec); });
   }
 
+  // The peer ended the stream (EOF, unclean TLS close, reset) without a TLS
+  // alert: the server, or an SNI proxy that cannot route the server name,
+  // went away. Not a TLS failure: another node may well answer.
+  static bool PeerClosed(const std::error_code& ec) {
+    return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ||
+           ec == asio::error::connection_reset || ec == asio::error::connection_aborted ||
+           ec == asio::error::broken_pipe;
+  }
+
   void OnHandshake(std::error_code ec) {
     if (timed_out_) return FailConnect("timeout during TLS handshake");
     if (ec) {
       std::string why = ec.message();
       long vr = SSL_get_verify_result(tls_->native_handle());
-      if (opts_.tls_verify && vr != X509_V_OK) {
+      const bool verify_failed = opts_.tls_verify && vr != X509_V_OK;
+      if (verify_failed) {
         why = fmt::format("certificate verification failed: {}", X509_verify_cert_error_string(vr));
+      } else if (PeerClosed(ec)) {
+        ERR_clear_error();
+        const std::string sni = opts_.tls_server_name.empty() || opts_.tls_server_name == opts_.host
+                                    ? std::string()
+                                    : fmt::format(" (server name {})", opts_.tls_server_name);
+        return Finish(Status::ConnectionLost(fmt::format(
+            "{}{} closed the connection during the TLS handshake: {}", Where(), sni, why)));
       }
       std::string more = OpenSslErrors();
       if (!more.empty()) why += " (" + more + ")";

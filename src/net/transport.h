@@ -75,8 +75,12 @@ using TransportCallback = std::function<void(StatusOr<std::unique_ptr<Transport>
 
 // Resolves, connects (with timeout), binds a source port when asked, and
 // performs the TLS handshake. The callback runs on `io`'s thread exactly once.
-// Errors: ConnectFailed (resolution, refused, timeout, no free source port)
-// or TlsError (handshake or verification, with OpenSSL's reason).
+// Errors: ConnectFailed (resolution, refused, timeout, no free source port),
+// ConnectionLost (the peer closed or reset the stream during the TLS
+// handshake without a TLS alert, e.g. an SNI proxy that cannot route the
+// server name; another node may answer) or TlsError (certificate
+// verification failed, a TLS alert or another handshake failure, with
+// OpenSSL's reason).
 void ConnectTransport(asio::io_context& io, TransportOptions options, TransportCallback callback);
 
 }  // namespace cqlstream::net
