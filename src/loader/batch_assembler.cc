@@ -65,13 +65,15 @@ BatchAssembler::BatchAssembler(Options o, uint64_t samples, std::shared_ptr<Buff
     : o_(o), samples_(samples), pool_(std::move(pool)), unslotted_(samples) {}
 
 std::shared_ptr<AssembledBatch> BatchAssembler::NewBatch(int capacity, int64_t build_index, Status* err) {
-  auto buf = pool_->Acquire();
-  if (!buf.ok()) {
-    *err = buf.status();
-    return nullptr;
-  }
   auto b = std::make_shared<AssembledBatch>();
-  b->buf = std::move(*buf);
+  if (err != nullptr) {
+    auto buf = pool_->Acquire();
+    if (!buf.ok()) {
+      *err = buf.status();
+      return nullptr;
+    }
+    b->buf = std::move(*buf);
+  }
   b->pool = pool_;
   b->Resize(capacity);
   b->build_index = build_index;
@@ -81,7 +83,9 @@ std::shared_ptr<AssembledBatch> BatchAssembler::NewBatch(int capacity, int64_t b
 }
 
 // Ordered mode: the batch that holds `seq`, opened on first use (the last
-// one of the epoch for fewer samples).
+// one of the epoch for fewer samples). With `err` null it is opened without a
+// buffer (it may only get holes for now; Place gets the buffer), so it never
+// fails.
 std::shared_ptr<AssembledBatch> BatchAssembler::OrderedBatch(uint64_t seq, Status* err) {
   const uint64_t B = static_cast<uint64_t>(o_.batch_size);
   const int64_t idx = static_cast<int64_t>(seq / B);
@@ -95,6 +99,11 @@ std::shared_ptr<AssembledBatch> BatchAssembler::OrderedBatch(uint64_t seq, Statu
 // else in a buffer of their own.
 Status BatchAssembler::Place(AssembledBatch& b, int slot, uint64_t size, uint8_t** data) {
   const size_t k = static_cast<size_t>(slot);
+  if (!b.buf) {  // opened for holes while no memory could be had
+    auto buf = pool_->Acquire();
+    if (!buf.ok()) return buf.status();
+    b.buf = std::move(*buf);
+  }
   if (size <= b.buf->capacity() - b.used) {
     b.offsets[k] = b.used;
     *data = b.buf->data() + b.used;
@@ -183,9 +192,9 @@ AssemblyProgress BatchAssembler::Fail(uint64_t seq, SampleKey key, Slot& slot, c
 // left than it has room for. *b: the batch that changed, if any.
 void BatchAssembler::MarkUnslottedHole(uint64_t seq, std::shared_ptr<AssembledBatch>* b) {
   if (o_.ordered) {
-    Status ignored;  // no memory for the batch: its samples fail on their own
-    *b = OrderedBatch(seq, &ignored);
-    if (!*b) return;
+    // Opened without a buffer if need be: a hole needs no memory, and must be
+    // recorded even when none can be had, or its batch would never finish.
+    *b = OrderedBatch(seq, nullptr);
     const size_t k = static_cast<size_t>(seq % static_cast<uint64_t>(o_.batch_size));
     (*b)->state[k] = kHole;
     (*b)->seqs[k] = seq;
@@ -214,6 +223,9 @@ AssemblyProgress BatchAssembler::CheckBatch(const std::shared_ptr<AssembledBatch
     for (int i = 0; i < b->capacity; ++i) {
       if (b->state[static_cast<size_t>(i)] != kFilled) continue;
       p.lost++;
+      // Delivered as an error (or skipped), like a failed sample: done, so
+      // that a checkpoint does not owe it and the watermark moves past it.
+      MarkDone(b->seqs[static_cast<size_t>(i)]);
       if (o_.queue_errors) errors_.emplace_back(b->keys[static_cast<size_t>(i)], joined);
     }
     b->completed = 0;

@@ -20,7 +20,8 @@
 //    index order and their bytes laid out in seq order (bit-for-bit
 //    reproducible; one extra copy when the arrival order differed).
 //  * Holes: a failed sample leaves its slot empty (or, without a slot,
-//    shrinks the open batch or marks its ordered slot). Holes are dropped
+//    shrinks the open batch or marks its ordered slot; an ordered batch is
+//    opened without a buffer for that if no memory can be had). Holes are dropped
 //    when the batch is finalized; a batch whose every sample failed is never
 //    handed out. With `queue_errors`, each failed sample's error is queued
 //    for the consumer (TakeError) in the order of failure.
@@ -29,8 +30,9 @@
 //    contiguous buffer when the batch is finalized. Reserved bytes are
 //    charged to the pool's MemoryAccount and given back when a handed-out
 //    batch is released (the batch may outlive the assembler and the loader).
-//  * Checkpoints: the sequence numbers handed out or failed are tracked as a
-//    watermark plus the set above it (done_watermark, done_above).
+//  * Checkpoints: the sequence numbers handed out, failed or lost (see
+//    AssemblyProgress::lost) are tracked as a watermark plus the set above it
+//    (done_watermark, done_above).
 //
 // Ownership: the assembler owns the batches under assembly; a handed-out
 // batch is owned by its shared_ptr holders. A Slot keeps its batch alive; its
@@ -77,7 +79,8 @@ struct SampleFields {
 struct AssemblyProgress {
   bool batch_finished = false;  // a batch became ready (or was dropped: all holes)
   // Filled samples lost because their batch's buffers could not be joined
-  // (no memory); each is queued as an error with `queue_errors`.
+  // (no memory); each is queued as an error with `queue_errors`, and done
+  // (as a failed sample is).
   int64_t lost = 0;
 };
 

@@ -261,6 +261,95 @@ TEST_F(AssemblerTest, MultilabelsFollowTheirSamples) {
   }
 }
 
+// Memory that runs out and comes back: a pool whose buffers are too large to
+// ever be mapped, so it hands out only the (page-sized) buffers given to it.
+class OutOfMemoryTest : public AssemblerTest {
+ protected:
+  void SetUp() override {
+    MakePool(size_t{1} << 50);  // more address space than a process has
+    ASSERT_FALSE(pool_->Acquire().ok()) << "a buffer of 1 PiB was mapped: this test cannot starve the pool";
+  }
+  // Memory frees: the pool has one more (page-sized) buffer to hand out.
+  void FreeOneBuffer() {
+    auto b = BatchBuffer::Reserve(static_cast<size_t>(::sysconf(_SC_PAGESIZE)));
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    pool_->Release(std::move(*b), 0);
+  }
+};
+
+// Samples that fail before they have a slot while no batch buffer can be had
+// are still holes of their ordered batch: a sibling that reserves the batch
+// once memory is back does not wait for them, and a batch whose every sample
+// failed that way is skipped, not waited for.
+TEST_F(OutOfMemoryTest, OrderedHolesWithoutMemoryAreKept) {
+  BatchAssembler a = Make(2, true, 6);
+  for (uint64_t s : {1, 2, 3}) {
+    Slot none;
+    a.Fail(s, KeyOf(s), none, Status::NotFound("gone"));
+  }
+  EXPECT_FALSE(a.Reserve(0, KeyOf(0), SizeOf(0)).ok());  // still no memory
+  FreeOneBuffer();
+  FreeOneBuffer();
+  std::map<uint64_t, Slot> slots;
+  for (uint64_t s : {4, 0, 5}) slots[s] = Reserve(a, s);
+  EXPECT_TRUE(Complete(a, slots[0], 0).batch_finished);  // sample 1 is a hole
+  Complete(a, slots[4], 4);
+  EXPECT_TRUE(Complete(a, slots[5], 5).batch_finished);
+  ASSERT_TRUE(a.Settled());
+  auto b0 = a.TakeReady();
+  auto b1 = a.TakeReady();  // past batch 1, every sample of which failed
+  ASSERT_TRUE(b0 && b1);
+  EXPECT_EQ(CheckBatch(*b0), (std::vector<uint64_t>{0}));
+  EXPECT_EQ(CheckBatch(*b1), (std::vector<uint64_t>{4, 5}));
+  EXPECT_EQ(b1->index, 1);
+  EXPECT_TRUE(a.Finished());
+  EXPECT_EQ(a.done_watermark(), 6u);
+  std::vector<SampleKey> failed;
+  while (auto e = a.TakeError()) failed.push_back(e->first);
+  EXPECT_EQ(failed, (std::vector<SampleKey>{KeyOf(1), KeyOf(2), KeyOf(3)}));
+}
+
+// Samples lost because their batch's buffers could not be joined are queued
+// as errors and, like failed samples, done: the checkpoint does not owe them
+// and the watermark moves past them.
+TEST_F(OutOfMemoryTest, SamplesLostWhenJoiningAreDone) {
+  for (bool ordered : {false, true}) {
+    SCOPED_TRACE(ordered ? "ordered" : "out-of-order");
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    MakePool(size_t{1} << 50);  // a starved pool again
+    FreeOneBuffer();
+    unit_ = page * 3 / 2;  // no sample fits in the batch buffer: each gets its own
+    BatchAssembler a = Make(2, ordered, 3);
+    std::map<uint64_t, Slot> slots;
+    for (uint64_t s : {1, 0}) slots[s] = Reserve(a, s);
+    Complete(a, slots[1], 1);
+    // No buffer to join samples 0 and 1 into.
+    const AssemblyProgress p = Complete(a, slots[0], 0);
+    EXPECT_TRUE(p.batch_finished);
+    EXPECT_EQ(p.lost, 2);
+    EXPECT_FALSE(a.TakeReady());
+    EXPECT_EQ(a.done_watermark(), 2u);
+    EXPECT_TRUE(a.done_above().empty());
+    // The rest of the epoch goes on, and moves the watermark.
+    FreeOneBuffer();
+    unit_ = 10;
+    slots[2] = Reserve(a, 2);
+    Complete(a, slots[2], 2);
+    auto b = a.TakeReady();
+    ASSERT_TRUE(b);
+    EXPECT_EQ(CheckBatch(*b), (std::vector<uint64_t>{2}));
+    EXPECT_TRUE(a.Finished());
+    EXPECT_EQ(a.done_watermark(), 3u);
+    EXPECT_TRUE(a.done_above().empty());
+    std::vector<SampleKey> failed;
+    while (auto e = a.TakeError()) failed.push_back(e->first);
+    EXPECT_EQ(failed.size(), 2u);
+    EXPECT_EQ(std::set<SampleKey>(failed.begin(), failed.end()), (std::set<SampleKey>{KeyOf(0), KeyOf(1)}));
+    b.reset();
+    EXPECT_EQ(account_->in_batches.load(), 0);
+  }
+}
+
 TEST_F(AssemblerTest, EmptyEpochAndEmptyBatch) {
   BatchAssembler a = Make(4, true, 0);
   EXPECT_TRUE(a.Finished());
