@@ -235,10 +235,11 @@ def test_stats_of_operators_sharing_a_name(ds):
     p2 = load(serialized(cs.interactive_reader, ds, "KEYS_SHARED"))
     assert [r for r, out in cs.run_requests(p2, "KEYS_SHARED", [[key(0, 1)], [key(0, 2)]])] == [0, 1]
     s = cs.stats("KEYS_SHARED")  # the newest operator of that name
-    assert s["operators"] == 2 and s["requests"] == 2
-    del p2  # the older one still serves, and still reports
-    s = cs.stats("KEYS_SHARED")
-    assert s["operators"] == 1 and s["requests"] == 1
+    assert s["requests"] == 2
+    del p2  # the older one still serves, and still reports (it used to be unregistered with p2: KeyError)
+    s_after = cs.stats("KEYS_SHARED")
+    assert s_after["requests"] == 1
+    assert s["operators"] == 2 and s_after["operators"] == 1
     del p1
     with pytest.raises(KeyError):
         cs.stats("KEYS_SHARED")
