@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <algorithm>
 #include <array>
@@ -222,8 +224,44 @@ StatusOr<std::string> HttpBody(const std::string& answer, const std::string& url
   return answer.substr(body + 4);
 }
 
+// The size of the whole answer (headers and body) when its headers are
+// complete and give a Content-Length; nullopt while the headers are
+// incomplete or when they give none (the body then ends with the stream).
+StatusOr<std::optional<size_t>> AnswerSize(const std::string& answer) {
+  const size_t end = answer.find("\r\n\r\n");
+  if (end == std::string::npos) return std::optional<size_t>();
+  size_t pos = answer.find("\r\n");
+  while (pos < end) {
+    const size_t next = answer.find("\r\n", pos + 2);
+    const std::string line = answer.substr(pos + 2, next - pos - 2);
+    pos = next;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name != "content-length") continue;
+    const size_t v = line.find_first_not_of(" \t", colon + 1);
+    const size_t v_end = line.find_last_not_of(" \t");
+    uint64_t n = 0;
+    const char* first = v == std::string::npos ? line.data() + line.size() : line.data() + v;
+    const char* last = line.data() + (v_end == std::string::npos ? line.size() : v_end + 1);
+    auto [ptr, err] = std::from_chars(first, last, n);
+    if (err != std::errc() || ptr != last || first == last) {
+      return Status::ProtocolError(fmt::format("the answer's Content-Length '{}' is not a number", line.substr(0, 80)));
+    }
+    if (n > kMaxSecureBundleEntryBytes) {
+      return Status::ProtocolError(
+          fmt::format("the answer's Content-Length {} is over the bound of {} bytes", n, kMaxSecureBundleEntryBytes));
+    }
+    return std::optional<size_t>(end + 4 + n);
+  }
+  return std::optional<size_t>();
+}
+
 // One HTTPS GET over a Transport, answer bounded; runs `io` until done or
-// `timeout`.
+// `timeout`. The answer ends after Content-Length body bytes (the server may
+// keep the stream open), else with the end of the stream; any other read
+// error, or a stream that ends before Content-Length, is ConnectionLost.
 struct MetadataGet : std::enable_shared_from_this<MetadataGet> {
   std::unique_ptr<Transport> t;
   std::string request, answer;
@@ -240,15 +278,27 @@ struct MetadataGet : std::enable_shared_from_this<MetadataGet> {
   }
   void Read() {
     auto self = shared_from_this();
-    t->AsyncReadSome(buf, [self](std::error_code ec, size_t n) {
-      self->answer.append(reinterpret_cast<const char*>(self->buf.data()), n);
-      if (self->answer.size() > kMaxSecureBundleEntryBytes) {
-        return self->Finish(Status::ProtocolError(
-            fmt::format("the answer is longer than {} bytes", kMaxSecureBundleEntryBytes)));
-      }
-      if (ec) return self->Finish(Status::OK());  // end of stream (HTTP/1.0: the body ends with it)
-      self->Read();
-    });
+    t->AsyncReadSome(buf, [self](std::error_code ec, size_t n) { self->OnRead(ec, n); });
+  }
+  void OnRead(std::error_code ec, size_t n) {
+    answer.append(reinterpret_cast<const char*>(buf.data()), n);
+    if (answer.size() > kMaxSecureBundleEntryBytes) {
+      return Finish(Status::ProtocolError(fmt::format("the answer is longer than {} bytes", kMaxSecureBundleEntryBytes)));
+    }
+    auto size = AnswerSize(answer);
+    if (!size.ok()) return Finish(size.status());
+    if (*size && answer.size() >= **size) {
+      answer.resize(**size);
+      return Finish(Status::OK());
+    }
+    if (!ec) return Read();
+    const bool end_of_stream = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+    if (!end_of_stream) return Finish(Status::ConnectionLost("reading the answer: " + ec.message()));
+    if (*size) {
+      return Finish(Status::ConnectionLost(
+          fmt::format("the answer ended after {} of {} bytes (Content-Length)", answer.size(), **size)));
+    }
+    Finish(Status::OK());  // no Content-Length: the body ends with the stream (HTTP/1.0)
   }
   void Finish(Status s) {
     if (done) return;
@@ -335,7 +385,7 @@ Status FetchContactInfo(SecureBundle* b, const TlsOptions& tls_base, std::chrono
     std::shared_ptr<MetadataGet> get;
     ~Release() { get->t.reset(); }
   } release{get};
-  get->request = fmt::format("GET /metadata HTTP/1.0\r\nHost: {}:{}\r\nAccept: application/json\r\n\r\n", b->host,
+  get->request = fmt::format("GET /metadata HTTP/1.0\r\nHost: {}:{}\r\nAccept: application/json\r\nConnection: close\r\n\r\n", b->host,
                              b->metadata_port);
   ConnectTransport(io, to, [get](StatusOr<std::unique_ptr<Transport>> t) {
     if (!t.ok()) {

@@ -81,7 +81,11 @@ Status ParseContactInfo(std::string_view json, SecureBundle* b);
 // bundle's CA and client certificate (the host name verified unless
 // tls.insecure_skip_verify; tls.key_passphrase for an encrypted key), the
 // answer at most kMaxSecureBundleEntryBytes, within `timeout`; on success
-// the route becomes kSniProxy. Other routes: nothing to do.
+// the route becomes kSniProxy. Other routes: nothing to do. The request
+// says Connection: close; the answer ends after its Content-Length (bounded
+// like the answer) even when the server keeps the stream open, else with
+// the end of the stream. A reset or other read error, or a stream that ends
+// before Content-Length, is ConnectionLost; no answer in time is Timeout.
 Status FetchContactInfo(SecureBundle* b, const TlsOptions& tls, std::chrono::milliseconds timeout);
 
 // Points `o` at the bundle's cluster: hosts and port (direct) or sni_proxy
