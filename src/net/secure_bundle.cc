@@ -283,7 +283,8 @@ struct MetadataGet : std::enable_shared_from_this<MetadataGet> {
   void OnRead(std::error_code ec, size_t n) {
     answer.append(reinterpret_cast<const char*>(buf.data()), n);
     if (answer.size() > kMaxSecureBundleEntryBytes) {
-      return Finish(Status::ProtocolError(fmt::format("the answer is longer than {} bytes", kMaxSecureBundleEntryBytes)));
+      return Finish(
+          Status::ProtocolError(fmt::format("the answer is longer than {} bytes", kMaxSecureBundleEntryBytes)));
     }
     auto size = AnswerSize(answer);
     if (!size.ok()) return Finish(size.status());
@@ -385,8 +386,9 @@ Status FetchContactInfo(SecureBundle* b, const TlsOptions& tls_base, std::chrono
     std::shared_ptr<MetadataGet> get;
     ~Release() { get->t.reset(); }
   } release{get};
-  get->request = fmt::format("GET /metadata HTTP/1.0\r\nHost: {}:{}\r\nAccept: application/json\r\nConnection: close\r\n\r\n", b->host,
-                             b->metadata_port);
+  get->request = fmt::format(
+      "GET /metadata HTTP/1.0\r\nHost: {}:{}\r\nAccept: application/json\r\nConnection: close\r\n\r\n", b->host,
+      b->metadata_port);
   ConnectTransport(io, to, [get](StatusOr<std::unique_ptr<Transport>> t) {
     if (!t.ok()) {
       get->done = true;

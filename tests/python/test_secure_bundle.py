@@ -242,7 +242,25 @@ def test_sni_proxy_refuses_unknown_host_ids(secure):
         r = cli("ping", "--secure-bundle", str(bundle), "--username", USER, "--password-file", str(secure / "pw"),
                 check=False)
         assert r.returncode != 0
-        assert proxy.names == ["00000000-0000-0000-0000-000000000000"]
+        # The proxy closes the stream: a lost connection (retried like one), not a TLS failure.
+        assert proxy.names and set(proxy.names) == {"00000000-0000-0000-0000-000000000000"}, proxy.names
+        assert "closed the connection during the TLS handshake" in r.stderr, r.stderr
+        assert "00000000-0000-0000-0000-000000000000" in r.stderr, r.stderr
+
+
+def test_an_unknown_first_contact_point_does_not_stop_the_connect(secure):
+    """The proxy closes the stream for a host id it cannot route (a node that is down): the client sees the peer
+    close during the TLS handshake, a lost connection rather than a TLS failure, and goes on to the next contact
+    point."""
+    host_id = node_host_id()
+    unknown = "00000000-0000-0000-0000-000000000000"
+    with SniProxy({host_id: (SECURE_HOST, 9042)}) as proxy:
+        bundle = make_bundle(secure / "sni_first_unknown.zip", {"contact_info": {
+            "type": "sni_proxy", "local_dc": "dc1", "contact_points": [unknown, host_id],
+            "sni_proxy_address": proxy.address()}})
+        r = cli("ping", "--secure-bundle", str(bundle), "--username", USER, "--password-file", str(secure / "pw"))
+        assert host_id in r.stdout and " up " in r.stdout, r.stdout
+        assert proxy.names[:2] == [unknown, host_id], proxy.names
 
 
 def test_server_name_parser_on_a_real_client_hello():
