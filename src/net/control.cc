@@ -145,7 +145,7 @@ void ControlConnection::OpenOn(std::vector<std::string> candidates, size_t index
       if (auto self = weak.lock()) self->OnEvent(e);
     };
     o.on_close = [weak](const Status&) {
-      if (auto self = weak.lock()) self->Reconnect();
+      if (auto self = weak.lock()) self->OnConnectionClosed();
     };
   }
   const std::string contact = candidates[index];
@@ -166,26 +166,46 @@ void ControlConnection::OpenOn(std::vector<std::string> candidates, size_t index
 }
 
 // Loads the topology on a fresh connection and keeps it when that worked.
+// A connection that closed meanwhile is not kept (its on_close, before
+// adoption, reconnected nothing); one adopted while another is current (a
+// retried Open racing a background reconnection) replaces it, and the
+// replaced one is closed rather than leaked.
 void ControlConnection::Adopt(const std::shared_ptr<Connection>& conn, const std::string& contact,
                               std::function<void(Status)> done) {
   auto self = shared_from_this();
   LoadTopology(conn, contact, [self, conn, done = std::move(done)](Status s) {
+    std::shared_ptr<Connection> replaced;
     if (s.ok()) {
       MutexLock l(&self->mu_);
       if (self->closed_) {
         s = Status::Cancelled("session closed");
+      } else if (conn->closed()) {
+        s = Status::ConnectionLost("the control connection closed while reading the system tables");
       } else {
+        if (self->conn_ != conn) replaced = std::move(self->conn_);
         self->conn_ = conn;
         self->failures_ = 0;
       }
     }
+    if (replaced) replaced->Close(Status::Cancelled("control connection replaced"));
     if (!s.ok()) conn->Close(s);
     done(s);
   });
 }
 
+void ControlConnection::OnConnectionClosed() {
+  {
+    MutexLock l(&mu_);
+    if (!conn_ || !conn_->closed()) return;
+  }
+  Reconnect();
+}
+
 void ControlConnection::Reconnect() {
   std::chrono::milliseconds delay;
+  auto owner = owner_.lock();
+  if (!owner || owner->closed()) return;
+  auto timer = std::make_shared<asio::steady_timer>(owner->NextIo());
   {
     MutexLock l(&mu_);
     if (closed_ || reconnecting_) return;
@@ -195,15 +215,18 @@ void ControlConnection::Reconnect() {
     // cluster must not come back at the same instants.
     delay = config_.reconnect.Delay(failures_ + 1);
     ++failures_;
+    timer->expires_after(delay);
+    reconnect_timer_ = timer;
   }
-  auto owner = owner_.lock();
-  if (!owner || owner->closed()) return;
-  auto timer = std::make_shared<asio::steady_timer>(owner->NextIo());
-  timer->expires_after(delay);
   std::weak_ptr<ControlConnection> weak = weak_from_this();
   timer->async_wait([weak, timer](std::error_code ec) {
     auto self = weak.lock();
     if (!self || ec) return;
+    {
+      MutexLock l(&self->mu_);
+      if (self->reconnect_timer_ == timer) self->reconnect_timer_.reset();
+      if (self->closed_) return;
+    }
     auto owner = self->owner_.lock();
     if (!owner || owner->closed()) return;
     std::vector<std::string> candidates = ControlCandidates(owner->Topo().get(), self->config_.contact_points);
@@ -275,6 +298,10 @@ void ControlConnection::Close() {
     closed_ = true;
     conn = std::move(conn_);
     if (refresh_timer_) refresh_timer_->cancel();
+    // A reconnection waiting out its backoff must not hold the I/O threads
+    // (IoPool::Stop would wait its whole grace period for the timer).
+    if (reconnect_timer_) reconnect_timer_->cancel();
+    reconnect_timer_.reset();
   }
   if (conn) conn->Close(Status::Cancelled("session closed"));
 }

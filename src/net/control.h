@@ -94,6 +94,9 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
               Status first_error);
   void Adopt(const std::shared_ptr<Connection>& conn, const std::string& contact, std::function<void(Status)> done);
   void Reconnect();
+  // on_close of every connection: only the adopted one's loss reconnects (a
+  // candidate that fails before adoption is its opener's business).
+  void OnConnectionClosed();
   void OnEvent(const cql::Event& e);
   void ScheduleRefresh(std::chrono::milliseconds delay);
   void LoadTopology(const std::shared_ptr<Connection>& c, const std::string& contact,
@@ -111,6 +114,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   bool closed_ GUARDED_BY(mu_) = false;
   int failures_ GUARDED_BY(mu_) = 0;  // consecutive reconnections that failed
   std::unique_ptr<asio::steady_timer> refresh_timer_ GUARDED_BY(mu_);
+  // The pending reconnection's backoff (cancelled by Close).
+  std::shared_ptr<asio::steady_timer> reconnect_timer_ GUARDED_BY(mu_);
 };
 
 }  // namespace cqlstream::net

@@ -183,5 +183,49 @@ TEST(ControlConnectionTest, StatusDownMarksTheHostAndALostConnectionIsReopened) 
   control->Close();
 }
 
+// An Open whose connection handshakes but never answers the system tables
+// fails; the connection it closed arms no reconnection in the background
+// (one would later adopt a second connection beside the one a retried Open
+// adopts, and leak one of them).
+TEST(ControlConnectionTest, AFailedOpenLeavesNoReconnectionBehind) {
+  FakeServer srv;
+  srv.SetAnswerSystemTables(false);
+  srv.SetHandler([](const testing::Request&) { return std::optional<cql::Bytes>(); });
+  IoPool io(1);
+  auto owner = std::make_shared<FakeControlOwner>(&io);
+  ControlConfig config = Config({"127.0.0.1"}, srv.port());
+  config.request_timeout = 200ms;
+  auto control = ControlConnection::Make(config, owner);
+  EXPECT_FALSE(OpenSync(*control).ok());
+  srv.SetAnswerSystemTables(true);
+  std::this_thread::sleep_for(400ms);  // 10 times the reconnection backoff
+  EXPECT_EQ(srv.connections(), 1);
+  EXPECT_EQ(owner->applied, 0);
+  // The retried Open adopts its own connection, and only that one.
+  ASSERT_TRUE(OpenSync(*control).ok());
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(srv.connections(), 2);
+  EXPECT_EQ(owner->applied, 1);
+  control->Close();
+}
+
+// Close during a reconnection's backoff cancels the backoff's timer: the I/O
+// threads stop at once instead of waiting out their grace period.
+TEST(ControlConnectionTest, CloseDuringAReconnectionBackoffStopsAtOnce) {
+  FakeServer srv;
+  IoPool io(1);
+  auto owner = std::make_shared<FakeControlOwner>(&io);
+  ControlConfig config = Config({"127.0.0.1"}, srv.port());
+  config.reconnect = ExponentialBackoff(10000ms, 10000ms);  // 5 to 10 s
+  auto control = ControlConnection::Make(config, owner);
+  ASSERT_TRUE(OpenSync(*control).ok());
+  srv.Send(0, cql::Bytes(9, 0x7f));  // the connection dies: a reconnection waits
+  std::this_thread::sleep_for(200ms);
+  control->Close();
+  const auto start = std::chrono::steady_clock::now();
+  io.Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1000ms);
+}
+
 }  // namespace
 }  // namespace cqlstream::net
