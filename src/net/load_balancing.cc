@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 #include <utility>
 
 namespace cqlstream::net {
@@ -40,21 +41,23 @@ std::vector<HostPtr> DefaultLoadBalancingPolicy::Plan(const RoutingInfo& request
   if (request.token && !request.keyspace.empty() && cluster.replicas) {
     plan = LocalReplicas(cluster.replicas(request.keyspace, *request.token), cluster.local_dc);
   }
-  std::set<const Host*> in_plan;
-  for (const auto& h : plan) in_plan.insert(h.get());
+  // By endpoint, not by object: the replicas may come from a newer topology
+  // snapshot than `hosts`, whose changed hosts are other objects.
+  std::set<std::string> in_plan;
+  for (const auto& h : plan) in_plan.insert(h->endpoint());
   // Other up hosts of the local DC round-robin, then remote DCs, then down hosts.
   const size_t n = hosts.size();
   const size_t start = static_cast<size_t>(round_robin_.fetch_add(1, std::memory_order_relaxed) % n);
   for (int pass = 0; pass < 3; ++pass) {
     for (size_t k = 0; k < n; ++k) {
       const HostPtr& h = hosts[(start + k) % n];
-      if (in_plan.count(h.get())) continue;
+      if (in_plan.count(h->endpoint())) continue;
       const bool local = InDc(*h, cluster.local_dc);
       const bool up = h->up();
       const bool take = (pass == 0 && up && local) || (pass == 1 && up && !local) || (pass == 2 && !up);
       if (take) {
         plan.push_back(h);
-        in_plan.insert(h.get());
+        in_plan.insert(h->endpoint());
       }
     }
   }

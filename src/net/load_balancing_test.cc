@@ -124,5 +124,19 @@ TEST(LoadBalancingTest, AnEmptyClusterHasAnEmptyPlanAndNoDcMeansAllLocal) {
   EXPECT_EQ(plan, (std::vector<std::string>{"10.0.0.1", "10.0.0.2"}));
 }
 
+// The replicas may come from a newer topology snapshot than the hosts (a
+// refresh between the two reads): a changed host is then another object for
+// the same endpoint, and is still planned once.
+TEST(LoadBalancingTest, AReplicaFromANewerSnapshotIsPlannedOnce) {
+  std::vector<HostPtr> hosts{MakeHost("10.0.0.1", "dc1"), MakeHost("10.0.0.2", "dc1")};
+  HostPtr newer = MakeHost("10.0.0.2", "dc1");
+  ClusterView view{hosts, "dc1", [newer](const std::string&, int64_t) { return std::vector<HostPtr>{newer}; }};
+  DefaultLoadBalancingPolicy policy;
+  RoutingInfo r;
+  r.token = 7;
+  r.keyspace = "ks";
+  EXPECT_EQ(Addresses(policy.Plan(r, view)), (std::vector<std::string>{"10.0.0.2", "10.0.0.1"}));
+}
+
 }  // namespace
 }  // namespace cqlstream::net

@@ -118,20 +118,31 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
   for (auto& h : to_fill) h->pool->Fill();
 }
 
-std::shared_ptr<const ReplicaIndex> Session::Impl::Ring(const std::string& keyspace) {
+std::shared_ptr<const ReplicaIndex> Session::Impl::Ring(const std::shared_ptr<const Topology>& topology,
+                                                       const std::string& keyspace) {
+  if (!topology) return nullptr;
+  auto rep = topology->replication.find(keyspace);
+  if (rep == topology->replication.end()) return nullptr;
+  {
+    MutexLock l(&topo_mu);
+    if (topology != topo) {
+      // An older snapshot (a refresh landed since the plan took it): built
+      // for this call, not cached, so that the plan's hosts stay one snapshot's.
+      return ReplicaIndex::Build(topology->hosts, rep->second);
+    }
+    auto it = rings.find(keyspace);
+    if (it != rings.end()) return it->second;
+  }
+  std::shared_ptr<const ReplicaIndex> ring = ReplicaIndex::Build(topology->hosts, rep->second);
   MutexLock l(&topo_mu);
-  auto it = rings.find(keyspace);
-  if (it != rings.end()) return it->second;
-  if (!topo) return nullptr;
-  auto rep = topo->replication.find(keyspace);
-  if (rep == topo->replication.end()) return nullptr;
-  std::shared_ptr<const ReplicaIndex> ring = ReplicaIndex::Build(topo->hosts, rep->second);
-  rings[keyspace] = ring;  // nullptr too: not routable, don't retry each time
+  // nullptr too: not routable, don't retry each time. Only while still current.
+  if (topology == topo) rings[keyspace] = ring;
   return ring;
 }
 
-std::vector<HostPtr> Session::Impl::Replicas(const std::string& keyspace, int64_t token) {
-  auto ring = Ring(keyspace);
+std::vector<HostPtr> Session::Impl::Replicas(const std::shared_ptr<const Topology>& topology,
+                                             const std::string& keyspace, int64_t token) {
+  auto ring = Ring(topology, keyspace);
   return ring ? ring->Replicas(token) : std::vector<HostPtr>{};
 }
 
@@ -164,7 +175,7 @@ std::vector<HostPtr> Session::Impl::QueryPlan(const Statement& st, std::optional
   *token = routing.token;
   if (!t) return {};
   const std::string dc = LocalDc();
-  ClusterView view{t->hosts, dc, [this](const std::string& ks, int64_t tok) { return Replicas(ks, tok); }};
+  ClusterView view{t->hosts, dc, [this, t](const std::string& ks, int64_t tok) { return Replicas(t, ks, tok); }};
   return sopts.load_balancing->Plan(routing, view);
 }
 

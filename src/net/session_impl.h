@@ -81,8 +81,10 @@ struct Session::Impl final : PoolOwner, ControlOwner, std::enable_shared_from_th
   ControlConfig MakeControlConfig() const;
 
   std::string LocalDc() const;
-  // Replicas of `token` in `keyspace` (cached per keyspace and topology).
-  std::vector<HostPtr> Replicas(const std::string& keyspace, int64_t token);
+  // Replicas of `token` in `keyspace` among the hosts of `topology` (cached
+  // per keyspace while `topology` is the published one).
+  std::vector<HostPtr> Replicas(const std::shared_ptr<const Topology>& topology, const std::string& keyspace,
+                                int64_t token);
   // The statement's plan from the load-balancing policy; its token in `token`.
   std::vector<HostPtr> QueryPlan(const Statement& st, std::optional<int64_t>* token);
 
@@ -93,7 +95,8 @@ struct Session::Impl final : PoolOwner, ControlOwner, std::enable_shared_from_th
   void Shutdown();
 
  private:
-  std::shared_ptr<const ReplicaIndex> Ring(const std::string& keyspace);
+  std::shared_ptr<const ReplicaIndex> Ring(const std::shared_ptr<const Topology>& topology,
+                                           const std::string& keyspace);
 };
 
 // The routing facts of a statement: the token of its bound partition key (a
