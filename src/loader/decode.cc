@@ -427,11 +427,11 @@ struct DecodePool::Job {
   size_t n = 0;
   const std::function<Status(size_t)>* fn = nullptr;
   std::atomic<size_t> next{0};
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t finished = 0;                                     // GUARDED_BY(mu)
-  size_t error_index = std::numeric_limits<size_t>::max();  // GUARDED_BY(mu)
-  Status error;                                            // GUARDED_BY(mu)
+  Mutex mu;
+  CondVar cv;
+  size_t finished GUARDED_BY(mu) = 0;
+  size_t error_index GUARDED_BY(mu) = std::numeric_limits<size_t>::max();
+  Status error GUARDED_BY(mu);
 };
 
 DecodePool::DecodePool(int threads) {
@@ -441,10 +441,10 @@ DecodePool::DecodePool(int threads) {
 
 DecodePool::~DecodePool() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& t : workers_) t.join();
 }
 
@@ -453,28 +453,28 @@ void DecodePool::Work(Job& job) {
     const size_t i = job.next.fetch_add(1);
     if (i >= job.n) return;
     Status s = (*job.fn)(i);
-    std::lock_guard<std::mutex> l(job.mu);
+    MutexLock l(&job.mu);
     if (!s.ok() && i < job.error_index) {
       job.error_index = i;
       job.error = std::move(s);
     }
-    if (++job.finished == job.n) job.cv.notify_all();
+    if (++job.finished == job.n) job.cv.SignalAll();
   }
 }
 
 void DecodePool::WorkerLoop() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (;;) {
-    cv_.wait(l, [this] { return stop_ || !jobs_.empty(); });
+    while (!stop_ && jobs_.empty()) cv_.Wait(&mu_);
     if (stop_) return;
     std::shared_ptr<Job> job = jobs_.front();
     if (job->next.load() >= job->n) {  // every index taken: retire it
       jobs_.pop_front();
       continue;
     }
-    l.unlock();
+    l.Unlock();
     Work(*job);
-    l.lock();
+    l.Lock();
     if (!jobs_.empty() && jobs_.front() == job) jobs_.pop_front();
   }
 }
@@ -486,14 +486,14 @@ Status DecodePool::ParallelFor(size_t n, const std::function<Status(size_t)>& fn
   job->fn = &fn;
   if (!workers_.empty() && n > 1) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       jobs_.push_back(job);
     }
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   Work(*job);
-  std::unique_lock<std::mutex> l(job->mu);
-  job->cv.wait(l, [&] { return job->finished == job->n; });
+  MutexLock l(&job->mu);
+  while (job->finished != job->n) job->cv.Wait(&job->mu);
   // Workers may still hold the shared_ptr; they never touch `fn` again since
   // every index is taken.
   return job->error;

@@ -47,13 +47,11 @@
 #ifndef CQLSTREAM_LOADER_DECODE_H_
 #define CQLSTREAM_LOADER_DECODE_H_
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string_view>
 #include <thread>
@@ -62,6 +60,7 @@
 #include "cqlstream/loader.h"
 #include "cqlstream/status.h"
 #include "store/image_check.h"
+#include "util/mutex.h"
 
 namespace cqlstream::loader {
 
@@ -157,10 +156,10 @@ class DecodePool {
   static void Work(Job& job);
   void WorkerLoop();
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<Job>> jobs_;  // GUARDED_BY(mu_)
-  bool stop_ = false;                      // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::shared_ptr<Job>> jobs_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
 };
 

@@ -24,7 +24,7 @@ class FramePool {
   uint8_t* Acquire(size_t bytes, size_t* capacity) {
     bytes = std::max<size_t>(64, (bytes + 63) / 64 * 64);
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       for (size_t i = 0; i < free_.size(); ++i) {
         if (free_[i].second >= bytes) {
           auto [p, n] = free_[i];
@@ -39,7 +39,7 @@ class FramePool {
   }
 
   void Release(uint8_t* p, size_t capacity) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (free_.size() < max_free_) {
       free_.emplace_back(p, capacity);
       return;
@@ -49,8 +49,8 @@ class FramePool {
 
  private:
   const size_t max_free_;
-  std::mutex mu_;
-  std::vector<std::pair<uint8_t*, size_t>> free_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::vector<std::pair<uint8_t*, size_t>> free_ GUARDED_BY(mu_);
 };
 
 DecodedBatch::~DecodedBatch() {
@@ -127,8 +127,8 @@ void Stream::Produce() {
   const size_t depth = static_cast<size_t>(std::max(1, options_.prefetch));
   for (;;) {
     {
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [&] { return stop_ || queue_.size() < depth; });
+      MutexLock l(&mu_);
+      while (!stop_ && queue_.size() >= depth) cv_.Wait(&mu_);
       if (stop_) return;
     }
     StatusOr<BatchPtr> r = loader_->Next();
@@ -136,7 +136,7 @@ void Stream::Produce() {
     bool last = false;
     if (!r.ok()) {
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         if (stop_) return;
       }
       s.status = r.status();
@@ -157,10 +157,10 @@ void Stream::Produce() {
         s.status = d.status();
       }
     }
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     queue_.push_back(std::move(s));
     if (last) finished_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
     if (last) return;
   }
 }
@@ -179,41 +179,41 @@ StatusOr<Item> Stream::Next() {
     it.raw = std::move(*b);
     return it;
   }
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (stop_) return Status::Cancelled("loader closed");
   if (!started_) {
     started_ = true;
     consumer_state_ = loader_->State();
     producer_ = std::thread([this] { Produce(); });
   }
-  cv_.wait(l, [&] { return stop_ || !queue_.empty() || finished_; });
+  while (!stop_ && queue_.empty() && !finished_) cv_.Wait(&mu_);
   waited();
   if (stop_) return Status::Cancelled("loader closed");
   if (queue_.empty()) return Item{};  // every epoch delivered
   Slot s = std::move(queue_.front());
   queue_.pop_front();
   consumer_state_ = std::move(s.state);
-  cv_.notify_all();
+  cv_.SignalAll();
   if (!s.status.ok()) return s.status;
   return std::move(s.item);
 }
 
 bool Stream::Done() const {
   if (!decoding()) return loader_->Done();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return finished_ && queue_.empty();
 }
 
 std::string Stream::State() {
   if (!decoding()) return loader_->State();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (!started_) return loader_->State();
   return consumer_state_;
 }
 
 Status Stream::Restore(const std::vector<std::string>& states) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (started_) return Status::InvalidArgument("a checkpoint must be restored before the first batch is read");
   }
   return loader_->Restore(states);
@@ -232,11 +232,11 @@ StatusOr<Item> Stream::Fetch(const std::vector<SampleKey>& keys) {
 
 void Stream::Close() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stop_) return;
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   loader_->Close();
   if (producer_.joinable()) producer_.join();
 }

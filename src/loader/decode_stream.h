@@ -39,11 +39,9 @@
 #define CQLSTREAM_LOADER_DECODE_STREAM_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -51,6 +49,7 @@
 
 #include "cqlstream/loader.h"
 #include "loader/decode.h"
+#include "util/mutex.h"
 
 namespace cqlstream::loader {
 
@@ -132,13 +131,13 @@ class Stream {
   std::atomic<int64_t> decode_ns_{0};
   std::atomic<int64_t> wait_ns_{0};
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Slot> queue_;      // GUARDED_BY(mu_)
-  bool started_ = false;        // GUARDED_BY(mu_)
-  bool stop_ = false;           // GUARDED_BY(mu_)
-  bool finished_ = false;       // GUARDED_BY(mu_): the producer delivered the last epoch
-  std::string consumer_state_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<Slot> queue_ GUARDED_BY(mu_);
+  bool started_ GUARDED_BY(mu_) = false;
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool finished_ GUARDED_BY(mu_) = false;  // the producer delivered the last epoch
+  std::string consumer_state_ GUARDED_BY(mu_);
   std::thread producer_;
 };
 
