@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <set>
 #include <span>
 
 #include "net/routing/murmur3.h"
@@ -81,31 +82,55 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
   std::vector<HostPtr> removed;
   {
     MutexLock l(&topo_mu);
-    // Keep existing Host objects (and their pools) for known endpoints.
-    std::map<std::string, HostPtr> old;
-    if (topo) {
-      for (const auto& h : topo->hosts) old[h->endpoint()] = h;
+    // Keep existing Host objects (and their pools) for known hosts: by host
+    // id when both sides know it (the control connection's own host is listed
+    // under the address it was reached by, which changes when the control
+    // connection moves to another host), else by endpoint. A host id that
+    // is not unique on either side (a misconfigured or fake cluster) is not
+    // trusted to name a host.
+    std::vector<HostPtr> old = topo ? topo->hosts : std::vector<HostPtr>{};
+    std::map<std::string, size_t> by_id, by_endpoint;
+    std::map<std::string, int> new_ids;
+    for (const auto& h : t->hosts) ++new_ids[h->host_id];
+    std::set<std::string> repeated;
+    for (size_t i = 0; i < old.size(); ++i) {
+      if (!by_id.emplace(old[i]->host_id, i).second) repeated.insert(old[i]->host_id);
+      by_endpoint.emplace(old[i]->endpoint(), i);
     }
+    for (const auto& id : repeated) by_id.erase(id);
+    std::vector<bool> kept(old.size(), false);
+    auto match = [&](const Host& h) -> std::optional<size_t> {
+      auto it = by_id.find(h.host_id);
+      if (!h.host_id.empty() && new_ids[h.host_id] == 1 && it != by_id.end() && !kept[it->second]) {
+        return it->second;
+      }
+      if (auto it = by_endpoint.find(h.endpoint()); it != by_endpoint.end() && !kept[it->second]) return it->second;
+      return std::nullopt;
+    };
     for (auto& h : t->hosts) {
-      auto it = old.find(h->endpoint());
-      if (it != old.end()) {
+      if (std::optional<size_t> i = match(*h)) {
+        kept[*i] = true;
+        const HostPtr& known = old[*i];
+        // The pool goes on connecting where it did: the host keeps its address.
+        h->address = known->address;
+        h->port = known->port;
         // A published Host is read without a lock (query plans, routing), so
         // it is never written: an unchanged host keeps its object, a changed
         // one is a new object that takes over the pool (plans in flight keep
         // the old object, which shares that pool).
-        HostPtr& known = it->second;
         if (SameDescription(*known, *h)) {
           h = known;
         } else {
           h->pool = known->pool;
         }
-        old.erase(it);
       } else {
         h->pool = HostPool::Make(h->address, h->port, MakePoolConfig(), weak_from_this());
         to_fill.push_back(h);
       }
     }
-    for (auto& [k, h] : old) removed.push_back(h);
+    for (size_t i = 0; i < old.size(); ++i) {
+      if (!kept[i]) removed.push_back(old[i]);
+    }
     if (local_dc.empty()) {
       local_dc = opts.local_dc.empty() && !t->hosts.empty() ? t->hosts.front()->datacenter : opts.local_dc;
     }

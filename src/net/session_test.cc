@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "net/fake_server_test_util.h"
+#include "net/io_pool.h"
+#include "net/session_impl.h"
 
 namespace cqlstream::net {
 namespace {
@@ -245,6 +247,39 @@ TEST(SessionCredentials, PlaintextCredentialsToARemoteHostWarnOnce) {
   EXPECT_EQ(err.find("without TLS", at + warning.size()), std::string::npos) << "warned more than once: " << err;
   EXPECT_EQ(err.find("pw"), std::string::npos);  // never the password
   (*remote)->Close();
+}
+
+// The control connection's own host is listed under the address it was
+// reached by (a host name, or a host id behind an SNI proxy); when the
+// control connection moves to another host, that node comes back under its
+// rpc address. Matched by host id, it keeps its Host, address and pool
+// instead of "leaving the cluster" (its pool closed, requests failed).
+TEST(SessionTopology, AHostKeepsItsPoolWhenItComesBackUnderAnotherAddress) {
+  const uint16_t port = FakeServer().port();  // refused: the pools never open
+  auto impl = std::make_shared<Session::Impl>();
+  impl->io = std::make_unique<IoPool>(1);
+  auto host = [port](const std::string& address, const std::string& id) {
+    auto h = std::make_shared<Host>();
+    h->address = address;
+    h->port = port;
+    h->host_id = id;
+    h->datacenter = "dc1";
+    return h;
+  };
+  auto t1 = std::make_shared<Topology>();
+  t1->hosts = {host("localhost", "id-a"), host("127.0.0.2", "id-b")};
+  impl->ApplyTopology(t1);
+  const HostPtr a = impl->Topo()->hosts[0];
+  ASSERT_NE(a->pool, nullptr);
+  auto t2 = std::make_shared<Topology>();
+  t2->hosts = {host("127.0.0.2", "id-b"), host("127.0.0.1", "id-a")};
+  impl->ApplyTopology(t2);
+  auto t = impl->Topo();
+  ASSERT_EQ(t->hosts.size(), 2u);
+  EXPECT_EQ(t->hosts[1], a);
+  EXPECT_EQ(t->hosts[1]->address, "localhost");
+  EXPECT_EQ(t->hosts[1]->pool, a->pool);
+  impl->Shutdown();
 }
 
 }  // namespace
