@@ -11,6 +11,8 @@
 // the handle's own fields are written only by its constructor.
 #include "bind_dataset.h"
 
+#include "status_error.h"
+
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -36,20 +38,6 @@ using namespace nb::literals;
 
 namespace cqlstream::python {
 namespace {
-
-// Raises the cqlstream.errors exception of `s` (the GIL must be held).
-[[noreturn]] void Raise(const Status& s) {
-  const std::string code(Status::CodeName(s.code()));
-  nb::object exc = nb::module_::import_("cqlstream.errors").attr("from_status")(code, s.message());
-  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
-  throw nb::python_error();
-}
-
-template <typename T>
-T Unwrap(StatusOr<T> r) {
-  if (!r.ok()) Raise(r.status());
-  return std::move(r).value();
-}
 
 // The dataset to open and the connection options (the option kit's, as
 // cqlstream.Loader takes them; its throttle fields are not used here).
@@ -78,7 +66,7 @@ class DatasetHandle {
     }
     if (!info.ok()) {
       Close();  // a session opened for a dataset that is not there
-      Raise(info.status());
+      Check(info.status());
     }
     info_ = std::move(info).value();
   }
@@ -110,15 +98,15 @@ class DatasetHandle {
   // The metadata of `split` (every split when empty), ascending key.
   MetaColumns Metadata(const std::optional<std::string>& split, int concurrency) {
     std::shared_ptr<net::Session> session = session_;
-    if (!session) Raise(Status::InvalidArgument("this Dataset is closed"));
-    if (concurrency < 1 || concurrency > 1024) Raise(Status::InvalidArgument("concurrency must be in [1, 1024]"));
+    if (!session) Check(Status::InvalidArgument("this Dataset is closed"));
+    if (concurrency < 1 || concurrency > 1024) Check(Status::InvalidArgument("concurrency must be in [1, 1024]"));
     MetaColumns cols;
     Status st;
     {
       nb::gil_scoped_release release;
       st = Scan(*session, split, concurrency, &cols);
     }
-    if (!st.ok()) Raise(st);
+    Check(st);
     return cols;
   }
 
@@ -188,7 +176,7 @@ void SaveSelection(const std::string& path, const std::string& dataset, const st
     nb::gil_scoped_release release;
     st = sel.Save(path);
   }
-  if (!st.ok()) Raise(st);
+  Check(st);
 }
 
 nb::dict LoadSelection(const std::string& path) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "loader/npy.h"
+#include "status_error.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -48,18 +49,6 @@ nb::dlpack::dtype DlpackDtype(NpyDtype d) {
   return {static_cast<uint8_t>(code), static_cast<uint8_t>(8 * loader::NpyItemSize(d)), 1};
 }
 
-[[noreturn]] void RaiseInvalid(const Status& s) {
-  // cqlstream.errors makes the exception, as bindings.cc's translator does;
-  // without the package (module loaded alone) a plain ValueError.
-  try {
-    nb::object exc = nb::module_::import_("cqlstream.errors").attr("from_status")("InvalidArgument", s.message());
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
-  } catch (const nb::python_error&) {
-    throw nb::value_error(s.message().c_str());
-  }
-  throw nb::python_error();
-}
-
 Array DecodeNpy(const nb::bytes& data) {
   std::unique_ptr<uint8_t[]> items;
   NpyArray a;
@@ -76,7 +65,7 @@ Array DecodeNpy(const nb::bytes& data) {
       status = parsed.status();
     }
   }
-  if (!status.ok()) RaiseInvalid(status);
+  Check(status);
   const size_t ndim = a.shape.size();
   std::vector<size_t> shape(a.shape.begin(), a.shape.end());
   // Strides in items: C order (last axis fastest) or Fortran order (first).

@@ -40,6 +40,7 @@
 #include "loader/decode_stream.h"
 #include "bind_dataset.h"
 #include "bind_npy.h"
+#include "status_error.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -54,44 +55,6 @@ using loader::StreamOptions;
 
 // ---------------------------------------------------------------------------
 // Errors
-
-// Carries a Status from the C++ core to the translator (bindings only).
-class StatusError : public std::exception {
- public:
-  explicit StatusError(Status s) : status_(std::move(s)) {}
-  const char* what() const noexcept override { return status_.message().c_str(); }
-  const Status& status() const { return status_; }
-
- private:
-  Status status_;
-};
-
-void Check(const Status& s) {
-  if (!s.ok()) throw StatusError(s);
-}
-
-template <typename T>
-T Unwrap(StatusOr<T> r) {
-  if (!r.ok()) throw StatusError(r.status());
-  return std::move(r).value();
-}
-
-void TranslateStatus(const std::exception_ptr& p, void*) {
-  try {
-    std::rethrow_exception(p);
-  } catch (const StatusError& e) {
-    const std::string code(Status::CodeName(e.status().code()));
-    // cqlstream.errors makes the exception (its class chosen by the code,
-    // .code set); should the package not be importable (the module loaded
-    // alone), a RuntimeError "Code: message".
-    try {
-      nb::object exc = nb::module_::import_("cqlstream.errors").attr("from_status")(code, e.status().message());
-      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
-    } catch (const nb::python_error&) {
-      PyErr_SetString(PyExc_RuntimeError, e.status().ToString().c_str());
-    }
-  }
-}
 
 [[noreturn]] void Released() {
   throw nb::value_error(
@@ -420,7 +383,7 @@ using namespace cqlstream::python;
 
 NB_MODULE(_core, m) {
   m.doc() = "cqlstream's compiled core (private: use the cqlstream package)";
-  nb::register_exception_translator(TranslateStatus);
+  RegisterStatusTranslator();
   BindDataset(m);
   BindNpy(m);
 
