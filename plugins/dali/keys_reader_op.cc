@@ -11,14 +11,7 @@ using ::dali::CPUBackend;
 
 KeysReaderOp::KeysReaderOp(const ::dali::OpSpec& spec) : ::dali::StatelessOperator<CPUBackend>(spec) {
   where_ = fmt::format("fn.cqlstream.keys_reader(dataset='{}')", spec.GetArgument<std::string>("dataset"));
-  LoaderOptions o = LoaderOptionsFromSpec(spec, where_);
-  o.shuffle = false;
-  o.rank = 0;
-  o.world_size = 1;
-  o.on_missing = OnMissing::kRaise;  // a request's samples are all there or the request fails
-  auto opened = Loader::Open(o);
-  if (!opened.ok()) Throw(where_, opened.status());
-  loader_ = std::move(*opened);
+  loader_ = OpenKeysLoader(spec, where_);
   layout_ = OutputLayoutFromSpec(spec, loader_->dataset().label_kind, where_);
 }
 

@@ -92,6 +92,17 @@ int NumOutputsFromSpec(const OpSpec& spec) {
   return 2 + (spec.GetArgument<bool>("output_target") ? 1 : 0) + (spec.GetArgument<bool>("output_keys") ? 1 : 0);
 }
 
+std::unique_ptr<Loader> OpenKeysLoader(const ::dali::OpSpec& spec, std::string_view where) {
+  LoaderOptions o = LoaderOptionsFromSpec(spec, where);
+  o.shuffle = false;
+  o.rank = 0;
+  o.world_size = 1;
+  o.on_missing = OnMissing::kRaise;  // a request's samples are all there or the request fails
+  auto opened = Loader::Open(o);
+  if (!opened.ok()) Throw(where, opened.status());
+  return std::move(*opened);
+}
+
 OutputLayout OutputLayoutFromSpec(const OpSpec& spec, LabelKind kind, std::string_view where) {
   OutputLayout l;
   l.label_kind = kind;

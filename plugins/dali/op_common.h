@@ -22,6 +22,7 @@
 #ifndef CQLSTREAM_PLUGINS_DALI_OP_COMMON_H_
 #define CQLSTREAM_PLUGINS_DALI_OP_COMMON_H_
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,10 @@ inline constexpr const char* kBaseSchema = "cqlstreamLoaderBase";
 // Defaults, then CQLSTREAM_* environment variables, then the arguments that
 // are set explicitly. Throws on invalid values.
 LoaderOptions LoaderOptionsFromSpec(const ::dali::OpSpec& spec, std::string_view where);
+// The loader of the operators that fetch keys they are given (keys_reader and
+// the serving readers): the spec's options on one rank, no shuffling, and a
+// missing sample fails its request (on_missing = raise). Throws on errors.
+std::unique_ptr<Loader> OpenKeysLoader(const ::dali::OpSpec& spec, std::string_view where);
 
 struct OutputLayout {
   LabelKind label_kind = LabelKind::kNone;

@@ -39,14 +39,7 @@ ServingReaderOp::ServingReaderOp(const ::dali::OpSpec& spec, bool decoupled)
                                                         po.mini_batch_size, po.max_chunk_keys)));
     }
   }
-  LoaderOptions o = LoaderOptionsFromSpec(spec, where_);
-  o.shuffle = false;
-  o.rank = 0;
-  o.world_size = 1;
-  o.on_missing = OnMissing::kRaise;  // a request's samples are all there or the request fails
-  auto opened = Loader::Open(o);
-  if (!opened.ok()) Throw(where_, opened.status());
-  loader_ = std::move(*opened);
+  loader_ = OpenKeysLoader(spec, where_);
   layout_ = OutputLayoutFromSpec(spec, loader_->dataset().label_kind, where_);
   Loader* loader = loader_.get();
   prefetcher_ = std::make_unique<RequestPrefetcher>(
