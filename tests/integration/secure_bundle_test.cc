@@ -19,6 +19,7 @@
 #include "loader/option_kit.h"
 #include "net/secure_bundle_test_util.h"
 #include "net/session.h"
+#include "secure_fixture.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -50,15 +51,11 @@ std::string EncryptKey(const std::string& key_pem, const std::string& passphrase
   return std::string(data, static_cast<size_t>(n));
 }
 
-class SecureBundleTest : public ::testing::Test {
+class SecureBundleTest : public testing::SecureNodeTest {
  protected:
   void SetUp() override {
-    host_ = Env("CQLSTREAM_TEST_SECURE_HOST");
-    certs_ = Env("CQLSTREAM_TEST_CERTS");
-    // Not a skip: without the secure node these tests cannot pass.
-    ASSERT_FALSE(host_.empty() || certs_.empty())
-        << "CQLSTREAM_TEST_SECURE_HOST / CQLSTREAM_TEST_CERTS are not set: run through scripts/test, or start "
-           "scripts/cassandra up --profile secure and export them";
+    SecureNodeTest::SetUp();
+    if (HasFatalFailure()) return;
     password_file_ = WriteFile("secure_bundle_pw", Env("CQLSTREAM_TEST_SECURE_PASSWORD", "cassandra") + "\n");
   }
 
@@ -83,7 +80,7 @@ class SecureBundleTest : public ::testing::Test {
   }
   std::string Read(const std::string& name) const { return net::testing::ReadFileOrEmpty(certs_ + "/" + name); }
 
-  std::string host_, certs_, password_file_;
+  std::string password_file_;
 };
 
 TEST_F(SecureBundleTest, EncryptedClientKeyWithItsPassphrase) {

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "net/session.h"
+#include "secure_fixture.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -18,16 +19,8 @@ namespace {
 
 using testing::Env;
 
-class SecureTest : public ::testing::Test {
+class SecureTest : public testing::SecureNodeTest {
  protected:
-  void SetUp() override {
-    host_ = Env("CQLSTREAM_TEST_SECURE_HOST");
-    certs_ = Env("CQLSTREAM_TEST_CERTS");
-    // Not a skip: without the secure node these tests cannot pass.
-    ASSERT_FALSE(host_.empty() || certs_.empty())
-        << "CQLSTREAM_TEST_SECURE_HOST / CQLSTREAM_TEST_CERTS are not set: run through scripts/test, or start "
-           "scripts/cassandra up --profile secure and export them";
-  }
   ConnectionOptions Options(const std::string& ca = "ca.crt") const {
     ConnectionOptions o;
     o.hosts = {host_};
@@ -38,7 +31,6 @@ class SecureTest : public ::testing::Test {
     o.connect_timeout = std::chrono::milliseconds(5000);
     return o;
   }
-  std::string host_, certs_;
 };
 
 TEST_F(SecureTest, PasswordAndVerifiedTls) {
