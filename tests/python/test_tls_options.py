@@ -65,3 +65,11 @@ def test_cli_has_every_connection_flag():
     out = subprocess.run([str(cli_path()), "ping", "--help"], capture_output=True, text=True, timeout=60).stdout
     missing = ["--" + n.replace("_", "-") for n in connection if "--" + n.replace("_", "-") not in out]
     assert not missing, f"cqlstream ping lacks {missing}"
+
+
+def test_python_dataset_takes_every_connection_option():
+    names = option_names()
+    connection = names[:names.index(LAST_CONNECTION_OPTION) + 1]
+    params = inspect.signature(cqlstream.Dataset.__init__).parameters
+    missing = [n for n in connection if n not in params]
+    assert not missing, f"cqlstream.Dataset lacks {missing}"
