@@ -13,7 +13,8 @@ namespace {
 
 // A .npy file laid out as numpy.lib.format writes it: magic, version, length,
 // the dict padded with spaces so that the data starts at a multiple of 64,
-// '\n', then the data.
+// '\n', then the data. ParseNpy's array views these bytes: tests keep them in a
+// variable for as long as they read the array.
 std::vector<uint8_t> Npy(int major, const std::string& dict, const std::string& data) {
   const size_t len_size = major == 1 ? 2 : 4;
   std::string header = dict;
@@ -89,7 +90,8 @@ TEST(Npy, EveryDtype) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.code);
-    auto a = ParseNpy(Npy(2, Dict(c.code, "(2,)"), std::string(2 * c.size, '\x07')));
+    const std::vector<uint8_t> a_bytes = Npy(2, Dict(c.code, "(2,)"), std::string(2 * c.size, '\x07'));
+    auto a = ParseNpy(a_bytes);
     ASSERT_TRUE(a.ok()) << a.status().ToString();
     EXPECT_EQ(a->dtype, c.dtype);
     EXPECT_EQ(NpyDtypeName(a->dtype), c.name);
@@ -99,7 +101,9 @@ TEST(Npy, EveryDtype) {
 }
 
 TEST(Npy, ScalarAndEmptyShapes) {
-  auto scalar = ParseNpy(Npy(1, Dict("<f8", "()"), std::string("\x00\x00\x00\x00\x00\x00\xd0\x3f", 8)));
+  const std::vector<uint8_t> scalar_bytes =
+      Npy(1, Dict("<f8", "()"), std::string("\x00\x00\x00\x00\x00\x00\xd0\x3f", 8));
+  auto scalar = ParseNpy(scalar_bytes);
   ASSERT_TRUE(scalar.ok()) << scalar.status().ToString();
   EXPECT_TRUE(scalar->shape.empty());
   EXPECT_EQ(scalar->num_items(), 1u);
@@ -107,7 +111,8 @@ TEST(Npy, ScalarAndEmptyShapes) {
   std::memcpy(&d, scalar->data().data(), 8);
   EXPECT_EQ(d, 0.25);
 
-  auto empty = ParseNpy(Npy(1, Dict("|u1", "(0, 3)"), ""));
+  const std::vector<uint8_t> empty_bytes = Npy(1, Dict("|u1", "(0, 3)"), "");
+  auto empty = ParseNpy(empty_bytes);
   ASSERT_TRUE(empty.ok()) << empty.status().ToString();
   EXPECT_EQ(empty->shape, (std::vector<uint64_t>{0, 3}));
   EXPECT_EQ(empty->num_items(), 0u);
@@ -117,7 +122,8 @@ TEST(Npy, ScalarAndEmptyShapes) {
 TEST(Npy, FortranOrderIsReportedAndTheDataKept) {
   // np.asfortranarray(np.arange(6, dtype='<i2').reshape(2, 3))
   const std::string data("\x00\x00\x03\x00\x01\x00\x04\x00\x02\x00\x05\x00", 12);
-  auto a = ParseNpy(Npy(1, Dict("<i2", "(2, 3)", true), data));
+  const std::vector<uint8_t> a_bytes = Npy(1, Dict("<i2", "(2, 3)", true), data);
+  auto a = ParseNpy(a_bytes);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_TRUE(a->fortran_order);
   EXPECT_EQ(Bytes(a->data()), data);
@@ -125,7 +131,8 @@ TEST(Npy, FortranOrderIsReportedAndTheDataKept) {
 
 TEST(Npy, BigEndianComplexSwapsEachHalf) {
   // np.array([1+2j], dtype='>c8')
-  auto a = ParseNpy(Npy(1, Dict(">c8", "(1,)"), std::string("\x3f\x80\x00\x00\x40\x00\x00\x00", 8)));
+  const std::vector<uint8_t> a_bytes = Npy(1, Dict(">c8", "(1,)"), std::string("\x3f\x80\x00\x00\x40\x00\x00\x00", 8));
+  auto a = ParseNpy(a_bytes);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   float v[2];
   std::memcpy(v, a->data().data(), 8);
@@ -147,7 +154,8 @@ TEST(Npy, HeaderVariantsNumpyAccepts) {
   };
   for (const char* d : dicts) {
     SCOPED_TRACE(d);
-    auto a = ParseNpy(Npy(1, d, "abcd"));
+    const std::vector<uint8_t> a_bytes = Npy(1, d, "abcd");
+    auto a = ParseNpy(a_bytes);
     ASSERT_TRUE(a.ok()) << a.status().ToString();
     EXPECT_EQ(a->shape, std::vector<uint64_t>{2});
   }
