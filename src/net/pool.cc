@@ -78,8 +78,14 @@ void HostPool::Fill() {
     Connection::Options o = owner->ConnectionOptionsFor(address_, port);
     o.transport.source_ports = std::move(t.source_ports);
     std::weak_ptr<PoolOwner> weak = owner_;
-    o.on_close = [self, weak](const Status& why) {
-      if (auto owner = weak.lock()) self->OnConnectionClosed(owner, why);
+    // Weak: the pool owns its connections, so a strong reference back from
+    // each connection's callback would be a cycle that outlives the pool
+    // whenever the callback cannot run (I/O threads stopped first).
+    std::weak_ptr<HostPool> weak_self = self;
+    o.on_close = [weak_self, weak](const Status& why) {
+      auto pool = weak_self.lock();
+      auto owner = weak.lock();
+      if (pool && owner) pool->OnConnectionClosed(owner, why);
     };
     const int shard = t.shard;
     Connection::Open(owner->NextIo(), std::move(o),
