@@ -219,6 +219,11 @@ void ControlConnection::Reconnect() {
     reconnect_timer_ = timer;
   }
   std::weak_ptr<ControlConnection> weak = weak_from_this();
+  // async_wait under mu_: Close cancels the timer under mu_ from another
+  // thread, and an asio timer is not safe for concurrent use (the handler
+  // runs later on the I/O thread, never inside async_wait).
+  MutexLock lock(&mu_);
+  if (closed_) return;  // closed since: its cancel came before this wait
   timer->async_wait([weak, timer](std::error_code ec) {
     auto self = weak.lock();
     if (!self || ec) return;
