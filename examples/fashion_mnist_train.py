@@ -5,8 +5,8 @@ The images are decoded in C++ (PNG -> 28x28x1 uint8) by cqlstream's decode
 pipeline, overlapping the training step; the model sees float tensors.
 
 Set-up (once):
-    python3 scripts/fashion_mnist_to_png.py /tmp/fashion           # 70,000 PNGs, train/ and test/
-    build/src/cli/cqlstream ingest --dataset fashion_mnist /tmp/fashion
+    python3 scripts/fashion_mnist_to_png.py fashion_png           # 70,000 PNGs, train/ and test/
+    build/src/cli/cqlstream ingest --dataset fashion_mnist fashion_png
 
 Full run (README, "Training from the database"):
     .venv/bin/python examples/fashion_mnist_train.py

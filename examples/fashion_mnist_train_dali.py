@@ -7,8 +7,8 @@ device="cpu", output_type=GRAY) -> fn.crop_mirror_normalize (float, CHW,
 normalised) -> DALIGenericIterator(reader_name="Reader") -> the CNN.
 
 Set-up (once):
-    python3 scripts/fashion_mnist_to_png.py /tmp/fashion           # 70,000 PNGs, train/ and test/
-    build/src/cli/cqlstream ingest --dataset fashion_mnist /tmp/fashion
+    python3 scripts/fashion_mnist_to_png.py fashion_png           # 70,000 PNGs, train/ and test/
+    build/src/cli/cqlstream ingest --dataset fashion_mnist fashion_png
     # the plugin: scripts/install installs DALI (python/requirements-dali.txt), the build
     # (-DCQLSTREAM_BUILD_DALI=ON, which scripts/test sets) makes plugins/dali/libcqlstream_dali.so
 

@@ -9,8 +9,8 @@ resumed from a checkpoint taken mid-epoch trains on exactly the samples that
 epoch had not trained on yet, each once, on any number of ranks.
 
 Set-up (once), as for examples/fashion_mnist_train.py:
-    python3 scripts/fashion_mnist_to_png.py /tmp/fashion
-    build/src/cli/cqlstream ingest --dataset fashion_mnist /tmp/fashion
+    python3 scripts/fashion_mnist_to_png.py fashion_png
+    build/src/cli/cqlstream ingest --dataset fashion_mnist fashion_png
 
 Run (2 CPU processes):
     .venv/bin/python examples/lightning_fashion_mnist.py --devices 2 --epochs 2
