@@ -25,6 +25,13 @@ enum class LabelKind { kNone, kClass, kMultiLabel, kTarget };
 std::string_view LabelKindName(LabelKind k);  // "none", "class", "multilabel", "target"
 StatusOr<LabelKind> ParseLabelKind(std::string_view s);
 
+// What a sample's bytes are: an image (validated at ingest, decodable by the
+// loader's image decoders) or any bytes (`--kind blob`: .npy arrays, TIFF,
+// audio, token shards; stored without image validation).
+enum class SampleKind { kImage, kBlob };
+std::string_view SampleKindName(SampleKind k);  // "image", "blob"
+StatusOr<SampleKind> ParseSampleKind(std::string_view s);
+
 // A sample key: (segment, index) packed as (seg << 32) | idx.
 using SampleKey = uint64_t;
 constexpr SampleKey MakeKey(int32_t seg, int32_t idx) {
@@ -54,7 +61,19 @@ struct DatasetInfo {
   std::string checksum = "xxh64";
   int32_t chunk_size = kDefaultChunkSize;
   std::string description;
+  SampleKind sample_kind = SampleKind::kImage;
+  // Ingest-time preprocessing applied to every image, as the ingest recorded
+  // it (e.g. "resize-shorter=256,center-crop=224,reencode=jpeg:90"); empty
+  // when the images are stored as they came.
+  std::string preprocess;
+  // Where the samples live when the dataset was attached to a table that
+  // cqlstream did not write (`cqlstream attach`): the table's description as
+  // the attach recorded it (keys such as "table", "key_column"; see
+  // store/attached.h). Empty for a native dataset (d_<name>/m_<name>).
+  std::map<std::string, std::string> source;
   std::vector<SegmentInfo> segments;  // ascending seg
+
+  bool attached() const { return !source.empty(); }
 
   std::string data_table() const { return "d_" + name; }
   std::string meta_table() const { return "m_" + name; }

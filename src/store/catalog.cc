@@ -61,6 +61,21 @@ Status FillDataset(const cql::Rows& r, int32_t row, const std::string& keyspace,
   CQLS_ASSIGN_OR_RETURN(d->chunk_size, Column<int32_t>(r, row, "chunk_size"));
   if (d->chunk_size <= 0) return Status::Corruption(fmt::format("dataset '{}' has chunk size {}", d->name, d->chunk_size));
   CQLS_ASSIGN_OR_RETURN(d->description, Column<std::string>(r, row, "description"));
+  // Columns added after the first release (schema.cc's EnsureCatalog adds
+  // them to older catalogs): absent in a catalog an older cqlstream made and
+  // no newer one has touched, read as their defaults then.
+  if (r.column_index("sample_kind") >= 0) {
+    CQLS_ASSIGN_OR_RETURN(std::string kind, Column<std::string>(r, row, "sample_kind", "image"));
+    auto sk = ParseSampleKind(kind);
+    if (!sk.ok()) return sk.status().WithContext(fmt::format("dataset '{}'", d->name));
+    d->sample_kind = *sk;
+  }
+  if (r.column_index("preprocess") >= 0) {
+    CQLS_ASSIGN_OR_RETURN(d->preprocess, Column<std::string>(r, row, "preprocess"));
+  }
+  if (r.column_index("source") >= 0) {
+    CQLS_ASSIGN_OR_RETURN(d->source, (Column<std::map<std::string, std::string>>(r, row, "source")));
+  }
   return Status::OK();
 }
 
@@ -110,8 +125,9 @@ Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d
 }
 
 
-constexpr const char* kDatasetColumns =
-    "name, layout_version, created, label_kind, class_names, checksum, chunk_size, description";
+// Every column: `*`, so that a catalog made by an older release (without the
+// later columns) is read too; FillDataset picks the columns by name.
+constexpr const char* kDatasetColumns = "*";
 
 }  // namespace
 

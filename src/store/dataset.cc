@@ -28,6 +28,14 @@ StatusOr<LabelKind> ParseLabelKind(std::string_view s) {
   return Status::InvalidArgument(fmt::format("unknown label kind '{}' (none, class, multilabel, target)", s));
 }
 
+std::string_view SampleKindName(SampleKind k) { return k == SampleKind::kBlob ? "blob" : "image"; }
+
+StatusOr<SampleKind> ParseSampleKind(std::string_view s) {
+  if (s == "image") return SampleKind::kImage;
+  if (s == "blob") return SampleKind::kBlob;
+  return Status::InvalidArgument(fmt::format("unknown sample kind '{}' (image, blob)", s));
+}
+
 std::string FormatKey(SampleKey k) { return fmt::format("{}:{}", KeySegment(k), KeyIndex(k)); }
 
 std::vector<std::string> DatasetInfo::splits() const {

@@ -168,6 +168,8 @@ Status IngestRun::ResolveSpec() {
   spec_.chunk_size = o_.chunk_size.value_or(kDefaultChunkSize);
   spec_.chunk_size_given = o_.chunk_size.has_value();
   spec_.description = o_.description;
+  spec_.sample_kind = o_.kind;
+  spec_.preprocess = o_.preprocess;
   if (spec_.label_kind == LabelKind::kClass || spec_.label_kind == LabelKind::kMultiLabel) {
     // The mapping covers the whole source, every split included.
     const std::vector<std::string> listed = UsedLabelTexts(listing_);

@@ -90,6 +90,13 @@ struct IngestOptions {
   Replication replication;            // for a new keyspace
   bool replication_given = false;
   std::string description;            // for a new dataset
+  // --kind: images are validated (CheckImage); blobs are stored as any bytes.
+  SampleKind kind = SampleKind::kImage;
+  // Ingest-time preprocessing of images, in its canonical text form
+  // (store/preprocess.h; e.g. "resize-shorter=256,center-crop=224,
+  // reencode=jpeg:90"); "" stores images as they came. Recorded in the
+  // catalog: every ingest into a dataset must use the same.
+  std::string preprocess;
   int concurrency = 64;               // samples in flight
   int64_t memory_bytes = 512ll << 20; // payload bytes read ahead + in flight
   int readers = 4;                    // reader threads

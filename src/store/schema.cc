@@ -198,11 +198,15 @@ std::string CreateKeyspaceCql(const std::string& keyspace, const Replication& r)
   return fmt::format("CREATE KEYSPACE IF NOT EXISTS {} WITH replication = {}", keyspace, r.ToCql());
 }
 
+std::vector<std::pair<std::string, std::string>> LaterCatalogColumns() {
+  return {{"sample_kind", "text"}, {"preprocess", "text"}, {"source", "map<text, text>"}};
+}
+
 std::vector<std::string> CatalogTablesCql(const std::string& ks) {
   return {
       fmt::format("CREATE TABLE IF NOT EXISTS {}.datasets (name text PRIMARY KEY, layout_version int, "
                   "created timestamp, label_kind text, class_names list<text>, checksum text, chunk_size int, "
-                  "description text)",
+                  "description text, sample_kind text, preprocess text, source map<text, text>)",
                   ks),
       fmt::format("CREATE TABLE IF NOT EXISTS {}.segments (dataset text, seg int, split text, source_id text, "
                   "source text, fingerprint text, count int, bytes bigint, max_size bigint, size_hist list<bigint>, "
@@ -307,6 +311,21 @@ Status EnsureKeyspace(net::Session& s, const std::string& keyspace, const Replic
 Status EnsureCatalog(net::Session& s, const std::string& keyspace) {
   CQLS_RETURN_IF_ERROR(ValidateGeneratedKeyspace(keyspace));
   for (const auto& ddl : CatalogTablesCql(keyspace)) CQLS_RETURN_IF_ERROR(RunDdl(s, ddl));
+  // A catalog made by an older release lacks the later columns: add them
+  // (ALTER TABLE ... ADD is cheap and leaves the rows as they are).
+  std::set<std::string> have;
+  CQLS_RETURN_IF_ERROR(s.ForEachPage(
+      Read("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
+           {Value::Text(keyspace), Value::Text("datasets")}),
+      [&](const cql::Rows& r) {
+        for (int32_t i = 0; i < r.row_count(); ++i) have.insert(TextCell(r, i, 0));
+        return Status::OK();
+      }));
+  for (const auto& [column, type] : LaterCatalogColumns()) {
+    if (have.count(column) == 0) {
+      CQLS_RETURN_IF_ERROR(RunDdl(s, fmt::format("ALTER TABLE {}.datasets ADD {} {}", keyspace, column, type)));
+    }
+  }
   return Status::OK();
 }
 
@@ -323,6 +342,26 @@ Status CheckCompatible(const DatasetInfo& existing, const DatasetSpec& spec) {
         "(or --label-kind {} / --labels to match)",
         existing.name, LabelKindName(existing.label_kind), LabelKindName(spec.label_kind),
         LabelKindName(existing.label_kind)));
+  }
+  if (existing.attached()) {
+    return Status::AlreadyExists(fmt::format(
+        "dataset '{}' is attached to table {} (cqlstream attach): its samples live in that table, so it cannot "
+        "take an ingest; ingest into another dataset name",
+        existing.name, existing.source.count("table") ? existing.source.at("table") : std::string("?")));
+  }
+  if (existing.sample_kind != spec.sample_kind) {
+    return Status::AlreadyExists(fmt::format(
+        "dataset '{}' exists with sample kind '{}', but this ingest has kind '{}'; use another dataset name (or "
+        "--kind {})",
+        existing.name, SampleKindName(existing.sample_kind), SampleKindName(spec.sample_kind),
+        SampleKindName(existing.sample_kind)));
+  }
+  if (existing.preprocess != spec.preprocess) {
+    return Status::AlreadyExists(fmt::format(
+        "dataset '{}' exists with ingest preprocessing '{}', but this ingest asks for '{}'; its images must all be "
+        "prepared alike: use the same options or another dataset name",
+        existing.name, existing.preprocess.empty() ? "none" : existing.preprocess,
+        spec.preprocess.empty() ? "none" : spec.preprocess));
   }
   if (spec.chunk_size_given && existing.chunk_size != spec.chunk_size) {
     return Status::AlreadyExists(fmt::format(
@@ -373,12 +412,14 @@ StatusOr<DatasetInfo> CreateOrOpenDataset(net::Session& s, const std::string& ke
           .count();
   net::Statement ins = net::Statement::Query(
       fmt::format("INSERT INTO {}.datasets (name, layout_version, created, label_kind, class_names, checksum, "
-                  "chunk_size, description) VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+                  "chunk_size, description, sample_kind, preprocess) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
                   keyspace),
       {Value::Text(spec.name), Value::Int(kLayoutVersion), Value::FromTimestamp(Timestamp{now_ms}),
        Value::Text(std::string(LabelKindName(spec.label_kind))),
        names.empty() ? Value::Unset() : Value::List(std::move(names)), Value::Text("xxh64"),
-       Value::Int(spec.chunk_size), spec.description.empty() ? Value::Unset() : Value::Text(spec.description)});
+       Value::Int(spec.chunk_size), spec.description.empty() ? Value::Unset() : Value::Text(spec.description),
+       Value::Text(std::string(SampleKindName(spec.sample_kind))),
+       spec.preprocess.empty() ? Value::Unset() : Value::Text(spec.preprocess)});
   ins.consistency = cql::Consistency::kLocalQuorum;
   ins.timeout = std::chrono::milliseconds(30000);
   auto r = s.Execute(ins);

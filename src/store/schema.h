@@ -54,6 +54,9 @@ struct Replication {
 // DDL text (exposed for tests and docs).
 std::string CreateKeyspaceCql(const std::string& keyspace, const Replication& r);
 std::vector<std::string> CatalogTablesCql(const std::string& keyspace);
+// Catalog columns added after the first release, (name, CQL type):
+// EnsureCatalog adds those an older catalog lacks.
+std::vector<std::pair<std::string, std::string>> LaterCatalogColumns();
 std::vector<std::string> DatasetTablesCql(const std::string& keyspace, const std::string& dataset);
 
 // Creates the keyspace when it does not exist. When it exists, its
@@ -61,7 +64,8 @@ std::vector<std::string> DatasetTablesCql(const std::string& keyspace, const std
 // sentence saying so (nothing is altered).
 Status EnsureKeyspace(net::Session& s, const std::string& keyspace, const Replication& r, bool replication_given,
                       std::string* note);
-// Creates the catalog tables when missing.
+// Creates the catalog tables when missing, and adds the later columns
+// (LaterCatalogColumns) to a catalog an older release made.
 Status EnsureCatalog(net::Session& s, const std::string& keyspace);
 
 // What an ingest wants the dataset to be.
@@ -72,6 +76,8 @@ struct DatasetSpec {
   int32_t chunk_size = kDefaultChunkSize;
   bool chunk_size_given = false;  // --chunk-size was given (else the stored one is used)
   std::string description;
+  SampleKind sample_kind = SampleKind::kImage;  // --kind
+  std::string preprocess;  // the ingest-time preprocessing, as recorded in the catalog ("" = none)
 };
 
 // Checks that an existing dataset can take an ingest of `spec`: same
