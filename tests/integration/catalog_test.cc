@@ -12,8 +12,11 @@
 
 #include <unistd.h>
 
+#include <set>
+
 #include "dataset_fixture.h"
 #include "store/catalog.h"
+#include "store/schema.h"
 #include "test_env.h"
 
 namespace cqlstream::testing {
@@ -58,6 +61,55 @@ TEST(CatalogTest, ReadsFallBackToLocalOneWhenNoQuorumIsAlive) {
   EXPECT_EQ((*all)[0].segments.size(), size_t(spec.segments));
   EXPECT_NE(err.find("cannot be read at LOCAL_QUORUM"), std::string::npos) << err;
   EXPECT_NE(err.find("LOCAL_ONE"), std::string::npos) << err;
+
+  MustRun(*s, fmt::format("DROP KEYSPACE {}", ks));
+}
+
+// A catalog made by the first release has no sample_kind / preprocess /
+// source columns (the fixture creates exactly that table). Reading it works
+// and gives the defaults; EnsureCatalog (run by every ingest and attach) adds
+// the columns, once, and leaves the rows as they were.
+TEST(CatalogTest, OlderCatalogIsReadAndUpgradedInPlace) {
+  auto s = TestSession();
+  const std::string ks = fmt::format("it_oldcat_{}", ::getpid());
+  MustRun(*s, fmt::format("DROP KEYSPACE IF EXISTS {}", ks));
+  MustRun(*s, fmt::format("CREATE KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', "
+                          "'replication_factor': 1}}",
+                          ks));
+  SyntheticSpec spec;
+  spec.name = "old";
+  spec.samples = 10;
+  MakeSyntheticDataset(*s, ks, spec);
+
+  auto before = store::LoadDataset(*s, ks, "old");
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_EQ(before->sample_kind, SampleKind::kImage);
+  EXPECT_EQ(before->preprocess, "");
+  EXPECT_FALSE(before->attached());
+
+  ASSERT_TRUE(store::EnsureCatalog(*s, ks).ok());
+  ASSERT_TRUE(store::EnsureCatalog(*s, ks).ok());  // a second run adds nothing and fails on nothing
+  auto cols = s->Execute(net::Statement::Query(
+      "SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = 'datasets'",
+      {Value::Text(ks)}));
+  ASSERT_TRUE(cols.ok()) << cols.status().ToString();
+  std::set<std::string> names;
+  for (int32_t i = 0; i < cols->rows()->row_count(); ++i) names.insert(cols->rows()->Get<std::string>(i, 0).value());
+  for (const auto& [column, type] : store::LaterCatalogColumns()) EXPECT_EQ(names.count(column), 1u) << column;
+
+  MustRun(*s, fmt::format("UPDATE {}.datasets SET sample_kind = 'blob', preprocess = 'center-crop=8' WHERE name = 'old'",
+                          ks));
+  auto after = store::LoadDataset(*s, ks, "old");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->sample_kind, SampleKind::kBlob);
+  EXPECT_EQ(after->preprocess, "center-crop=8");
+  EXPECT_EQ(after->segments.size(), before->segments.size());
+
+  // A kind no release writes is refused by name, not read as an image.
+  MustRun(*s, fmt::format("UPDATE {}.datasets SET sample_kind = 'video' WHERE name = 'old'", ks));
+  auto bad = store::LoadDataset(*s, ks, "old");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("video"), std::string::npos) << bad.status().ToString();
 
   MustRun(*s, fmt::format("DROP KEYSPACE {}", ks));
 }
