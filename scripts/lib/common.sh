@@ -10,6 +10,9 @@ CQLSTREAM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CQLSTREAM_CACHE="${CQLSTREAM_CACHE:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache/cqlstream}"
 CASSANDRA_VERSION="5.0.9"
 CASSANDRA_HOME_DIR="$CQLSTREAM_CACHE/cassandra-$CASSANDRA_VERSION"
+# PySpark for examples/spark_ingest.py (scripts/install --spark; scripts/test spark).
+PYSPARK_VERSION="3.5.9"
+PYSPARK_DIR="$CQLSTREAM_CACHE/pyspark-$PYSPARK_VERSION"
 CQLSTREAM_VENV="$CQLSTREAM_ROOT/.venv"
 CQLSTREAM_STATE="$CQLSTREAM_ROOT/.state"
 
