@@ -486,7 +486,7 @@ StatusOr<DropReport> DropDataset(net::Session& s, const std::string& keyspace, c
       if (!d.ok()) return d.status().WithContext(fmt::format("removing the segments of dataset '{}'", name));
     }
   }
-  for (const std::string& t : {"d_" + name, "m_" + name}) {
+  for (const std::string& t : {"d_" + name, "m_" + name, "k_" + name}) {  // k_: an attached dataset's key snapshot
     if (!tables.count(t)) continue;
     CQLS_RETURN_IF_ERROR(RunDdl(s, fmt::format("DROP TABLE IF EXISTS {}.{}", keyspace, t)));
     rep.tables.push_back(t);
