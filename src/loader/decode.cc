@@ -7,11 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+
+#include "store/resample.h"
 
 namespace cqlstream::loader {
 namespace {
@@ -179,104 +180,6 @@ Status DecodePng(std::span<const uint8_t> b, int channels, uint64_t max_pixels, 
   return Status::OK();
 }
 
-// ---------------------------------------------------------------------------
-// Resampling, after Pillow's libImaging/Resample.c (bilinear filter, 8 bits
-// per channel).
-
-constexpr int kPrecisionBits = 32 - 8 - 2;
-
-double Triangle(double x) {
-  if (x < 0.0) x = -x;
-  return x < 1.0 ? 1.0 - x : 0.0;
-}
-
-struct Coeffs {
-  int ksize = 0;
-  std::vector<int> first;    // first input index of output i (relative to the window)
-  std::vector<int> count;    // input taps of output i
-  std::vector<int32_t> k;    // ksize fixed-point weights per output
-};
-
-// Coefficients for outputs [from, from + n) of a resize of in_size -> out_size.
-Coeffs Precompute(int in_size, int out_size, int from, int n) {
-  Coeffs c;
-  const double scale = static_cast<double>(in_size) / out_size;
-  const double filterscale = std::max(scale, 1.0);
-  const double support = 1.0 * filterscale;
-  c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
-  c.first.resize(static_cast<size_t>(n));
-  c.count.resize(static_cast<size_t>(n));
-  c.k.assign(static_cast<size_t>(n) * static_cast<size_t>(c.ksize), 0);
-  std::vector<double> w(static_cast<size_t>(c.ksize));
-  for (int i = 0; i < n; ++i) {
-    const int xx = from + i;
-    const double center = (xx + 0.5) * scale;
-    const double ss = 1.0 / filterscale;
-    int xmin = static_cast<int>(center - support + 0.5);
-    if (xmin < 0) xmin = 0;
-    int xmax = static_cast<int>(center + support + 0.5);
-    if (xmax > in_size) xmax = in_size;
-    xmax -= xmin;
-    xmax = std::min(xmax, c.ksize);
-    double ww = 0.0;
-    for (int x = 0; x < xmax; ++x) {
-      w[static_cast<size_t>(x)] = Triangle((x + xmin - center + 0.5) * ss);
-      ww += w[static_cast<size_t>(x)];
-    }
-    int32_t* k = &c.k[static_cast<size_t>(i) * static_cast<size_t>(c.ksize)];
-    for (int x = 0; x < xmax; ++x) {
-      const double v = ww != 0.0 ? w[static_cast<size_t>(x)] / ww : w[static_cast<size_t>(x)];
-      k[x] = v < 0 ? static_cast<int32_t>(-0.5 + v * (1 << kPrecisionBits))
-                   : static_cast<int32_t>(0.5 + v * (1 << kPrecisionBits));
-    }
-    c.first[static_cast<size_t>(i)] = xmin;
-    c.count[static_cast<size_t>(i)] = xmax;
-  }
-  return c;
-}
-
-inline uint8_t Clip8(int32_t v) {
-  if (v >= (1 << kPrecisionBits << 8)) return 255;
-  if (v <= 0) return 0;
-  return static_cast<uint8_t>(v >> kPrecisionBits);
-}
-
-// Horizontal pass: rows [y0, y0 + rows) of src (width sw) into dst (width n).
-void Horizontal(const uint8_t* src, int sw, int y0, int rows, int ch, const Coeffs& c, uint8_t* dst) {
-  const int n = static_cast<int>(c.first.size());
-  for (int y = 0; y < rows; ++y) {
-    const uint8_t* in = src + (static_cast<size_t>(y0 + y) * static_cast<size_t>(sw)) * static_cast<size_t>(ch);
-    uint8_t* out = dst + static_cast<size_t>(y) * static_cast<size_t>(n) * static_cast<size_t>(ch);
-    for (int i = 0; i < n; ++i) {
-      const int32_t* k = &c.k[static_cast<size_t>(i) * static_cast<size_t>(c.ksize)];
-      const uint8_t* p = in + static_cast<size_t>(c.first[static_cast<size_t>(i)]) * static_cast<size_t>(ch);
-      const int cnt = c.count[static_cast<size_t>(i)];
-      for (int b = 0; b < ch; ++b) {
-        int32_t ss = 1 << (kPrecisionBits - 1);
-        for (int x = 0; x < cnt; ++x) ss += p[x * ch + b] * k[x];
-        out[i * ch + b] = Clip8(ss);
-      }
-    }
-  }
-}
-
-// Vertical pass: src rows (width w, first row = input row `y0`) into dst.
-void Vertical(const uint8_t* src, int w, int y0, int ch, const Coeffs& c, uint8_t* dst) {
-  const int n = static_cast<int>(c.first.size());
-  const size_t stride = static_cast<size_t>(w) * static_cast<size_t>(ch);
-  for (int i = 0; i < n; ++i) {
-    const int32_t* k = &c.k[static_cast<size_t>(i) * static_cast<size_t>(c.ksize)];
-    const uint8_t* base = src + static_cast<size_t>(c.first[static_cast<size_t>(i)] - y0) * stride;
-    const int cnt = c.count[static_cast<size_t>(i)];
-    uint8_t* out = dst + static_cast<size_t>(i) * stride;
-    for (size_t x = 0; x < stride; ++x) {
-      int32_t ss = 1 << (kPrecisionBits - 1);
-      for (int y = 0; y < cnt; ++y) ss += base[static_cast<size_t>(y) * stride + x] * k[y];
-      out[x] = Clip8(ss);
-    }
-  }
-}
-
 }  // namespace
 
 std::string_view ResizeModeName(ResizeMode m) { return m == ResizeMode::kCrop ? "crop" : "stretch"; }
@@ -342,55 +245,8 @@ Status DecodeImage(std::span<const uint8_t> bytes, int channels, int scale, Imag
 
 void ResizeWindow(const Image& src, int resized_h, int resized_w, int top, int left, int out_h, int out_w,
                   uint8_t* out) {
-  const int ch = src.channels;
-  const bool need_h = resized_w != src.width;
-  const bool need_v = resized_h != src.height;
-  const size_t out_stride = static_cast<size_t>(out_w) * static_cast<size_t>(ch);
-  thread_local std::vector<uint8_t> tmp;
-
-  if (!need_h && !need_v) {
-    for (int y = 0; y < out_h; ++y) {
-      const uint8_t* in = src.pixels.data() +
-                          (static_cast<size_t>(top + y) * static_cast<size_t>(src.width) + static_cast<size_t>(left)) *
-                              static_cast<size_t>(ch);
-      std::memcpy(out + static_cast<size_t>(y) * out_stride, in, out_stride);
-    }
-    return;
-  }
-  Coeffs cv;
-  int y0 = top, rows = out_h;  // input rows the vertical pass reads
-  if (need_v) {
-    cv = Precompute(src.height, resized_h, top, out_h);
-    y0 = cv.first.front();
-    const int last = cv.first.back() + cv.count.back();
-    rows = last - y0;
-  }
-  const uint8_t* vin = nullptr;
-  int vin_w = 0;
-  if (need_h) {
-    const Coeffs c = Precompute(src.width, resized_w, left, out_w);
-    uint8_t* dst = need_v ? nullptr : out;
-    if (need_v) {
-      tmp.resize(static_cast<size_t>(rows) * out_stride);
-      dst = tmp.data();
-    }
-    Horizontal(src.pixels.data(), src.width, y0, rows, ch, c, dst);
-    if (!need_v) return;
-    vin = tmp.data();
-    vin_w = out_w;
-  } else {
-    // Only a vertical resize: the columns of the window, rows [y0, y0 + rows).
-    tmp.resize(static_cast<size_t>(rows) * out_stride);
-    for (int y = 0; y < rows; ++y) {
-      const uint8_t* in = src.pixels.data() +
-                          (static_cast<size_t>(y0 + y) * static_cast<size_t>(src.width) + static_cast<size_t>(left)) *
-                              static_cast<size_t>(ch);
-      std::memcpy(tmp.data() + static_cast<size_t>(y) * out_stride, in, out_stride);
-    }
-    vin = tmp.data();
-    vin_w = out_w;
-  }
-  Vertical(vin, vin_w, y0, ch, cv, out);
+  const store::PixelView view{src.pixels.data(), src.height, src.width, src.channels};
+  store::ResampleWindow(view, resized_h, resized_w, top, left, out_h, out_w, out);
 }
 
 Status DecodeTo(std::span<const uint8_t> bytes, const DecodeOptions& o, std::span<uint8_t> out) {

@@ -12,7 +12,8 @@
 // Resampling is antialiased bilinear (a triangle filter whose support grows
 // with the downscale factor), computed as Pillow's libImaging/Resample.c does
 // for Image.resize(..., Image.BILINEAR): same coefficients, same 22-bit fixed
-// point, a horizontal then a vertical pass with 8-bit rounding in between.
+// point, a horizontal then a vertical pass with 8-bit rounding in between
+// (store/resample.h, shared with ingest-time preprocessing).
 // Pillow 13 runs the vertical pass first for some shapes, which moves a few
 // pixels by one level; otherwise results equal Pillow's on the same decoded
 // pixels. Frames whose decoded size already equals the output are copied
