@@ -1,0 +1,196 @@
+// Copyright (c) cqlstream authors.
+#include "store/attached_row.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "cql/wire.h"
+#include "store/schema.h"
+
+namespace cqlstream::store {
+
+StatusOr<AttachedLabelType> ParseAttachedLabelType(std::string_view t) {
+  if (t.empty()) return AttachedLabelType::kNone;
+  if (t == "int") return AttachedLabelType::kInt;
+  if (t == "list<int>" || t == "set<int>") return AttachedLabelType::kIntList;
+  if (t == "text" || t == "varchar" || t == "ascii") return AttachedLabelType::kText;
+  if (t == "blob") return AttachedLabelType::kBlob;
+  return Status::Corruption(fmt::format("attached label type '{}' is not int, list<int>, set<int>, text or blob", t));
+}
+
+StatusOr<DataType> AttachedKeyType(std::string_view t) {
+  if (t == "uuid") return DataType::Simple(TypeId::kUuid);
+  if (t == "timeuuid") return DataType::Simple(TypeId::kTimeuuid);
+  if (t == "bigint") return DataType::Simple(TypeId::kBigint);
+  if (t == "int") return DataType::Simple(TypeId::kInt);
+  if (t == "text" || t == "varchar") return DataType::Simple(TypeId::kVarchar);
+  if (t == "ascii") return DataType::Simple(TypeId::kAscii);
+  if (t == "blob") return DataType::Simple(TypeId::kBlob);
+  return Status::Corruption(
+      fmt::format("attached key type '{}' is not uuid, timeuuid, bigint, int, text, varchar, ascii or blob", t));
+}
+
+StatusOr<Value> SnapshotKey(SampleKey sample, const cql::Rows* rows, const DataType& key_type,
+                            const std::string& snapshot_table) {
+  if (rows == nullptr) {
+    return Status::Corruption(fmt::format("sample {}: the key lookup in the key snapshot {} answered no rows result",
+                                          FormatKey(sample), snapshot_table));
+  }
+  std::optional<std::span<const uint8_t>> cell;
+  if (rows->row_count() > 0 && rows->column_count() > 0) cell = rows->cell(0, 0);
+  return SnapshotKeyCell(sample, rows->column_count() > 0 ? rows->row_count() : -1, cell, key_type, snapshot_table);
+}
+
+StatusOr<Value> SnapshotKeyCell(SampleKey sample, int32_t row_count, std::optional<std::span<const uint8_t>> cell,
+                                const DataType& key_type, const std::string& snapshot_table) {
+  auto bad = [&](std::string what) {
+    return Status::Corruption(fmt::format("sample {}: {} in the key snapshot {}", FormatKey(sample), what, snapshot_table));
+  };
+  if (row_count == 0) {
+    return Status::NotFound(fmt::format("sample {} has no row in the key snapshot {}", FormatKey(sample), snapshot_table));
+  }
+  if (row_count < 0) return bad("a row without columns");
+  if (row_count != 1) return bad(fmt::format("{} rows instead of one", row_count));
+  if (!cell) return bad("a null key");
+  if (cell->empty() || cell->size() > kMaxAttachedKeyBytes) {
+    return bad(fmt::format("a key of {} bytes (1 to {} allowed)", cell->size(), kMaxAttachedKeyBytes));
+  }
+  auto v = DecodeCell(key_type, *cell);
+  if (!v.ok() || v->is_null()) {
+    return bad(fmt::format("a key of {} bytes that is not a {}", cell->size(), key_type.ToString()));
+  }
+  return std::move(*v);
+}
+
+void AttachedRow::Fail(std::string what) {
+  if (status_.ok()) {
+    status_ = Status::Corruption(
+        fmt::format("sample {} (key {}): {} in {}", FormatKey(sample_), key_, what, o_->table));
+  }
+}
+
+void AttachedRow::OnDataSize(int32_t row, int64_t size) {
+  if (row != 0) return;  // a second row: Finish refuses it
+  data_size_ = size;
+  if (size < 0 || size > o_->max_bytes) {
+    Fail(fmt::format("its data cell is {} bytes, more than the loader's limit of {}", size, o_->max_bytes));
+  }
+}
+
+void AttachedRow::OnTargetSize(int32_t row, int64_t size) {
+  if (row != 0) return;
+  target_size_ = size;
+  const int64_t data = std::max<int64_t>(data_size_, 0);
+  if (size < 0 || size > o_->max_bytes - data) {
+    Fail(fmt::format("its data ({} bytes) and target ({} bytes) are more than the loader's limit of {}", data, size,
+                     o_->max_bytes));
+  }
+}
+
+void AttachedRow::OnCell(int32_t row, int32_t col, std::optional<std::span<const uint8_t>> data) {
+  if (row != 0) return;
+  if (col == kAttachedColData) {
+    if (!data) {
+      data_null_ = true;
+      return;
+    }
+    const bool announced = data_size_ >= 0;
+    if (!announced) OnDataSize(row, static_cast<int64_t>(data->size()));
+    if (!announced && o_->keep_data && status_.ok()) kept_data_.assign(data->begin(), data->end());
+    return;
+  }
+  if (col == kAttachedColLabel) OnLabel(data);
+}
+
+void AttachedRow::OnLabel(std::optional<std::span<const uint8_t>> data) {
+  switch (o_->label_kind) {
+    case LabelKind::kNone:
+      return;
+    case LabelKind::kTarget: {
+      if (o_->label_type != AttachedLabelType::kBlob) return Fail("its label column is not a blob (target)");
+      if (!data) return;  // no target: the payload is the data alone
+      const bool announced = target_size_ >= 0;
+      if (!announced) OnTargetSize(0, static_cast<int64_t>(data->size()));
+      if (!announced && o_->keep_target && status_.ok()) kept_target_.assign(data->begin(), data->end());
+      return;
+    }
+    case LabelKind::kClass:
+      break;
+    case LabelKind::kMultiLabel: {
+      if (o_->label_type == AttachedLabelType::kInt) {
+        // An int label read as a sample of one label (or none: null).
+        labels_.clear();
+        if (!data || data->empty()) return;
+        if (data->size() != 4) return Fail(fmt::format("its label cell is {} bytes, not an int", data->size()));
+        const int32_t l = static_cast<int32_t>(cql::LoadU32(data->data()));
+        if (l < 0 || (o_->classes >= 0 && l >= o_->classes)) {
+          return Fail(fmt::format("its label {} is not a class of the dataset{}", l,
+                                  o_->classes >= 0 ? fmt::format(" (0 to {})", o_->classes - 1) : ""));
+        }
+        labels_.push_back(l);
+        return;
+      }
+      if (o_->label_type != AttachedLabelType::kIntList) return Fail("its label column is not a list<int> or set<int>");
+      if (!data) return;
+      auto v = DecodeCell(DataType::List(DataType::Simple(TypeId::kInt)), *data);
+      if (!v.ok() || (!v->is_null() && v->kind() != Value::Kind::kList)) {
+        return Fail("its label column is not a list<int> or set<int>");
+      }
+      if (v->is_null()) return;
+      if (v->as_list().size() > kMaxLabelsPerSample) {
+        return Fail(fmt::format("it has {} labels, more than {}", v->as_list().size(), kMaxLabelsPerSample));
+      }
+      labels_.clear();
+      for (const auto& x : v->as_list()) {
+        const int32_t l = x.kind() == Value::Kind::kInt ? x.as_int() : -1;
+        if (l < 0 || (o_->classes >= 0 && l >= o_->classes)) {
+          return Fail(fmt::format("its labels hold {}, not a class of the dataset{}", l,
+                                  o_->classes >= 0 ? fmt::format(" (0 to {})", o_->classes - 1) : ""));
+        }
+        labels_.push_back(l);
+      }
+      return;
+    }
+  }
+  // Class labels: an int, or a text naming one of the sorted class names.
+  if (!data) return;  // null: no label (-1)
+  if (o_->label_type == AttachedLabelType::kInt) {
+    if (data->empty()) return;  // the protocol's legacy empty value: null
+    if (data->size() != 4) return Fail(fmt::format("its label cell is {} bytes, not an int", data->size()));
+    const int32_t l = static_cast<int32_t>(cql::LoadU32(data->data()));
+    if (l < -1 || (o_->classes >= 0 && l >= o_->classes)) {
+      return Fail(fmt::format("its label {} is not a class of the dataset{}", l,
+                              o_->classes >= 0 ? fmt::format(" (0 to {})", o_->classes - 1) : ""));
+    }
+    label_ = l;
+    return;
+  }
+  if (o_->label_type != AttachedLabelType::kText) return Fail("its label column is neither an int nor a text");
+  const std::string_view text(reinterpret_cast<const char*>(data->data()), data->size());
+  static const std::vector<std::string> kNoClasses;
+  const std::vector<std::string>& names = o_->class_names ? *o_->class_names : kNoClasses;
+  auto it = std::lower_bound(names.begin(), names.end(), text,
+                             [](const std::string& a, std::string_view b) { return std::string_view(a) < b; });
+  if (it == names.end() || *it != text) {
+    const std::string shown = text.size() > 64 ? std::string(text.substr(0, 64)) + "..." : std::string(text);
+    return Fail(fmt::format("its label '{}' is not one of the dataset's {} class names", shown, names.size()));
+  }
+  label_ = static_cast<int32_t>(it - names.begin());
+}
+
+Status AttachedRow::Finish() const {
+  if (rows_ <= 0) {
+    return Status::NotFound(fmt::format("sample {} (key {}) has no row in {}", FormatKey(sample_), key_, o_->table));
+  }
+  auto bad = [&](std::string what) {
+    return Status::Corruption(fmt::format("sample {} (key {}): {} in {}", FormatKey(sample_), key_, what, o_->table));
+  };
+  if (rows_ > 1) return bad(fmt::format("{} rows instead of one", rows_));
+  if (!status_.ok()) return status_;
+  if (data_null_ || data_size_ < 0) return bad("its data cell is null");
+  return Status::OK();
+}
+
+}  // namespace cqlstream::store

@@ -1,0 +1,148 @@
+// Copyright (c) cqlstream authors.
+//
+// The rows of an attached dataset (store/attached.h) as a reader receives
+// them: the key snapshot's row of a sample (its foreign key), and the
+// foreign table's data row (its data blob and label). This is the pure,
+// socket-free part of reading an attached sample, as store/sample_row.h is
+// for native ones: the loader feeds it the cells its frame decoder streams
+// (and places the data blob where its slot is); the fuzzer
+// (tests/fuzz/attached_row_fuzz.cc) feeds it arbitrary cells.
+//
+// Nothing in a row is trusted: a malformed row is a per-sample error naming
+// the sample and the table, never a write outside the sample's region or an
+// unbounded allocation.
+//
+//   snapshot answer := exactly one row, column 0 = key blob
+//     key  : 1..kMaxAttachedKeyBytes bytes that decode as the key type
+//            (uuid/timeuuid 16, bigint 8, int 4, text UTF-8, blob any)
+//   data answer     := exactly one row (AttachedTable::DataReadCql)
+//     col 0 data    : blob, not null, at most max_bytes
+//     col 1 label   : (when the read selects one) by label type:
+//       int         -> label (class: null = -1, else in [0, classes) when
+//                      the class count is known)
+//       text        -> the index of the text in the sorted class names
+//       list<int>, set<int> -> labels (multilabel; at most
+//                      kMaxLabelsPerSample, each in [0, classes) when known)
+//       blob        -> the target (label kind target: the payload is data
+//                      then target, image_size = the data's length;
+//                      data + target at most max_bytes)
+//     A label column the dataset's label kind does not use is ignored.
+//
+// Thread-safety: value types and single-owner objects; no locking. The
+// caller serializes the calls on one object.
+#ifndef CQLSTREAM_STORE_ATTACHED_ROW_H_
+#define CQLSTREAM_STORE_ATTACHED_ROW_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cql/response.h"
+#include "cqlstream/dataset.h"
+#include "cqlstream/status.h"
+#include "cqlstream/value.h"
+
+namespace cqlstream::store {
+
+// The largest foreign key cqlstream binds back (Cassandra's partition key limit).
+inline constexpr size_t kMaxAttachedKeyBytes = 64 << 10;
+
+// The columns of AttachedTable::DataReadCql's answer.
+inline constexpr int kAttachedColData = 0, kAttachedColLabel = 1;
+
+// How a label column is read (from AttachedTable::label_type).
+enum class AttachedLabelType { kNone, kInt, kIntList, kText, kBlob };
+// "" -> kNone, "int", "list<int>"/"set<int>", "text"/"varchar"/"ascii",
+// "blob"; anything else is Corruption naming it.
+StatusOr<AttachedLabelType> ParseAttachedLabelType(std::string_view label_type);
+// The CQL type of a key column (AttachedTable::key_type); Corruption unless
+// uuid, timeuuid, bigint, int, text, varchar, ascii or blob.
+StatusOr<DataType> AttachedKeyType(std::string_view key_type);
+
+// The key snapshot's answer for `sample` (KeyLookupCql): the foreign key as
+// a Value of `key_type`, ready to bind. NotFound when the snapshot has no row
+// for the sample, Corruption when the row is malformed; both name the sample
+// and `snapshot_table`. `rows` null (not a Rows result) is Corruption too.
+StatusOr<Value> SnapshotKey(SampleKey sample, const cql::Rows* rows, const DataType& key_type,
+                            const std::string& snapshot_table);
+// The same on the answer's row count and its first row's key cell.
+StatusOr<Value> SnapshotKeyCell(SampleKey sample, int32_t row_count, std::optional<std::span<const uint8_t>> cell,
+                                const DataType& key_type, const std::string& snapshot_table);
+
+// What a reader of one attached dataset needs to check its data rows.
+struct AttachedRowOptions {
+  LabelKind label_kind = LabelKind::kNone;                // the dataset's
+  AttachedLabelType label_type = AttachedLabelType::kNone;
+  const std::vector<std::string>* class_names = nullptr;  // sorted; text labels map into it
+  int64_t classes = -1;                                   // < 0: unknown
+  int64_t max_bytes = int64_t{1} << 30;                   // data (+ target) per sample
+  std::string table;                                      // "ks.table", for messages
+  bool keep_data = false;                                 // copy a data cell given as a view
+  bool keep_target = false;                               // copy a target cell given as a view
+};
+
+// The cells of one data answer of sample `sample` (whose foreign key is
+// `key`, rendered for messages). Data cells are announced with
+// OnDataSize (a reader that places them itself) or handed whole to OnCell.
+class AttachedRow {
+ public:
+  AttachedRow(SampleKey sample, std::string key, const AttachedRowOptions* options)
+      : sample_(sample), key_(std::move(key)), o_(options) {}
+
+  void OnRowsBegin(int32_t rows) { rows_ = rows; }
+  // The length of the data cell (row 0) before its bytes are placed
+  // elsewhere; bounded by max_bytes (else status() fails).
+  void OnDataSize(int32_t row, int64_t size);
+  // The target cell's length before its bytes are placed (label kind target).
+  void OnTargetSize(int32_t row, int64_t size);
+  // A complete cell of column `col`; `data`: the cell (nullopt for null).
+  // For a data/target cell that was announced and placed, the view is the
+  // placed bytes (not copied again).
+  void OnCell(int32_t row, int32_t col, std::optional<std::span<const uint8_t>> data);
+
+  // After the answer: OK, or the first problem: NotFound (no row) or
+  // Corruption (several rows, a null or oversized data cell, a malformed or
+  // out-of-range label), naming the sample, its key and the table.
+  Status Finish() const;
+  // The first problem seen so far (OK while none).
+  const Status& status() const { return status_; }
+
+  int32_t rows() const { return rows_; }
+  int64_t data_size() const { return data_size_; }      // -1 until seen
+  int64_t target_size() const { return target_size_; }  // -1: none (null or not a target dataset)
+  int64_t payload_size() const { return data_size_ + std::max<int64_t>(target_size_, 0); }
+  int32_t label() const { return label_; }
+  const std::vector<int32_t>& labels() const { return labels_; }
+  // The image size of the payload: the data's length for target datasets, else -1.
+  int64_t image_size() const { return o_->label_kind == LabelKind::kTarget ? data_size_ : -1; }
+  // keep_data / keep_target: the bytes of cells given whole to OnCell.
+  std::span<const uint8_t> kept_data() const { return kept_data_; }
+  std::span<const uint8_t> kept_target() const { return kept_target_; }
+
+ private:
+  void Fail(std::string what);
+  void OnLabel(std::optional<std::span<const uint8_t>> data);
+  bool UsesTarget() const {
+    return o_->label_kind == LabelKind::kTarget && o_->label_type == AttachedLabelType::kBlob;
+  }
+
+  SampleKey sample_;
+  std::string key_;
+  const AttachedRowOptions* o_;
+  int32_t rows_ = -1;
+  int64_t data_size_ = -1;
+  int64_t target_size_ = -1;
+  bool data_null_ = false;
+  int32_t label_ = -1;
+  std::vector<int32_t> labels_;
+  std::vector<uint8_t> kept_data_, kept_target_;
+  Status status_;
+};
+
+}  // namespace cqlstream::store
+
+#endif  // CQLSTREAM_STORE_ATTACHED_ROW_H_

@@ -1,0 +1,240 @@
+// Copyright (c) cqlstream authors.
+//
+// The rows of an attached dataset without a server: the key snapshot's
+// answer (one row, a key of the key column's type) and the foreign data row
+// (one row, a data blob within the limit, the label by label type).
+#include "store/attached_row.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "cql/wire.h"
+
+namespace cqlstream::store {
+namespace {
+
+std::vector<uint8_t> Int(int32_t v) {
+  std::vector<uint8_t> b(4);
+  const uint32_t u = static_cast<uint32_t>(v);
+  for (int i = 0; i < 4; ++i) b[static_cast<size_t>(i)] = static_cast<uint8_t>(u >> (24 - 8 * i));
+  return b;
+}
+std::vector<uint8_t> Bytes(std::string_view s) { return {s.begin(), s.end()}; }
+std::optional<std::span<const uint8_t>> View(const std::vector<uint8_t>& v) { return std::span<const uint8_t>(v); }
+
+const SampleKey kKey = MakeKey(2, 41);
+
+AttachedRowOptions Options(LabelKind kind, AttachedLabelType type) {
+  AttachedRowOptions o;
+  o.label_kind = kind;
+  o.label_type = type;
+  o.max_bytes = 1000;
+  o.table = "ks.data_train";
+  o.keep_data = true;
+  o.keep_target = true;
+  return o;
+}
+
+TEST(AttachedRowTest, ParsesLabelAndKeyTypes) {
+  EXPECT_EQ(*ParseAttachedLabelType(""), AttachedLabelType::kNone);
+  EXPECT_EQ(*ParseAttachedLabelType("set<int>"), AttachedLabelType::kIntList);
+  EXPECT_EQ(*ParseAttachedLabelType("varchar"), AttachedLabelType::kText);
+  EXPECT_EQ(ParseAttachedLabelType("map<int, int>").status().code(), Status::Code::kCorruption);
+  EXPECT_EQ(AttachedKeyType("timeuuid")->id, TypeId::kTimeuuid);
+  EXPECT_EQ(AttachedKeyType("text")->id, TypeId::kVarchar);
+  EXPECT_FALSE(AttachedKeyType("frozen<tuple<int>>").ok());
+}
+
+TEST(AttachedRowTest, ReadsAnIntLabelledRow) {
+  auto o = Options(LabelKind::kClass, AttachedLabelType::kInt);
+  o.classes = 10;
+  AttachedRow r(kKey, "k", &o);
+  r.OnRowsBegin(1);
+  const auto data = Bytes("jpegbytes"), label = Int(7);
+  r.OnCell(0, kAttachedColData, View(data));
+  r.OnCell(0, kAttachedColLabel, View(label));
+  ASSERT_TRUE(r.Finish().ok()) << r.Finish().ToString();
+  EXPECT_EQ(r.data_size(), 9);
+  EXPECT_EQ(r.payload_size(), 9);
+  EXPECT_EQ(r.label(), 7);
+  EXPECT_EQ(r.image_size(), -1);
+  EXPECT_EQ(std::string(r.kept_data().begin(), r.kept_data().end()), "jpegbytes");
+}
+
+TEST(AttachedRowTest, AnnouncedDataIsNotCopiedAgain) {
+  auto o = Options(LabelKind::kNone, AttachedLabelType::kNone);
+  AttachedRow r(kKey, "k", &o);
+  r.OnRowsBegin(1);
+  r.OnDataSize(0, 5);
+  const auto placed = Bytes("abcde");
+  r.OnCell(0, kAttachedColData, View(placed));
+  ASSERT_TRUE(r.Finish().ok());
+  EXPECT_EQ(r.data_size(), 5);
+  EXPECT_TRUE(r.kept_data().empty());
+}
+
+TEST(AttachedRowTest, RefusesLabelsOutsideTheClasses) {
+  auto o = Options(LabelKind::kClass, AttachedLabelType::kInt);
+  o.classes = 10;
+  for (int32_t bad : {10, -2, 1 << 30}) {
+    AttachedRow r(kKey, "k", &o);
+    r.OnRowsBegin(1);
+    const auto data = Bytes("x"), label = Int(bad);
+    r.OnCell(0, kAttachedColData, View(data));
+    r.OnCell(0, kAttachedColLabel, View(label));
+    Status s = r.Finish();
+    EXPECT_EQ(s.code(), Status::Code::kCorruption) << bad;
+    EXPECT_NE(s.message().find("ks.data_train"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("2:41"), std::string::npos) << s.message();
+  }
+  // A null label (and the protocol's empty value) is no label.
+  AttachedRow r(kKey, "k", &o);
+  r.OnRowsBegin(1);
+  const auto data = Bytes("x"), empty = Bytes("");
+  r.OnCell(0, kAttachedColData, View(data));
+  r.OnCell(0, kAttachedColLabel, View(empty));
+  ASSERT_TRUE(r.Finish().ok());
+  EXPECT_EQ(r.label(), -1);
+  // Three bytes are no int.
+  AttachedRow r3(kKey, "k", &o);
+  r3.OnRowsBegin(1);
+  const auto three = Bytes("abc");
+  r3.OnCell(0, kAttachedColData, View(data));
+  r3.OnCell(0, kAttachedColLabel, View(three));
+  EXPECT_EQ(r3.Finish().code(), Status::Code::kCorruption);
+}
+
+TEST(AttachedRowTest, MapsTextLabelsToClassIndexes) {
+  const std::vector<std::string> names = {"cat", "dog", "zebra"};
+  auto o = Options(LabelKind::kClass, AttachedLabelType::kText);
+  o.class_names = &names;
+  o.classes = 3;
+  AttachedRow r(kKey, "k", &o);
+  r.OnRowsBegin(1);
+  const auto data = Bytes("x"), dog = Bytes("dog");
+  r.OnCell(0, kAttachedColData, View(data));
+  r.OnCell(0, kAttachedColLabel, View(dog));
+  ASSERT_TRUE(r.Finish().ok());
+  EXPECT_EQ(r.label(), 1);
+  AttachedRow u(kKey, "k", &o);
+  u.OnRowsBegin(1);
+  const auto eel = Bytes("eel");
+  u.OnCell(0, kAttachedColData, View(data));
+  u.OnCell(0, kAttachedColLabel, View(eel));
+  Status s = u.Finish();
+  EXPECT_EQ(s.code(), Status::Code::kCorruption);
+  EXPECT_NE(s.message().find("'eel'"), std::string::npos) << s.message();
+}
+
+TEST(AttachedRowTest, ReadsMultilabelLists) {
+  auto o = Options(LabelKind::kMultiLabel, AttachedLabelType::kIntList);
+  o.classes = 5;
+  // list<int> [1, 4]: count, then (length, value) per element.
+  std::vector<uint8_t> list = Int(2);
+  for (int32_t v : {1, 4}) {
+    auto l = Int(4), x = Int(v);
+    list.insert(list.end(), l.begin(), l.end());
+    list.insert(list.end(), x.begin(), x.end());
+  }
+  AttachedRow r(kKey, "k", &o);
+  r.OnRowsBegin(1);
+  const auto data = Bytes("x");
+  r.OnCell(0, kAttachedColData, View(data));
+  r.OnCell(0, kAttachedColLabel, View(list));
+  ASSERT_TRUE(r.Finish().ok()) << r.Finish().ToString();
+  EXPECT_EQ(r.labels(), (std::vector<int32_t>{1, 4}));
+  // A count that claims more elements than the cell holds.
+  auto lying = Int(1 << 30);
+  AttachedRow b(kKey, "k", &o);
+  b.OnRowsBegin(1);
+  b.OnCell(0, kAttachedColData, View(data));
+  b.OnCell(0, kAttachedColLabel, View(lying));
+  EXPECT_EQ(b.Finish().code(), Status::Code::kCorruption);
+  // A class out of range.
+  o.classes = 4;
+  AttachedRow c(kKey, "k", &o);
+  c.OnRowsBegin(1);
+  c.OnCell(0, kAttachedColData, View(data));
+  c.OnCell(0, kAttachedColLabel, View(list));
+  EXPECT_EQ(c.Finish().code(), Status::Code::kCorruption);
+}
+
+TEST(AttachedRowTest, TargetsFollowTheDataWithinTheLimit) {
+  auto o = Options(LabelKind::kTarget, AttachedLabelType::kBlob);
+  AttachedRow r(kKey, "k", &o);
+  r.OnRowsBegin(1);
+  const auto data = Bytes("image"), mask = Bytes("mask!!");
+  r.OnCell(0, kAttachedColData, View(data));
+  r.OnCell(0, kAttachedColLabel, View(mask));
+  ASSERT_TRUE(r.Finish().ok());
+  EXPECT_EQ(r.payload_size(), 11);
+  EXPECT_EQ(r.image_size(), 5);
+  EXPECT_EQ(std::string(r.kept_target().begin(), r.kept_target().end()), "mask!!");
+  // Data plus target above the limit.
+  o.max_bytes = 8;
+  AttachedRow b(kKey, "k", &o);
+  b.OnRowsBegin(1);
+  b.OnCell(0, kAttachedColData, View(data));
+  b.OnCell(0, kAttachedColLabel, View(mask));
+  EXPECT_EQ(b.Finish().code(), Status::Code::kCorruption);
+  EXPECT_TRUE(b.kept_target().empty());
+}
+
+TEST(AttachedRowTest, RefusesMissingNullSeveralAndOversizedRows) {
+  auto o = Options(LabelKind::kNone, AttachedLabelType::kNone);
+  AttachedRow none(kKey, "1234", &o);
+  none.OnRowsBegin(0);
+  Status s = none.Finish();
+  EXPECT_TRUE(s.IsNotFound());
+  EXPECT_NE(s.message().find("sample 2:41 (key 1234) has no row in ks.data_train"), std::string::npos) << s.message();
+
+  AttachedRow null(kKey, "k", &o);
+  null.OnRowsBegin(1);
+  null.OnCell(0, kAttachedColData, std::nullopt);
+  EXPECT_EQ(null.Finish().code(), Status::Code::kCorruption);
+
+  AttachedRow two(kKey, "k", &o);
+  two.OnRowsBegin(2);
+  const auto data = Bytes("x");
+  two.OnCell(0, kAttachedColData, View(data));
+  two.OnCell(1, kAttachedColData, View(data));
+  EXPECT_EQ(two.Finish().code(), Status::Code::kCorruption);
+
+  AttachedRow big(kKey, "k", &o);
+  big.OnRowsBegin(1);
+  big.OnDataSize(0, 1001);
+  EXPECT_FALSE(big.status().ok());
+  EXPECT_EQ(big.Finish().code(), Status::Code::kCorruption);
+}
+
+}  // namespace
+}  // namespace cqlstream::store
+
+namespace cqlstream::store {
+namespace {
+
+TEST(AttachedRowTest, SnapshotKeysDecodeAsTheKeyType) {
+  const DataType uuid = DataType::Simple(TypeId::kUuid);
+  std::vector<uint8_t> u(16);
+  for (size_t i = 0; i < u.size(); ++i) u[i] = static_cast<uint8_t>(i);
+  auto v = SnapshotKeyCell(kKey, 1, View(u), uuid, "ks.k_d");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->kind(), Value::Kind::kUuid);
+  auto missing = SnapshotKeyCell(kKey, 0, std::nullopt, uuid, "ks.k_d");
+  EXPECT_TRUE(missing.status().IsNotFound());
+  EXPECT_NE(missing.status().message().find("sample 2:41 has no row in the key snapshot ks.k_d"), std::string::npos);
+  const auto short_key = Bytes("0123456");
+  EXPECT_EQ(SnapshotKeyCell(kKey, 1, View(short_key), uuid, "ks.k_d").status().code(), Status::Code::kCorruption);
+  EXPECT_EQ(SnapshotKeyCell(kKey, 1, std::nullopt, uuid, "ks.k_d").status().code(), Status::Code::kCorruption);
+  EXPECT_EQ(SnapshotKeyCell(kKey, 2, View(u), uuid, "ks.k_d").status().code(), Status::Code::kCorruption);
+  const auto text = Bytes("a/b.jpg");
+  auto t = SnapshotKeyCell(kKey, 1, View(text), DataType::Simple(TypeId::kVarchar), "ks.k_d");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->as_text(), "a/b.jpg");
+  std::vector<uint8_t> huge(kMaxAttachedKeyBytes + 1, 'a');
+  EXPECT_FALSE(SnapshotKeyCell(kKey, 1, View(huge), DataType::Simple(TypeId::kBlob), "ks.k_d").ok());
+}
+
+}  // namespace
+}  // namespace cqlstream::store
