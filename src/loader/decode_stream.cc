@@ -64,11 +64,38 @@ DecodedBatch::~DecodedBatch() {
 
 Stream::Stream(std::unique_ptr<Loader> loader, StreamOptions options, OnMissing on_missing)
     : loader_(std::move(loader)), options_(std::move(options)), on_missing_(on_missing) {
-  if (options_.decode) {
+  if (options_.npy && loader_->dataset().label_kind == LabelKind::kTarget) npy_targets_ = options_.npy->targets;
+  if (decoding()) {
     pool_ = std::make_unique<loader::DecodePool>(options_.decode_threads);
     frames_ = std::make_shared<FramePool>(static_cast<size_t>(std::max(1, options_.prefetch)) + 2);
   }
 }
+
+namespace {
+
+// The decoding asked for must fit the dataset's sample kind (and targets).
+Status CheckDecodeFits(const DatasetInfo& ds, const StreamOptions& o) {
+  if (o.decode && ds.sample_kind != SampleKind::kImage) {
+    return Status::InvalidArgument(fmt::format(
+        "dataset '{}' holds samples of kind '{}', not images: image decoding (decode=(H, W)) cannot read them; "
+        "read the raw bytes, or decode .npy arrays (decode='npy')",
+        ds.name, SampleKindName(ds.sample_kind)));
+  }
+  if (o.npy && ds.sample_kind != SampleKind::kBlob) {
+    return Status::InvalidArgument(fmt::format(
+        "dataset '{}' holds samples of kind '{}': .npy decoding (decode='npy') is for datasets of kind 'blob' "
+        "(cqlstream ingest --kind blob); decode images with decode=(H, W)",
+        ds.name, SampleKindName(ds.sample_kind)));
+  }
+  if (o.npy && o.npy->targets == NpyTargets::kNpy && ds.label_kind != LabelKind::kTarget) {
+    return Status::InvalidArgument(fmt::format(
+        "dataset '{}' has label kind '{}': decoding targets as .npy needs label kind 'target'", ds.name,
+        LabelKindName(ds.label_kind)));
+  }
+  return Status::OK();
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<Stream>> Stream::Open(LoaderOptions loader, StreamOptions options) {
   if (options.decode) CQLS_RETURN_IF_ERROR(options.decode->Validate());
@@ -78,14 +105,46 @@ StatusOr<std::unique_ptr<Stream>> Stream::Open(LoaderOptions loader, StreamOptio
   if (options.decode_threads < 0 || options.decode_threads > 256) {
     return Status::InvalidArgument(fmt::format("decode_threads must be in 0..256, got {}", options.decode_threads));
   }
+  if (options.decode && options.npy) {
+    return Status::InvalidArgument("a stream decodes images or .npy arrays, not both");
+  }
   const OnMissing on_missing = loader.on_missing;
   CQLS_ASSIGN_OR_RETURN(std::unique_ptr<Loader> l, Loader::Open(std::move(loader)));
+  CQLS_RETURN_IF_ERROR(CheckDecodeFits(l->dataset(), options));
   return std::unique_ptr<Stream>(new Stream(std::move(l), std::move(options), on_missing));
 }
 
 Stream::~Stream() { Close(); }
 
+StatusOr<std::shared_ptr<const DecodedBatch>> Stream::DecodeNpy(const Batch& raw) {
+  auto d = std::make_shared<DecodedBatch>();
+  d->epoch = raw.epoch;
+  d->index = raw.index;
+  d->npy_mode = true;
+  NpyBatchLayout l;
+  int64_t skipped = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = DecodeNpyBatch(
+      *pool_, raw, npy_targets_, on_missing_ == OnMissing::kSkip,
+      [&](size_t bytes) { return frames_->Acquire(bytes, &d->capacity); }, &l, &d->pixels, &skipped);
+  decode_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (d->pixels != nullptr) d->pool = frames_;
+  if (!s.ok()) return s;
+  decode_skipped_ += skipped;
+  const bool multi = raw.multilabels.size() == raw.size();
+  for (size_t i : l.kept) {
+    d->labels.push_back(i < raw.labels.size() ? raw.labels[i] : -1);
+    if (multi) d->multilabels.push_back(raw.multilabels[i]);
+    d->keys.push_back(raw.keys[i]);
+  }
+  d->arrays = std::move(l.arrays);
+  d->targets = std::move(l.targets);
+  d->stacked = l.stacked;
+  return std::shared_ptr<const DecodedBatch>(std::move(d));
+}
+
 StatusOr<std::shared_ptr<const DecodedBatch>> Stream::Decode(const Batch& raw) {
+  if (options_.npy) return DecodeNpy(raw);
   const loader::DecodeOptions& o = *options_.decode;
   auto d = std::make_shared<DecodedBatch>();
   d->epoch = raw.epoch;

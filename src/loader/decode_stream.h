@@ -3,7 +3,11 @@
 // Stream: the decode-ahead stream (what the Python Loader drives; usable by
 // the CLI and any C++ user). It wraps a cqlstream::Loader and,
 // when decoding is asked for, a pipeline that decodes batch k+1 while the
-// training loop works on batch k:
+// training loop works on batch k. Two decodings exist: images (JPEG/PNG to
+// fixed-size frames, StreamOptions::decode; datasets of sample kind
+// "image") and .npy arrays (typed arrays of any shape, StreamOptions::npy;
+// datasets of sample kind "blob", see loader/npy_batch.h). Asking for one
+// on a dataset of the other kind fails at Open, naming both.
 //
 //   Loader::Next() --> producer thread --> DecodePool (decode + resize) -->
 //   queue of at most `prefetch` decoded batches --> Stream::Next()
@@ -21,9 +25,10 @@
 // returns the state of the last batch the consumer received. Batches still
 // in the queue are not counted and are read again after a restore.
 //
-// Decode failures: with OnMissing::kRaise the batch is not delivered and its
-// Next() fails with the first bad sample's key; with kSkip the bad samples
-// are left out of the batch (counted in decode_skipped()).
+// Decode failures (an undecodable image, a blob that is not a valid .npy
+// file): with OnMissing::kRaise the batch is not delivered and its Next()
+// fails with the first bad sample's key; with kSkip the bad samples are left
+// out of the batch (counted in decode_skipped()).
 //
 // Memory: decoded frames live in buffers recycled through a small pool; a
 // batch's buffer returns there when the last reference to the batch (a
@@ -49,13 +54,17 @@
 
 #include "cqlstream/loader.h"
 #include "loader/decode.h"
+#include "loader/npy_batch.h"
 #include "util/mutex.h"
 
 namespace cqlstream::loader {
 
 class FramePool;
 
-// A batch of decoded frames: n x height x width x channels, uint8, packed.
+// A decoded batch. Image mode: `pixels` holds n x height x width x
+// channels uint8 frames, packed. Npy mode (npy() true): `pixels` holds the
+// samples' arrays and targets as `arrays` and `targets` describe them (the
+// layout of loader/npy_batch.h; height, width and channels are 0).
 struct DecodedBatch {
   ~DecodedBatch();
   int64_t epoch = 0;
@@ -67,6 +76,13 @@ struct DecodedBatch {
   uint8_t* pixels = nullptr;  // owned: returns to `pool` (or is freed) on destruction
   size_t capacity = 0;
   std::shared_ptr<FramePool> pool;
+  // Npy mode only.
+  bool npy_mode = false;
+  std::vector<NpyItem> arrays;   // one per sample
+  std::vector<NpyItem> targets;  // one per sample when the stream keeps targets, else empty
+  bool stacked = false;          // arrays share dtype, shape and order and lie back to back from pixels
+
+  bool npy() const { return npy_mode; }
 
   size_t size() const { return keys.size(); }
   size_t frame_bytes() const {
@@ -81,8 +97,17 @@ struct Item {
   bool end_of_epoch() const { return !raw && !decoded; }
 };
 
+// Npy decoding: each sample's bytes are a .npy file (sample kind "blob").
+struct NpyDecodeOptions {
+  // Targets of label kind "target" datasets: kept as bytes (default) or
+  // decoded as .npy too. kNpy on a dataset without targets fails at Open;
+  // datasets without targets have none to keep.
+  NpyTargets targets = NpyTargets::kBytes;
+};
+
 struct StreamOptions {
-  std::optional<loader::DecodeOptions> decode;  // nullopt: raw bytes
+  std::optional<loader::DecodeOptions> decode;  // images; nullopt: no image decoding
+  std::optional<NpyDecodeOptions> npy;          // .npy arrays; at most one of decode and npy
   int prefetch = 2;                             // decoded batches kept ready
   int decode_threads = 0;                       // 0: hardware threads
 };
@@ -104,7 +129,7 @@ class Stream {
 
   bool Done() const;
   const Loader& loader() const { return *loader_; }
-  bool decoding() const { return options_.decode.has_value(); }
+  bool decoding() const { return options_.decode.has_value() || options_.npy.has_value(); }
   const StreamOptions& options() const { return options_; }
   int64_t decode_skipped() const { return decode_skipped_.load(); }
   double decode_seconds() const { return static_cast<double>(decode_ns_.load()) / 1e9; }
@@ -121,6 +146,9 @@ class Stream {
   };
   void Produce();
   StatusOr<std::shared_ptr<const DecodedBatch>> Decode(const Batch& raw);
+  StatusOr<std::shared_ptr<const DecodedBatch>> DecodeNpy(const Batch& raw);
+  // The targets npy mode keeps for this dataset (kNone without targets).
+  NpyTargets npy_targets_ = NpyTargets::kNone;
 
   std::unique_ptr<Loader> loader_;
   const StreamOptions options_;
