@@ -79,5 +79,16 @@ contiguous buffers that DALI allocates.)",
     .AddOptionalArg("output_target", R"(Add an output with each sample's blob target (datasets of label
 kind "target"; the payload is image bytes then target bytes).)",
                     false)
-    .AddOptionalArg("output_keys", "Add an int64 output with each sample's key (seg << 32 | idx).", false);
+    .AddOptionalArg("output_keys", "Add an int64 output with each sample's key (seg << 32 | idx).", false)
+    .AddOptionalArg("output", R"(What the `data` output holds: "bytes" (each sample's stored bytes, uint8
+1-D) or "npy" (datasets of sample kind "blob" holding .npy files: each sample decoded to a typed
+tensor of its .npy dtype and shape, in native byte order). With "npy" the samples of one batch
+must share dtype and number of dimensions (shapes may differ); bool, int8..64, uint8..64 and
+float16/32/64 are supported, complex and Fortran-order arrays are refused, and a sample that is
+not a valid .npy file fails the iteration naming its key. Decoded outputs are copied into
+buffers DALI allocates (zero_copy applies to the bytes outputs).)",
+                    "bytes")
+    .AddOptionalArg("target_output", R"(What the `target` output holds (output_target=True): "bytes" or
+"npy" (each target decoded from .npy, e.g. segmentation masks; the rules of ``output``).)",
+                    "bytes");
 

@@ -12,7 +12,7 @@ using ::dali::CPUBackend;
 KeysReaderOp::KeysReaderOp(const ::dali::OpSpec& spec) : ::dali::StatelessOperator<CPUBackend>(spec) {
   where_ = fmt::format("fn.cqlstream.keys_reader(dataset='{}')", spec.GetArgument<std::string>("dataset"));
   loader_ = OpenKeysLoader(spec, where_);
-  layout_ = OutputLayoutFromSpec(spec, loader_->dataset().label_kind, where_);
+  layout_ = OutputLayoutFromSpec(spec, loader_->dataset(), where_);
 }
 
 KeysReaderOp::~KeysReaderOp() {
@@ -49,14 +49,16 @@ bool KeysReaderOp::SetupImpl(std::vector<::dali::OutputDesc>& output_desc, const
     }
     for (size_t i = 0; i < batch->size(); ++i) current_.push_back(SampleRef{batch, i, false});
   }
+  npy_ = ParseNpyOutputs(layout_, current_, where_);
   if (layout_.zero_copy) return false;
-  output_desc = DescribeOutputs(layout_, current_);
+  output_desc = DescribeOutputs(layout_, current_, npy_);
   return true;
 }
 
 void KeysReaderOp::RunImpl(::dali::Workspace& ws) {
-  FillOutputs(layout_, current_, ws);
+  FillOutputs(layout_, current_, npy_, ws);
   current_.clear();
+  npy_ = {};
 }
 
 }  // namespace cqlstream::dali_plugin

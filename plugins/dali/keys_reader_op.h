@@ -43,6 +43,7 @@ class KeysReaderOp : public ::dali::StatelessOperator<::dali::CPUBackend> {
   std::unique_ptr<Loader> loader_;
   OutputLayout layout_;
   std::vector<SampleRef> current_;
+  NpySamples npy_;  // output='npy': current_'s arrays (they view its batches)
 };
 
 }  // namespace cqlstream::dali_plugin

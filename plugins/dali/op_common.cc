@@ -103,18 +103,50 @@ std::unique_ptr<Loader> OpenKeysLoader(const ::dali::OpSpec& spec, std::string_v
   return std::move(*opened);
 }
 
-OutputLayout OutputLayoutFromSpec(const OpSpec& spec, LabelKind kind, std::string_view where) {
+namespace {
+
+// "bytes" -> false, "npy" -> true; anything else throws naming the argument.
+bool NpyArg(const OpSpec& spec, const char* name, std::string_view where) {
+  const std::string v = StringArg(spec, name);
+  if (v != "bytes" && v != "npy") {
+    Throw(where, Status::InvalidArgument(fmt::format("{} must be 'bytes' or 'npy', not '{}'", name, v)));
+  }
+  return v == "npy";
+}
+
+}  // namespace
+
+OutputLayout OutputLayoutFromSpec(const OpSpec& spec, const DatasetInfo& dataset, std::string_view where) {
+  const LabelKind kind = dataset.label_kind;
   OutputLayout l;
   l.label_kind = kind;
   l.target = spec.GetArgument<bool>("output_target");
   l.keys = spec.GetArgument<bool>("output_keys");
   l.zero_copy = spec.GetArgument<bool>("zero_copy");
+  l.npy = NpyArg(spec, "output", where);
+  l.npy_target = NpyArg(spec, "target_output", where);
   if (l.target && kind != LabelKind::kTarget) {
     Throw(where, Status::InvalidArgument(fmt::format(
                      "output_target=True needs a dataset with label kind 'target'; this one has '{}'",
                      LabelKindName(kind))));
   }
+  if (l.npy_target && !l.target) {
+    Throw(where, Status::InvalidArgument("target_output='npy' decodes the target output: set output_target=True"));
+  }
+  if (l.npy && dataset.sample_kind != SampleKind::kBlob) {
+    Throw(where, Status::InvalidArgument(fmt::format(
+                     "output='npy' decodes .npy arrays out of datasets of sample kind 'blob' (cqlstream ingest "
+                     "--kind blob); dataset '{}' holds samples of kind '{}' (decode images with fn.decoders.image)",
+                     dataset.name, SampleKindName(dataset.sample_kind))));
+  }
   return l;
+}
+
+NpySamples ParseNpyOutputs(const OutputLayout& l, const std::vector<SampleRef>& samples, std::string_view where) {
+  if (!l.npy && !l.npy_target) return {};
+  auto parsed = ParseNpySamples(samples, l.npy, l.npy_target);
+  if (!parsed.ok()) Throw(where, parsed.status());
+  return std::move(*parsed);
 }
 
 namespace {
@@ -183,19 +215,64 @@ void CopyBytes(TensorList<CPUBackend>& out, const std::vector<SampleRef>& sample
   }
 }
 
+// DALI's type for a .npy dtype (ParseNpySamples refused the complex ones).
+::dali::DALIDataType DaliType(loader::NpyDtype d) {
+  using loader::NpyDtype;
+  switch (d) {
+    case NpyDtype::kBool: return DALI_BOOL;
+    case NpyDtype::kInt8: return DALI_INT8;
+    case NpyDtype::kInt16: return DALI_INT16;
+    case NpyDtype::kInt32: return DALI_INT32;
+    case NpyDtype::kInt64: return DALI_INT64;
+    case NpyDtype::kUInt8: return DALI_UINT8;
+    case NpyDtype::kUInt16: return DALI_UINT16;
+    case NpyDtype::kUInt32: return DALI_UINT32;
+    case NpyDtype::kUInt64: return DALI_UINT64;
+    case NpyDtype::kFloat16: return DALI_FLOAT16;
+    case NpyDtype::kFloat32: return DALI_FLOAT;
+    case NpyDtype::kFloat64: return DALI_FLOAT64;
+    case NpyDtype::kComplex64: case NpyDtype::kComplex128: break;
+  }
+  return DALI_NO_TYPE;
+}
+
+// Shapes and type of a decoded .npy output. REQUIRES: !arrays.empty()
+OutputDesc NpyDesc(const std::vector<loader::NpyArray>& arrays) {
+  const int n = static_cast<int>(arrays.size());
+  TensorListShape<> s(n, static_cast<int>(arrays.front().shape.size()));
+  for (int i = 0; i < n; ++i) {
+    const auto& shape = arrays[static_cast<size_t>(i)].shape;
+    s.set_tensor_shape(i, TensorShape<>(std::vector<int64_t>(shape.begin(), shape.end())));
+  }
+  return {s, DaliType(arrays.front().dtype)};
+}
+
+void CopyNpy(TensorList<CPUBackend>& out, const std::vector<loader::NpyArray>& arrays, ::dali::ThreadPool& pool) {
+  for (int i = 0; i < static_cast<int>(arrays.size()); ++i) {
+    const std::span<const uint8_t> b = arrays[static_cast<size_t>(i)].data();
+    if (b.empty()) continue;
+    pool.AddWork([&out, i, b](int) { std::memcpy(out.raw_mutable_tensor(i), b.data(), b.size()); },
+                 static_cast<int64_t>(b.size()));
+  }
+}
+
 }  // namespace
 
-std::vector<OutputDesc> DescribeOutputs(const OutputLayout& l, const std::vector<SampleRef>& samples) {
+std::vector<OutputDesc> DescribeOutputs(const OutputLayout& l, const std::vector<SampleRef>& samples,
+                                        const NpySamples& npy) {
   const int n = static_cast<int>(samples.size());
   std::vector<OutputDesc> d;
-  d.push_back({BytesShape(samples, ImageBytes), DALI_UINT8});
+  d.push_back(l.npy && n > 0 ? NpyDesc(npy.data) : OutputDesc{BytesShape(samples, ImageBytes), DALI_UINT8});
   d.push_back({LabelShape(l, samples), DALI_INT32});
-  if (l.target) d.push_back({BytesShape(samples, TargetBytes), DALI_UINT8});
+  if (l.target) {
+    d.push_back(l.npy_target && n > 0 ? NpyDesc(npy.target) : OutputDesc{BytesShape(samples, TargetBytes), DALI_UINT8});
+  }
   if (l.keys) d.push_back({TensorListShape<>(n, 0), DALI_INT64});
   return d;
 }
 
-void FillOutputs(const OutputLayout& l, const std::vector<SampleRef>& samples, ::dali::Workspace& ws) {
+void FillOutputs(const OutputLayout& l, const std::vector<SampleRef>& samples, const NpySamples& npy,
+                 ::dali::Workspace& ws) {
   const int n = static_cast<int>(samples.size());
   int o = 0;
   auto& data = ws.Output<CPUBackend>(o++);
@@ -203,18 +280,32 @@ void FillOutputs(const OutputLayout& l, const std::vector<SampleRef>& samples, :
   TensorList<CPUBackend>* target = l.target ? &ws.Output<CPUBackend>(o++) : nullptr;
   TensorList<CPUBackend>* keys = l.keys ? &ws.Output<CPUBackend>(o++) : nullptr;
 
+  auto& pool = ws.GetThreadPool();
+  const bool npy_data = l.npy && n > 0, npy_target = target && l.npy_target && n > 0;
   if (l.zero_copy) {
-    ShareBytes(data, samples, ImageBytes);
-    if (target) ShareBytes(*target, samples, TargetBytes);
-    // Small outputs: allocated here (the executor allocated nothing).
+    // Decoded .npy outputs and the small ones are allocated here (the
+    // executor allocated nothing); the bytes outputs are shared.
+    if (npy_data) {
+      const OutputDesc d = NpyDesc(npy.data);
+      data.Resize(d.shape, d.type);
+    } else {
+      ShareBytes(data, samples, ImageBytes);
+    }
+    if (npy_target) {
+      const OutputDesc d = NpyDesc(npy.target);
+      target->Resize(d.shape, d.type);
+    } else if (target) {
+      ShareBytes(*target, samples, TargetBytes);
+    }
     labels.Resize(LabelShape(l, samples), DALI_INT32);
     if (keys) keys->Resize(TensorListShape<>(n, 0), DALI_INT64);
   } else {
-    auto& pool = ws.GetThreadPool();
-    CopyBytes(data, samples, ImageBytes, pool);
-    if (target) CopyBytes(*target, samples, TargetBytes, pool);
-    pool.RunAll();
+    if (!npy_data) CopyBytes(data, samples, ImageBytes, pool);
+    if (target && !npy_target) CopyBytes(*target, samples, TargetBytes, pool);
   }
+  if (npy_data) CopyNpy(data, npy.data, pool);
+  if (npy_target) CopyNpy(*target, npy.target, pool);
+  pool.RunAll();
   for (int i = 0; i < n; ++i) {
     const SampleRef& r = samples[static_cast<size_t>(i)];
     const Batch& b = *r.batch;

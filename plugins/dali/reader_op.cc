@@ -76,7 +76,7 @@ ReaderOp::ReaderOp(const OpSpec& spec) : ::dali::Operator<::dali::CPUBackend>(sp
     Throw(where_, Status::Internal(fmt::format("loader rank {} reads {} samples per epoch, DALI shard {} expects {}",
                                                o.rank, loader_->SamplesPerEpoch(), shard_id_, shard_samples)));
   }
-  layout_ = OutputLayoutFromSpec(spec, loader_->dataset().label_kind, where_);
+  layout_ = OutputLayoutFromSpec(spec, loader_->dataset(), where_);
   Loader* loader = loader_.get();
   assembler_ = std::make_unique<EpochAssembler>(
       batch_size_, BatchesPerEpoch(samples_, num_shards_, batch_size_), shard_samples,
@@ -105,14 +105,16 @@ bool ReaderOp::SetupImpl(std::vector<::dali::OutputDesc>& output_desc, const ::d
                       requested, batch_size_)));
   }
   if (Status s = assembler_->NextBatch(&current_); !s.ok()) Throw(where_, s);
+  npy_ = ParseNpyOutputs(layout_, current_, where_);
   if (layout_.zero_copy) return false;  // RunImpl points the outputs at the loader's memory
-  output_desc = DescribeOutputs(layout_, current_);
+  output_desc = DescribeOutputs(layout_, current_, npy_);
   return true;
 }
 
 void ReaderOp::RunImpl(::dali::Workspace& ws) {
-  FillOutputs(layout_, current_, ws);
+  FillOutputs(layout_, current_, npy_, ws);
   current_.clear();
+  npy_ = {};
 }
 
 void ReaderOp::SaveState(::dali::OpCheckpoint& cpt, ::dali::AccessOrder) {

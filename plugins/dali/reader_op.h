@@ -54,6 +54,7 @@ class ReaderOp : public ::dali::Operator<::dali::CPUBackend> {
   OutputLayout layout_;
   ::dali::ReaderMeta meta_;
   std::vector<SampleRef> current_;  // the batch between SetupImpl and RunImpl
+  NpySamples npy_;  // output='npy': current_'s arrays (they view its batches)
 };
 
 }  // namespace cqlstream::dali_plugin

@@ -40,7 +40,7 @@ ServingReaderOp::ServingReaderOp(const ::dali::OpSpec& spec, bool decoupled)
     }
   }
   loader_ = OpenKeysLoader(spec, where_);
-  layout_ = OutputLayoutFromSpec(spec, loader_->dataset().label_kind, where_);
+  layout_ = OutputLayoutFromSpec(spec, loader_->dataset(), where_);
   Loader* loader = loader_.get();
   prefetcher_ = std::make_unique<RequestPrefetcher>(
       po, [loader](const std::vector<SampleKey>& keys) { return loader->Fetch(keys); });
@@ -158,14 +158,16 @@ bool ServingReaderOp::SetupImpl(std::vector<::dali::OutputDesc>& output_desc, co
   if (static_cast<int>(current_.size()) != want) {
     Throw(where_, Status::Internal(fmt::format("iteration of {} samples where DALI planned {}", current_.size(), want)));
   }
+  npy_ = ParseNpyOutputs(layout_, current_, where_);
   if (layout_.zero_copy) return false;
-  output_desc = DescribeOutputs(layout_, current_);
+  output_desc = DescribeOutputs(layout_, current_, npy_);
   return true;
 }
 
 void ServingReaderOp::RunImpl(::dali::Workspace& ws) {
-  FillOutputs(layout_, current_, ws);
+  FillOutputs(layout_, current_, npy_, ws);
   current_.clear();
+  npy_ = {};
   SetDepletedOperatorTrace(ws, prefetcher_->PendingIterations() == 0 && !HasDataInQueue());
 }
 

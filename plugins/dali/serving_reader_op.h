@@ -91,6 +91,7 @@ class ServingReaderOp : public ::dali::InputOperator<::dali::CPUBackend> {
   ::dali::TensorList<::dali::CPUBackend> popped_ GUARDED_BY(pop_mu_);
   std::unique_ptr<::dali::ThreadPool> pop_pool_;  // for ForwardCurrentData outside an iteration
   std::vector<SampleRef> current_;
+  NpySamples npy_;  // output='npy': current_'s arrays (they view its batches)
   bool last_of_request_ = false;
   bool registered_ = false;  // in the serving stats registry (serving_stats.h), under name_
   int max_outstanding_ = 0;
