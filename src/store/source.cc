@@ -432,7 +432,60 @@ Status ResolveLabels(LabelKind kind, const std::vector<std::string>& class_names
       list, unknown.size() > 20 ? fmt::format(" and {} more", unknown.size() - 20) : "", class_names.size()));
 }
 
-std::string ReadItem(const SourceItem& item, Payload* out) {
+StatusOr<ReadOptions> MakeReadOptions(SampleKind kind, std::string_view preprocess) {
+  ReadOptions o;
+  o.kind = kind;
+  CQLS_ASSIGN_OR_RETURN(o.preprocess, PreprocessSpec::Parse(preprocess));
+  if (kind == SampleKind::kBlob && !o.preprocess.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("preprocessing ({}) is for images: samples of kind blob are stored as they are",
+                    o.preprocess.ToString()));
+  }
+  return o;
+}
+
+std::string PreparePayload(const ReadOptions& o, bool has_target, Payload* p) {
+  if (o.kind == SampleKind::kBlob) return "";
+  const std::span<const uint8_t> image(p->data.get(), p->image_size);
+  const std::span<const uint8_t> target(p->data.get() + p->image_size, p->size - p->image_size);
+  ImageInfo info;
+  std::string why = CheckImage(image, &info);
+  if (!why.empty()) return why;
+  if (has_target) {
+    why = CheckImage(target, &info);
+    if (!why.empty()) return "target: " + why;
+  }
+  if (o.preprocess.empty()) return "";
+  auto img = Apply(o.preprocess, image, o.limits);
+  if (!img.ok()) return "preprocess: " + img.status().message();
+  why = CheckImage(img->bytes, &info);
+  if (!why.empty()) return "preprocess: the result is invalid: " + why;
+  std::vector<uint8_t> tgt;
+  if (has_target && o.preprocess.resize_target) {
+    auto t = ApplyToTarget(o.preprocess, target, img->source_width, img->source_height, o.limits);
+    if (!t.ok()) return "target: preprocess: " + t.status().message();
+    why = CheckImage(t->bytes, &info);
+    if (!why.empty()) return "target: preprocess: the result is invalid: " + why;
+    tgt = std::move(t->bytes);
+  } else {
+    tgt.assign(target.begin(), target.end());
+  }
+  if (img->bytes.size() + tgt.size() > kMaxPayloadBytes) {
+    return fmt::format("preprocess: the result is larger than {} bytes", kMaxPayloadBytes);
+  }
+  Payload q;
+  q.size = img->bytes.size() + tgt.size();
+  q.image_size = img->bytes.size();
+  q.data.reset(new uint8_t[q.size]);
+  std::memcpy(q.data.get(), img->bytes.data(), img->bytes.size());
+  if (!tgt.empty()) std::memcpy(q.data.get() + q.image_size, tgt.data(), tgt.size());
+  *p = std::move(q);
+  return "";
+}
+
+std::string ReadItem(const SourceItem& item, Payload* out) { return ReadItem(item, ReadOptions(), out); }
+
+std::string ReadItem(const SourceItem& item, const ReadOptions& o, Payload* out) {
   *out = Payload();
   if (!item.skip.empty()) return item.skip;
   OpenFile fi, ft;
@@ -451,16 +504,11 @@ std::string ReadItem(const SourceItem& item, Payload* out) {
   out->data.reset(new uint8_t[out->size]);
   why = ReadInto(item.image, fi, out->data.get(), isize);
   if (!why.empty()) return why;
-  ImageInfo info;
-  why = CheckImage({out->data.get(), static_cast<size_t>(isize)}, &info);
-  if (!why.empty()) return why;
   if (item.target) {
     why = ReadInto(*item.target, ft, out->data.get() + isize, tsize);
     if (!why.empty()) return "target: " + why;
-    why = CheckImage({out->data.get() + isize, static_cast<size_t>(tsize)}, &info);
-    if (!why.empty()) return "target: " + why;
   }
-  return "";
+  return PreparePayload(o, item.target.has_value(), out);
 }
 
 }  // namespace cqlstream::store

@@ -14,7 +14,8 @@
 // a manifest row without a label, ...) stay in the listing with a skip
 // reason, so positions and index assignment do not depend on validation
 // timing. Reading an item (ReadItem) gives its payload (image bytes, then
-// target bytes) after validating both, or a skip reason.
+// target bytes) after validating both and applying the ingest-time
+// preprocessing (store/preprocess.h), or a skip reason.
 //
 // The pure helpers below (sharding, source_id, fingerprint, class mapping)
 // implement the formulas of docs/schema.md.
@@ -35,6 +36,7 @@
 
 #include "cqlstream/dataset.h"
 #include "cqlstream/status.h"
+#include "store/preprocess.h"
 
 namespace cqlstream::store {
 
@@ -140,12 +142,41 @@ struct Payload {
 
 inline constexpr uint64_t kMaxPayloadBytes = 1ull << 30;
 
-// Reads and validates an item (readable, non-empty, image signature and
-// header dimensions; the same for the target; at most kMaxPayloadBytes).
-// Returns "" and fills *out, or the skip reason ("unreadable (...)",
-// "empty file", "not an image (unknown signature)", "corrupt JPEG header",
-// "target: ...", ...). An item with a listing skip returns that skip.
+// What ReadItem checks and does to the bytes it read.
+//   kind image  image signature and header dimensions (CheckImage), the same
+//               for the target; then the preprocessing, when set, and
+//               CheckImage of its result;
+//   kind blob   any non-empty bytes, target included: no image check, and
+//               preprocessing is refused (MakeReadOptions).
+// The target is only preprocessed with resize-target (store/preprocess.h):
+// otherwise it is stored as it came, since a mask resampled like a photo
+// would get label values that are in no class.
+struct ReadOptions {
+  SampleKind kind = SampleKind::kImage;
+  PreprocessSpec preprocess;  // empty(): stored as read
+  PreprocessLimits limits;
+};
+
+// From an ingest's kind and canonical preprocessing text ("" for none):
+// InvalidArgument for text PreprocessSpec::Parse refuses, and for
+// preprocessing with kind blob.
+StatusOr<ReadOptions> MakeReadOptions(SampleKind kind, std::string_view preprocess);
+
+// Reads and validates an item (readable, non-empty, at most
+// kMaxPayloadBytes, then PreparePayload). Returns "" and fills *out, or the
+// skip reason ("unreadable (...)", "empty file", "not an image (unknown
+// signature)", "corrupt JPEG header", "preprocess: ...", "target: ...",
+// ...). An item with a listing skip returns that skip.
+std::string ReadItem(const SourceItem& item, const ReadOptions& options, Payload* out);
+// Images, no preprocessing.
 std::string ReadItem(const SourceItem& item, Payload* out);
+
+// The checks and the preprocessing of ReadItem on a payload already in
+// memory (image bytes, then target bytes when has_target; p->image_size
+// splits them): for writers of in-memory samples. Returns "" (and *p may
+// now hold the preprocessed payload) or the skip reason.
+// REQUIRES: p->image_size <= p->size
+std::string PreparePayload(const ReadOptions& options, bool has_target, Payload* p);
 
 // Reads a whole small file (manifests, tests). IOError names the file.
 StatusOr<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes = 1ull << 31);
