@@ -17,8 +17,9 @@ __all__ = ["Loader", "DecodeSpec", "parse_keys", "InsecureTlsWarning", "MAX_SECO
 
 #: What ``decode=`` accepts: None (raw bytes), a side S (S x S), (H, W), or
 #: {"size": (H, W) | S, "channels": 1 | 3, "mode": "crop" | "stretch", "jpeg_scaling": bool,
-#: "max_pixels": int (most pixels one image may decode to; 0/absent: max(2^25, 64 x H x W))}.
-DecodeSpec = Union[None, int, Sequence[int], Mapping[str, Any]]
+#: "max_pixels": int (most pixels one image may decode to; 0/absent: max(2^25, 64 x H x W))}
+#: for images; "npy" or {"npy": True, "targets": "bytes" | "npy"} for .npy arrays (blob datasets).
+DecodeSpec = Union[None, str, int, Sequence[int], Mapping[str, Any]]
 
 _PASSWORD_REFUSED = (
     "Loader() does not accept password=: a password in code ends up in notebooks, logs and "
@@ -27,6 +28,24 @@ _PASSWORD_REFUSED = (
 )
 
 _DECODE_KEYS = {"size", "channels", "mode", "jpeg_scaling", "max_pixels"}
+_NPY_KEYS = {"npy", "targets"}
+
+
+def _parse_npy(spec: Any) -> dict[str, Any]:
+    """decode="npy" or {"npy": True, "targets": "bytes" | "npy"}: .npy arrays out of a blob dataset."""
+    if isinstance(spec, str):
+        if spec != "npy":
+            raise ValueError(f"decode must be 'npy' (for .npy arrays) when it is a string, got {spec!r}")
+        return {"npy": True, "targets": "bytes"}
+    unknown = set(spec) - _NPY_KEYS
+    if unknown:
+        raise ValueError(f"unknown .npy decode option(s) {sorted(unknown)}; known: {sorted(_NPY_KEYS)}")
+    if spec["npy"] is not True:
+        raise ValueError(f"decode={{'npy': ...}} takes True, got {spec['npy']!r}; use decode=None for raw bytes")
+    targets = spec.get("targets", "bytes")
+    if targets not in ("bytes", "npy"):
+        raise ValueError(f"decode targets must be 'bytes' or 'npy', got {targets!r}")
+    return {"npy": True, "targets": targets}
 
 
 def _size(v: Any) -> tuple[int, int]:
@@ -40,6 +59,8 @@ def _size(v: Any) -> tuple[int, int]:
 def _parse_decode(spec: DecodeSpec) -> dict[str, Any] | None:
     if spec is None:
         return None
+    if isinstance(spec, str) or isinstance(spec, Mapping) and "npy" in spec:
+        return _parse_npy(spec)
     if isinstance(spec, Mapping):
         unknown = set(spec) - _DECODE_KEYS
         if unknown:
@@ -156,7 +177,10 @@ class Loader:
     Batches (:class:`cqlstream.Batch`): ``data`` (all samples' bytes, one
     read-only uint8 array over the batch buffer), ``offsets``, ``sizes``,
     ``image_sizes``, ``labels``, ``keys``, ``len(batch)``, ``batch[i]``;
-    with ``decode=`` instead ``images`` (N, H, W, C uint8). All are
+    with ``decode=`` instead ``images`` (N, H, W, C uint8); with
+    ``decode="npy"`` (datasets ingested with ``--kind blob``) ``arrays``
+    (one typed array per sample), ``array`` (their (N, ...) stack when
+    every sample has the same dtype and shape) and ``targets``. All are
     zero-copy views that keep the memory alive on their own;
     ``batch.torch()`` and ``torch.from_dlpack(...)`` give tensors over the
     same memory. See docs/python.md for every option.
@@ -297,7 +321,10 @@ class Loader:
         a.connections_per_host = connections_per_host
         a.io_threads = io_threads
         a.connect_timeout_s = _seconds("connect_timeout", connect_timeout)
-        if dec is not None:
+        if dec is not None and dec.get("npy"):
+            a.npy = True
+            a.npy_targets = dec["targets"]
+        elif dec is not None:
             a.decode_size = dec["size"]
             a.decode_channels = dec["channels"]
             a.decode_mode = dec["mode"]
@@ -434,5 +461,7 @@ class Loader:
         if self._closed or self._core is None:
             return "<cqlstream.Loader closed>"
         c = self._core
-        return (f"<cqlstream.Loader rank {c.rank}/{c.world_size}, {c.batches_per_epoch} batches per epoch"
-                f"{', decode ' + str(self._decode['size']) if self._decode else ''}>")
+        dec = ""
+        if self._decode is not None:
+            dec = ", decode npy" if self._decode.get("npy") else f", decode {self._decode['size']}"
+        return f"<cqlstream.Loader rank {c.rank}/{c.world_size}, {c.batches_per_epoch} batches per epoch{dec}>"

@@ -24,6 +24,14 @@ memory (``layout="NCHW"``, the default, is a strided view of the NHWC
 frames; ``"NHWC"`` the frames as stored), ``labels`` an int64 tensor. In
 raw mode (``decode=None``) the item is ``(batch, labels)`` with the
 :class:`cqlstream.Batch` itself.
+
+With ``decode="npy"`` (datasets of .npy arrays, ``--kind blob``) the first
+element is one tensor of shape (N, ...) over the batch's arrays when every
+sample has the same dtype and shape, else a list of N tensors (zero-copy
+either way); the second is the labels, or for label kind "target" the
+targets in the same form (``decode={"npy": True, "targets": "npy"}`` decodes
+.npy targets such as segmentation masks; the default keeps their bytes as
+uint8 tensors).
 """
 
 from __future__ import annotations
@@ -121,8 +129,11 @@ class StreamDataset(IterableDataset):
         for batch in self.loader:
             yield self.convert(batch)
 
-    def convert(self, batch: Batch) -> tuple[Any, torch.Tensor]:
-        """(images, labels) of one batch (raw mode: (batch, labels))."""
+    def convert(self, batch: Batch) -> tuple[Any, Any]:
+        """(images, labels) of one batch (raw mode: (batch, labels); npy mode: see the module)."""
+        dec = self.loader.decode
+        if dec is not None and dec.get("npy"):
+            return self._convert_npy(batch)
         labels = torch.from_numpy(np.asarray(batch.labels, dtype=np.int64))
         images: Any = batch.torch(self.layout) if batch.decoded else batch
         if self.device is not None and self.device.type != "cpu":
@@ -130,6 +141,26 @@ class StreamDataset(IterableDataset):
             if batch.decoded:
                 images = images.to(self.device, non_blocking=True)
         return images, labels
+
+    def _to(self, t: Any) -> Any:
+        if self.device is None or self.device.type == "cpu":
+            return t
+        if isinstance(t, list):
+            return [x.to(self.device, non_blocking=True) for x in t]
+        return t.to(self.device, non_blocking=True)
+
+    def _convert_npy(self, batch: Batch) -> tuple[Any, Any]:
+        arrays: Any = (torch.from_numpy(batch.array) if batch.stacked and len(batch)
+                       else [torch.from_numpy(a) for a in batch.arrays])
+        targets = batch.targets
+        second: Any
+        if self.loader.dataset_info["label_kind"] == "target":
+            same = all(t.dtype == targets[0].dtype and t.shape == targets[0].shape for t in targets)
+            second = (torch.from_numpy(np.stack(targets)) if targets and same
+                      else [torch.from_numpy(t) for t in targets])
+        else:
+            second = torch.from_numpy(np.asarray(batch.labels, dtype=np.int64))
+        return self._to(arrays), self._to(second)
 
     def __len__(self) -> int:
         """Batches per epoch for this rank."""

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "bind_npy.h"
+
 namespace nb = nanobind;
 using namespace nb::literals;
 
@@ -48,6 +50,7 @@ using Images = nb::ndarray<nb::numpy, uint8_t, nb::ndim<4>, nb::c_contig>;
 
 Images ImagesOf(const PyBatch& b) {
   const DecodedBatch& d = b.Decoded();
+  if (d.npy()) throw nb::value_error("images are not available: this batch holds .npy arrays (decode='npy'): use .arrays or .array");
   const size_t shape[4] = {d.size(), static_cast<size_t>(d.height), static_cast<size_t>(d.width),
                            static_cast<size_t>(d.channels)};
   return Images(d.pixels, 4, shape, b.Owner());
@@ -62,6 +65,10 @@ nb::object TorchOf(const PyBatch& b, const std::string& layout) {
     return nb::cast(nb::ndarray<nb::pytorch, const uint8_t, nb::ndim<1>>(b.DataPtr(), 1, shape, b.Owner()));
   }
   const DecodedBatch& d = b.Decoded();
+  if (d.npy()) {  // the stacked arrays (ValueError when they do not stack)
+    if (layout != "NHWC") throw nb::value_error("layout applies to images; a batch of .npy arrays has none");
+    return nb::module_::import_("torch").attr("from_numpy")(NpyStackedOf(b));
+  }
   const size_t n = d.size(), h = static_cast<size_t>(d.height), w = static_cast<size_t>(d.width),
                c = static_cast<size_t>(d.channels);
   if (layout == "NHWC") {
@@ -86,6 +93,7 @@ nb::object SampleOf(const PyBatch& b, int64_t i) {
     return nb::cast(Vec<uint8_t>(b.DataPtr() + r.offsets[k], {static_cast<size_t>(r.sizes[k])}, b.Owner()));
   }
   const DecodedBatch& d = *b.item.decoded;
+  if (d.npy()) return NpySampleOf(b, k);
   const size_t shape[3] = {static_cast<size_t>(d.height), static_cast<size_t>(d.width),
                            static_cast<size_t>(d.channels)};
   return nb::cast(nb::ndarray<nb::numpy, uint8_t, nb::ndim<3>, nb::c_contig>(d.pixels + k * d.frame_bytes(), 3,
@@ -110,7 +118,7 @@ const Batch& PyBatch::Raw(const char* what) const {
   if (!item.raw) {
     throw nb::value_error((std::string(what) +
                            " is not available on a decoded batch (the loader was opened with decode=...); "
-                           "use .images")
+                           "use .images (.arrays with decode='npy')")
                               .c_str());
   }
   return *item.raw;
@@ -188,6 +196,14 @@ void BindBatch(nb::module_& m) {
         return b.item.raw ? b.item.raw->multilabels : b.item.decoded->multilabels;
       }, "Label lists (multilabel datasets; empty otherwise).")
       .def_prop_ro("images", &ImagesOf, nb::rv_policy::automatic, "Decoded frames, (N, H, W, C) uint8 (decode mode).")
+      .def_prop_ro("arrays", &NpyArraysOf, "decode='npy': one typed numpy array per sample (zero-copy).")
+      .def_prop_ro("array", &NpyStackedOf,
+                   "decode='npy': the (N, ...) stack of the arrays (zero-copy); ValueError naming the first sample "
+                   "whose dtype or shape differs.")
+      .def_prop_ro("stacked", &NpyIsStacked, "decode='npy': whether every sample shares dtype and shape (.array works).")
+      .def_prop_ro("targets", &NpyTargetsOf,
+                   "decode='npy': one target per sample (label kind 'target'): a numpy array with targets='npy', "
+                   "else the target's bytes as uint8; empty without targets.")
       .def("__getitem__", &SampleOf, "i"_a,
            "Sample i: its payload bytes (raw mode) or its (H, W, C) frame (decode mode), zero-copy.")
       .def("torch", &TorchOf, "layout"_a = "NHWC",

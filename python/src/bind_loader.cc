@@ -63,6 +63,9 @@ struct OpenArgs : loader::OptionArgs {
   uint64_t max_decode_pixels = 0;
   int prefetch = 2;
   int decode_threads = 0;
+  // .npy decoding (decode='npy'): targets "bytes" or "npy".
+  bool npy = false;
+  std::string npy_targets = "bytes";
 };
 
 StatusOr<std::pair<LoaderOptions, StreamOptions>> Resolve(const OpenArgs& a) {
@@ -111,6 +114,15 @@ StatusOr<std::pair<LoaderOptions, StreamOptions>> Resolve(const OpenArgs& a) {
   }
   so.prefetch = a.prefetch;
   so.decode_threads = a.decode_threads;
+  if (a.npy) {
+    loader::NpyDecodeOptions n;
+    if (a.npy_targets == "npy") {
+      n.targets = loader::NpyTargets::kNpy;
+    } else if (a.npy_targets != "bytes") {
+      return Status::InvalidArgument("decode targets must be 'bytes' or 'npy', got '" + a.npy_targets + "'");
+    }
+    so.npy = n;
+  }
   return std::make_pair(std::move(lo), std::move(so));
 }
 
@@ -160,6 +172,7 @@ nb::dict DatasetDict(const DatasetInfo& ds) {
   d["keyspace"] = ds.keyspace;
   d["layout_version"] = ds.layout_version;
   d["label_kind"] = std::string(LabelKindName(ds.label_kind));
+  d["sample_kind"] = std::string(SampleKindName(ds.sample_kind));
   d["class_names"] = ds.class_names;
   d["chunk_size"] = ds.chunk_size;
   d["description"] = ds.description;
@@ -224,7 +237,9 @@ void BindOpenArgs(nb::module_& m) {
       .def_rw("jpeg_scaling", &OpenArgs::jpeg_scaling)
       .def_rw("max_decode_pixels", &OpenArgs::max_decode_pixels)
       .def_rw("prefetch", &OpenArgs::prefetch)
-      .def_rw("decode_threads", &OpenArgs::decode_threads);
+      .def_rw("decode_threads", &OpenArgs::decode_threads)
+      .def_rw("npy", &OpenArgs::npy)
+      .def_rw("npy_targets", &OpenArgs::npy_targets);
 }
 
 void BindLoaderClass(nb::module_& m) {
