@@ -418,6 +418,72 @@ def test_target_and_multilabel_outputs(tmp_path):
         drop(mname)
 
 
+def _npy(a: np.ndarray) -> bytes:
+    import io
+
+    f = io.BytesIO()
+    np.lib.format.write_array(f, a, allow_pickle=False)
+    return f.getvalue()
+
+
+def test_npy_output_gives_typed_tensors(tmp_path, cls_ds):
+    """output="npy" / target_output="npy" on a blob dataset (--kind blob): float32 inputs (one of them
+    written big-endian) and uint8 masks come out as typed tensors equal to what was written."""
+    root = tmp_path / "npy"
+    root.mkdir()
+    inputs, masks, rows = {}, {}, []
+    for i in range(6):
+        x = np.arange(12, dtype=np.float32).reshape(3, 4) * (i + 1)
+        x[0, 0] = i
+        inputs[i], masks[i] = x, np.full((3, 4), 10 + i, np.uint8)
+        (root / f"x{i}.npy").write_bytes(_npy(x.astype(">f4") if i == 3 else x))
+        (root / f"m{i}.npy").write_bytes(_npy(masks[i]))
+        rows.append({"path": f"x{i}.npy", "target": f"m{i}.npy"})
+    with open(root / "t.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["path", "target"])
+        w.writeheader()
+        w.writerows(rows)
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    for i in range(4):
+        (mixed / f"a{i}.npy").write_bytes(_npy(np.zeros((2,) if i % 2 else (2, 2), np.int32)))
+    name, mname = f"dali_t{RUN}_npy", f"dali_t{RUN}_npymix"
+    drop(name)
+    drop(mname)
+    try:
+        run_cli("ingest", "--dataset", name, "--kind", "blob", str(root / "t.csv"))
+        run_cli("ingest", "--dataset", mname, "--kind", "blob", "--labels", "none", str(mixed))
+        for zero_copy in (True, False):
+            p = _raw_reader(name, output="npy", output_target=True, target_output="npy", zero_copy=zero_copy)
+            seen = set()
+            for _ in range(2):
+                data, labels, target = p.run()
+                assert data.dtype == types.FLOAT and target.dtype == types.UINT8
+                for i in range(len(data)):
+                    a, m = np.array(data[i]), np.array(target[i])
+                    ident = int(a[0, 0])
+                    assert a.dtype == np.float32 and a.shape == (3, 4)
+                    np.testing.assert_array_equal(a, inputs[ident])
+                    np.testing.assert_array_equal(m, masks[ident])
+                    seen.add(ident)
+            assert seen == set(inputs)
+        # Targets kept as bytes with output="npy" for the data.
+        data, labels, target = _raw_reader(name, output="npy", output_target=True).run()
+        for i in range(len(data)):
+            assert np.array(target[i]).tobytes() == _npy(masks[int(np.array(data[i])[0, 0])])
+        with pytest.raises(RuntimeError, match="must share dtype and number of dimensions"):
+            _raw_reader(mname, output="npy", shuffle=False).run()
+        with pytest.raises(RuntimeError, match="output='npy' decodes .npy arrays out of datasets of sample kind 'blob'"):
+            _raw_reader(cls_ds.name, output="npy")
+        with pytest.raises(RuntimeError, match="output must be 'bytes' or 'npy', not 'png'"):
+            _raw_reader(name, output="png")
+        with pytest.raises(RuntimeError, match="target_output='npy' decodes the target output"):
+            _raw_reader(name, target_output="npy")
+    finally:
+        drop(name)
+        drop(mname)
+
+
 def test_keys_reader_fetches_on_demand(cls_ds):
     wanted = [key(0, 5), key(0, 0), key(0, 22), key(0, 5)]
 
