@@ -3,7 +3,7 @@
 // The run of an ingest, in named phases (Ingest() at the end): list the
 // source, read the dataset as it exists, settle labels and the class
 // mapping, plan each split (store/split_plan.h), validate under --strict,
-// create what is missing, write split after split (store/segment_writer.h).
+// create what is missing, write split after split (store/ingest_segment.h).
 #include "store/ingest.h"
 
 #include <fmt/format.h>
@@ -16,7 +16,7 @@
 
 #include "store/catalog.h"
 #include "store/scan.h"
-#include "store/segment_writer.h"
+#include "store/ingest_segment.h"
 #include "store/segments_table.h"
 #include "store/split_plan.h"
 #include "util/escape.h"

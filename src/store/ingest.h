@@ -34,7 +34,8 @@
 // stops before it (the watermark never includes a skipped position).
 //
 // The parts: the per-split decision is store/split_plan.h (pure), the
-// writer of one segment store/segment_writer.h, the segments-table
+// feeder of one segment store/ingest_segment.h, the writer of a segment's
+// samples store/segment_writer.h, the segments-table
 // bookkeeping (read, claim, supersede, commit) store/segments_table.h, the
 // data row's statements store/sample_row.h; ingest.cc runs the phases.
 //
