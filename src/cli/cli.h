@@ -56,6 +56,7 @@ using Action = std::function<int()>;
 void RegisterPing(CLI::App& app, Action* action);
 // Datasets (src/cli/cmd_<name>.cc).
 void RegisterIngest(CLI::App& app, Action* action);
+void RegisterAttach(CLI::App& app, Action* action);
 void RegisterLs(CLI::App& app, Action* action);
 void RegisterInfo(CLI::App& app, Action* action);
 void RegisterSelect(CLI::App& app, Action* action);

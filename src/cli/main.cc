@@ -16,6 +16,7 @@ int Main(int argc, char** argv) {
   cqlstream::cli::Action action;
   cqlstream::cli::RegisterPing(app, &action);
   cqlstream::cli::RegisterIngest(app, &action);
+  cqlstream::cli::RegisterAttach(app, &action);
   cqlstream::cli::RegisterLs(app, &action);
   cqlstream::cli::RegisterInfo(app, &action);
   cqlstream::cli::RegisterSelect(app, &action);
