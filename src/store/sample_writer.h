@@ -1,0 +1,180 @@
+// Copyright (c) cqlstream authors.
+//
+// The sample writer: samples from memory (a program, a Spark task) written
+// into one split of a dataset, resumable and idempotent exactly as
+// `cqlstream ingest` is (store/ingest.h), with the same validation, the
+// same rows and the same checksums (store/segment_writer.h writes them).
+//
+// A source_id names one segment of the split (docs/schema.md): a sample's
+// position is the order of its Add call. Opening a writer with a source_id
+//
+//   that the split has no segment for   -> claims a new segment;
+//   whose segment is open               -> resumes it: the first next_pos
+//                                          Add calls are already committed
+//                                          and write nothing (counted as
+//                                          `resumed`), later ones continue
+//                                          at index next_pos;
+//   whose segment is sealed             -> complete: Add writes nothing.
+//
+// So a program that writes the same samples in the same order under the same
+// source_id (a retried Spark task) never duplicates one, wherever the earlier
+// attempt stopped. The segment's fingerprint is kWriterFingerprint, so a
+// source_id that `cqlstream ingest` used for the split is refused.
+// Writers with different source_ids may run at once (each claims its own
+// segment); two writers with the SAME source_id must not (the second would
+// rewrite or duplicate the first's positions): a Spark job turns speculative
+// execution off.
+//
+// Validation happens in Add, before a sample takes a position: a sample that
+// fails it is an InvalidArgument naming the position and path, and the next
+// Add takes the same position (so a re-run that fails on the same sample
+// numbers every other sample alike). Checked: non-empty bytes, at most
+// kMaxPayloadBytes with the target; CheckImage (store/image_check.h) for the
+// sample and its target unless the dataset's kind is blob; the label kind's
+// label (class: one label in [0, classes); multilabel: at most
+// kMaxLabelsPerSample in [0, classes); target: the target bytes; none:
+// nothing); paths, target paths and extra keys and values valid UTF-8 of at
+// most kMaxWriterTextBytes (extra in all). Class names are fixed when the
+// dataset is created: a writer of an existing dataset must give the same
+// list or none.
+//
+// Pipeline: Add copies the bytes and returns once the sample is handed to
+// the segment writer (at most `concurrency` samples and `memory_bytes` of
+// payload in flight: Add waits while either is reached). The watermark is
+// committed every commit_interval (or commit_every samples), by Flush, and
+// at Close, which seals the segment. Abort (or destroying an open writer)
+// waits for the writes in flight, commits the watermark and leaves the
+// segment open for a later writer with the same source_id.
+//
+// Ownership: the writer shares the session (kept alive by it). Thread-safety:
+// every member may be called from any thread; calls are serialized.
+#ifndef CQLSTREAM_STORE_SAMPLE_WRITER_H_
+#define CQLSTREAM_STORE_SAMPLE_WRITER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cql/request.h"
+#include "cqlstream/dataset.h"
+#include "cqlstream/status.h"
+#include "net/session.h"
+#include "store/schema.h"
+#include "store/segment_writer.h"
+#include "util/mutex.h"
+
+namespace cqlstream::store {
+
+// The fingerprint of every segment a sample writer claims.
+inline constexpr const char* kWriterFingerprint = "sample-writer";
+// Paths, target paths, a source_id, and all extra keys and values together.
+inline constexpr size_t kMaxWriterTextBytes = 64 << 10;
+
+struct SampleWriterOptions {
+  std::string keyspace = "cqlstream";
+  std::string dataset;
+  std::string split = "train";  // [A-Za-z0-9_.-]{1,64}
+  std::string source_id;        // non-empty UTF-8, at most 1024 bytes
+  std::string source = "sample writer";  // segments.source: where the samples come from, for humans
+  // Unset: the existing dataset's (a new one: none / image / the default).
+  std::optional<LabelKind> label_kind;
+  std::optional<std::vector<std::string>> class_names;  // needed to create a class / multilabel dataset
+  std::optional<SampleKind> kind;
+  std::optional<int32_t> chunk_size;
+  std::string description;            // of a new dataset
+  Replication replication;            // of a new keyspace
+  bool replication_given = false;
+  int concurrency = 64;                     // samples in flight
+  int64_t memory_bytes = 256ll << 20;       // payload bytes accepted and not yet written
+  cql::Consistency consistency = cql::Consistency::kLocalQuorum;
+  std::chrono::milliseconds commit_interval{2000};
+  int64_t commit_every = 0;                 // also commit every this many samples (0: by time only)
+  int write_attempts = 3;
+  int64_t max_batch_bytes = 8 << 20;
+  int meta_batch = 32;
+};
+
+// One sample as Add takes it; the bytes are copied before Add returns.
+struct SampleInput {
+  std::span<const uint8_t> data;
+  std::optional<std::span<const uint8_t>> target;  // label kind target
+  std::optional<int32_t> label;                    // label kind class
+  std::vector<int32_t> labels;                     // label kind multilabel
+  std::string path;
+  std::string target_path;
+  std::map<std::string, std::string> extra;
+};
+
+struct SampleWriterReport {
+  std::string dataset, split, source_id;
+  bool created_dataset = false;
+  int32_t seg = -1;
+  std::string action;       // "new", "resumed" or "complete"
+  int64_t start_count = 0;  // committed samples when the writer opened
+  int64_t added = 0;        // Add calls that took a position
+  int64_t resumed = 0;      // of which were already committed (nothing written)
+  int64_t written = 0;      // samples written by this writer
+  int64_t bytes = 0;        // their payload bytes
+  int64_t count = 0;        // what the segment row says now
+  bool sealed = false;
+};
+
+class SampleWriter {
+ public:
+  // Reads the dataset, creates what is missing (keyspace, catalog, dataset)
+  // and claims or resumes the segment of options.source_id.
+  static StatusOr<std::unique_ptr<SampleWriter>> Open(std::shared_ptr<net::Session> session,
+                                                      const SampleWriterOptions& options);
+  ~SampleWriter();
+  SampleWriter(const SampleWriter&) = delete;
+  SampleWriter& operator=(const SampleWriter&) = delete;
+
+  // The next sample: its key (seg:idx; an already committed position gives
+  // the key it has). Errors: InvalidArgument (the sample; nothing taken),
+  // AlreadyExists (a sealed segment has no such position), a write that
+  // failed (every later call fails too), or the writer is closed.
+  StatusOr<SampleKey> Add(const SampleInput& sample) EXCLUDES(mu_);
+  // Waits for the writes in flight and commits the watermark.
+  Status Flush() EXCLUDES(mu_);
+  // Flush, then seals the segment. A writer whose writes failed is not
+  // sealed (its watermark is committed) and returns the error. Idempotent.
+  Status Close() EXCLUDES(mu_);
+  // Waits for the writes in flight, commits the watermark, leaves the
+  // segment open. Idempotent; also done by the destructor of an open writer.
+  Status Abort() EXCLUDES(mu_);
+  // Testing: a crash. Waits for the writes in flight (rows above the
+  // committed count exist) and commits nothing more.
+  void AbandonForTesting() EXCLUDES(mu_);
+
+  SampleWriterReport report() const EXCLUDES(mu_);
+  const DatasetInfo& dataset() const { return dataset_; }
+
+ private:
+  SampleWriter(std::shared_ptr<net::Session> session, const SampleWriterOptions& options);
+  Status OpenImpl() EXCLUDES(mu_);
+  Status Validate(const SampleInput& in, int64_t position) const;
+  Status Finish(bool seal, bool commit) REQUIRES(mu_);
+
+  const std::shared_ptr<net::Session> session_;
+  const SampleWriterOptions o_;
+  DatasetInfo dataset_;           // written by OpenImpl only
+  IngestStatements statements_;   // written by OpenImpl only
+  std::shared_ptr<ByteBudget> budget_;
+
+  mutable Mutex mu_;
+  SampleWriterReport report_ GUARDED_BY(mu_);
+  Committed start_ GUARDED_BY(mu_);
+  std::shared_ptr<SegmentWriter> writer_ GUARDED_BY(mu_);  // null: nothing to write (complete)
+  bool closed_ GUARDED_BY(mu_) = false;
+  int64_t since_commit_ GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point last_commit_ GUARDED_BY(mu_);
+};
+
+}  // namespace cqlstream::store
+
+#endif  // CQLSTREAM_STORE_SAMPLE_WRITER_H_
