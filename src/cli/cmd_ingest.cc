@@ -29,6 +29,7 @@ struct IngestFlags {
   std::string split;
   std::string labels;
   std::string label_kind;
+  std::string kind = "image";
   std::string shard;
   bool strict = false;
   bool allow_same_paths = false;
@@ -101,6 +102,11 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
     if (!k.ok()) return ReportError(k.status().WithContext("--label-kind"));
     o.source.label_kind = *k;
   }
+  {
+    auto k = ParseSampleKind(f.kind);
+    if (!k.ok()) return ReportError(k.status().WithContext("--kind"));
+    o.kind = *k;
+  }
   if (!f.shard.empty()) {
     Status st = store::ParseShard(f.shard, &o.shard_index, &o.shard_count);
     if (!st.ok()) return ReportError(st);
@@ -172,6 +178,9 @@ void RegisterIngest(CLI::App& app, Action* action) {
   cmd->add_option("--labels", f->labels, "Where labels come from: imagefolder, manifest or none (default: the source's)");
   cmd->add_option("--label-kind", f->label_kind,
                   "none, class, multilabel or target (default: what the source carries)");
+  cmd->add_option("--kind", f->kind,
+                  "image (validated, decodable by the loader) or blob (any bytes: .npy arrays, TIFF, audio, token "
+                  "shards; stored without image validation); default image");
   cmd->add_option("--shard", f->shard, "Ingest only shard i of N of the sorted listing (round-robin), e.g. 0/4");
   cmd->add_flag("--strict", f->strict, "Fail (writing nothing) if any item would be skipped");
   cmd->add_flag("--allow-same-paths", f->allow_same_paths,
