@@ -57,6 +57,7 @@ void RegisterInfo(CLI::App& app, Action* action) {
       fmt::print("created      {}\n", Time(d->created_ms));
       if (!d->description.empty()) fmt::print("description  {}\n", PrintableText(d->description));
       fmt::print("label kind   {}\n", LabelKindName(d->label_kind));
+      fmt::print("sample kind  {}\n", SampleKindName(d->sample_kind));
       fmt::print("chunk size   {} bytes\n", d->chunk_size);
       fmt::print("checksum     {}\n", PrintableText(d->checksum));
       fmt::print("tables       {}, {}\n", PrintableText(d->data_table()), PrintableText(d->meta_table()));
