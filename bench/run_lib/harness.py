@@ -18,21 +18,21 @@ Outputs (OUT = bench/results, or bench/results/raw/quick with --quick):
   bench/results/raw/<run>/   every loader's JSON, stderr and the proxy logs
 """
 import argparse
-import csv
 import datetime
 import json
-import math
 import os
 import platform
 import re
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import threading
 import time
+
+from bench_common import LOCAL_LOADERS, NETWORK_LOADERS, loadavg, log
+from summary import load_records, series_of, summarize
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.join(ROOT, os.environ.get("CQLSTREAM_BENCH_BUILD_DIR", "build-bench"))
@@ -45,20 +45,6 @@ DATA = os.path.join(ROOT, "bench", "data")
 NODE = ("127.0.0.1", 9042)      # the running node (scripts/cassandra up)
 PROXY_IP = "127.0.9.1"          # where every loader connects
 S3 = ("127.0.0.1", 9570)        # moto_server
-
-COLUMNS = ["dataset", "loader", "rtt_ms", "rate_mbit", "images_per_s", "mb_per_s", "fraction_of_rtt0",
-           "cpu_s_per_gb", "p50_wait_ms", "p99_wait_ms", "peak_rss_mb"]
-NETWORK_LOADERS = ["cqlstream", "cqlstream-ordered", "driver", "acsylla", "streaming"]
-LOCAL_LOADERS = ["torch-files", "dali-files"]
-
-
-def log(msg):
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def loadavg():
-    return "/".join(f"{x:.1f}" for x in os.getloadavg())
-
 
 # --------------------------------------------------------------------------
 # Set-up: build, virtualenvs, data
@@ -423,147 +409,8 @@ def run_loader(cfg, loader, dataset, rtt, rate, raw, proxy):
 
 
 # --------------------------------------------------------------------------
-# Summary
-# --------------------------------------------------------------------------
 
-def series_of(records, cfg):
-    """Sets the RTTs, rate series and rate-capped data sets that records cover."""
-    cfg.rtts = sorted({r["rtt_ms"] for r in records})
-    cfg.rates = sorted({r["rate_mbit"] for r in records})
-    cfg.rate_datasets = sorted({r["dataset"] for r in records if r["rate_mbit"]})
-
-
-def load_records(run_dir):
-    """A raw run's records (its merged-records.json when it was itself a merge)."""
-    merged = os.path.join(run_dir, "merged-records.json")
-    with open(merged if os.path.exists(merged) else os.path.join(run_dir, "records.json")) as f:
-        return json.load(f)
-
-
-def summarize(records, cfg, out, meta):
-    rows = []
-    by = {}
-    for r in records:
-        by[(r["dataset"], r["loader"], r["rtt_ms"], r["rate_mbit"])] = r
-    datasets = [cfg.jpeg_name, cfg.fashion_name]
-    loaders = [l for l in NETWORK_LOADERS + LOCAL_LOADERS if any(r["loader"] == l for r in records)]
-    for rate in cfg.rates:
-        for d in datasets:
-            if rate and d not in cfg.rate_datasets:
-                continue
-            for l in loaders:
-                for rtt in cfg.rtts:
-                    local = l in LOCAL_LOADERS
-                    r = by.get((d, l, 0 if local else rtt, 0 if local else rate))
-                    if r is None:
-                        continue
-                    res = r.get("result") or {}
-                    base = by.get((d, l, 0, 0 if local else rate), {}).get("result") or {}
-                    ips = res.get("images_per_s", float("nan"))
-                    frac = ips / base["images_per_s"] if base.get("images_per_s") else float("nan")
-                    rows.append(dict(dataset=d, loader=l, rtt_ms=rtt, rate_mbit=rate, images_per_s=ips,
-                                     mb_per_s=res.get("mb_per_s", float("nan")), fraction_of_rtt0=frac,
-                                     cpu_s_per_gb=res.get("cpu_s_per_gb", float("nan")),
-                                     p50_wait_ms=res.get("p50_wait_ms", float("nan")),
-                                     p99_wait_ms=res.get("p99_wait_ms", float("nan")),
-                                     peak_rss_mb=res.get("peak_rss_mb", float("nan"))))
-    os.makedirs(out, exist_ok=True)
-
-    def fmt(v, n):
-        return "" if isinstance(v, float) and math.isnan(v) else (f"{v:.{n}f}" if isinstance(v, float) else str(v))
-
-    with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(COLUMNS)
-        for r in rows:
-            w.writerow([r["dataset"], r["loader"], r["rtt_ms"], r["rate_mbit"], fmt(r["images_per_s"], 1),
-                        fmt(r["mb_per_s"], 2), fmt(r["fraction_of_rtt0"], 3), fmt(r["cpu_s_per_gb"], 3),
-                        fmt(r["p50_wait_ms"], 2), fmt(r["p99_wait_ms"], 2), fmt(r["peak_rss_mb"], 1)])
-    md = [f"# Loader comparison ({meta['mode']})", "",
-          f"Run {meta['run']} on {meta['machine']}; load average {meta['load_start']} at the start, "
-          f"{meta['load_end']} at the end. W = 4 MiB per connection; rate 0 = uncapped. "
-          "Local loaders (torch-files, dali-files) read local files, no network: measured once and repeated "
-          "at every RTT as a reference line.", ""]
-    for rate in cfg.rates:
-        for d in datasets:
-            sel = [r for r in rows if r["dataset"] == d and r["rate_mbit"] == rate]
-            if not sel:
-                continue
-            md += [f"## {d}, rate {'uncapped' if not rate else f'{rate} Mbit/s'}", "",
-                   "| loader | RTT ms | images/s | MB/s | of RTT 0 | CPU s/GB | wait p50 ms | wait p99 ms | peak RSS MB |",
-                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-            for r in sel:
-                md.append(f"| {r['loader']} | {r['rtt_ms']} | {fmt(r['images_per_s'], 0)} | {fmt(r['mb_per_s'], 1)} | "
-                          f"{fmt(r['fraction_of_rtt0'], 2)} | {fmt(r['cpu_s_per_gb'], 2)} | {fmt(r['p50_wait_ms'], 1)} | "
-                          f"{fmt(r['p99_wait_ms'], 1)} | {fmt(r['peak_rss_mb'], 0)} |")
-            md.append("")
-    md += ["## Checks", "",
-           "Connections seen from each loader's process tree (ss -tnp every 0.5 s): `direct` = to the node or "
-           "the S3 endpoint around the proxy (must be 0); proxy bytes = bytes the proxy moved from the server "
-           "to the loader during the run, over the payload bytes the loader measured (>= 1: warm-up epochs, "
-           "protocol overhead and read-ahead add to it).", "",
-           "| dataset | loader | RTT ms | rate | direct | proxied | proxy bytes / measured | load before | load after | note |",
-           "|---|---|---:|---:|---:|---:|---:|---|---|---|"]
-    for r in records:
-        if r["loader"] in LOCAL_LOADERS:
-            md.append(f"| {r['dataset']} | {r['loader']} | - | - | - | - | - | {r['load_before']} | {r['load_after']} | "
-                      f"{r.get('error', '')} |")
-            continue
-        res = r.get("result") or {}
-        note = r.get("error", "")
-        if res.get("partial_epochs"):
-            note += f"{res['partial_epochs']} of {res['epochs']} measured epochs cut at {cfg.max_epoch_s:.0f} s"
-        md.append(f"| {r['dataset']} | {r['loader']} | {r['rtt_ms']} | {r['rate_mbit']} | "
-                  f"{len(r.get('direct_connections', []))} | {r.get('proxied_connections', '')} | "
-                  f"{r.get('proxy_down_over_measured', '')} | {r['load_before']} | {r['load_after']} | {note} |")
-    with open(os.path.join(out, "summary.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    plot(rows, cfg, out, datasets, loaders)
-    return rows
-
-
-def plot(rows, cfg, out, datasets, loaders):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        log("matplotlib missing: no plots")
-        return
-    for d in datasets:
-        fig, ax = plt.subplots(figsize=(8, 5))
-        # One colour per loader; one line style and marker per rate series.
-        styles = [("-", "o"), ("--", "s"), ("-.", "^"), (":", "v")]
-        for i, l in enumerate(loaders):
-            for k, rate in enumerate(cfg.rates):
-                sel = [r for r in rows if r["dataset"] == d and r["loader"] == l and r["rate_mbit"] == rate]
-                if not sel:
-                    continue
-                local = l in LOCAL_LOADERS
-                if local and rate:
-                    continue
-                xs = [r["rtt_ms"] for r in sel]
-                key = "mb_per_s" if d == cfg.jpeg_name else "images_per_s"
-                ys = [r[key] for r in sel]
-                style, marker = styles[k % len(styles)]
-                ax.plot(xs, ys, marker="" if local else marker, linestyle=":" if local else style,
-                        color=f"C{i}", label=f"{l}" + (" (local files)" if local else "") +
-                        (f", {rate} Mbit/s" if rate else ""))
-        ax.set_xlabel("RTT (ms), W = 4 MiB per connection")
-        ax.set_ylabel("MB/s" if d == cfg.jpeg_name else "images/s")
-        ax.set_title(f"{d}: throughput vs RTT")
-        ax.set_xticks(cfg.rtts)
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, f"throughput_{d}.png"), dpi=110)
-        plt.close(fig)
-
-
-# --------------------------------------------------------------------------
-
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description="cqlstream loader comparison across emulated RTTs")
     ap.add_argument("--quick", action="store_true", help="tiny data, RTT 0 and 50, one epoch: a few minutes (CI)")
     ap.add_argument("--rtts", default=None, help="comma-separated RTTs in ms (default 0,10,50,100,200)")
@@ -581,10 +428,14 @@ def main():
     ap.add_argument("--merge", default=None, metavar="RAW_RUN_DIR",
                     help="re-measure only the points of this run (--loaders, --rtts, ...) and write the summary "
                          "of an earlier run (bench/results/raw/<run>) with those points replaced")
-    a = ap.parse_args()
+    return ap.parse_args()
 
-    class Cfg:
-        pass
+
+class Cfg:
+    """The run's settings (make_cfg), plus what prepare_data found (info)."""
+
+
+def make_cfg(a):
     cfg = Cfg()
     cfg.quick = a.quick
     cfg.keyspace = "cqlstream_benchq" if a.quick else "cqlstream_bench"
@@ -604,6 +455,99 @@ def main():
     cfg.max_epoch_s = 20.0
     cfg.max_warmup_s = 10.0
     cfg.loader_timeout = 180 if a.quick else 900
+    return cfg
+
+
+def available_loaders(want_loaders):
+    """The wanted loaders that can run here (the others are logged as skipped)."""
+    available = []
+    for l in want_loaders:
+        ok = True
+        if l == "driver":
+            ok = python_has(VENV_PY, "cassandra.concurrent")
+        elif l == "acsylla":
+            ok = python_has(VENV_PY, "acsylla")
+        elif l == "torch-files":
+            ok = python_has(VENV_PY, "torch")
+        elif l == "dali-files":
+            ok = python_has(VENV_PY, "nvidia.dali")
+        elif l == "streaming":
+            ok = ensure_streaming_venv() and python_has(STREAMING_PY, "streaming")
+        (available if ok else []).append(l)
+        if not ok:
+            log(f"loader {l}: not installed here, skipped")
+    log(f"loaders: {', '.join(available)}")
+    return available
+
+
+def start_s3(cfg, info, datasets, raw):
+    """MosaicML Streaming's data: MDS shards of each data set, uploaded to a local moto S3 endpoint (returned)."""
+    for d in datasets:
+        mds = os.path.join(DATA, "mds", d)
+        run([STREAMING_PY, os.path.join(LOADERS, "streaming_loader.py"), "write-mds", info[d]["folder"], "train",
+             mds], stdout=subprocess.DEVNULL)
+    moto = Moto(raw)
+    for d in datasets:
+        run([STREAMING_PY, os.path.join(LOADERS, "streaming_loader.py"), "upload", os.path.join(DATA, "mds", d),
+             f"s3://cqlstream-bench/{cfg.keyspace}/{d}"], env=s3_env(f"http://{S3[0]}:{S3[1]}"),
+            stdout=subprocess.DEVNULL)
+    return moto
+
+
+def measure(cfg, available, datasets, raw):
+    """Runs every loader at every point: local loaders once, network loaders through one proxy per (rate, RTT)."""
+    records = []
+    for d in datasets:
+        for l in [l for l in available if l in LOCAL_LOADERS]:
+            records.append(run_loader(cfg, l, d, 0, 0, raw, None))
+    for rate in cfg.rates:
+        for rtt in cfg.rtts:
+            proxy = Proxy(rtt, rate, raw)
+            try:
+                for d in datasets:
+                    if rate and d not in cfg.rate_datasets:
+                        continue
+                    for l in [l for l in available if l in NETWORK_LOADERS]:
+                        records.append(run_loader(cfg, l, d, rtt, rate, raw, proxy))
+            finally:
+                proxy.stop()
+            with open(os.path.join(raw, "records.json"), "w") as f:
+                json.dump(records, f, indent=1)
+    return records
+
+
+def merge_into(merge_dir, records, cfg, meta, info, raw, run_id):
+    """The records of an earlier run with this run's points replaced (--merge), and their meta."""
+    old = load_records(merge_dir)
+    key = lambda r: (r["dataset"], r["loader"], r["rtt_ms"], r["rate_mbit"])
+    redone = {key(r) for r in records}
+    kept = [r for r in old["records"] if key(r) not in redone]
+    records = kept + records
+    series_of(records, cfg)
+    meta = dict(old["meta"], mode=old["meta"]["mode"] + f", {len(redone)} points re-measured in run {run_id}",
+                run=f"{old['meta']['run']} + {run_id}",
+                load_start=f"{old['meta']['load_start']} (re-run: {meta['load_start']})",
+                load_end=f"{old['meta']['load_end']} (re-run: {meta['load_end']})")
+    with open(os.path.join(raw, "merged-records.json"), "w") as f:
+        json.dump(dict(meta=meta, info=info, records=records), f, indent=1)
+    return records, meta
+
+
+def report(records):
+    """Logs failed runs and connections around the proxy; the exit status (1 when any)."""
+    failed = [r for r in records if r.get("result") is None]
+    leaked = [r for r in records if r.get("direct_connections")]
+    for r in leaked:
+        log(f"{r['dataset']} {r['loader']} RTT {r['rtt_ms']}: connections around the proxy: {r['direct_connections']}")
+    if failed:
+        log(f"{len(failed)} loader run(s) failed: " + ", ".join(f"{r['dataset']}/{r['loader']}@{r['rtt_ms']}"
+                                                               for r in failed))
+    return 1 if failed or leaked else 0
+
+
+def main():
+    a = parse_args()
+    cfg = make_cfg(a)
     want_loaders = (a.loaders or ",".join(NETWORK_LOADERS + LOCAL_LOADERS)).split(",")
     want_datasets = (a.datasets or "jpeg,fashion").split(",")
     out = a.out or os.path.join(ROOT, "bench", "results", *(["raw", "quick"] if a.quick else []))
@@ -631,62 +575,17 @@ def main():
     if subprocess.run([os.path.join(ROOT, "scripts", "cassandra"), "status"], stdout=subprocess.DEVNULL).returncode:
         sys.exit("the Cassandra node does not answer: scripts/cassandra up")
 
-    # Which loaders can run here.
-    available = []
-    for l in want_loaders:
-        ok = True
-        if l == "driver":
-            ok = python_has(VENV_PY, "cassandra.concurrent")
-        elif l == "acsylla":
-            ok = python_has(VENV_PY, "acsylla")
-        elif l == "torch-files":
-            ok = python_has(VENV_PY, "torch")
-        elif l == "dali-files":
-            ok = python_has(VENV_PY, "nvidia.dali")
-        elif l == "streaming":
-            ok = ensure_streaming_venv() and python_has(STREAMING_PY, "streaming")
-        (available if ok else []).append(l)
-        if not ok:
-            log(f"loader {l}: not installed here, skipped")
-    log(f"loaders: {', '.join(available)}")
+    available = available_loaders(want_loaders)
     info = prepare_data(cfg)
     cfg.info = info
     datasets = [d for d, k in ((cfg.jpeg_name, "jpeg"), (cfg.fashion_name, "fashion")) if k in want_datasets]
     cfg.rate_datasets = [d for d in cfg.rate_datasets if d in datasets]
 
-    moto = None
-    if "streaming" in available:
-        for d in datasets:
-            mds = os.path.join(DATA, "mds", d)
-            run([STREAMING_PY, os.path.join(LOADERS, "streaming_loader.py"), "write-mds", info[d]["folder"], "train",
-                 mds], stdout=subprocess.DEVNULL)
-        moto = Moto(raw)
-        for d in datasets:
-            run([STREAMING_PY, os.path.join(LOADERS, "streaming_loader.py"), "upload", os.path.join(DATA, "mds", d),
-                 f"s3://cqlstream-bench/{cfg.keyspace}/{d}"], env=s3_env(f"http://{S3[0]}:{S3[1]}"),
-                stdout=subprocess.DEVNULL)
-
+    moto = start_s3(cfg, info, datasets, raw) if "streaming" in available else None
     meta = dict(mode="--quick" if a.quick else "full", run=run_id, load_start=loadavg(),
                 machine=f"{os.cpu_count()} CPUs, {platform.release()}")
-    records = []
     try:
-        # Local references: once, no proxy.
-        for d in datasets:
-            for l in [l for l in available if l in LOCAL_LOADERS]:
-                records.append(run_loader(cfg, l, d, 0, 0, raw, None))
-        for rate in cfg.rates:
-            for rtt in cfg.rtts:
-                proxy = Proxy(rtt, rate, raw)
-                try:
-                    for d in datasets:
-                        if rate and d not in cfg.rate_datasets:
-                            continue
-                        for l in [l for l in available if l in NETWORK_LOADERS]:
-                            records.append(run_loader(cfg, l, d, rtt, rate, raw, proxy))
-                finally:
-                    proxy.stop()
-                with open(os.path.join(raw, "records.json"), "w") as f:
-                    json.dump(records, f, indent=1)
+        records = measure(cfg, available, datasets, raw)
     finally:
         if moto:
             moto.stop()
@@ -694,28 +593,10 @@ def main():
     with open(os.path.join(raw, "records.json"), "w") as f:
         json.dump(dict(meta=meta, info=info, records=records), f, indent=1)
     if a.merge:
-        old = load_records(a.merge)
-        key = lambda r: (r["dataset"], r["loader"], r["rtt_ms"], r["rate_mbit"])
-        redone = {key(r) for r in records}
-        kept = [r for r in old["records"] if key(r) not in redone]
-        records = kept + records
-        series_of(records, cfg)
-        meta = dict(old["meta"], mode=old["meta"]["mode"] + f", {len(redone)} points re-measured in run {run_id}",
-                    run=f"{old['meta']['run']} + {run_id}",
-                    load_start=f"{old['meta']['load_start']} (re-run: {meta['load_start']})",
-                    load_end=f"{old['meta']['load_end']} (re-run: {meta['load_end']})")
-        with open(os.path.join(raw, "merged-records.json"), "w") as f:
-            json.dump(dict(meta=meta, info=info, records=records), f, indent=1)
+        records, meta = merge_into(a.merge, records, cfg, meta, info, raw, run_id)
     summarize(records, cfg, out, meta)
     log(f"wrote {out}/summary.csv, summary.md, throughput_*.png (raw: {raw})")
-    failed = [r for r in records if r.get("result") is None]
-    leaked = [r for r in records if r.get("direct_connections")]
-    for r in leaked:
-        log(f"{r['dataset']} {r['loader']} RTT {r['rtt_ms']}: connections around the proxy: {r['direct_connections']}")
-    if failed:
-        log(f"{len(failed)} loader run(s) failed: " + ", ".join(f"{r['dataset']}/{r['loader']}@{r['rtt_ms']}"
-                                                               for r in failed))
-    return 1 if failed or leaked else 0
+    return report(records)
 
 
 if __name__ == "__main__":
