@@ -80,6 +80,7 @@ void RegisterLs(CLI::App& app, Action* action) {
         }
         if (splits.empty()) splits = "(empty)";
         if (open > 0) splits += fmt::format("  [{} open segment{}]", open, open > 1 ? "s" : "");
+        if (d.attached()) splits += "  [attached]";
         fmt::print("{:<24} {:<10} {:>7}  {}\n", PrintableText(d.name), LabelKindName(d.label_kind), d.class_names.size(), splits);
       }
       return 0;
