@@ -17,6 +17,7 @@
 #include "bind_keys.h"
 #include "bind_loader.h"
 #include "bind_npy.h"
+#include "bind_writer.h"
 #include "status_error.h"
 
 NB_MODULE(_core, m) {
@@ -29,4 +30,5 @@ NB_MODULE(_core, m) {
   BindLoader(m);
   BindDataset(m);
   BindNpy(m);
+  BindWriter(m);
 }
