@@ -191,107 +191,133 @@ StatusOr<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes)
   return out;
 }
 
-StatusOr<SourceListing> ListSource(const ListOptions& o) {
-  if (o.sources.empty()) return Status::InvalidArgument("no SOURCE given");
-  SourceListing l;
+namespace {
+
+// The tar shards a source names, and the canonical names of what named them
+// (the dataset's source identity).
+struct TarSet {
   std::vector<std::string> tars;
   std::vector<std::string> canon;
-  auto add_tar_dir = [&](const std::string& dir) -> Status {
-    std::error_code ec;
-    size_t n = 0;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      if (!name.starts_with(".") && EndsWith(name, ".tar") && it->is_regular_file(ec)) {
-        tars.push_back(it->path().string());
+};
+
+// A folder of tar shards: every non-hidden regular *.tar in it.
+Status AddTarDir(const std::string& dir, TarSet* t) {
+  std::error_code ec;
+  size_t n = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(".") && EndsWith(name, ".tar") && it->is_regular_file(ec)) {
+      t->tars.push_back(it->path().string());
+      ++n;
+    }
+  }
+  if (ec) return Status::IOError(fmt::format("cannot list '{}': {}", dir, ec.message()));
+  if (n == 0) return Status::InvalidArgument(fmt::format("'{}' holds no .tar files", dir));
+  t->canon.push_back("dir:" + RealPath(dir));
+  return Status::OK();
+}
+
+// A glob of tar shards: the *.tar files it matches (at least one).
+Status AddTarGlob(const std::string& pattern, TarSet* t) {
+  glob_t g;
+  std::memset(&g, 0, sizeof g);
+  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+  size_t n = 0;
+  if (rc == 0) {
+    for (size_t i = 0; i < g.gl_pathc; ++i) {
+      std::string p = g.gl_pathv[i];
+      if (EndsWith(p, ".tar")) {
+        t->tars.push_back(p);
         ++n;
       }
     }
-    if (ec) return Status::IOError(fmt::format("cannot list '{}': {}", dir, ec.message()));
-    if (n == 0) return Status::InvalidArgument(fmt::format("'{}' holds no .tar files", dir));
-    canon.push_back("dir:" + RealPath(dir));
-    return Status::OK();
-  };
+  }
+  globfree(&g);
+  if (n == 0) return Status::InvalidArgument(fmt::format("'{}' matches no .tar file", pattern));
+  const fs::path pat(pattern);
+  t->canon.push_back("glob:" + RealPath(pat.parent_path().empty() ? "." : pat.parent_path().string()) + "/" +
+                     pat.filename().string());
+  return Status::OK();
+}
 
+// A folder given alone: a folder of tar shards (only .tar files and no
+// sub-folders), or an image folder.
+Status ListFolderSource(const std::string& src, const ListOptions& o, SourceListing* l, TarSet* t) {
+  std::error_code ec;
+  bool has_tar = false, has_dir = false;
+  for (fs::directory_iterator it(src, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with(".")) continue;
+    if (it->is_directory(ec)) has_dir = true;
+    else if (EndsWith(name, ".tar")) has_tar = true;
+  }
+  if (ec) return Status::IOError(fmt::format("cannot list '{}': {}", src, ec.message()));
+  if (has_tar && !has_dir) return AddTarDir(src, t);
+  l->kind = SourceKind::kFolder;
+  l->canonical = "folder:" + RealPath(src);
+  l->description = src;
+  return ListFolder(src, o, l);
+}
+
+// One SOURCE without glob characters: a folder, a manifest or a tar shard.
+Status ListSingleSource(const std::string& src, const ListOptions& o, SourceListing* l, TarSet* t) {
+  std::error_code ec;
+  const auto st = fs::status(src, ec);
+  if (ec || !fs::exists(st)) return Status::NotFound(fmt::format("source '{}' does not exist", src));
+  if (fs::is_directory(st)) return ListFolderSource(src, o, l, t);
+  if (EndsWith(src, ".csv") || EndsWith(src, ".jsonl") || EndsWith(src, ".ndjson")) {
+    l->kind = SourceKind::kManifest;
+    l->canonical = "manifest:" + RealPath(src);
+    l->description = src;
+    return ListManifest(src, o, l);
+  }
+  if (EndsWith(src, ".tar")) {
+    t->tars.push_back(src);
+    t->canon.push_back("file:" + RealPath(src));
+    return Status::OK();
+  }
+  return Status::InvalidArgument(
+      fmt::format("source '{}': not a folder, a manifest (.csv, .jsonl) or a tar shard (.tar)", src));
+}
+
+// Several SOURCEs (or a glob): each must name tar shards.
+Status AddTarSource(const std::string& src, TarSet* t) {
+  if (HasGlobChars(src)) return AddTarGlob(src, t);
+  std::error_code ec;
+  if (fs::is_directory(src, ec)) return AddTarDir(src, t);
+  if (EndsWith(src, ".tar") && fs::exists(src, ec)) {
+    t->tars.push_back(src);
+    t->canon.push_back("file:" + RealPath(src));
+    return Status::OK();
+  }
+  return Status::InvalidArgument(fmt::format(
+      "source '{}': several sources must all be tar shards (.tar files, folders of them, or globs)", src));
+}
+
+// Lists the tar shards of `t` (sorted, each once) into `l`.
+Status ListTarSet(TarSet t, const ListOptions& o, SourceListing* l) {
+  std::sort(t.canon.begin(), t.canon.end());
+  std::string c = "tar:";
+  for (size_t i = 0; i < t.canon.size(); ++i) c += (i ? "\n" : "") + t.canon[i];
+  std::sort(t.tars.begin(), t.tars.end());
+  t.tars.erase(std::unique(t.tars.begin(), t.tars.end()), t.tars.end());
+  l->kind = SourceKind::kTar;
+  l->description = t.tars.size() == 1 ? t.tars[0] : fmt::format("{} tar shards ({} ...)", t.tars.size(), t.tars[0]);
+  return ListTars(t.tars, c, o, l);
+}
+
+}  // namespace
+
+StatusOr<SourceListing> ListSource(const ListOptions& o) {
+  if (o.sources.empty()) return Status::InvalidArgument("no SOURCE given");
+  SourceListing l;
+  TarSet tars;
   if (o.sources.size() == 1 && !HasGlobChars(o.sources[0])) {
-    const std::string& src = o.sources[0];
-    std::error_code ec;
-    const auto st = fs::status(src, ec);
-    if (ec || !fs::exists(st)) return Status::NotFound(fmt::format("source '{}' does not exist", src));
-    if (fs::is_directory(st)) {
-      // A folder of tar shards (only .tar files and no sub-folders), or an image folder.
-      bool has_tar = false, has_dir = false;
-      for (fs::directory_iterator it(src, ec), end; !ec && it != end; it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        if (name.starts_with(".")) continue;
-        if (it->is_directory(ec)) has_dir = true;
-        else if (EndsWith(name, ".tar")) has_tar = true;
-      }
-      if (ec) return Status::IOError(fmt::format("cannot list '{}': {}", src, ec.message()));
-      if (has_tar && !has_dir) {
-        CQLS_RETURN_IF_ERROR(add_tar_dir(src));
-      } else {
-        l.kind = SourceKind::kFolder;
-        l.canonical = "folder:" + RealPath(src);
-        l.description = src;
-        CQLS_RETURN_IF_ERROR(ListFolder(src, o, &l));
-      }
-    } else if (EndsWith(src, ".csv") || EndsWith(src, ".jsonl") || EndsWith(src, ".ndjson")) {
-      l.kind = SourceKind::kManifest;
-      l.canonical = "manifest:" + RealPath(src);
-      l.description = src;
-      CQLS_RETURN_IF_ERROR(ListManifest(src, o, &l));
-    } else if (EndsWith(src, ".tar")) {
-      tars.push_back(src);
-      canon.push_back("file:" + RealPath(src));
-    } else {
-      return Status::InvalidArgument(fmt::format(
-          "source '{}': not a folder, a manifest (.csv, .jsonl) or a tar shard (.tar)", src));
-    }
+    CQLS_RETURN_IF_ERROR(ListSingleSource(o.sources[0], o, &l, &tars));
   } else {
-    for (const auto& src : o.sources) {
-      if (HasGlobChars(src)) {
-        glob_t g;
-        std::memset(&g, 0, sizeof g);
-        const int rc = ::glob(src.c_str(), 0, nullptr, &g);
-        size_t n = 0;
-        if (rc == 0) {
-          for (size_t i = 0; i < g.gl_pathc; ++i) {
-            std::string p = g.gl_pathv[i];
-            if (EndsWith(p, ".tar")) {
-              tars.push_back(p);
-              ++n;
-            }
-          }
-        }
-        globfree(&g);
-        if (n == 0) return Status::InvalidArgument(fmt::format("'{}' matches no .tar file", src));
-        const fs::path pat(src);
-        canon.push_back("glob:" + RealPath(pat.parent_path().empty() ? "." : pat.parent_path().string()) + "/" +
-                        pat.filename().string());
-        continue;
-      }
-      std::error_code ec;
-      if (fs::is_directory(src, ec)) {
-        CQLS_RETURN_IF_ERROR(add_tar_dir(src));
-      } else if (EndsWith(src, ".tar") && fs::exists(src, ec)) {
-        tars.push_back(src);
-        canon.push_back("file:" + RealPath(src));
-      } else {
-        return Status::InvalidArgument(fmt::format(
-            "source '{}': several sources must all be tar shards (.tar files, folders of them, or globs)", src));
-      }
-    }
+    for (const auto& src : o.sources) CQLS_RETURN_IF_ERROR(AddTarSource(src, &tars));
   }
-  if (!tars.empty()) {
-    std::sort(canon.begin(), canon.end());
-    std::string c = "tar:";
-    for (size_t i = 0; i < canon.size(); ++i) c += (i ? "\n" : "") + canon[i];
-    std::sort(tars.begin(), tars.end());
-    tars.erase(std::unique(tars.begin(), tars.end()), tars.end());
-    l.kind = SourceKind::kTar;
-    l.description = tars.size() == 1 ? tars[0] : fmt::format("{} tar shards ({} ...)", tars.size(), tars[0]);
-    CQLS_RETURN_IF_ERROR(ListTars(tars, c, o, &l));
-  }
+  if (!tars.tars.empty()) CQLS_RETURN_IF_ERROR(ListTarSet(std::move(tars), o, &l));
   CQLS_RETURN_IF_ERROR(CheckDuplicates(&l));
   CQLS_RETURN_IF_ERROR(ApplyLabelKind(o, &l));
   std::sort(l.items.begin(), l.items.end(), [](const SourceItem& a, const SourceItem& b) {
