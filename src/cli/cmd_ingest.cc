@@ -16,6 +16,7 @@
 
 #include "cli/cli.h"
 #include "store/ingest.h"
+#include "store/preprocess.h"
 #include "store/progress.h"
 #include "store/stats.h"
 #include "util/escape.h"
@@ -42,6 +43,11 @@ struct IngestFlags {
   std::string description;
   int64_t crash_after = -1;
   int64_t commit_every = 0;
+  // Ingest-time preprocessing (store/preprocess.h); 0 / "" / false: not set.
+  int resize_shorter = 0;
+  int center_crop = 0;
+  std::string reencode;
+  bool resize_target = false;
 };
 
 // The per-split lines and the totals. After an error nothing reads like
@@ -130,6 +136,9 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
   o.description = f.description;
   o.crash_after = f.crash_after;
   o.commit_every = f.commit_every;
+  auto pre = store::PreprocessSpec::FromOptions(f.resize_shorter, f.center_crop, f.reencode, f.resize_target);
+  if (!pre.ok()) return ReportError(pre.status().WithContext("preprocessing"));
+  o.preprocess = pre->ToString();
   o.stop = store::InstallInterruptHandler();
 
   const bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -197,6 +206,14 @@ void RegisterIngest(CLI::App& app, Action* action) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--readers", f->readers, "Reader threads (default 4)")->check(CLI::Range(1, 256));
   cmd->add_option("--description", f->description, "Description of a new dataset");
+  cmd->add_option("--resize-shorter", f->resize_shorter,
+                  "Preprocess images: resize so the shorter side is N pixels (antialiased bilinear)")
+      ->check(CLI::Range(1, store::kMaxPreprocessSide));
+  cmd->add_option("--center-crop", f->center_crop, "Preprocess images: keep the centre N x N (after the resize)")
+      ->check(CLI::Range(1, store::kMaxPreprocessSide));
+  cmd->add_option("--reencode", f->reencode, "Preprocess images: store them as jpeg:Q (1..100), png or keep (default)");
+  cmd->add_flag("--resize-target", f->resize_target,
+                "Give targets (masks) the same resize and crop, nearest-neighbour, stored as PNG");
   // For tests of crash recovery: hidden.
   cmd->add_option("--crash-after", f->crash_after)->group("");
   cmd->add_option("--commit-every", f->commit_every)->group("");

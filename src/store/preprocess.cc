@@ -308,6 +308,17 @@ Status PreprocessSpec::ParseReencode(std::string_view v, PreprocessSpec* spec) {
   return Status::OK();
 }
 
+StatusOr<PreprocessSpec> PreprocessSpec::FromOptions(int resize_shorter, int center_crop, std::string_view reencode,
+                                                     bool resize_target) {
+  PreprocessSpec spec;
+  spec.resize_shorter = resize_shorter;
+  spec.center_crop = center_crop;
+  spec.resize_target = resize_target;
+  if (!reencode.empty()) CQLS_RETURN_IF_ERROR(ParseReencode(reencode, &spec));
+  CQLS_RETURN_IF_ERROR(spec.Validate());
+  return spec;
+}
+
 StatusOr<PreprocessSpec> PreprocessSpec::Parse(std::string_view text) {
   PreprocessSpec spec;
   bool seen[4] = {false, false, false, false};

@@ -97,6 +97,13 @@ struct PreprocessSpec {
   static StatusOr<PreprocessSpec> Parse(std::string_view text);
   // Parses --reencode's value: keep | png | jpeg:Q.
   static Status ParseReencode(std::string_view value, PreprocessSpec* spec);
+  // From the separate options of `cqlstream ingest` (--resize-shorter,
+  // --center-crop, --reencode, --resize-target) and of cqlstream.Writer
+  // (resize_shorter=, center_crop=, reencode=, resize_target=): 0 and ""
+  // mean not set. Validated; ToString() of the result is what
+  // IngestOptions::preprocess takes.
+  static StatusOr<PreprocessSpec> FromOptions(int resize_shorter, int center_crop, std::string_view reencode,
+                                              bool resize_target);
 };
 
 struct PreprocessLimits {

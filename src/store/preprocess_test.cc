@@ -94,6 +94,19 @@ TEST(PreprocessSpecTest, RefusesBadText) {
   EXPECT_NE(s.status().message().find("larger than resize-shorter"), std::string::npos) << s.status().ToString();
 }
 
+TEST(PreprocessSpecTest, FromOptions) {
+  auto s = PreprocessSpec::FromOptions(64, 56, "jpeg:90", false);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->ToString(), "resize-shorter=64,center-crop=56,reencode=jpeg:90");
+  s = PreprocessSpec::FromOptions(0, 0, "", false);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->empty());
+  EXPECT_FALSE(PreprocessSpec::FromOptions(-1, 0, "", false).ok());
+  EXPECT_FALSE(PreprocessSpec::FromOptions(32, 64, "", false).ok());
+  EXPECT_FALSE(PreprocessSpec::FromOptions(64, 0, "gif", false).ok());
+  EXPECT_FALSE(PreprocessSpec::FromOptions(0, 0, "png", true).ok());
+}
+
 TEST(PreprocessApplyTest, ResizeCropReencodeJpeg) {
   const auto jpeg = MakeJpeg(300, 200, 1);
   auto r = Apply(Spec("resize-shorter=64,center-crop=56,reencode=jpeg:90"), jpeg);
