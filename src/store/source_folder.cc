@@ -97,28 +97,17 @@ std::string SecondComponent(const std::string& rel) {
   return rel.substr(a + 1, b - a - 1);
 }
 
-}  // namespace
+enum class Layout { kSplitClass, kClass, kFlat };
 
-Status ListFolder(const std::string& root, const ListOptions& o, SourceListing* out) {
-  const bool labels_none = o.labels == LabelSource::kNone;
-  if (o.labels == LabelSource::kManifest) {
-    return Status::InvalidArgument(fmt::format("--labels manifest needs a manifest source, but '{}' is a folder", root));
-  }
-  std::vector<FileEntry> files;
-  WalkState walk;
-  CQLS_RETURN_IF_ERROR(WalkRoot(root, labels_none ? 32 : 3, &files, &walk, &out->notes));
-  const std::set<std::string>& dirs = walk.dirs;
+// The folder's layout from the depths its files lie at: ROOT/split/class/file,
+// ROOT/class/file, or (--labels none) any.
+StatusOr<Layout> DetectLayout(const std::string& root, const std::vector<FileEntry>& files, bool labels_none) {
   size_t at[5] = {0, 0, 0, 0, 0};
   for (const auto& f : files) ++at[std::min(f.depth, 4)];
-
-  enum class Layout { kSplitClass, kClass, kFlat } layout;
-  if (at[3] > 0 && at[2] == 0 && (!labels_none || (at[1] == 0 && at[4] == 0))) {
-    layout = Layout::kSplitClass;
-  } else if (at[2] > 0 && at[3] == 0 && (!labels_none || (at[1] == 0 && at[4] == 0))) {
-    layout = Layout::kClass;
-  } else if (labels_none) {
-    layout = Layout::kFlat;
-  } else if (at[2] > 0 && at[3] > 0) {
+  if (at[3] > 0 && at[2] == 0 && (!labels_none || (at[1] == 0 && at[4] == 0))) return Layout::kSplitClass;
+  if (at[2] > 0 && at[3] == 0 && (!labels_none || (at[1] == 0 && at[4] == 0))) return Layout::kClass;
+  if (labels_none) return Layout::kFlat;
+  if (at[2] > 0 && at[3] > 0) {
     std::string e2, e3;
     for (const auto& f : files) {
       if (f.depth == 2 && e2.empty()) e2 = f.rel;
@@ -127,22 +116,42 @@ Status ListFolder(const std::string& root, const ListOptions& o, SourceListing* 
     return Status::InvalidArgument(fmt::format(
         "folder '{}' mixes the layouts class/file ({} files, e.g. '{}') and split/class/file ({} files, e.g. '{}')",
         root, at[2], e2, at[3], e3));
-  } else {
-    return Status::InvalidArgument(fmt::format(
-        "folder '{}' holds no files in class folders (expected ROOT/class/file or ROOT/split/class/file; "
-        "use --labels none for unlabeled images)",
-        root));
   }
+  return Status::InvalidArgument(fmt::format(
+      "folder '{}' holds no files in class folders (expected ROOT/class/file or ROOT/split/class/file; "
+      "use --labels none for unlabeled images)",
+      root));
+}
 
+// The class names: the class folders of the layout (also empty ones).
+std::set<std::string> FolderClasses(const std::set<std::string>& dirs, Layout layout, bool labels_none) {
+  std::set<std::string> classes;
+  if (layout == Layout::kFlat || labels_none) return classes;
+  for (const auto& d : dirs) {
+    const bool is_class = layout == Layout::kClass ? d.find('/') == std::string::npos : d.find('/') != std::string::npos;
+    if (is_class) classes.insert(layout == Layout::kClass ? d : SecondComponent(d));
+  }
+  return classes;
+}
+
+// The names of the splits a split/class/file folder has.
+std::string SplitsOf(const std::vector<FileEntry>& files) {
+  std::set<std::string> splits;
+  for (const auto& f : files) {
+    if (f.depth == 3) splits.insert(FirstComponent(f.rel));
+  }
+  std::string have;
+  for (const auto& s : splits) have += (have.empty() ? "" : ", ") + s;
+  return have;
+}
+
+// Adds one item per file at the layout's depth (of the chosen split) to
+// `out`; files at other depths are counted in a note.
+Status AddFolderItems(const std::string& root, const std::vector<FileEntry>& files, Layout layout,
+                      const ListOptions& o, SourceListing* out) {
+  const bool labels_none = o.labels == LabelSource::kNone;
   const int depth = layout == Layout::kSplitClass ? 3 : 2;
   const std::string default_split = o.split.empty() ? "train" : o.split;
-  std::set<std::string> classes;
-  if (layout != Layout::kFlat && !labels_none) {
-    for (const auto& d : dirs) {
-      const bool is_class = layout == Layout::kClass ? d.find('/') == std::string::npos : d.find('/') != std::string::npos;
-      if (is_class) classes.insert(layout == Layout::kClass ? d : SecondComponent(d));
-    }
-  }
   size_t ignored = 0;
   std::string ignored_example;
   for (const auto& f : files) {
@@ -166,14 +175,8 @@ Status ListFolder(const std::string& root, const ListOptions& o, SourceListing* 
     out->items.push_back(std::move(it));
   }
   if (layout == Layout::kSplitClass && !o.split.empty() && out->items.empty()) {
-    std::set<std::string> splits;
-    for (const auto& f : files) {
-      if (f.depth == 3) splits.insert(FirstComponent(f.rel));
-    }
-    std::string have;
-    for (const auto& s : splits) have += (have.empty() ? "" : ", ") + s;
     return Status::InvalidArgument(
-        fmt::format("--split {}: folder '{}' has no such split (it has: {})", o.split, root, have));
+        fmt::format("--split {}: folder '{}' has no such split (it has: {})", o.split, root, SplitsOf(files)));
   }
   if (ignored > 0) {
     out->notes.push_back(fmt::format("ignored {} file{} outside the {} layout (e.g. '{}')", ignored,
@@ -181,6 +184,22 @@ Status ListFolder(const std::string& root, const ListOptions& o, SourceListing* 
                                      layout == Layout::kSplitClass ? "split/class/file" : "class/file",
                                      ignored_example));
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ListFolder(const std::string& root, const ListOptions& o, SourceListing* out) {
+  const bool labels_none = o.labels == LabelSource::kNone;
+  if (o.labels == LabelSource::kManifest) {
+    return Status::InvalidArgument(fmt::format("--labels manifest needs a manifest source, but '{}' is a folder", root));
+  }
+  std::vector<FileEntry> files;
+  WalkState walk;
+  CQLS_RETURN_IF_ERROR(WalkRoot(root, labels_none ? 32 : 3, &files, &walk, &out->notes));
+  CQLS_ASSIGN_OR_RETURN(const Layout layout, DetectLayout(root, files, labels_none));
+  const std::set<std::string> classes = FolderClasses(walk.dirs, layout, labels_none);
+  CQLS_RETURN_IF_ERROR(AddFolderItems(root, files, layout, o, out));
   out->folder_classes.assign(classes.begin(), classes.end());
   out->label_kind = labels_none || layout == Layout::kFlat ? LabelKind::kNone : LabelKind::kClass;
   return Status::OK();
