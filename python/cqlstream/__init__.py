@@ -12,6 +12,7 @@ from ._core import Batch, decode_image, decode_images, decode_npy, describe_stat
 from ._loader import DecodeSpec, InsecureTlsWarning, Loader, parse_keys
 from .dataset import Dataset
 from .selection import Selection
+from .writer import Writer
 from .errors import (
     AlreadyExistsError,
     AuthError,
@@ -36,7 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Loader", "Batch", "DecodeSpec", "parse_keys", "InsecureTlsWarning", "decode_image", "decode_images", "decode_npy",
     "describe_state",
-    "format_key", "make_key", "Dataset", "Selection",
+    "format_key", "make_key", "Dataset", "Selection", "Writer",
     "Error", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "CorruptionError",
     "FileSystemError", "TimeoutError", "ConnectionError", "TlsError", "AuthError", "ProtocolError",
     "ServerError", "OverloadedError", "CancelledError", "UnsupportedError", "InternalError",

@@ -73,3 +73,15 @@ def test_python_dataset_takes_every_connection_option():
     params = inspect.signature(cqlstream.Dataset.__init__).parameters
     missing = [n for n in connection if n not in params]
     assert not missing, f"cqlstream.Dataset lacks {missing}"
+
+
+def test_python_writer_takes_every_connection_option():
+    names = option_names()
+    connection = names[:names.index(LAST_CONNECTION_OPTION) + 1]
+    params = inspect.signature(cqlstream.Writer.__init__).parameters
+    missing = [n for n in connection if n not in params]
+    assert not missing, f"cqlstream.Writer lacks {missing}"
+    # A *_s field keeps its unit in the binding (connect_timeout -> connect_timeout_s).
+    args = _core.WriterArgs()
+    missing = [n for n in connection if not (hasattr(args, n) or hasattr(args, n + "_s"))]
+    assert not missing, f"_core.WriterArgs lacks {missing}"

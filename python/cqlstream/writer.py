@@ -1,0 +1,303 @@
+"""cqlstream.Writer: samples written from any program into a dataset (issue 11 §3).
+
+The writer of ``cqlstream ingest`` fed from memory: batched and pipelined in
+C++ (the GIL is released while it works), with ingest's validation, rows and
+checksums, and resumable and idempotent by ``source_id`` and position.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from . import _core
+from ._loader import _int, _seconds, _warn_insecure_tls
+
+__all__ = ["Writer"]
+
+_LABEL_KINDS = ("none", "class", "multilabel", "target")
+_KINDS = ("image", "blob")
+
+
+def _bytes(name: str, v: Any) -> bytes:
+    if isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        raise TypeError(f"{name} must be bytes (or a bytes-like object), got str")
+    try:
+        return bytes(memoryview(v).cast("B"))
+    except TypeError:
+        raise TypeError(f"{name} must be bytes (or a bytes-like object), got {type(v).__name__}") from None
+
+
+class Writer:
+    """Writes samples into one split of a dataset, creating it when needed.
+
+    ::
+
+        with cqlstream.Writer("pets", split="train", label_kind="class", classes=["cat", "dog"],
+                              source_id="job-42/part-7", hosts="10.0.0.5") as w:
+            for path, label in items:
+                w.add(open(path, "rb").read(), label=label, path=path, extra={"source": "web"})
+
+    **Resumable and idempotent.** ``source_id`` names the writer's segment of
+    the split and a sample's position is the order of its :meth:`add` call.
+    A writer opened again with the same ``source_id`` (a retried task)
+    resumes: the positions an earlier writer committed are skipped (nothing
+    is written; they count in :attr:`resumed`), the others are written. Once
+    a writer with that ``source_id`` was closed, the segment is sealed and a
+    new writer with it writes nothing. Add the same samples in the same order
+    under the same ``source_id`` and no sample is ever stored twice; never run
+    two writers with the same ``source_id`` at once (turn Spark's speculative
+    execution off).
+
+    **Validation** (as ``cqlstream ingest``): non-empty bytes, at most 1 GiB
+    with the target; images must be JPEG, PNG or WebP with a readable header
+    unless ``kind="blob"`` (any bytes: ``.npy`` arrays, TIFF, audio, token
+    shards); the label of the dataset's label kind (``"class"``: ``label``,
+    an int in [0, len(classes)) or a class name; ``"multilabel"``:
+    ``labels``; ``"target"``: ``target`` bytes, e.g. a mask; ``"none"``:
+    nothing); paths and ``extra`` (str to str) valid text. A refused sample
+    raises :class:`cqlstream.InvalidArgumentError` (a ValueError) and takes
+    no position.
+
+    **Dataset.** A new dataset is created with ``label_kind`` (default
+    ``"none"``), ``classes`` (needed for ``"class"`` and ``"multilabel"``:
+    a list of names, or an int N for "0".."N-1"; fixed at creation), ``kind``
+    (default ``"image"``), ``chunk_size`` and ``description``. For an existing
+    dataset they may be left out; given, they must match it.
+
+    **Pipeline.** :meth:`add` copies the bytes and returns once the sample is
+    queued: at most ``concurrency`` samples and ``memory_mb`` MiB are in
+    flight (add waits while either is reached). The committed watermark
+    advances every ``commit_interval`` seconds (or ``commit_every``
+    samples), at :meth:`flush` and at :meth:`close`, which seals the segment.
+    Leaving the ``with`` block by an exception calls :meth:`abort` instead
+    (the watermark is committed, the segment stays open for a retry).
+
+    Connection options are those of :class:`cqlstream.Loader` (hosts, port,
+    keyspace, username, password_file, tls_*, secure_bundle, local_dc,
+    connections_per_host, io_threads, connect_timeout), with the same
+    CQLSTREAM_* environment defaults.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        source_id: str,
+        split: str = "train",
+        label_kind: str | None = None,
+        classes: Sequence[str] | int | None = None,
+        kind: str | None = None,
+        chunk_size: int | None = None,
+        description: str = "",
+        replication: str | None = None,
+        concurrency: int = 64,
+        memory_mb: int = 256,
+        commit_interval: float = 2.0,
+        commit_every: int = 0,
+        hosts: str | Sequence[str] | None = None,
+        port: int | None = None,
+        keyspace: str | None = None,
+        username: str | None = None,
+        password_file: str | os.PathLike[str] | None = None,
+        tls_ca: str | os.PathLike[str] | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_server_name: str | None = None,
+        tls_key_passphrase_file: str | os.PathLike[str] | None = None,
+        tls_insecure_skip_verify: bool = False,
+        secure_bundle: str | os.PathLike[str] | None = None,
+        local_dc: str | None = None,
+        connections_per_host: int | None = None,
+        io_threads: int | None = None,
+        connect_timeout: float | None = None,
+        **unexpected: Any,
+    ) -> None:
+        self._h: _core.WriterHandle | None = None
+        self._report: dict[str, Any] | None = None
+        if "password" in unexpected:
+            raise TypeError("Writer() does not accept password=: pass password_file=... or set "
+                            "CQLSTREAM_PASSWORD_FILE (or CQLSTREAM_PASSWORD)")
+        if unexpected:
+            raise TypeError(f"Writer() got unexpected keyword argument(s): {', '.join(sorted(unexpected))}")
+        if not isinstance(name, str) or not name:
+            raise ValueError("name must be a non-empty string")
+        if not isinstance(source_id, str) or not source_id:
+            raise ValueError("source_id must be a non-empty string (it names what this writer writes, "
+                             "e.g. 'job-42/part-7')")
+        if not isinstance(split, str) or not split:
+            raise ValueError("split must be a non-empty string")
+        if label_kind is not None and label_kind not in _LABEL_KINDS:
+            raise ValueError(f"label_kind must be one of {', '.join(_LABEL_KINDS)}, got {label_kind!r}")
+        if kind is not None and kind not in _KINDS:
+            raise ValueError(f"kind must be 'image' or 'blob', got {kind!r}")
+        names: list[str] | None = None
+        if classes is not None:
+            if isinstance(classes, str):
+                raise TypeError("classes must be a list of class names or an int, got str")
+            if isinstance(classes, int) and not isinstance(classes, bool):
+                names = [str(i) for i in range(_int("classes", classes, 1, 1 << 20))]
+            else:
+                names = list(classes)
+                if not all(isinstance(c, str) for c in names):
+                    raise TypeError("classes must be a list of str")
+        self._class_index = {c: i for i, c in enumerate(names)} if names is not None else None
+        if tls_insecure_skip_verify:
+            _warn_insecure_tls("tls_insecure_skip_verify")
+        a = _core.WriterArgs()
+        a.dataset = name
+        a.split = split
+        a.source_id = source_id
+        a.label_kind = label_kind
+        a.classes = names
+        a.kind = kind
+        a.chunk_size = _int("chunk_size", chunk_size, 1024, 16 << 20, optional=True)
+        a.description = str(description)
+        a.replication = replication
+        a.concurrency = _int("concurrency", concurrency, 1, 4096)
+        a.memory_mb = _int("memory_mb", memory_mb, 1, 1 << 20)
+        a.commit_interval_s = _seconds("commit_interval", commit_interval)
+        a.commit_every = _int("commit_every", commit_every, 0, 1 << 62)
+        if isinstance(hosts, str):
+            hosts = [h for h in hosts.split(",") if h]
+        a.hosts = list(hosts) if hosts is not None else None
+        a.port = _int("port", port, 1, 65535, optional=True)
+        a.keyspace = keyspace
+        a.username = username
+        a.password_file = os.fspath(password_file) if password_file is not None else None
+        a.tls_ca = os.fspath(tls_ca) if tls_ca is not None else None
+        a.tls_cert = os.fspath(tls_cert) if tls_cert is not None else None
+        a.tls_key = os.fspath(tls_key) if tls_key is not None else None
+        a.tls_server_name = tls_server_name
+        a.tls_key_passphrase_file = (os.fspath(tls_key_passphrase_file)
+                                     if tls_key_passphrase_file is not None else None)
+        a.tls_insecure_skip_verify = bool(tls_insecure_skip_verify)
+        a.secure_bundle = os.fspath(secure_bundle) if secure_bundle is not None else None
+        a.local_dc = local_dc
+        a.connections_per_host = _int("connections_per_host", connections_per_host, 1, 64, optional=True)
+        a.io_threads = _int("io_threads", io_threads, 0, 64, optional=True)
+        a.connect_timeout_s = _seconds("connect_timeout", connect_timeout)
+        self._h = _core.WriterHandle(a)
+
+    def _handle(self) -> _core.WriterHandle:
+        if self._h is None:
+            raise ValueError("this Writer is closed")
+        return self._h
+
+    def add(
+        self,
+        data: bytes,
+        *,
+        label: int | str | None = None,
+        labels: Sequence[int] | None = None,
+        target: bytes | None = None,
+        path: str | None = None,
+        target_path: str | None = None,
+        extra: Mapping[str, str] | None = None,
+    ) -> int:
+        """Writes the next sample; returns its key (see :func:`cqlstream.format_key`).
+
+        ``path`` names the sample in the dataset's metadata (default
+        ``"<source_id>/<position>"``); ``extra`` is stored with it (str to str).
+        """
+        h = self._handle()
+        data = _bytes("data", data)
+        if isinstance(label, str):
+            if self._class_index is None or label not in self._class_index:
+                raise ValueError(f"label {label!r} is not one of the classes given to this Writer")
+            label = self._class_index[label]
+        elif label is not None:
+            label = _int("label", label, -(1 << 31), (1 << 31) - 1)
+        if labels is not None:
+            labels = [_int("labels[]", x, -(1 << 31), (1 << 31) - 1) for x in labels]
+        tgt = _bytes("target", target) if target is not None else None
+        if path is not None and not isinstance(path, str):
+            path = os.fspath(path)
+        if target_path is not None and not isinstance(target_path, str):
+            target_path = os.fspath(target_path)
+        ex: dict[str, str] = {}
+        if extra is not None:
+            for k, v in extra.items():
+                if not isinstance(k, str) or not isinstance(v, str):
+                    raise TypeError(f"extra must map str to str, got {type(k).__name__}: {type(v).__name__}")
+                ex[k] = v
+        return int(h.add(data, label, labels, tgt, path or "", target_path or "", ex))
+
+    def flush(self) -> None:
+        """Waits for the samples in flight and commits the watermark."""
+        self._handle().flush()
+
+    def close(self) -> None:
+        """Flushes and seals the segment: this ``source_id`` is complete.
+        Raises the error of a write that failed (the segment then stays open)."""
+        if self._h is not None:
+            h, self._h = self._h, None
+            try:
+                h.close()
+            finally:
+                self._report = dict(h.report())
+
+    def abort(self) -> None:
+        """Flushes and leaves the segment open: a writer with the same
+        ``source_id`` resumes after the committed samples."""
+        if self._h is not None:
+            h, self._h = self._h, None
+            try:
+                h.abort()
+            finally:
+                self._report = dict(h.report())
+
+    def report(self) -> dict[str, Any]:
+        """dataset, split, source_id, created_dataset, seg, action ('new',
+        'resumed', 'complete'), start_count, added, resumed, written, bytes,
+        count (committed), sealed."""
+        return dict(self._report) if self._h is None and self._report is not None else dict(self._handle().report())
+
+    @property
+    def written(self) -> int:
+        """Samples this writer wrote."""
+        return int(self.report()["written"])
+
+    @property
+    def resumed(self) -> int:
+        """Samples added that an earlier writer with this source_id had already committed."""
+        return int(self.report()["resumed"])
+
+    @property
+    def added(self) -> int:
+        return int(self.report()["added"])
+
+    @property
+    def closed(self) -> bool:
+        return self._h is None
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            self._h = None
+            try:
+                h.abort()
+            except Exception:
+                pass
+
+    def __repr__(self) -> str:
+        r = self._report if self._h is None else None
+        if r is not None:
+            return f"Writer(closed, {r['dataset']!r}, split={r['split']!r}, written={r['written']})"
+        if self._h is None:
+            return "Writer(closed)"
+        r = self.report()
+        return (f"Writer({r['dataset']!r}, split={r['split']!r}, source_id={r['source_id']!r}, "
+                f"{r['action']}, added={r['added']}, written={r['written']})")
