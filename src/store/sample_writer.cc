@@ -297,7 +297,8 @@ StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in) {
   }
   auto item = std::make_shared<SourceItem>();
   item->split = o_.split;
-  item->path = in.path;
+  // A sample without a path is named by its source and position.
+  item->path = in.path.empty() ? fmt::format("{}/{}", o_.source_id, pos) : in.path;
   item->target_path = in.target_path;
   item->extra = in.extra;
   item->label = in.label.value_or(-1);

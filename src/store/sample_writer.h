@@ -105,7 +105,7 @@ struct SampleInput {
   std::optional<std::span<const uint8_t>> target;  // label kind target
   std::optional<int32_t> label;                    // label kind class
   std::vector<int32_t> labels;                     // label kind multilabel
-  std::string path;
+  std::string path;  // "": "<source_id>/<position>"
   std::string target_path;
   std::map<std::string, std::string> extra;
 };
