@@ -55,6 +55,7 @@ void Loader::Impl::EndEpoch(std::vector<Launch>* out) {
 }
 
 Status Loader::Impl::NamedError(SampleKey key, const Status& err) {
+  if (attached) return err;  // its messages name the foreign key and table already
   const std::string who = store::DescribeSample(*session, path_stmt, key);
   return Status(err.code(), fmt::format("{} [{}]", err.message(), who), err.server_error_ptr());
 }

@@ -4,6 +4,9 @@
 //   loader_init.cc      setup: options, connection, sample set, memory, window
 //   loader_requests.cc  the request side: issuing, launching, claiming the
 //                       data, completions, retries, hedges (the pump thread)
+//   loader_attached.cc  the request side of attached datasets (store/attached.h):
+//                       a sample's foreign key from the key snapshot, then
+//                       its row in the foreign table, as one attempt
 //   loader.cc           the public Loader: Next, Fetch, checkpoints, metrics
 // Batch assembly (slots, holes, compaction, hand-out order) is
 // loader/batch_assembler.h, which does no I/O.
@@ -53,6 +56,8 @@
 #include "loader/window.h"
 #include "net/policies.h"
 #include "net/session.h"
+#include "store/attached.h"
+#include "store/attached_row.h"
 #include "store/sample_row.h"
 #include "util/mutex.h"
 
@@ -71,6 +76,8 @@ inline constexpr int kMaxAttemptsMissingOrCorrupt = 3;
 inline constexpr std::chrono::milliseconds kDefaultRetryBudget{120000};
 inline constexpr int64_t kMinDefaultMemoryBytes = int64_t{1} << 30;
 inline constexpr int kDefaultMemoryBatches = 8;
+// The sample size assumed for an attached dataset, whose catalog knows no sizes.
+inline constexpr int64_t kAttachedSizeGuess = 128 << 10;
 // The adaptive attempt timeout: kTimeoutP99Factor x the p99 latency within
 // [kMinTimeout, kMaxTimeout]; kFirstTimeout until kTimeoutLatencies were seen.
 inline constexpr int kTimeoutP99Factor = 8;
@@ -106,6 +113,24 @@ struct Task {
   bool hedged = false;
   int hedge_attempt = -1;
   Clock::time_point first_failure{};
+  // Attached datasets: the sample's foreign key, once the key snapshot gave
+  // it (immutable for the snapshot: retries and hedges reuse it).
+  std::unique_ptr<Value> foreign_key;
+};
+
+// How the samples of an attached dataset are read (set up by Init, then
+// read-only).
+struct AttachedReads {
+  store::AttachedTable table;
+  DataType key_type;
+  std::string snapshot_table;  // "ks.k_<dataset>", for messages
+  net::PreparedPtr key_stmt;   // KeyLookupCql: seg, idx -> key
+  struct Split {
+    net::PreparedPtr data_stmt;  // DataReadCql(split): key -> data[, label]
+    store::AttachedRowOptions row;
+  };
+  std::map<std::string, Split> splits;
+  std::map<int32_t, const Split*> by_seg;  // every committed segment's split
 };
 
 // One request to send: a new attempt (first, retry, hedge) or the next page
@@ -143,6 +168,7 @@ struct Launch {
 };
 
 class AttemptSink;
+class AttachedSink;
 
 }  // namespace loader_impl
 
@@ -152,6 +178,7 @@ struct Loader::Impl {
   using Task = loader_impl::Task;
   using Launch = loader_impl::Launch;
   using AttemptSink = loader_impl::AttemptSink;
+  using AttachedSink = loader_impl::AttachedSink;
 
   explicit Impl(LoaderOptions opts);
 
@@ -162,6 +189,7 @@ struct Loader::Impl {
   DatasetInfo ds;
   net::PreparedPtr read_stmt;
   net::PreparedPtr path_stmt;
+  std::unique_ptr<loader_impl::AttachedReads> attached;  // null for a native dataset
   std::string split;
   loader::SampleSource source;
   std::map<int32_t, int64_t> seg_max_size;  // the catalog's hints, per segment
@@ -223,6 +251,7 @@ struct Loader::Impl {
   Status LoadSampleSet();
   Status LoadSelection();
   Status PrepareStatements();
+  Status PrepareAttached();
   Status SizeMemory() REQUIRES(mu);
   void ConfigureWindow(int connections, int max_connections) REQUIRES(mu);
   // An epoch over `ranges`; `resplit`: the rest of a resumed epoch re-split
@@ -250,9 +279,25 @@ struct Loader::Impl {
                      Clock::time_point sent, StatusOr<net::ResultSet> r) EXCLUDES(mu);
   Status CheckAnswer(AttemptSink& s) REQUIRES(mu);
   Status FinishSample(Task& t) REQUIRES(mu);
+  // The end of attempt `attempt` of `t` (its last page): `err` OK completes
+  // the sample, else the attempt's failure is accounted for.
+  void Settle(const std::shared_ptr<Task>& t, int attempt, std::chrono::microseconds latency, const Status& err)
+      REQUIRES(mu);
   void CompleteTask(Task& t) REQUIRES(mu);
   void FailTask(Task& t, const Status& err) REQUIRES(mu);
   void HandleFailure(const std::shared_ptr<Task>& t, const Status& err) REQUIRES(mu);
+  // --- attached datasets (loader_attached.cc) ---------------------------
+  void LaunchAttached(const std::shared_ptr<Task>& t, int attempt, int plan_offset, Clock::time_point sent)
+      EXCLUDES(mu);
+  void LaunchForeignRead(const std::shared_ptr<Task>& t, int attempt, int plan_offset, Clock::time_point sent,
+                         const Value& key) EXCLUDES(mu);
+  std::span<uint8_t> AttachedDestination(AttachedSink& s, int32_t col, int32_t size) EXCLUDES(mu);
+  Status ClaimAttached(AttachedSink& s, int64_t payload) REQUIRES(mu);
+  Status CheckAttachedAnswer(AttachedSink& s) REQUIRES(mu);
+  // `s` null: the attempt ended before its foreign read (the key lookup failed).
+  void OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, const std::shared_ptr<AttachedSink>& s,
+                      Clock::time_point sent, const Status& r) EXCLUDES(mu);
+
   void PumpLoop() EXCLUDES(mu);
   void QueueDueRetries(Clock::time_point now, std::vector<Launch>* out) REQUIRES(mu);
   void QueueHedges(Clock::time_point now, std::vector<Launch>* out) REQUIRES(mu);

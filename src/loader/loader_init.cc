@@ -42,6 +42,9 @@ Status Loader::Impl::Init() {
   CQLS_RETURN_IF_ERROR(PrepareStatements());
   MutexLock lock(&mu);  // (the pump thread starts below)
   CQLS_RETURN_IF_ERROR(SizeMemory());
+  if (attached) {
+    for (auto& [name, sp] : attached->splits) sp.row.max_bytes = budget;
+  }
   ConfigureWindow(co.connections_per_host, max_conns);
   next_epoch = 0;
   pump = std::thread([this] { PumpLoop(); });
@@ -112,6 +115,7 @@ Status Loader::Impl::LoadSelection() {
 }
 
 Status Loader::Impl::PrepareStatements() {
+  if (ds.attached()) return PrepareAttached();  // (no path table: errors name the foreign key)
   CQLS_ASSIGN_OR_RETURN(read_stmt, session->Prepare(store::DataReadQuery(ds)));
   auto p = session->Prepare(store::SamplePathQuery(ds));
   if (p.ok()) path_stmt = *p;  // only for error messages
@@ -122,9 +126,16 @@ Status Loader::Impl::PrepareStatements() {
 Status Loader::Impl::SizeMemory() {
   const int64_t max_size = std::max<int64_t>(ds.MaxSize(split), 1);
   const int64_t split_bytes = std::max<int64_t>(ds.Bytes(split), 1);
-  const double mean = static_cast<double>(split_bytes) / static_cast<double>(std::max<int64_t>(ds.Count(split), 1));
-  avg_size = mean;
+  double mean = static_cast<double>(split_bytes) / static_cast<double>(std::max<int64_t>(ds.Count(split), 1));
   uint64_t reservation = loader::BatchReservation(o.batch_size, max_size);
+  if (ds.attached() && ds.Bytes(split) <= 0) {
+    // The key snapshot knows no sizes: assume an ImageNet-sized sample until
+    // the running average (avg_size) knows better, and reserve the most
+    // address space a batch may have (it is reserved, not committed).
+    mean = static_cast<double>(loader_impl::kAttachedSizeGuess);
+    reservation = loader::kMaxBatchReservation;
+  }
+  avg_size = mean;
   if (o.max_batch_reservation > 0) reservation = std::min(reservation, static_cast<uint64_t>(o.max_batch_reservation));
   const double batch_bytes = o.batch_size * mean;
   budget = o.memory_bytes > 0 ? o.memory_bytes

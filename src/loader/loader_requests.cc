@@ -145,6 +145,10 @@ void Loader::Impl::LaunchOne(Launch l) {
     }
     l.task->outstanding++;
   }
+  if (attached) {
+    LaunchAttached(l.task, attempt, l.plan_offset, now);
+    return;
+  }
   const SampleKey key = l.task->key;
   net::Statement st = net::Statement::Bound(read_stmt, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
   st.idempotent = true;
@@ -253,17 +257,7 @@ void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shar
         err = FinishSample(*t);
       }
     }
-    if (page_more) {
-    } else if (err.ok()) {
-      latencies.Record(latency);
-      ctl.OnComplete(t->size, latency);
-      hedge_tokens = std::min(100.0, hedge_tokens + 0.05);
-      if (s->attempt == t->hedge_attempt) m_hedge_wins++;
-      CompleteTask(*t);
-    } else {
-      if (t->owner == s->attempt) t->owner = -1;  // the slot stays reserved for the next attempt
-      if (t->outstanding == 0) HandleFailure(t, err);
-    }
+    if (!page_more) Settle(t, s->attempt, latency, err);
     Refill(&launches);
   }
   Start(std::move(launches));
@@ -294,6 +288,20 @@ Status Loader::Impl::FinishSample(Task& t) {
                                           FormatKey(t.key), h, static_cast<uint64_t>(t.statics.checksum)));
   }
   return Status::OK();
+}
+
+void Loader::Impl::Settle(const std::shared_ptr<Task>& t, int attempt, std::chrono::microseconds latency,
+                          const Status& err) {
+  if (err.ok()) {
+    latencies.Record(latency);
+    ctl.OnComplete(t->size, latency);
+    hedge_tokens = std::min(100.0, hedge_tokens + 0.05);
+    if (attempt == t->hedge_attempt) m_hedge_wins++;
+    CompleteTask(*t);
+  } else {
+    if (t->owner == attempt) t->owner = -1;  // the slot stays reserved for the next attempt
+    if (t->outstanding == 0) HandleFailure(t, err);
+  }
 }
 
 void Loader::Impl::CompleteTask(Task& t) {
@@ -361,7 +369,10 @@ void Loader::Impl::PumpLoop() {
   while (!closed) {
     pump_cv.WaitFor(&mu, std::chrono::milliseconds(2));
     if (closed) break;
-    if (!started) continue;
+    // Before the first Next() only Fetch calls issue requests: their retries
+    // and hedges still need the pump (a Fetch of a missing sample waited
+    // forever for a retry that nothing launched).
+    if (!started && retries.empty() && watch.empty()) continue;
     const auto now = Clock::now();
     std::vector<Launch> launches;
     QueueDueRetries(now, &launches);

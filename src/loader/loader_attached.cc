@@ -1,0 +1,280 @@
+// Copyright (c) cqlstream authors.
+//
+// The loader engine's request side for attached datasets (loader_impl.h,
+// store/attached.h). One attempt at an attached sample (seg, idx) is two
+// single-partition, token-aware, idempotent reads:
+//   1. SELECT key FROM ks.k_<dataset> WHERE seg = ? AND idx = ?   (the key
+//      snapshot: the sample's foreign key; skipped once the task knows it)
+//   2. AttachedTable::DataReadCql(split) bound with that key      (the row)
+// Both run under the attempt that LaunchOne started: the window, the
+// attempt timeout, hedges and retries count the sample once, and the
+// attempt's latency spans both reads. The data cell lands straight in the
+// sample's slot (a target dataset's data is held until the target's length
+// is known: the slot holds data then target). A missing snapshot row or
+// foreign row is a per-sample NotFound naming the sample and the table;
+// a malformed one is Corruption (store/attached_row.h); either goes through
+// the same retry and skip-or-raise handling as a native sample's error.
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "loader/loader_impl.h"
+
+namespace cqlstream {
+
+using loader_impl::AttachedReads;
+using loader_impl::Clock;
+using loader_impl::Launch;
+using loader_impl::Task;
+
+namespace loader_impl {
+
+// One foreign read (step 2) of an attempt: its cells go to a
+// store::AttachedRow; the data cell (and a target) to the sample's slot
+// through Impl::AttachedDestination.
+class AttachedSink final : public cql::CellSink {
+ public:
+  AttachedSink(Loader::Impl* l, std::shared_ptr<Task> t, int attempt, const AttachedReads::Split* split,
+               std::string key)
+      : task(std::move(t)),
+        attempt(attempt),
+        target(split->row.label_kind == LabelKind::kTarget && split->row.label_type == store::AttachedLabelType::kBlob),
+        row(task->key, std::move(key), &split->row),
+        l_(l) {}
+
+  Status OnRowsBegin(const cql::RowsMetadata&, int32_t rows) override {
+    row.OnRowsBegin(rows);
+    return Status::OK();
+  }
+  std::span<uint8_t> CellDestination(int32_t r, int32_t col, int32_t size) override {
+    // The data goes to the slot, except a target dataset's: its slot size
+    // is known only at the target cell, so the data is buffered (kept).
+    const bool placed = col == store::kAttachedColData ? !target : (col == store::kAttachedColLabel && target);
+    if (r != 0 || !placed) return {};
+    return l_->AttachedDestination(*this, col, size);
+  }
+  Status OnCell(int32_t r, int32_t col, std::optional<cql::ByteView> data) override {
+    row.OnCell(r, col, data);
+    return Status::OK();
+  }
+
+  const std::shared_ptr<Task> task;
+  const int attempt;
+  const bool target;
+  store::AttachedRow row;
+  bool offered = false;  // a cell asked for a destination (loader lock)
+  Status err;            // set under the loader lock
+
+ private:
+  Loader::Impl* l_;
+};
+
+namespace {
+
+void ReadSettings(net::Statement& st, std::chrono::milliseconds timeout, int plan_offset,
+                  const net::RetryPolicy* retry) {
+  st.idempotent = true;
+  st.consistency = cql::Consistency::kLocalOne;
+  st.page_size = 2;  // one row is expected; two show that there are more
+  st.timeout = timeout;
+  st.plan_offset = plan_offset;
+  st.retry = retry;
+}
+
+// The foreign key for messages (a blob key could be long).
+std::string KeyText(const Value& key) {
+  std::string s = key.ToString();
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
+}
+
+}  // namespace
+}  // namespace loader_impl
+
+using loader_impl::AttachedSink;
+
+// The statements and row checks of an attached dataset: the key lookup, and
+// the data read of every split that has committed segments (Fetch may ask
+// for any split's keys).
+Status Loader::Impl::PrepareAttached() {
+  auto a = std::make_unique<AttachedReads>();
+  CQLS_ASSIGN_OR_RETURN(a->table, store::AttachedTable::FromSource(ds));
+  CQLS_ASSIGN_OR_RETURN(a->key_type, store::AttachedKeyType(a->table.key_type));
+  CQLS_ASSIGN_OR_RETURN(store::AttachedLabelType label_type, store::ParseAttachedLabelType(a->table.label_type));
+  Status kind = store::CheckLabelKind(a->table.label_type, ds.label_kind);
+  if (!kind.ok()) {
+    return Status::Corruption(fmt::format("attached dataset '{}': {}", ds.name, kind.message()));
+  }
+  a->snapshot_table = ds.keyspace + "." + store::KeyTableName(ds.name);
+  CQLS_ASSIGN_OR_RETURN(a->key_stmt, session->Prepare(store::KeyLookupCql(ds.keyspace, ds.name)));
+  for (const auto& g : ds.segments) {
+    if (g.count <= 0) continue;
+    auto it = a->splits.find(g.split);
+    if (it == a->splits.end()) {
+      auto table = a->table.tables.find(g.split);
+      if (table == a->table.tables.end()) {
+        return Status::Corruption(fmt::format("attached dataset '{}': segment {} is of split '{}', which has no table",
+                                              ds.name, g.seg, g.split));
+      }
+      AttachedReads::Split sp;
+      CQLS_ASSIGN_OR_RETURN(sp.data_stmt, session->Prepare(a->table.DataReadCql(g.split)));
+      sp.row.label_kind = ds.label_kind;
+      sp.row.label_type = label_type;
+      sp.row.class_names = &ds.class_names;
+      sp.row.classes = ds.class_names.empty() ? -1 : static_cast<int64_t>(ds.class_names.size());
+      sp.row.table = table->second;
+      sp.row.keep_data = true;  // used only for a target dataset's data (AttachedSink)
+      it = a->splits.emplace(g.split, std::move(sp)).first;
+    }
+    a->by_seg[g.seg] = &it->second;
+  }
+  attached = std::move(a);
+  return Status::OK();
+}
+
+void Loader::Impl::LaunchAttached(const std::shared_ptr<Task>& t, int attempt, int plan_offset,
+                                  Clock::time_point sent) {
+  std::optional<Value> known;
+  {
+    MutexLock lock(&mu);
+    if (t->foreign_key) known = *t->foreign_key;
+  }
+  if (known) {
+    LaunchForeignRead(t, attempt, plan_offset, sent, *known);
+    return;
+  }
+  net::Statement st =
+      net::Statement::Bound(attached->key_stmt, {Value::Int(KeySegment(t->key)), Value::Int(KeyIndex(t->key))});
+  loader_impl::ReadSettings(st, AttemptTimeout(), plan_offset, &no_retry);
+  session->ExecuteAsync(std::move(st), [this, t, attempt, plan_offset, sent](StatusOr<net::ResultSet> r) {
+    StatusOr<Value> key = r.ok() ? store::SnapshotKey(t->key, r->rows(), attached->key_type, attached->snapshot_table)
+                                 : StatusOr<Value>(r.status());
+    if (!key.ok()) {
+      OnAttachedDone(t, attempt, nullptr, sent, key.status());
+      return;
+    }
+    bool stale = false;
+    {
+      MutexLock lock(&mu);
+      stale = closed || t->resolved;
+      if (!stale && !t->foreign_key) t->foreign_key = std::make_unique<Value>(*key);
+    }
+    if (stale) {
+      OnAttachedDone(t, attempt, nullptr, sent, Status::Cancelled("the sample was settled by another attempt"));
+      return;
+    }
+    LaunchForeignRead(t, attempt, plan_offset, sent, *key);
+  });
+}
+
+void Loader::Impl::LaunchForeignRead(const std::shared_ptr<Task>& t, int attempt, int plan_offset,
+                                     Clock::time_point sent, const Value& key) {
+  auto split = attached->by_seg.find(KeySegment(t->key));
+  if (split == attached->by_seg.end()) {
+    // Init prepared every committed segment's split, and keys are committed.
+    OnAttachedDone(t, attempt, nullptr, sent,
+                   Status::Internal(fmt::format("sample {}: its segment has no attached table", FormatKey(t->key))));
+    return;
+  }
+  auto sink = std::make_shared<AttachedSink>(this, t, attempt, split->second, loader_impl::KeyText(key));
+  net::Statement st = net::Statement::Bound(split->second->data_stmt, {key});
+  loader_impl::ReadSettings(st, AttemptTimeout(), plan_offset, &no_retry);
+  st.sink = [sink](int) { return sink; };
+  session->ExecuteAsync(std::move(st), [this, t, attempt, sink, sent](StatusOr<net::ResultSet> r) {
+    OnAttachedDone(t, attempt, sink, sent, r.ok() ? Status::OK() : r.status());
+  });
+}
+
+// The attempt of `s` takes ownership of the sample's slot (`payload` bytes:
+// data, and a target's); a target dataset's kept data is copied in first.
+Status Loader::Impl::ClaimAttached(AttachedSink& s, int64_t payload) {
+  Task& t = *s.task;
+  if (!t.slot) {
+    CQLS_RETURN_IF_ERROR(ReserveSlot(t, payload));
+  } else if (t.size != payload) {
+    return Status::Corruption(fmt::format("sample {} changed size between attempts ({} then {} bytes)",
+                                          FormatKey(t.key), t.size, payload));
+  }
+  t.owner = s.attempt;
+  if (s.target) {
+    const auto kept = s.row.kept_data();
+    if (kept.size() > static_cast<size_t>(t.size)) return Status::Internal("kept data larger than its slot");
+    if (!kept.empty()) std::memcpy(t.slot.data, kept.data(), kept.size());
+  }
+  return Status::OK();
+}
+
+std::span<uint8_t> Loader::Impl::AttachedDestination(AttachedSink& s, int32_t col, int32_t size) {
+  if (col == store::kAttachedColData) {
+    s.row.OnDataSize(0, size);
+  } else {
+    s.row.OnTargetSize(0, size);
+  }
+  MutexLock lock(&mu);
+  Task& t = *s.task;
+  s.offered = true;
+  if (t.resolved || closed || !s.err.ok()) return {};
+  if (!s.row.status().ok()) {
+    s.err = s.row.status();
+    return {};
+  }
+  if (t.owner == -1) {
+    s.err = ClaimAttached(s, s.row.payload_size());
+    if (!s.err.ok()) return {};
+  }
+  if (t.owner != s.attempt) return {};  // a duplicate (hedge) answer: dropped
+  const int64_t at = col == store::kAttachedColData ? 0 : s.row.data_size();
+  return {t.slot.data + at, static_cast<size_t>(size)};
+}
+
+// What is wrong with the successful foreign read of `s`, if anything; for
+// the owner, the sample's fields.
+Status Loader::Impl::CheckAttachedAnswer(AttachedSink& s) {
+  Task& t = *s.task;
+  if (!s.err.ok()) return s.err;
+  CQLS_RETURN_IF_ERROR(s.row.Finish());
+  if (t.owner == -1 && !s.offered) {
+    // Nothing was placed while the answer streamed in (an empty data cell,
+    // or a target dataset's sample without a target): claimed here.
+    CQLS_RETURN_IF_ERROR(ClaimAttached(s, s.row.payload_size()));
+    const auto target = s.row.kept_target();
+    if (!target.empty()) std::memcpy(t.slot.data + s.row.data_size(), target.data(), target.size());
+  }
+  if (t.owner != s.attempt) return Status::OK();
+  if (t.size != s.row.payload_size()) {
+    return Status::Corruption(fmt::format("sample {} changed size between attempts ({} then {} bytes)",
+                                          FormatKey(t.key), t.size, s.row.payload_size()));
+  }
+  t.statics.image_size = s.row.image_size();
+  t.statics.label = s.row.label();
+  t.statics.labels = s.row.labels();
+  return Status::OK();
+}
+
+void Loader::Impl::OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, const std::shared_ptr<AttachedSink>& s,
+                                  Clock::time_point sent, const Status& r) {
+  std::vector<Launch> launches;
+  {
+    MutexLock lock(&mu);
+    t->outstanding--;
+    if (closed) return;
+    const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
+    if (t->resolved) {
+      if (r.ok()) m_dupes++;
+      return;
+    }
+    Status err = r.ok() && s ? CheckAttachedAnswer(*s) : r;
+    if (err.ok() && t->owner != attempt) {
+      // Another attempt owns the data (or owned it and failed while this
+      // one was discarding its copy).
+      m_dupes++;
+      if (t->owner != -1 || t->outstanding > 0) return;
+      err = Status::ConnectionLost(fmt::format("sample {}: the attempt holding its data failed", FormatKey(t->key)));
+    }
+    Settle(t, attempt, latency, err);
+    Refill(&launches);
+  }
+  Start(std::move(launches));
+}
+
+}  // namespace cqlstream

@@ -1,0 +1,356 @@
+// Copyright (c) cqlstream authors.
+//
+// The loader over attached datasets (store/attached.h) against the real
+// node: a table in the reference system's layout
+//   data_<split>(id uuid PRIMARY KEY, label int, data blob)
+// written row by row as a third-party tool would, attached (key snapshot +
+// segments + the catalog's source map), then read on 3 ranks exactly once
+// and byte-identical, resumed from a checkpoint, and read after a foreign
+// row and a snapshot row were deleted (a per-sample error naming the sample
+// and the table, or a skip). Blob targets and text labels too.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <set>
+
+#include "cqlstream/loader.h"
+#include "dataset_fixture.h"
+#include "store/attached.h"
+#include "store/catalog.h"
+#include "store/schema.h"
+#include "test_env.h"
+
+namespace cqlstream {
+namespace {
+
+using testing::Delivered;
+using testing::ReadEpoch;
+using testing::SyntheticDataset;
+
+// A deterministic version-4 uuid for row i of a table.
+Uuid RowId(int table, int i) {
+  Uuid u;
+  uint64_t x = (static_cast<uint64_t>(table) << 32) ^ static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull;
+  for (size_t b = 0; b < 16; ++b) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    u.bytes[b] = static_cast<uint8_t>(x >> 56);
+  }
+  u.bytes[6] = static_cast<uint8_t>((u.bytes[6] & 0x0f) | 0x40);
+  u.bytes[8] = static_cast<uint8_t>((u.bytes[8] & 0x3f) | 0x80);
+  return u;
+}
+
+// Row i's data: mostly small, some of 300 kB (several frames' worth).
+std::vector<uint8_t> RowData(int i) { return testing::PayloadFor(MakeKey(7, i), i % 40 == 0 ? 300000 : 100 + (i * 53) % 3000); }
+std::vector<uint8_t> RowMask(int i) { return std::vector<uint8_t>(static_cast<size_t>(10 + i % 7), static_cast<uint8_t>(i)); }
+const std::vector<std::string> kTexts = {"cat", "dog", "eel", "fox"};
+
+struct ForeignTable {
+  std::string table;      // "ks.data_x"
+  std::string label_type;  // int | text | blob
+  int rows = 0;
+  int id = 0;  // RowId's table number
+};
+
+// Creates and fills a foreign table in the reference layout (label of the
+// given type), as a third-party writer would: one INSERT per row.
+void WriteForeignTable(net::Session& s, const ForeignTable& t) {
+  testing::MustRun(s, fmt::format("CREATE TABLE IF NOT EXISTS {} (id uuid PRIMARY KEY, label {}, data blob) "
+                                  "WITH compression = {{'enabled': false}}",
+                                  t.table, t.label_type));
+  auto ins = s.Prepare(fmt::format("INSERT INTO {} (id, label, data) VALUES (?, ?, ?)", t.table));
+  ASSERT_TRUE(ins.ok()) << ins.status().ToString();
+  for (int i = 0; i < t.rows; ++i) {
+    Value label = t.label_type == "int"    ? Value::Int(i % 10)
+                  : t.label_type == "text" ? Value::Text(kTexts[static_cast<size_t>(i) % kTexts.size()])
+                                           : Value::Blob(RowMask(i));
+    auto r = s.Execute(net::Statement::Bound(*ins, {Value::FromUuid(RowId(t.id, i)), label, Value::Blob(RowData(i))}));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+}
+
+// Attaches `t` as dataset `name` (split train), as the contract lays it out
+// (store/attached.h): the catalog row with its source map, the key snapshot
+// k_<name> (seg 0, idx = the order the scan met the keys) and one sealed
+// segment. Returns what the loader must deliver per SampleKey.
+SyntheticDataset Attach(net::Session& s, const std::string& ks, const std::string& name, const ForeignTable& t,
+                        LabelKind kind) {
+  SyntheticDataset d;
+  EXPECT_TRUE(store::EnsureCatalog(s, ks).ok());
+  store::AttachedTable a;
+  a.key_column = "id";
+  a.key_type = "uuid";
+  a.data_column = "data";
+  a.label_column = "label";
+  a.label_type = t.label_type;
+  a.tables["train"] = t.table;
+  a.generation = 1;
+  ValueMap source;
+  for (const auto& [k, v] : a.ToSource()) source.emplace_back(Value::Text(k), Value::Text(v));
+  ValueList classes;
+  if (t.label_type == "text") {
+    for (const auto& c : kTexts) classes.push_back(Value::Text(c));
+  }
+  testing::MustRun(s, fmt::format("DROP TABLE IF EXISTS {}.{}", ks, store::KeyTableName(name)));
+  testing::MustRun(s, store::KeyTableCql(ks, name));
+  auto r = s.Execute(net::Statement::Query(
+      fmt::format("INSERT INTO {}.datasets (name, layout_version, label_kind, class_names, checksum, chunk_size, "
+                  "description, sample_kind, source) VALUES (?, 1, ?, ?, 'none', 1048576, 'attached', 'image', ?)",
+                  ks),
+      {Value::Text(name), Value::Text(std::string(LabelKindName(kind))), Value::List(classes), Value::Map(source)}));
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  // The scan: every key of the table, in the order the table pages them.
+  auto keys = s.Execute(net::Statement::Query(fmt::format("SELECT id, label FROM {}", t.table)));
+  EXPECT_TRUE(keys.ok() && keys->rows());
+  std::map<std::string, int> row_of;  // uuid bytes -> row number
+  for (int i = 0; i < t.rows; ++i) {
+    const Uuid u = RowId(t.id, i);
+    row_of[std::string(u.bytes.begin(), u.bytes.end())] = i;
+  }
+  auto put = s.Prepare(fmt::format("INSERT INTO {}.{} (seg, idx, key) VALUES (?, ?, ?)", ks, store::KeyTableName(name)));
+  EXPECT_TRUE(put.ok());
+  const cql::Rows& rows = *keys->rows();
+  for (int32_t idx = 0; idx < rows.row_count(); ++idx) {
+    auto cell = rows.cell(idx, 0);
+    const std::string kb(cell->begin(), cell->end());
+    const int i = row_of.at(kb);
+    EXPECT_TRUE(s.Execute(net::Statement::Bound(*put, {Value::Int(0), Value::Int(idx), Value::Blob(kb)})).ok());
+    const SampleKey k = MakeKey(0, idx);
+    d.payload[k] = RowData(i);
+    d.label[k] = kind == LabelKind::kClass ? (t.label_type == "int" ? i % 10 : static_cast<int32_t>(i % kTexts.size()))
+                                           : -1;
+    if (kind == LabelKind::kTarget) {
+      const auto m = RowMask(i);
+      d.payload[k].insert(d.payload[k].end(), m.begin(), m.end());
+    }
+    d.path[k] = kb;
+  }
+  r = s.Execute(net::Statement::Query(
+      fmt::format("INSERT INTO {}.segments (dataset, seg, split, source_id, source, fingerprint, count, bytes, "
+                  "max_size, next_pos, state) VALUES (?, 0, 'train', ?, ?, '', ?, 0, 0, ?, 'sealed')",
+                  ks),
+      {Value::Text(name), Value::Text(a.SourceId("train")), Value::Text(t.table), Value::Int(rows.row_count()),
+       Value::Bigint(rows.row_count())}));
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  auto info = store::LoadDataset(s, ks, name);
+  EXPECT_TRUE(info.ok()) << info.status().ToString();
+  if (info.ok()) d.info = *info;
+  return d;
+}
+
+LoaderOptions BaseOptions(const std::string& dataset) {
+  LoaderOptions o;
+  o.connection = testing::TestOptions();
+  o.connection.keyspace = testing::TestKeyspace();
+  o.dataset = dataset;
+  o.split = "train";
+  return o;
+}
+
+class AttachedLoaderTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto s = testing::TestSession();
+    ASSERT_NE(s, nullptr);
+    const std::string& ks = testing::TestKeyspace();
+    ForeignTable t{ks + ".data_train", "int", 400, 1};
+    WriteForeignTable(*s, t);
+    data_ = new SyntheticDataset(Attach(*s, ks, "att", t, LabelKind::kClass));
+    s->Close();
+  }
+  static void TearDownTestSuite() {
+    delete data_;
+    data_ = nullptr;
+  }
+  static SyntheticDataset* data_;
+};
+SyntheticDataset* AttachedLoaderTest::data_ = nullptr;
+
+TEST_F(AttachedLoaderTest, ThreeRanksReadAnEpochExactlyOnceAndByteIdentical) {
+  ASSERT_TRUE(data_->info.attached());
+  const size_t n = data_->payload.size();
+  ASSERT_EQ(n, 400u);
+  for (bool ordered : {false, true}) {
+    SCOPED_TRACE(ordered ? "ordered" : "out of order");
+    std::vector<std::future<Delivered>> ranks;
+    for (int r = 0; r < 3; ++r) {
+      ranks.push_back(std::async(std::launch::async, [r, ordered] {
+        LoaderOptions o = BaseOptions("att");
+        o.batch_size = 16;
+        o.seed = 11;
+        o.rank = r;
+        o.world_size = 3;
+        o.ordered = ordered;
+        o.epochs = 1;
+        auto l = Loader::Open(o);
+        if (!l.ok()) {
+          Delivered d;
+          d.error = l.status().ToString();
+          return d;
+        }
+        return ReadEpoch(**l, *data_);  // checks every sample's bytes and label
+      }));
+    }
+    std::set<SampleKey> all;
+    for (auto& f : ranks) {
+      Delivered d = f.get();
+      ASSERT_TRUE(d.error.empty()) << d.error;
+      for (SampleKey k : d.keys) EXPECT_TRUE(all.insert(k).second) << "delivered twice: " << FormatKey(k);
+    }
+    EXPECT_EQ(all.size(), n);
+  }
+}
+
+TEST_F(AttachedLoaderTest, ResumesFromACheckpoint) {
+  LoaderOptions o = BaseOptions("att");
+  o.batch_size = 20;
+  o.seed = 3;
+  o.epochs = 1;
+  auto a = Loader::Open(o);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  Delivered first = ReadEpoch(**a, *data_, 4);
+  ASSERT_TRUE(first.error.empty()) << first.error;
+  ASSERT_EQ(first.keys.size(), 80u);
+  const std::string state = (*a)->State();
+  (*a)->Close();
+  auto b = Loader::Open(o);
+  ASSERT_TRUE(b.ok());
+  Status rs = (*b)->Restore({state});
+  ASSERT_TRUE(rs.ok()) << rs.ToString();
+  Delivered rest = ReadEpoch(**b, *data_);
+  ASSERT_TRUE(rest.error.empty()) << rest.error;
+  std::set<SampleKey> all(first.keys.begin(), first.keys.end());
+  for (SampleKey k : rest.keys) EXPECT_TRUE(all.insert(k).second) << "delivered twice: " << FormatKey(k);
+  EXPECT_EQ(all.size(), data_->payload.size());
+}
+
+TEST_F(AttachedLoaderTest, FetchReadsGivenKeys) {
+  auto l = Loader::Open(BaseOptions("att"));
+  ASSERT_TRUE(l.ok());
+  const std::vector<SampleKey> keys = {MakeKey(0, 399), MakeKey(0, 0), MakeKey(0, 200)};
+  auto b = (*l)->Fetch(keys);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ((*b)->size(), 3u);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ((*b)->keys[i], keys[i]);
+    const auto s = (*b)->sample(i);
+    EXPECT_TRUE(std::equal(s.begin(), s.end(), data_->payload.at(keys[i]).begin(), data_->payload.at(keys[i]).end()));
+    EXPECT_EQ((*b)->labels[i], data_->label.at(keys[i]));
+  }
+}
+
+// Reads one epoch; the error that ended it ("" when none) and the samples.
+std::pair<std::string, size_t> Drain(Loader& l) {
+  size_t got = 0;
+  for (;;) {
+    auto b = l.Next();
+    if (!b.ok()) return {b.status().ToString(), got};
+    if (!*b) return {"", got};
+    got += (*b)->size();
+  }
+}
+
+TEST(AttachedLoaderErrors, ADeletedRowIsNamedOrSkipped) {
+  auto s = testing::TestSession();
+  ASSERT_NE(s, nullptr);
+  const std::string& ks = testing::TestKeyspace();
+  ForeignTable t{ks + ".data_del", "int", 60, 2};
+  WriteForeignTable(*s, t);
+  SyntheticDataset d = Attach(*s, ks, "att_del", t, LabelKind::kClass);
+  // A foreign row deleted after the snapshot, and a snapshot row lost.
+  const SampleKey gone = MakeKey(0, 17), lost = MakeKey(0, 33);
+  Uuid u;
+  std::copy(d.path.at(gone).begin(), d.path.at(gone).end(), u.bytes.begin());
+  testing::MustRun(*s, fmt::format("DELETE FROM {} WHERE id = {}", t.table, u.ToString()));
+  testing::MustRun(*s, fmt::format("DELETE FROM {}.k_att_del WHERE seg = 0 AND idx = 33", ks));
+  {
+    LoaderOptions o = BaseOptions("att_del");
+    o.batch_size = 10;
+    o.epochs = 1;
+    o.ordered = true;  // the first error met is the deleted row's (17 < 33)
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok());
+    auto [err, got] = Drain(**l);
+    EXPECT_TRUE(err.find("0:17") != std::string::npos || err.find("0:33") != std::string::npos) << err;
+    if (err.find("0:17") != std::string::npos) {
+      EXPECT_NE(err.find(t.table), std::string::npos) << "the error should name the table: " << err;
+      EXPECT_NE(err.find(u.ToString()), std::string::npos) << "the error should name the key: " << err;
+    }
+    EXPECT_LT(got, 60u);
+  }
+  {
+    LoaderOptions o = BaseOptions("att_del");
+    o.batch_size = 10;
+    o.epochs = 1;
+    o.on_missing = OnMissing::kSkip;
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok());
+    d.payload.erase(gone);
+    d.payload.erase(lost);
+    Delivered r = ReadEpoch(**l, d);
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(r.keys.size(), 58u);
+    EXPECT_EQ((*l)->Metrics().skipped, 2);
+  }
+  // The lost snapshot row, alone, names the key snapshot table.
+  {
+    LoaderOptions o = BaseOptions("att_del");
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok());
+    auto b = (*l)->Fetch({lost});
+    ASSERT_FALSE(b.ok());
+    EXPECT_NE(b.status().message().find("0:33"), std::string::npos) << b.status().ToString();
+    EXPECT_NE(b.status().message().find("k_att_del"), std::string::npos) << b.status().ToString();
+  }
+  s->Close();
+}
+
+TEST(AttachedLoaderLabels, BlobTargetsAndTextLabels) {
+  auto s = testing::TestSession();
+  ASSERT_NE(s, nullptr);
+  const std::string& ks = testing::TestKeyspace();
+  ForeignTable masks{ks + ".data_seg", "blob", 50, 3};
+  WriteForeignTable(*s, masks);
+  SyntheticDataset seg = Attach(*s, ks, "att_seg", masks, LabelKind::kTarget);
+  ForeignTable texts{ks + ".data_txt", "text", 50, 4};
+  WriteForeignTable(*s, texts);
+  SyntheticDataset txt = Attach(*s, ks, "att_txt", texts, LabelKind::kClass);
+  {
+    LoaderOptions o = BaseOptions("att_seg");
+    o.batch_size = 8;
+    o.epochs = 1;
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    size_t got = 0;
+    for (;;) {
+      auto b = (*l)->Next();
+      ASSERT_TRUE(b.ok()) << b.status().ToString();
+      if (!*b) break;
+      for (size_t i = 0; i < (*b)->size(); ++i, ++got) {
+        const SampleKey k = (*b)->keys[i];
+        const auto& want = seg.payload.at(k);
+        const auto sample = (*b)->sample(i);
+        ASSERT_TRUE(std::equal(sample.begin(), sample.end(), want.begin(), want.end())) << FormatKey(k);
+        // image_size: the data's length; the mask follows it.
+        const size_t mask = want.size() - (*b)->image_sizes[i];
+        EXPECT_EQ(mask, static_cast<size_t>(10 + (want[want.size() - 1] % 7))) << FormatKey(k);
+      }
+    }
+    EXPECT_EQ(got, 50u);
+  }
+  {
+    LoaderOptions o = BaseOptions("att_txt");
+    o.batch_size = 8;
+    o.epochs = 1;
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    Delivered r = ReadEpoch(**l, txt);  // labels: the text's index in the sorted class names
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(r.keys.size(), 50u);
+  }
+  s->Close();
+}
+
+}  // namespace
+}  // namespace cqlstream
