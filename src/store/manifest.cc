@@ -153,82 +153,103 @@ StatusOr<std::vector<std::string>> ParseLabelList(std::string_view cell) {
   return out;
 }
 
+namespace {
+
+// Records which of the known columns the manifest has.
+void NoteColumn(ParsedManifest* m, Col c) {
+  if (c == Col::kLabel) m->has_label_column = true;
+  if (c == Col::kLabels) m->has_labels_column = true;
+  if (c == Col::kTarget) m->has_target_column = true;
+  if (c == Col::kSplit) m->has_split_column = true;
+}
+
+// A CSV manifest: a header row naming the columns (one of them 'path'),
+// then one row per sample with as many fields.
+Status ParseCsvManifest(std::string_view text, std::string_view name, ParsedManifest* m) {
+  auto recs = ParseCsv(text);
+  if (!recs.ok()) return recs.status().WithContext(name);
+  if (recs->empty()) return Status::InvalidArgument(fmt::format("{}: empty manifest (no header row)", name));
+  std::vector<std::string> header;
+  std::vector<Col> cols;
+  bool has_path = false;
+  for (auto& h : (*recs)[0].fields) {
+    header.push_back(Trim(h));
+    cols.push_back(Classify(header.back()));
+    NoteColumn(m, cols.back());
+    has_path = has_path || cols.back() == Col::kPath;
+  }
+  if (!has_path) return Status::InvalidArgument(fmt::format("{}: the header has no 'path' column", name));
+  for (size_t r = 1; r < recs->size(); ++r) {
+    const CsvRecord& rec = (*recs)[r];
+    const std::string where = fmt::format("{} line {}", name, rec.line);
+    if (rec.fields.size() != header.size()) {
+      return Status::InvalidArgument(
+          fmt::format("{}: {} fields, but the header has {}", where, rec.fields.size(), header.size()));
+    }
+    ManifestRow row;
+    row.line = rec.line;
+    for (size_t c = 0; c < header.size(); ++c) {
+      CQLS_RETURN_IF_ERROR(SetField(&row, cols[c], header[c], rec.fields[c], where));
+    }
+    CQLS_RETURN_IF_ERROR(CheckRow(row, where));
+    m->rows.push_back(std::move(row));
+  }
+  return Status::OK();
+}
+
+// One JSON Lines object as a row: 'labels' may be an array, null fields are
+// absent, path/target/split must be strings.
+Status JsonRow(const Json& j, const std::string& where, ParsedManifest* m, ManifestRow* row) {
+  for (const auto& [k, v] : j.fields) {
+    const Col c = Classify(k);
+    NoteColumn(m, c);
+    if (c == Col::kLabels && v.is_array()) {
+      row->has_label = true;
+      for (const auto& item : v.items) {
+        if (!item.is_string() && !item.is_number()) {
+          return Status::InvalidArgument(fmt::format("{}: labels must be strings or integers", where));
+        }
+        std::string s = Trim(item.text);
+        if (!s.empty()) row->labels.push_back(std::move(s));
+      }
+      continue;
+    }
+    if (v.type == Json::Type::kNull) continue;
+    if ((c == Col::kPath || c == Col::kTarget || c == Col::kSplit) && !v.is_string()) {
+      return Status::InvalidArgument(fmt::format("{}: '{}' must be a string", where, k));
+    }
+    CQLS_RETURN_IF_ERROR(SetField(row, c, k, v.ToText(), where));
+  }
+  return CheckRow(*row, where);
+}
+
+// A JSON Lines manifest: one object per non-blank line.
+Status ParseJsonlManifest(std::string_view text, std::string_view name, ParsedManifest* m) {
+  size_t line = 0, pos = 0;
+  while (pos < text.size()) {
+    const size_t nl = text.find('\n', pos);
+    std::string_view l = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++line;
+    if (line == 1 && l.starts_with("\xEF\xBB\xBF")) l.remove_prefix(3);
+    if (Trim(l).empty()) continue;
+    const std::string where = fmt::format("{} line {}", name, line);
+    auto j = ParseJson(l);
+    if (!j.ok()) return j.status().WithContext(where);
+    if (!j->is_object()) return Status::InvalidArgument(fmt::format("{}: not a JSON object", where));
+    ManifestRow row;
+    row.line = line;
+    CQLS_RETURN_IF_ERROR(JsonRow(*j, where, m, &row));
+    m->rows.push_back(std::move(row));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 StatusOr<ParsedManifest> ParseManifest(std::string_view text, bool jsonl, std::string_view name) {
   ParsedManifest m;
-  auto note_column = [&](Col c) {
-    if (c == Col::kLabel) m.has_label_column = true;
-    if (c == Col::kLabels) m.has_labels_column = true;
-    if (c == Col::kTarget) m.has_target_column = true;
-    if (c == Col::kSplit) m.has_split_column = true;
-  };
-  if (!jsonl) {
-    auto recs = ParseCsv(text);
-    if (!recs.ok()) return recs.status().WithContext(name);
-    if (recs->empty()) return Status::InvalidArgument(fmt::format("{}: empty manifest (no header row)", name));
-    std::vector<std::string> header;
-    std::vector<Col> cols;
-    bool has_path = false;
-    for (auto& h : (*recs)[0].fields) {
-      header.push_back(Trim(h));
-      cols.push_back(Classify(header.back()));
-      note_column(cols.back());
-      has_path = has_path || cols.back() == Col::kPath;
-    }
-    if (!has_path) return Status::InvalidArgument(fmt::format("{}: the header has no 'path' column", name));
-    for (size_t r = 1; r < recs->size(); ++r) {
-      const CsvRecord& rec = (*recs)[r];
-      const std::string where = fmt::format("{} line {}", name, rec.line);
-      if (rec.fields.size() != header.size()) {
-        return Status::InvalidArgument(
-            fmt::format("{}: {} fields, but the header has {}", where, rec.fields.size(), header.size()));
-      }
-      ManifestRow row;
-      row.line = rec.line;
-      for (size_t c = 0; c < header.size(); ++c) {
-        CQLS_RETURN_IF_ERROR(SetField(&row, cols[c], header[c], rec.fields[c], where));
-      }
-      CQLS_RETURN_IF_ERROR(CheckRow(row, where));
-      m.rows.push_back(std::move(row));
-    }
-  } else {
-    size_t line = 0, pos = 0;
-    while (pos < text.size()) {
-      const size_t nl = text.find('\n', pos);
-      std::string_view l = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-      pos = nl == std::string_view::npos ? text.size() : nl + 1;
-      ++line;
-      if (line == 1 && l.starts_with("\xEF\xBB\xBF")) l.remove_prefix(3);
-      if (Trim(l).empty()) continue;
-      const std::string where = fmt::format("{} line {}", name, line);
-      auto j = ParseJson(l);
-      if (!j.ok()) return j.status().WithContext(where);
-      if (!j->is_object()) return Status::InvalidArgument(fmt::format("{}: not a JSON object", where));
-      ManifestRow row;
-      row.line = line;
-      for (const auto& [k, v] : j->fields) {
-        const Col c = Classify(k);
-        note_column(c);
-        if (c == Col::kLabels && v.is_array()) {
-          row.has_label = true;
-          for (const auto& item : v.items) {
-            if (!item.is_string() && !item.is_number()) {
-              return Status::InvalidArgument(fmt::format("{}: labels must be strings or integers", where));
-            }
-            std::string s = Trim(item.text);
-            if (!s.empty()) row.labels.push_back(std::move(s));
-          }
-          continue;
-        }
-        if (v.type == Json::Type::kNull) continue;
-        if ((c == Col::kPath || c == Col::kTarget || c == Col::kSplit) && !v.is_string()) {
-          return Status::InvalidArgument(fmt::format("{}: '{}' must be a string", where, k));
-        }
-        CQLS_RETURN_IF_ERROR(SetField(&row, c, k, v.ToText(), where));
-      }
-      CQLS_RETURN_IF_ERROR(CheckRow(row, where));
-      m.rows.push_back(std::move(row));
-    }
-  }
+  CQLS_RETURN_IF_ERROR(jsonl ? ParseJsonlManifest(text, name, &m) : ParseCsvManifest(text, name, &m));
   if (m.has_label_column && m.has_labels_column) {
     return Status::InvalidArgument(
         fmt::format("{}: has both a 'label' and a 'labels' column; keep one (labels = multilabel)", name));
@@ -275,43 +296,34 @@ Status CheckInside(const std::string& manifest, size_t line, const std::string& 
   return Status::OK();
 }
 
-}  // namespace
-
-Status ListManifest(const std::string& file, const ListOptions& o, SourceListing* out) {
-  if (o.labels == LabelSource::kImageFolder) {
-    return Status::InvalidArgument(fmt::format("--labels imagefolder needs a folder, but '{}' is a manifest", file));
-  }
-  CQLS_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(file));
-  const std::string lower = [&] {
-    std::string s = file;
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  }();
-  const bool jsonl = lower.ends_with(".jsonl") || lower.ends_with(".ndjson");
-  CQLS_ASSIGN_OR_RETURN(ParsedManifest m, ParseManifest(text, jsonl, file));
-  const std::filesystem::path base = std::filesystem::path(file).parent_path();
-  const std::string default_split = o.split.empty() ? "train" : o.split;
-
+// The label kind the manifest's columns give (a note when targets shadow labels).
+LabelKind ManifestLabelKind(const ParsedManifest& m, std::vector<std::string>* notes) {
   if (m.has_target_column) {
-    out->label_kind = LabelKind::kTarget;
     if (m.has_label_column || m.has_labels_column) {
-      out->notes.push_back("the manifest has targets: its label column is kept in extra (label kind target)");
+      notes->push_back("the manifest has targets: its label column is kept in extra (label kind target)");
     }
-  } else if (m.has_labels_column) {
-    out->label_kind = LabelKind::kMultiLabel;
-  } else if (m.has_label_column) {
-    out->label_kind = LabelKind::kClass;
-  } else {
-    out->label_kind = LabelKind::kNone;
+    return LabelKind::kTarget;
+  }
+  if (m.has_labels_column) return LabelKind::kMultiLabel;
+  if (m.has_label_column) return LabelKind::kClass;
+  return LabelKind::kNone;
+}
+
+// Where the manifest's files are, and which of them it may name.
+struct ManifestFolder {
+  std::string file;  // the manifest
+  std::filesystem::path base;
+  std::string real_base;
+  bool allow_outside = false;
+
+  // Paths stay inside the manifest's folder unless the user allowed otherwise.
+  Status Confine(const ManifestRow& row, const std::string& rel) const {
+    if (allow_outside) return Status::OK();
+    return CheckInside(file, row.line, rel, base, real_base);
   }
 
-  CQLS_ASSIGN_OR_RETURN(const std::string real_base, RealFolder(base.empty() ? "." : base.string()));
-  // Paths stay inside the manifest's folder unless the user allowed otherwise.
-  auto confine = [&](const ManifestRow& row, const std::string& rel) -> Status {
-    if (o.allow_paths_outside) return Status::OK();
-    return CheckInside(file, row.line, rel, base, real_base);
-  };
-  auto locate = [&](const std::string& rel, ByteRef* ref, int64_t* mtime_ns) -> std::string {
+  // Points `ref` at the file `rel` names; why it cannot be read, or "".
+  std::string Locate(const std::string& rel, ByteRef* ref, int64_t* mtime_ns) const {
     std::filesystem::path p(rel);
     ref->file = p.is_absolute() ? rel : (base / p).string();
     ref->archive_member = false;
@@ -321,7 +333,50 @@ Status ListManifest(const std::string& file, const ListOptions& o, SourceListing
     ref->size = static_cast<uint64_t>(st.st_size);
     if (mtime_ns) *mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     return "";
-  };
+  }
+};
+
+// A target-kind row: its labels go to extra, its target file is located.
+Status SetTarget(const ManifestFolder& folder, bool labels_column, ManifestRow& row, SourceItem* it) {
+  if (row.has_label) {
+    std::string joined;
+    for (size_t i = 0; i < row.labels.size(); ++i) joined += (i ? ";" : "") + row.labels[i];
+    it->extra[labels_column ? "labels" : "label"] = joined;
+  }
+  if (row.target.empty()) {
+    if (it->skip.empty()) it->skip = "no target";
+    return Status::OK();
+  }
+  CQLS_RETURN_IF_ERROR(folder.Confine(row, row.target));
+  it->target_path = std::filesystem::path(row.target).lexically_normal().string();
+  ByteRef t;
+  std::string why = folder.Locate(row.target, &t, nullptr);
+  it->target = t;
+  if (!why.empty() && it->skip.empty()) it->skip = "target: " + why;
+  return Status::OK();
+}
+
+bool IsJsonl(const std::string& file) {
+  std::string s = file;
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s.ends_with(".jsonl") || s.ends_with(".ndjson");
+}
+
+}  // namespace
+
+Status ListManifest(const std::string& file, const ListOptions& o, SourceListing* out) {
+  if (o.labels == LabelSource::kImageFolder) {
+    return Status::InvalidArgument(fmt::format("--labels imagefolder needs a folder, but '{}' is a manifest", file));
+  }
+  CQLS_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(file));
+  CQLS_ASSIGN_OR_RETURN(ParsedManifest m, ParseManifest(text, IsJsonl(file), file));
+  ManifestFolder folder;
+  folder.file = file;
+  folder.base = std::filesystem::path(file).parent_path();
+  folder.allow_outside = o.allow_paths_outside;
+  const std::string default_split = o.split.empty() ? "train" : o.split;
+  out->label_kind = ManifestLabelKind(m, &out->notes);
+  CQLS_ASSIGN_OR_RETURN(folder.real_base, RealFolder(folder.base.empty() ? "." : folder.base.string()));
 
   if (o.labels != LabelSource::kNone && out->label_kind != LabelKind::kTarget) {
     std::set<std::string> all;
@@ -335,24 +390,10 @@ Status ListManifest(const std::string& file, const ListOptions& o, SourceListing
     it.path = std::filesystem::path(row.path).lexically_normal().string();
     it.origin = fmt::format("line {}", row.line);
     it.extra = std::move(row.extra);
-    CQLS_RETURN_IF_ERROR(confine(row, row.path));
-    it.skip = locate(row.path, &it.image, &it.mtime_ns);
+    CQLS_RETURN_IF_ERROR(folder.Confine(row, row.path));
+    it.skip = folder.Locate(row.path, &it.image, &it.mtime_ns);
     if (out->label_kind == LabelKind::kTarget) {
-      if (row.has_label) {
-        std::string joined;
-        for (size_t i = 0; i < row.labels.size(); ++i) joined += (i ? ";" : "") + row.labels[i];
-        it.extra[m.has_labels_column ? "labels" : "label"] = joined;
-      }
-      if (row.target.empty()) {
-        if (it.skip.empty()) it.skip = "no target";
-      } else {
-        CQLS_RETURN_IF_ERROR(confine(row, row.target));
-        it.target_path = std::filesystem::path(row.target).lexically_normal().string();
-        ByteRef t;
-        std::string why = locate(row.target, &t, nullptr);
-        it.target = t;
-        if (!why.empty() && it.skip.empty()) it.skip = "target: " + why;
-      }
+      CQLS_RETURN_IF_ERROR(SetTarget(folder, m.has_labels_column, row, &it));
     } else {
       it.label_texts = std::move(row.labels);
     }
