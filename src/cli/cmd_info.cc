@@ -36,6 +36,7 @@ void PrintHeader(const DatasetInfo& d) {
   if (!d.description.empty()) fmt::print("description  {}\n", PrintableText(d.description));
   fmt::print("label kind   {}\n", LabelKindName(d.label_kind));
   fmt::print("sample kind  {}\n", SampleKindName(d.sample_kind));
+  fmt::print("preprocess   {}\n", d.preprocess.empty() ? std::string("none") : PrintableText(d.preprocess));
   if (!d.attached()) {
     fmt::print("chunk size   {} bytes\n", d.chunk_size);
     fmt::print("checksum     {}\n", PrintableText(d.checksum));
