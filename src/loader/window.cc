@@ -79,62 +79,70 @@ bool WindowController::Tick(Clock::time_point now) {
 
 void WindowController::Evaluate(double g) {
   if (phase_ == Phase::kStartup) {
-    if (g >= best_goodput_ * 1.10) {
-      best_goodput_ = g;
-      best_window_ = window_;
-      flat_intervals_ = 0;
-      startup_connection_step_ = false;  // it paid (or there was none)
-      if (window_ < o_.max_window) {
-        window_ = std::min(o_.max_window, window_ * 2);
-        return;
-      }
-      // The window is at the user's cap (--max-in-flight) and the last step
-      // still paid: only connections can raise goodput further, so go on
-      // as if the window had stopped paying.
-    } else {
-      // One flat interval may be noise; heavy queueing (4x the fastest
-      // latency) is a clear enough signal.
-      const bool queueing = srtt_us_ > 4.0 * min_rtt_us_;
-      if (++flat_intervals_ < 2 && !queueing) return;
-    }
-    // A larger window stopped paying. If requests now wait far longer than
-    // the fastest ones, the path may be what limits each connection (one TCP
-    // connection carries at most its window per round trip): double the
-    // connections, keep the window, and go on climbing. A step that does
-    // not pay ends it (a busy server also makes requests wait; connections
-    // cannot help there).
-    if (startup_connection_step_) {
-      connections_help_ = false;
-    } else if (connections_help_ && connections_ < o_.max_connections && srtt_us_ > 2.0 * min_rtt_us_) {
-      connections_ = std::min(o_.max_connections, connections_ * 2);
-      startup_connection_step_ = true;
-      flat_intervals_ = 0;
+    EvaluateStartup(g);
+  } else if (probe_ == Probe::kNone) {
+    EvaluateSteady(g);
+  } else {
+    EvaluateProbe(g);
+  }
+}
+
+void WindowController::EvaluateStartup(double g) {
+  if (g >= best_goodput_ * 1.10) {
+    best_goodput_ = g;
+    best_window_ = window_;
+    flat_intervals_ = 0;
+    startup_connection_step_ = false;  // it paid (or there was none)
+    if (window_ < o_.max_window) {
+      window_ = std::min(o_.max_window, window_ * 2);
       return;
     }
-    phase_ = Phase::kSteady;
-    window_ = std::clamp(static_cast<int>(best_window_ * 1.25), o_.min_window, o_.max_window);
-    best_goodput_ = std::max(best_goodput_, g);
+    // The window is at the user's cap (--max-in-flight) and the last step
+    // still paid: only connections can raise goodput further, so go on
+    // as if the window had stopped paying.
+  } else {
+    // One flat interval may be noise; heavy queueing (4x the fastest
+    // latency) is a clear enough signal.
+    const bool queueing = srtt_us_ > 4.0 * min_rtt_us_;
+    if (++flat_intervals_ < 2 && !queueing) return;
+  }
+  // A larger window stopped paying. If requests now wait far longer than
+  // the fastest ones, the path may be what limits each connection (one TCP
+  // connection carries at most its window per round trip): double the
+  // connections, keep the window, and go on climbing. A step that does
+  // not pay ends it (a busy server also makes requests wait; connections
+  // cannot help there).
+  if (startup_connection_step_) {
+    connections_help_ = false;
+  } else if (connections_help_ && connections_ < o_.max_connections && srtt_us_ > 2.0 * min_rtt_us_) {
+    connections_ = std::min(o_.max_connections, connections_ * 2);
+    startup_connection_step_ = true;
+    flat_intervals_ = 0;
     return;
   }
+  phase_ = Phase::kSteady;
+  window_ = std::clamp(static_cast<int>(best_window_ * 1.25), o_.min_window, o_.max_window);
+  best_goodput_ = std::max(best_goodput_, g);
+}
 
-  // Steady state.
-  if (probe_ == Probe::kNone) {
-    best_goodput_ = 0.8 * best_goodput_ + 0.2 * g;  // follow slow changes
-    if (++steady_intervals_ < 5) return;
-    steady_intervals_ = 0;
-    baseline_ = best_goodput_;
-    // Round-robin over the probes that can apply: up, connections, up, down.
-    // A down probe costs throughput while it lasts, so it is the rarest.
-    for (int k = 0; k < 4; ++k) {
-      const int kind = next_probe_++ % 4;
-      if ((kind == 0 || kind == 2) && window_ < o_.max_window) return StartProbe(Probe::kWindowUp);
-      if (kind == 3 && window_ > o_.min_window) return StartProbe(Probe::kWindowDown);
-      if (kind == 1 && connections_help_ && connections_ < o_.max_connections && srtt_us_ > 2.0 * min_rtt_us_) {
-        return StartProbe(Probe::kConnections);
-      }
+void WindowController::EvaluateSteady(double g) {
+  best_goodput_ = 0.8 * best_goodput_ + 0.2 * g;  // follow slow changes
+  if (++steady_intervals_ < 5) return;
+  steady_intervals_ = 0;
+  baseline_ = best_goodput_;
+  // Round-robin over the probes that can apply: up, connections, up, down.
+  // A down probe costs throughput while it lasts, so it is the rarest.
+  for (int k = 0; k < 4; ++k) {
+    const int kind = next_probe_++ % 4;
+    if ((kind == 0 || kind == 2) && window_ < o_.max_window) return StartProbe(Probe::kWindowUp);
+    if (kind == 3 && window_ > o_.min_window) return StartProbe(Probe::kWindowDown);
+    if (kind == 1 && connections_help_ && connections_ < o_.max_connections && srtt_us_ > 2.0 * min_rtt_us_) {
+      return StartProbe(Probe::kConnections);
     }
-    return;
   }
+}
+
+void WindowController::EvaluateProbe(double g) {
   // Measure a probe over two intervals (the first absorbs the transition).
   ++probe_intervals_;
   if (probe_intervals_ == 1) return;

@@ -80,7 +80,12 @@ class WindowController {
  private:
   enum class Probe { kNone, kWindowUp, kWindowDown, kConnections };
   void StartProbe(Probe p);
+  // One interval's goodput: the startup climb, the steady state's probe
+  // schedule, or the verdict on a running probe.
   void Evaluate(double goodput);
+  void EvaluateStartup(double goodput);
+  void EvaluateSteady(double goodput);
+  void EvaluateProbe(double goodput);
 
   Options o_;
   Phase phase_ = Phase::kStartup;
