@@ -343,40 +343,42 @@ struct DcRing {
   std::vector<int> rack_of_token;  // per entry of ring_index: the owner's rack, 0..rack_count-1
 };
 
-// Cassandra's NetworkTopologyStrategy, one DC at a time. A DC's choices depend
-// only on the sequence of its own hosts along the walk (racks are per DC, a
-// host is in one DC), so each DC walks its own sub-ring; the replicas of all
-// DCs are then ordered by where the full walk meets them.
-Status BuildNetworkTopology(const RingParts& ring, const ReplicationStrategy& strategy,
-                            ReplicaLists& out) {
-  const size_t n = ring.tokens.size();
-  // Hosts with tokens, per DC and rack.
+// The hosts with tokens, per DC: their racks (numbered per DC) and count.
+struct DcHosts {
   std::map<std::string, std::map<std::string, int>> racks;  // dc -> rack -> index
   std::map<std::string, int> nodes;                        // dc -> host count
-  {
-    std::vector<bool> has_token(ring.hosts.size(), false);
-    for (int pos : ring.owner) has_token[static_cast<size_t>(pos)] = true;
-    for (size_t pos = 0; pos < ring.hosts.size(); ++pos) {
-      if (!has_token[pos]) continue;
-      const RingHost& h = ring.hosts[pos];
-      auto& dc_racks = racks[h.datacenter];
-      dc_racks.emplace(h.rack, static_cast<int>(dc_racks.size()));
-      ++nodes[h.datacenter];
-    }
-  }
+};
 
+DcHosts HostsPerDc(const RingParts& ring) {
+  DcHosts out;
+  std::vector<bool> has_token(ring.hosts.size(), false);
+  for (int pos : ring.owner) has_token[static_cast<size_t>(pos)] = true;
+  for (size_t pos = 0; pos < ring.hosts.size(); ++pos) {
+    if (!has_token[pos]) continue;
+    const RingHost& h = ring.hosts[pos];
+    auto& dc_racks = out.racks[h.datacenter];
+    dc_racks.emplace(h.rack, static_cast<int>(dc_racks.size()));
+    ++out.nodes[h.datacenter];
+  }
+  return out;
+}
+
+// The sub-rings of the keyspace's DCs that have hosts; NotFound when it
+// wants replicas and none of its DCs has a host.
+StatusOr<std::vector<DcRing>> MakeDcRings(const RingParts& ring, const ReplicationStrategy& strategy,
+                                          DcHosts& hosts) {
   std::vector<DcRing> dcs;
   std::map<std::string, size_t> dc_index;
   int wanted = 0;
   for (const auto& [dc, rf] : strategy.dc_factors) {
     wanted += rf > 0 ? 1 : 0;
-    auto it = nodes.find(dc);
-    if (rf <= 0 || it == nodes.end()) continue;
+    auto it = hosts.nodes.find(dc);
+    if (rf <= 0 || it == hosts.nodes.end()) continue;
     dc_index[dc] = dcs.size();
     DcRing d;
     d.rf = rf;
     d.node_count = it->second;
-    d.rack_count = static_cast<int>(racks[dc].size());
+    d.rack_count = static_cast<int>(hosts.racks[dc].size());
     dcs.push_back(std::move(d));
   }
   if (wanted > 0 && dcs.empty()) {
@@ -384,25 +386,71 @@ Status BuildNetworkTopology(const RingParts& ring, const ReplicationStrategy& st
     for (const auto& [dc, rf] : strategy.dc_factors) {
       if (rf > 0) want += (want.empty() ? "" : ", ") + dc;
     }
-    for (const auto& [dc, count] : nodes) have += (have.empty() ? "" : ", ") + dc;
+    for (const auto& [dc, count] : hosts.nodes) have += (have.empty() ? "" : ", ") + dc;
     return Status::NotFound("NetworkTopologyStrategy: no host in the keyspace's datacenters {" +
                             want + "}; the ring's hosts are in {" + have + "}");
   }
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < ring.tokens.size(); ++i) {
     const RingHost& h = ring.hosts[static_cast<size_t>(ring.owner[i])];
     auto it = dc_index.find(h.datacenter);
     if (it == dc_index.end()) continue;
     DcRing& d = dcs[it->second];
     d.ring_index.push_back(i);
-    d.rack_of_token.push_back(racks[h.datacenter][h.rack]);
+    d.rack_of_token.push_back(hosts.racks[h.datacenter][h.rack]);
   }
+  return dcs;
+}
 
-  // Scratch "seen" marks, stamped with a walk number instead of cleared.
-  std::vector<size_t> host_stamp(ring.hosts.size(), SIZE_MAX);
+// Scratch "seen" marks of the walks, stamped with a walk number instead of
+// cleared.
+struct WalkMarks {
+  std::vector<size_t> host_stamp;
   std::vector<size_t> rack_stamp;
+  size_t walk = 0;
+};
+
+// One DC's replicas for ring index i, walking its sub-ring from entry
+// `start`: (distance along the full walk, host id) appended to `found`.
+void WalkDc(const RingParts& ring, const DcRing& d, size_t i, size_t start, WalkMarks& marks,
+            std::vector<std::pair<size_t, int>>& found) {
+  const size_t n = ring.tokens.size();
+  const size_t m = d.ring_index.size();
+  const size_t walk = ++marks.walk;
+  marks.rack_stamp.assign(static_cast<size_t>(d.rack_count), SIZE_MAX);
+  int rf_left = std::min(d.rf, d.node_count);
+  int repeats_left = d.rf - d.rack_count;  // rack repeats allowed while racks are too few
+  for (size_t k = 0; k < m && rf_left > 0; ++k) {
+    const size_t e = (start + k) % m;
+    const size_t ring_i = d.ring_index[e];
+    const size_t pos = static_cast<size_t>(ring.owner[ring_i]);
+    const size_t rack = static_cast<size_t>(d.rack_of_token[e]);
+    if (marks.rack_stamp[rack] != walk) {
+      // A rack not used yet in this DC: its first host is a replica.
+      marks.rack_stamp[rack] = walk;
+      marks.host_stamp[pos] = walk;
+    } else {
+      if (repeats_left <= 0 || marks.host_stamp[pos] == walk) continue;
+      marks.host_stamp[pos] = walk;
+      --repeats_left;
+    }
+    --rf_left;
+    found.emplace_back((ring_i + n - i) % n, ring.hosts[pos].id);
+  }
+}
+
+// Cassandra's NetworkTopologyStrategy, one DC at a time. A DC's choices depend
+// only on the sequence of its own hosts along the walk (racks are per DC, a
+// host is in one DC), so each DC walks its own sub-ring; the replicas of all
+// DCs are then ordered by where the full walk meets them.
+Status BuildNetworkTopology(const RingParts& ring, const ReplicationStrategy& strategy,
+                            ReplicaLists& out) {
+  const size_t n = ring.tokens.size();
+  DcHosts hosts = HostsPerDc(ring);
+  CQLS_ASSIGN_OR_RETURN(const std::vector<DcRing> dcs, MakeDcRings(ring, strategy, hosts));
+  WalkMarks marks;
+  marks.host_stamp.assign(ring.hosts.size(), SIZE_MAX);
   std::vector<size_t> cursor(dcs.size(), 0);  // per DC: first entry with ring_index >= i
   std::vector<std::pair<size_t, int>> found;  // (distance along the walk, host id)
-  size_t walk = 0;
   for (size_t i = 0; i < n; ++i) {
     out.Open();
     found.clear();
@@ -410,28 +458,7 @@ Status BuildNetworkTopology(const RingParts& ring, const ReplicationStrategy& st
       const DcRing& d = dcs[di];
       const size_t m = d.ring_index.size();
       while (cursor[di] < m && d.ring_index[cursor[di]] < i) ++cursor[di];
-      const size_t start = cursor[di] == m ? 0 : cursor[di];
-      ++walk;
-      rack_stamp.assign(static_cast<size_t>(d.rack_count), SIZE_MAX);
-      int rf_left = std::min(d.rf, d.node_count);
-      int repeats_left = d.rf - d.rack_count;  // rack repeats allowed while racks are too few
-      for (size_t k = 0; k < m && rf_left > 0; ++k) {
-        const size_t e = (start + k) % m;
-        const size_t ring_i = d.ring_index[e];
-        const size_t pos = static_cast<size_t>(ring.owner[ring_i]);
-        const size_t rack = static_cast<size_t>(d.rack_of_token[e]);
-        if (rack_stamp[rack] != walk) {
-          // A rack not used yet in this DC: its first host is a replica.
-          rack_stamp[rack] = walk;
-          host_stamp[pos] = walk;
-        } else {
-          if (repeats_left <= 0 || host_stamp[pos] == walk) continue;
-          host_stamp[pos] = walk;
-          --repeats_left;
-        }
-        --rf_left;
-        found.emplace_back((ring_i + n - i) % n, ring.hosts[pos].id);
-      }
+      WalkDc(ring, d, i, cursor[di] == m ? 0 : cursor[di], marks, found);
     }
     std::sort(found.begin(), found.end());
     for (const auto& [distance, id] : found) out.replicas.push_back(id);
