@@ -1,0 +1,174 @@
+"""examples/spark_ingest.py on PySpark in local mode against the real node.
+
+Spark runs local[2,2]: two task slots and maxFailures 2, so a failed task is
+retried once. One task is made to fail once, after part of its partition is
+committed, by killing its Python worker (what a lost executor looks like to
+the job). Afterwards the dataset must hold every generated file exactly
+once, byte-identical, read back with cqlstream.Loader; the retried partition
+must have resumed (skipped what the failed attempt committed) rather than
+rewritten; a second run of the same job writes nothing.
+
+PySpark is not in .venv: scripts/test's spark stage installs it
+(scripts/install --spark) and puts it on PYTHONPATH with CQLSTREAM_TEST_SPARK=1,
+which turns a missing PySpark into a failure instead of a skip.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+
+import pytest
+
+from conftest import HOSTS, ROOT, run_cli, unique_name, write_image_set
+
+if os.environ.get("CQLSTREAM_TEST_SPARK") == "1":
+    import pyspark  # noqa: F401  (required: fail here, loudly)
+else:
+    pytest.importorskip("pyspark", reason="PySpark is not installed: scripts/test --only spark runs this test")
+
+import cqlstream
+
+sys.path.insert(0, str(ROOT / "examples"))
+import spark_ingest  # noqa: E402
+
+PER_CLASS = 100        # 3 classes: 300 files
+PARTITIONS = 4
+FAIL_PARTITION = 1
+FAIL_AFTER = 40        # rows added by the failing attempt before it dies
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    # The executors' Python is this interpreter (its cqlstream), not the
+    # `python3` on PATH; the variables reach the JVM and its Python workers.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    s = (SparkSession.builder.master(f"local[2,2]")
+         .appName("cqlstream spark_ingest test")
+         .config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", str(PARTITIONS))
+         .config("spark.driver.memory", "512m")
+         .getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    # As spark-submit --py-files would: the executors import the example's
+    # module (write_partition) from the copy Spark ships them.
+    s.sparkContext.addPyFile(str(ROOT / "examples" / "spark_ingest.py"))
+    yield s
+    s.stop()
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    samples = write_image_set(tmp_path / "images", {"train": PER_CLASS}, seed=7)
+    root = tmp_path / "images" / "train"
+    files = {str(s.path.relative_to(root)): s.data for s in samples}
+    assert len(files) == 3 * PER_CLASS and len(set(files.values())) == len(files)
+    return root, files
+
+
+@pytest.fixture()
+def dataset():
+    name = unique_name("py_spark")
+    yield name
+    run_cli("drop", name, "--yes", check=False)
+
+
+def crash_once(marker: str, partition: int, after: int):
+    """An after_add hook: the first attempt of `partition` flushes what it
+    added (so a committed prefix exists) and kills its Python worker after
+    `after` rows. The marker file makes it happen once."""
+
+    def hook(writer, partition_id, n):
+        if partition_id == partition and n == after and not os.path.exists(marker):
+            writer.flush()
+            with open(marker, "w") as f:
+                f.write(f"partition {partition_id} died after {n} rows\n")
+            os._exit(17)
+
+    return hook
+
+
+def read_back(name: str, split: str) -> tuple[dict[str, bytes], collections.Counter]:
+    """path -> bytes of every sample the loader delivers in one epoch, and
+    how often each path was delivered."""
+    with cqlstream.Dataset(name, hosts=HOSTS) as ds:
+        meta = ds.metadata(split)
+        rows = meta.to_dict("records") if hasattr(meta, "to_dict") else meta
+        path_of = {int(r["key"]): r["path"] for r in rows}
+    assert len(path_of) == len(rows), "two metadata rows share a key"
+    got: dict[str, bytes] = {}
+    seen: collections.Counter = collections.Counter()
+    with cqlstream.Loader(name, split=split, batch_size=64, shuffle=False, epochs=1, hosts=HOSTS) as loader:
+        for batch in loader:
+            for i in range(len(batch)):
+                key = int(batch.keys[i])
+                off, size = int(batch.offsets[i]), int(batch.sizes[i])
+                path = path_of[key]
+                seen[path] += 1
+                got[path] = bytes(batch.data[off:off + size])
+    return got, seen
+
+
+def test_spark_ingest_exactly_once_after_a_failed_task(spark, folder, dataset, tmp_path):
+    root, files = folder
+    listing, classes = spark_ingest.folder_listing(spark, str(root))
+    assert classes == ["cat", "dog", "fish"]
+    cfg = spark_ingest.IngestConfig(dataset=dataset, split="train", job="test-job", classes=tuple(classes),
+                                    base=str(root), hosts=HOSTS)
+    marker = tmp_path / "crashed"
+    results = spark_ingest.ingest(listing, cfg, PARTITIONS,
+                                  after_add=crash_once(str(marker), FAIL_PARTITION, FAIL_AFTER))
+
+    # The failure happened, Spark retried that task, and the retry resumed.
+    assert marker.exists(), "the injected failure never ran"
+    assert [r.partition for r in results] == list(range(PARTITIONS))
+    assert sum(r.rows for r in results) == len(files)
+    for r in results:
+        assert r.written + r.resumed == r.rows, r
+        if r.partition == FAIL_PARTITION:
+            assert r.attempt == 1, f"partition {r.partition} was not retried: {r}"
+            assert r.rows > FAIL_AFTER
+            assert r.resumed >= FAIL_AFTER, f"the retry rewrote what the failed attempt committed: {r}"
+        else:
+            assert (r.attempt, r.resumed) == (0, 0), r
+
+    # Complete, exactly once, byte-identical.
+    got, seen = read_back(dataset, "train")
+    assert set(got) == set(files), (sorted(set(files) - set(got))[:5], sorted(set(got) - set(files))[:5])
+    assert [p for p, c in seen.items() if c != 1] == []
+    assert [p for p in files if got[p] != files[p]] == []
+    with cqlstream.Dataset(dataset, hosts=HOSTS) as ds:
+        assert ds.count("train") == len(files)
+        assert ds.class_names == classes
+
+    # The same job again: every partition finds its source committed.
+    again = spark_ingest.ingest(listing, cfg, PARTITIONS)
+    assert sum(r.written for r in again) == 0, again
+    assert sum(r.resumed for r in again) == len(files), again
+    with cqlstream.Dataset(dataset, hosts=HOSTS) as ds:
+        assert ds.count("train") == len(files)
+
+
+def test_spark_ingest_parquet_listing_command_line(spark, folder, dataset, tmp_path):
+    """The command line on a Parquet listing (path, integer label) read from --base."""
+    root, files = folder
+    classes = ["cat", "dog", "fish"]
+    listing = spark.createDataFrame([(p, classes.index(p.split("/")[0])) for p in sorted(files)],
+                                    "path string, label int")
+    parquet = tmp_path / "listing.parquet"
+    listing.write.parquet(str(parquet))
+    assert spark_ingest.main(["--dataset", dataset, "--parquet", str(parquet), "--label-column", "label",
+                              "--base", str(root), "--job", "cli-job", "--partitions", "3",
+                              "--hosts", HOSTS]) == 0
+    got, seen = read_back(dataset, "train")
+    assert set(got) == set(files) and all(c == 1 for c in seen.values())
+    assert [p for p in files if got[p] != files[p]] == []
+    with cqlstream.Dataset(dataset, hosts=HOSTS) as ds:
+        assert ds.class_names == ["0", "1", "2"]
+        meta = ds.metadata("train")
+        rows = meta.to_dict("records") if hasattr(meta, "to_dict") else meta
+        assert all(r["label"] == classes.index(r["path"].split("/")[0]) for r in rows)
