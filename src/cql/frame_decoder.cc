@@ -104,7 +104,15 @@ struct FrameDecoder::State {
   }
 
   std::span<uint8_t> BufferTarget(size_t want);
+  // Decodes what the buffer holds, one phase step at a time; each step
+  // sets *wait when it needs more bytes.
   Status Process(std::vector<DecodedFrame>* out);
+  Status StepHeader(std::vector<DecodedFrame>* out, bool* wait);
+  void StepBody(std::vector<DecodedFrame>* out, bool* wait);
+  Status StepCellLength(bool* wait);
+  void StepCellBuffered(bool* wait);
+  void StepCellDirect(bool* wait);
+  void StepSkip(std::vector<DecodedFrame>* out, bool* wait);
   Status StartFrame(std::vector<DecodedFrame>* out);
   void StartBuffered(std::vector<DecodedFrame>* out);
   Status ParsePrefix(std::vector<DecodedFrame>* out, bool* progress);
@@ -241,89 +249,120 @@ Status FrameDecoder::Commit(size_t n, std::vector<DecodedFrame>* out) {
 
 Status FrameDecoder::State::Process(std::vector<DecodedFrame>* out) {
   for (;;) {
+    bool wait = false;
     switch (phase) {
-      case Phase::kHeader: {
-        if (live() < kHeaderSize) return Status::OK();
-        auto h = DecodeResponseHeader(std::span<const uint8_t, kHeaderSize>(data(), kHeaderSize),
-                                      self->options_.max_body);
-        if (!h.ok()) return h.status();
-        header = *h;
-        rpos += kHeaderSize;
-        body_left = header.length;
-        CQLS_RETURN_IF_ERROR(StartFrame(out));
+      case Phase::kHeader:
+        CQLS_RETURN_IF_ERROR(StepHeader(out, &wait));
         break;
-      }
-
-      case Phase::kBody: {
-        size_t n = std::min(live(), body_left);
-        if (n > 0) {
-          if (body.size() < body_filled + n) body.resize(body_filled + n);
-          std::memcpy(body.data() + body_filled, data(), n);
-          body_filled += n;
-          Consume(n);
-        }
-        if (body_left > 0) return Status::OK();
-        EmitBuffered(out);
+      case Phase::kBody:
+        StepBody(out, &wait);
         break;
-      }
-
       case Phase::kRowsPrefix: {
         bool progress = false;
         CQLS_RETURN_IF_ERROR(ParsePrefix(out, &progress));
-        if (!progress) return Status::OK();
+        wait = !progress;
         break;
       }
-
-      case Phase::kCellLength: {
-        if (cells_left == 0 || !sink_ok) {
-          phase = Phase::kSkip;
-          break;
-        }
-        if (body_left < 4) {
-          return Error(fmt::format("cell (row {}, column {}): expected 4 bytes for its length, got {} left in the body",
-                                   row, col, body_left));
-        }
-        if (live() < 4) return Status::OK();
-        CQLS_RETURN_IF_ERROR(CellLength());
+      case Phase::kCellLength:
+        CQLS_RETURN_IF_ERROR(StepCellLength(&wait));
         break;
-      }
-
-      case Phase::kCellBuffered: {
-        if (live() < cell_size) return Status::OK();
-        ByteView cell(data(), cell_size);
-        DeliverCell(cell);  // the view stays valid: nothing moves the buffer during the call
-        Consume(cell_size);
-        NextCell();
+      case Phase::kCellBuffered:
+        StepCellBuffered(&wait);
         break;
-      }
-
-      case Phase::kCellDirect: {
-        // Normally the buffer is empty here (ReadTarget points into dst), but
-        // bytes a caller committed to the buffer are moved over as well.
-        size_t n = std::min(live(), dst.size() - dst_filled);
-        if (n > 0) {
-          std::memcpy(dst.data() + dst_filled, data(), n);
-          dst_filled += n;
-          self->copied_bytes_ += n;
-          Consume(n);
-        }
-        if (dst_filled < dst.size()) return Status::OK();
-        std::span<uint8_t> d = dst;
-        dst = {};
-        DeliverCell(ByteView(d.data(), d.size()));
-        NextCell();
+      case Phase::kCellDirect:
+        StepCellDirect(&wait);
         break;
-      }
-
-      case Phase::kSkip: {
-        size_t n = std::min(live(), body_left);
-        Consume(n);
-        if (body_left > 0) return Status::OK();
-        EmitStreamed(out);
+      case Phase::kSkip:
+        StepSkip(out, &wait);
         break;
-      }
     }
+    if (wait) return Status::OK();
   }
+}
+
+Status FrameDecoder::State::StepHeader(std::vector<DecodedFrame>* out, bool* wait) {
+  if (live() < kHeaderSize) {
+    *wait = true;
+    return Status::OK();
+  }
+  auto h = DecodeResponseHeader(std::span<const uint8_t, kHeaderSize>(data(), kHeaderSize), self->options_.max_body);
+  if (!h.ok()) return h.status();
+  header = *h;
+  rpos += kHeaderSize;
+  body_left = header.length;
+  return StartFrame(out);
+}
+
+void FrameDecoder::State::StepBody(std::vector<DecodedFrame>* out, bool* wait) {
+  size_t n = std::min(live(), body_left);
+  if (n > 0) {
+    if (body.size() < body_filled + n) body.resize(body_filled + n);
+    std::memcpy(body.data() + body_filled, data(), n);
+    body_filled += n;
+    Consume(n);
+  }
+  if (body_left > 0) {
+    *wait = true;
+    return;
+  }
+  EmitBuffered(out);
+}
+
+Status FrameDecoder::State::StepCellLength(bool* wait) {
+  if (cells_left == 0 || !sink_ok) {
+    phase = Phase::kSkip;
+    return Status::OK();
+  }
+  if (body_left < 4) {
+    return Error(fmt::format("cell (row {}, column {}): expected 4 bytes for its length, got {} left in the body",
+                             row, col, body_left));
+  }
+  if (live() < 4) {
+    *wait = true;
+    return Status::OK();
+  }
+  return CellLength();
+}
+
+void FrameDecoder::State::StepCellBuffered(bool* wait) {
+  if (live() < cell_size) {
+    *wait = true;
+    return;
+  }
+  ByteView cell(data(), cell_size);
+  DeliverCell(cell);  // the view stays valid: nothing moves the buffer during the call
+  Consume(cell_size);
+  NextCell();
+}
+
+void FrameDecoder::State::StepCellDirect(bool* wait) {
+  // Normally the buffer is empty here (ReadTarget points into dst), but
+  // bytes a caller committed to the buffer are moved over as well.
+  size_t n = std::min(live(), dst.size() - dst_filled);
+  if (n > 0) {
+    std::memcpy(dst.data() + dst_filled, data(), n);
+    dst_filled += n;
+    self->copied_bytes_ += n;
+    Consume(n);
+  }
+  if (dst_filled < dst.size()) {
+    *wait = true;
+    return;
+  }
+  std::span<uint8_t> d = dst;
+  dst = {};
+  DeliverCell(ByteView(d.data(), d.size()));
+  NextCell();
+}
+
+void FrameDecoder::State::StepSkip(std::vector<DecodedFrame>* out, bool* wait) {
+  size_t n = std::min(live(), body_left);
+  Consume(n);
+  if (body_left > 0) {
+    *wait = true;
+    return;
+  }
+  EmitStreamed(out);
 }
 
 Status FrameDecoder::State::StartFrame(std::vector<DecodedFrame>* out) {
