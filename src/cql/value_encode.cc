@@ -116,38 +116,31 @@ Status CheckCount(size_t n, const DataType& type) {
   return Status::OK();
 }
 
-Status EncodeImpl(const Value& v, const DataType& type, std::vector<uint8_t>* out, int depth) {
-  if (depth > kMaxTypeDepth) return DepthError(type);
-  const Value::Kind k = v.kind();
-  if (k == Value::Kind::kNull || k == Value::Kind::kUnset) {
-    return Status::InvalidArgument(fmt::format(
-        "a {} value has no cell bytes (CQL type {}): encode it as a length of {}", KindName(k),
-        type.ToString(), k == Value::Kind::kNull ? -1 : -2));
-  }
-  switch (type.id) {
-    case TypeId::kAscii: {
-      if (k != Value::Kind::kText) return Mismatch(v, type);
-      const std::string& s = v.as_text();
-      for (size_t i = 0; i < s.size(); ++i) {
-        if (static_cast<uint8_t>(s[i]) >= 0x80) {
-          return Status::InvalidArgument(fmt::format(
-              "text value is not valid for CQL type ascii: byte 0x{:02x} at offset {}",
-              static_cast<uint8_t>(s[i]), i));
-        }
-      }
-      out->insert(out->end(), s.begin(), s.end());
-      return Status::OK();
-    }
-    case TypeId::kVarchar: {
-      if (k != Value::Kind::kText) return Mismatch(v, type);
-      const std::string& s = v.as_text();
-      if (size_t bad = InvalidUtf8At(s); bad != std::string_view::npos) {
+// ascii (7-bit) and text (UTF-8): the text's bytes, checked.
+Status EncodeText(const Value& v, const DataType& type, std::vector<uint8_t>* out) {
+  if (v.kind() != Value::Kind::kText) return Mismatch(v, type);
+  const std::string& s = v.as_text();
+  if (type.id == TypeId::kAscii) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (static_cast<uint8_t>(s[i]) >= 0x80) {
         return Status::InvalidArgument(fmt::format(
-            "text value is not valid UTF-8 for CQL type text: bad sequence at offset {}", bad));
+            "text value is not valid for CQL type ascii: byte 0x{:02x} at offset {}",
+            static_cast<uint8_t>(s[i]), i));
       }
-      out->insert(out->end(), s.begin(), s.end());
-      return Status::OK();
     }
+  } else if (size_t bad = InvalidUtf8At(s); bad != std::string_view::npos) {
+    return Status::InvalidArgument(fmt::format(
+        "text value is not valid UTF-8 for CQL type text: bad sequence at offset {}", bad));
+  }
+  out->insert(out->end(), s.begin(), s.end());
+  return Status::OK();
+}
+
+// The fixed-size and blob types cqlstream models: one value kind each (an
+// int also widens to bigint/counter).
+Status EncodeScalar(const Value& v, const DataType& type, std::vector<uint8_t>* out) {
+  const Value::Kind k = v.kind();
+  switch (type.id) {
     case TypeId::kBlob:
       if (!IsBlobKind(k)) return Mismatch(v, type);
       PutBytes(out, v.as_blob());
@@ -191,55 +184,59 @@ Status EncodeImpl(const Value& v, const DataType& type, std::vector<uint8_t>* ou
       }
       PutBytes(out, v.as_uuid().bytes);
       return Status::OK();
-    case TypeId::kSmallint:
-    case TypeId::kTinyint:
-      // An int narrows when it fits; raw bytes are accepted below.
-      if (k == Value::Kind::kInt) {
-        int32_t i = v.as_int();
-        bool small = type.id == TypeId::kSmallint;
-        int32_t lo = small ? -32768 : -128, hi = small ? 32767 : 127;
-        if (i < lo || i > hi) {
-          return Status::InvalidArgument(
-              fmt::format("int value {} is out of range for CQL type {}", i, type.ToString()));
-        }
-        if (small) out->push_back(static_cast<uint8_t>(static_cast<uint16_t>(i) >> 8));
-        out->push_back(static_cast<uint8_t>(i));
-        return Status::OK();
-      }
-      break;
-    case TypeId::kList:
-    case TypeId::kSet: {
-      if (k != Value::Kind::kList) return Mismatch(v, type);
-      if (type.params.size() != 1) {
-        return Status::InvalidArgument(fmt::format("CQL type {} needs 1 element type, has {}",
-                                                   type.ToString(), type.params.size()));
-      }
-      const ValueList& l = v.as_list();
-      CQLS_RETURN_IF_ERROR(CheckCount(l.size(), type));
-      PutU32(out, static_cast<uint32_t>(l.size()));
-      for (const Value& e : l) CQLS_RETURN_IF_ERROR(EncodeElement(e, type, type.params[0], out, depth));
-      return Status::OK();
-    }
-    case TypeId::kMap: {
-      if (k != Value::Kind::kMap) return Mismatch(v, type);
-      if (type.params.size() != 2) {
-        return Status::InvalidArgument(fmt::format("CQL type {} needs 2 parameter types, has {}",
-                                                   type.ToString(), type.params.size()));
-      }
-      const ValueMap& m = v.as_map();
-      CQLS_RETURN_IF_ERROR(CheckCount(m.size(), type));
-      PutU32(out, static_cast<uint32_t>(m.size()));
-      for (const auto& [key, val] : m) {
-        CQLS_RETURN_IF_ERROR(EncodeElement(key, type, type.params[0], out, depth));
-        CQLS_RETURN_IF_ERROR(EncodeElement(val, type, type.params[1], out, depth));
-      }
-      return Status::OK();
-    }
     default:
-      break;
+      return Status::Internal(fmt::format("EncodeScalar called for CQL type {}", type.ToString()));
   }
-  // Types cqlstream does not model take their serialized bytes as a blob.
-  if (!IsBlobKind(k)) return Mismatch(v, type);
+}
+
+// An int narrowed to smallint or tinyint, when it fits.
+Status EncodeNarrowInt(const Value& v, const DataType& type, std::vector<uint8_t>* out) {
+  int32_t i = v.as_int();
+  bool small = type.id == TypeId::kSmallint;
+  int32_t lo = small ? -32768 : -128, hi = small ? 32767 : 127;
+  if (i < lo || i > hi) {
+    return Status::InvalidArgument(fmt::format("int value {} is out of range for CQL type {}", i, type.ToString()));
+  }
+  if (small) out->push_back(static_cast<uint8_t>(static_cast<uint16_t>(i) >> 8));
+  out->push_back(static_cast<uint8_t>(i));
+  return Status::OK();
+}
+
+// list and set: [int n] then n [bytes] elements.
+Status EncodeList(const Value& v, const DataType& type, std::vector<uint8_t>* out, int depth) {
+  if (v.kind() != Value::Kind::kList) return Mismatch(v, type);
+  if (type.params.size() != 1) {
+    return Status::InvalidArgument(
+        fmt::format("CQL type {} needs 1 element type, has {}", type.ToString(), type.params.size()));
+  }
+  const ValueList& l = v.as_list();
+  CQLS_RETURN_IF_ERROR(CheckCount(l.size(), type));
+  PutU32(out, static_cast<uint32_t>(l.size()));
+  for (const Value& e : l) CQLS_RETURN_IF_ERROR(EncodeElement(e, type, type.params[0], out, depth));
+  return Status::OK();
+}
+
+// map: [int n] then n key and value [bytes].
+Status EncodeMap(const Value& v, const DataType& type, std::vector<uint8_t>* out, int depth) {
+  if (v.kind() != Value::Kind::kMap) return Mismatch(v, type);
+  if (type.params.size() != 2) {
+    return Status::InvalidArgument(
+        fmt::format("CQL type {} needs 2 parameter types, has {}", type.ToString(), type.params.size()));
+  }
+  const ValueMap& m = v.as_map();
+  CQLS_RETURN_IF_ERROR(CheckCount(m.size(), type));
+  PutU32(out, static_cast<uint32_t>(m.size()));
+  for (const auto& [key, val] : m) {
+    CQLS_RETURN_IF_ERROR(EncodeElement(key, type, type.params[0], out, depth));
+    CQLS_RETURN_IF_ERROR(EncodeElement(val, type, type.params[1], out, depth));
+  }
+  return Status::OK();
+}
+
+// Types cqlstream does not model take their serialized bytes as a blob (of
+// the type's fixed size, where it has one).
+Status EncodeRawBytes(const Value& v, const DataType& type, std::vector<uint8_t>* out) {
+  if (!IsBlobKind(v.kind())) return Mismatch(v, type);
   auto b = v.as_blob();
   int fixed = FixedSize(type.id);
   bool ok_size = fixed < 0 || b.size() == static_cast<size_t>(fixed);
@@ -251,6 +248,44 @@ Status EncodeImpl(const Value& v, const DataType& type, std::vector<uint8_t>* ou
   }
   PutBytes(out, b);
   return Status::OK();
+}
+
+Status EncodeImpl(const Value& v, const DataType& type, std::vector<uint8_t>* out, int depth) {
+  if (depth > kMaxTypeDepth) return DepthError(type);
+  const Value::Kind k = v.kind();
+  if (k == Value::Kind::kNull || k == Value::Kind::kUnset) {
+    return Status::InvalidArgument(fmt::format(
+        "a {} value has no cell bytes (CQL type {}): encode it as a length of {}", KindName(k),
+        type.ToString(), k == Value::Kind::kNull ? -1 : -2));
+  }
+  switch (type.id) {
+    case TypeId::kAscii:
+    case TypeId::kVarchar:
+      return EncodeText(v, type, out);
+    case TypeId::kBlob:
+    case TypeId::kBoolean:
+    case TypeId::kInt:
+    case TypeId::kBigint:
+    case TypeId::kCounter:
+    case TypeId::kDouble:
+    case TypeId::kTimestamp:
+    case TypeId::kUuid:
+    case TypeId::kTimeuuid:
+      return EncodeScalar(v, type, out);
+    case TypeId::kSmallint:
+    case TypeId::kTinyint:
+      // An int narrows when it fits; raw bytes are accepted below.
+      if (k == Value::Kind::kInt) return EncodeNarrowInt(v, type, out);
+      break;
+    case TypeId::kList:
+    case TypeId::kSet:
+      return EncodeList(v, type, out, depth);
+    case TypeId::kMap:
+      return EncodeMap(v, type, out, depth);
+    default:
+      break;
+  }
+  return EncodeRawBytes(v, type, out);
 }
 
 // The natural CQL type of a value kind, for unprepared statements.
