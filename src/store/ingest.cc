@@ -131,10 +131,12 @@ class IngestRun {
   DatasetInfo dataset_;
   IngestStatements statements_;
   IngestProgressState progress_;
+  ReadOptions read_;  // the kind's checks and the preprocessing
 };
 
 // 1. The source, completely listed before anything is written.
 Status IngestRun::ListPhase() {
+  CQLS_ASSIGN_OR_RETURN(read_, MakeReadOptions(o_.kind, o_.preprocess));
   CQLS_ASSIGN_OR_RETURN(listing_, ListSource(o_.source));
   for (const auto& n : listing_.notes) Note(n);
   if (listing_.items.empty()) {
@@ -260,7 +262,7 @@ Status IngestRun::ValidateStrict() {
       todo.size(), o_.readers,
       [&](size_t k) {
         Payload pl;
-        reasons[k] = ReadItem(*plans_[todo[k].first].items[todo[k].second], &pl);
+        reasons[k] = ReadItem(*plans_[todo[k].first].items[todo[k].second], read_, &pl);
         return Status::OK();
       },
       o_.stop));
@@ -344,7 +346,7 @@ Status IngestRun::WriteSplits() {
       plan.writetime = claimed.writetime;
     }
     r.seg = plan.seg;
-    Status st = WriteSegment(s_, o_, dataset_, statements_, plan, report_, &progress_, &r);
+    Status st = WriteSegment(s_, o_, read_, dataset_, statements_, plan, report_, &progress_, &r);
     report_->written += r.written;
     report_->bytes += r.bytes;
     report_->splits.push_back(r);

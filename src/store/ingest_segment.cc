@@ -27,9 +27,10 @@ struct ReadResult {
 // The readers and the feeder of one segment.
 class SegmentFeed {
  public:
-  SegmentFeed(net::Session& s, const IngestOptions& o, const DatasetInfo& d, const IngestStatements& p,
-              const SplitPlan& plan, IngestReport* report, IngestProgressState* progress)
+  SegmentFeed(net::Session& s, const IngestOptions& o, const ReadOptions& read, const DatasetInfo& d,
+              const IngestStatements& p, const SplitPlan& plan, IngestReport* report, IngestProgressState* progress)
       : o_(o),
+        read_(read),
         plan_(plan),
         report_(report),
         progress_(progress),
@@ -63,6 +64,7 @@ class SegmentFeed {
   void ReportProgress(bool force);
 
   const IngestOptions& o_;
+  const ReadOptions& read_;
   const SplitPlan& plan_;
   IngestReport* report_;            // skips: feeder only
   IngestProgressState* progress_;   // feeder only
@@ -104,7 +106,7 @@ void SegmentFeed::ReaderLoop() {
       p = next_read_++;
     }
     ReadResult r;
-    r.skip = ReadItem(*plan_.items[p], &r.payload);
+    r.skip = ReadItem(*plan_.items[p], read_, &r.payload);
     MutexLock l(&mu_);
     if (r.skip.empty()) {
       // Hold what was really read.
@@ -285,10 +287,10 @@ SegmentWriteOptions WriteOptionsOf(const IngestOptions& o) {
   return w;
 }
 
-Status WriteSegment(net::Session& s, const IngestOptions& options, const DatasetInfo& d,
+Status WriteSegment(net::Session& s, const IngestOptions& options, const ReadOptions& read, const DatasetInfo& d,
                     const IngestStatements& statements, const SplitPlan& plan, IngestReport* report,
                     IngestProgressState* progress, SplitResult* result) {
-  SegmentFeed feed(s, options, d, statements, plan, report, progress);
+  SegmentFeed feed(s, options, read, d, statements, plan, report, progress);
   return feed.Run(result);
 }
 

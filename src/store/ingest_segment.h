@@ -49,7 +49,8 @@ SegmentWriteOptions WriteOptionsOf(const IngestOptions& o);
 // counts. Cancelled when options.stop was set (the watermark is committed,
 // the segment stays open) or a simulated crash (options.crash_after) ended
 // the run; a failed write or commit is returned as it is.
-Status WriteSegment(net::Session& s, const IngestOptions& options, const DatasetInfo& d,
+// Items are read with `read` (the kind's checks and the preprocessing).
+Status WriteSegment(net::Session& s, const IngestOptions& options, const ReadOptions& read, const DatasetInfo& d,
                     const IngestStatements& statements, const SplitPlan& plan, IngestReport* report,
                     IngestProgressState* progress, SplitResult* result);
 

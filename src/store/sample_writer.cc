@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "store/catalog.h"
-#include "store/image_check.h"
 #include "store/source.h"
 #include "store/split_plan.h"
 #include "util/escape.h"
@@ -94,8 +93,7 @@ StatusOr<DatasetSpec> ResolveSpec(const SampleWriterOptions& o, const std::optio
   spec.chunk_size = o.chunk_size.value_or(kDefaultChunkSize);
   spec.chunk_size_given = o.chunk_size.has_value();
   spec.description = o.description;
-  // The writer stores bytes as they are given: a dataset whose images were
-  // preprocessed at ingest refuses it (CheckCompatible).
+  spec.preprocess = o.preprocess.value_or(existing ? existing->preprocess : std::string());
   const bool classes = spec.label_kind == LabelKind::kClass || spec.label_kind == LabelKind::kMultiLabel;
   if (o.class_names && !classes) {
     return Status::InvalidArgument(fmt::format("class names were given, but the label kind is '{}'",
@@ -165,6 +163,7 @@ Status SampleWriter::OpenImpl() {
         o_.dataset, rows.size(), o_.dataset));
   }
   CQLS_ASSIGN_OR_RETURN(const DatasetSpec spec, ResolveSpec(o_, existing));
+  CQLS_ASSIGN_OR_RETURN(read_, MakeReadOptions(spec.sample_kind, spec.preprocess));
   const SplitDecision decision = DecideSplit(rows, o_.split, o_.source_id, kWriterFingerprint);
   if (decision.action == SplitAction::kAppend) {
     return Status::AlreadyExists(fmt::format(
@@ -230,11 +229,6 @@ Status SampleWriter::Validate(const SampleInput& in, int64_t position) const {
   if (in.data.size() + target_size > kMaxPayloadBytes) {
     return bad(fmt::format("larger than {} bytes (with its target)", kMaxPayloadBytes));
   }
-  const bool image = dataset_.sample_kind == SampleKind::kImage;
-  ImageInfo info;
-  if (image) {
-    if (std::string why = CheckImage(in.data, &info); !why.empty()) return bad(why + " (the dataset's kind is image)");
-  }
   const LabelKind k = dataset_.label_kind;
   const int64_t classes = static_cast<int64_t>(dataset_.class_names.size());
   const char* kind = LabelKindName(k).data();
@@ -259,9 +253,6 @@ Status SampleWriter::Validate(const SampleInput& in, int64_t position) const {
   }
   if (k == LabelKind::kTarget) {
     if (!in.target || in.target->empty()) return bad("no target bytes (the label kind is target)");
-    if (image) {
-      if (std::string why = CheckImage(*in.target, &info); !why.empty()) return bad("target: " + why);
-    }
   }
   size_t text = in.path.size() + in.target_path.size();
   for (const auto& [key, value] : in.extra) text += key.size() + value.size();
@@ -277,12 +268,39 @@ Status SampleWriter::Validate(const SampleInput& in, int64_t position) const {
   return Status::OK();
 }
 
+// The sample's payload (image bytes, then target bytes) after the kind's
+// checks and the dataset's preprocessing, as ingest's ReadItem does them.
+StatusOr<Payload> SampleWriter::Prepare(const SampleInput& in, int64_t position) const {
+  const size_t tsize = in.target ? in.target->size() : 0;
+  Payload payload;
+  payload.size = in.data.size() + tsize;
+  payload.image_size = in.data.size();  // as ingest: the image's bytes, the target after them
+  payload.data.reset(new uint8_t[payload.size]);
+  std::memcpy(payload.data.get(), in.data.data(), in.data.size());
+  if (tsize) std::memcpy(payload.data.get() + in.data.size(), in.target->data(), tsize);
+  if (std::string why = PreparePayload(read_, in.target.has_value(), &payload); !why.empty()) {
+    const char* kind = read_.kind == SampleKind::kImage ? " (the dataset's kind is image)" : "";
+    return Status::InvalidArgument(
+        fmt::format("sample {} (path '{}'): {}{}", position, PrintableText(in.path), why, kind));
+  }
+  return payload;
+}
+
 StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in) {
   MutexLock l(&mu_);
   if (closed_) return Status::InvalidArgument("this writer is closed");
   const int64_t pos = report_.added;
   CQLS_RETURN_IF_ERROR(Validate(in, pos));
   if (pos >= INT32_MAX) return Status::InvalidArgument("a segment holds at most 2^31-1 samples: use another source_id");
+  // Held while the payload is in memory: waits while the writes in flight
+  // hold the budget (given back when its data rows are written).
+  int64_t reserved = static_cast<int64_t>(in.data.size() + (in.target ? in.target->size() : 0));
+  budget_->Take(reserved);
+  // Every sample is checked, also one already committed: a refused sample
+  // takes no position in any run, so positions are the same in every run.
+  StatusOr<Payload> payload = Prepare(in, pos);
+  if (!payload.ok() || pos < start_.next_pos || !writer_) budget_->Give(reserved);
+  if (!payload.ok()) return payload.status();
   if (pos < start_.next_pos) {
     // Committed by an earlier writer with this source_id (index == position).
     ++report_.added;
@@ -295,6 +313,8 @@ StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in) {
         "source_id for more samples",
         PrintableText(o_.source_id), o_.split, start_.count, pos));
   }
+  budget_->Adjust(reserved, static_cast<int64_t>(payload->size));
+  reserved = static_cast<int64_t>(payload->size);
   auto item = std::make_shared<SourceItem>();
   item->split = o_.split;
   // A sample without a path is named by its source and position.
@@ -303,16 +323,7 @@ StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in) {
   item->extra = in.extra;
   item->label = in.label.value_or(-1);
   item->labels = in.labels;
-  const size_t tsize = in.target ? in.target->size() : 0;
-  Payload payload;
-  payload.size = in.data.size() + tsize;
-  payload.image_size = in.target ? in.data.size() : 0;
-  const auto reserved = static_cast<int64_t>(payload.size);
-  budget_->Take(reserved);  // waits while the writes in flight hold the budget
-  payload.data.reset(new uint8_t[payload.size]);
-  std::memcpy(payload.data.get(), in.data.data(), in.data.size());
-  if (tsize) std::memcpy(payload.data.get() + in.data.size(), in.target->data(), tsize);
-  CQLS_ASSIGN_OR_RETURN(const int32_t idx, writer_->Issue(std::move(item), std::move(payload), reserved));
+  CQLS_ASSIGN_OR_RETURN(const int32_t idx, writer_->Issue(std::move(item), std::move(payload).value(), reserved));
   ++report_.added;
   ++since_commit_;
   const bool by_count = o_.commit_every > 0 && since_commit_ >= o_.commit_every;

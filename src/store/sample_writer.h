@@ -29,8 +29,9 @@
 // fails it is an InvalidArgument naming the position and path, and the next
 // Add takes the same position (so a re-run that fails on the same sample
 // numbers every other sample alike). Checked: non-empty bytes, at most
-// kMaxPayloadBytes with the target; CheckImage (store/image_check.h) for the
-// sample and its target unless the dataset's kind is blob; the label kind's
+// kMaxPayloadBytes with the target; what ingest's ReadItem checks and does
+// (store/source.h PreparePayload: CheckImage of the sample and its target
+// unless the dataset's kind is blob, then the dataset's preprocessing); the label kind's
 // label (class: one label in [0, classes); multilabel: at most
 // kMaxLabelsPerSample in [0, classes); target: the target bytes; none:
 // nothing); paths, target paths and extra keys and values valid UTF-8 of at
@@ -85,6 +86,9 @@ struct SampleWriterOptions {
   std::optional<LabelKind> label_kind;
   std::optional<std::vector<std::string>> class_names;  // needed to create a class / multilabel dataset
   std::optional<SampleKind> kind;
+  // Ingest-time preprocessing of images, canonical text (store/preprocess.h;
+  // "" none). Unset: the existing dataset's (a new one: none).
+  std::optional<std::string> preprocess;
   std::optional<int32_t> chunk_size;
   std::string description;            // of a new dataset
   Replication replication;            // of a new keyspace
@@ -158,11 +162,13 @@ class SampleWriter {
   SampleWriter(std::shared_ptr<net::Session> session, const SampleWriterOptions& options);
   Status OpenImpl() EXCLUDES(mu_);
   Status Validate(const SampleInput& in, int64_t position) const;
+  StatusOr<Payload> Prepare(const SampleInput& in, int64_t position) const;
   Status Finish(bool seal, bool commit) REQUIRES(mu_);
 
   const std::shared_ptr<net::Session> session_;
   const SampleWriterOptions o_;
   DatasetInfo dataset_;           // written by OpenImpl only
+  ReadOptions read_;              // written by OpenImpl only
   IngestStatements statements_;   // written by OpenImpl only
   std::shared_ptr<ByteBudget> budget_;
 
