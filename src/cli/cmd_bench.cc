@@ -29,11 +29,9 @@ struct Args {
 
 double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
 
-int Run(const ConnectionFlags& flags, const Args& a) {
-  auto co = flags.Resolve();
-  if (!co.ok()) return ReportError(co.status());
+LoaderOptions MakeOptions(const ConnectionOptions& connection, const Args& a) {
   LoaderOptions o;
-  o.connection = *co;
+  o.connection = connection;
   o.dataset = a.dataset;
   o.split = a.split;
   o.selection_path = a.selection;
@@ -54,54 +52,52 @@ int Run(const ConnectionFlags& flags, const Args& a) {
   o.max_attempts = a.max_attempts;
   o.request_timeout = std::chrono::milliseconds(a.request_timeout_ms);
   o.retry_budget = std::chrono::milliseconds(a.retry_budget_ms);
-  auto l = Loader::Open(o);
-  if (!l.ok()) return ReportError(l.status());
-  Loader& loader = **l;
-  if (!a.json) {
-    fmt::print("dataset {} split {}: {} samples per epoch for rank {}/{}, {} batches of {}{}\n", a.dataset,
-               a.selection.empty() ? a.split : "(selection)", loader.SamplesPerEpoch(), loader.rank(),
-               loader.world_size(), loader.BatchesPerEpoch(), a.batch_size, a.ordered ? ", ordered" : "");
+  return o;
+}
+
+struct EpochResult {
+  double seconds, images, bytes, stall, cpu;
+  std::vector<double> waits_ms;
+  LoaderMetrics metrics;  // at the epoch's end
+};
+
+// Reads one epoch to its end, timing each Next().
+StatusOr<EpochResult> ReadEpoch(Loader& loader) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = ProcessCpuSeconds();
+  const auto m0 = loader.Metrics();
+  EpochResult r{};
+  for (;;) {
+    const auto w0 = std::chrono::steady_clock::now();
+    auto b = loader.Next();
+    const double wait_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
+    if (!b.ok()) return b.status();
+    if (!*b) break;
+    r.waits_ms.push_back(wait_ms);
+    r.images += static_cast<double>((*b)->size());
+    r.bytes += static_cast<double>((*b)->data().size());
   }
-  struct EpochResult {
-    double seconds, images, bytes, stall, cpu;
-    std::vector<double> waits_ms;
-  };
-  std::vector<EpochResult> measured;
-  std::vector<double> all_waits;
-  for (int e = 0; e < a.epochs + a.warmup; ++e) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const double cpu0 = ProcessCpuSeconds();
-    const auto m0 = loader.Metrics();
-    EpochResult r{};
-    for (;;) {
-      const auto w0 = std::chrono::steady_clock::now();
-      auto b = loader.Next();
-      const double wait_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
-      if (!b.ok()) return ReportError(b.status());
-      if (!*b) break;
-      r.waits_ms.push_back(wait_ms);
-      r.images += static_cast<double>((*b)->size());
-      r.bytes += static_cast<double>((*b)->data().size());
-    }
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    r.cpu = ProcessCpuSeconds() - cpu0;
-    const auto m = loader.Metrics();
-    r.stall = m.stall_s - m0.stall_s;
-    const bool warm = e < a.warmup;
-    if (!a.json) {
-      fmt::print("epoch {}{}: {:.0f} images, {:.1f} MB in {:.2f} s: {:.0f} images/s, {:.1f} MB/s, stall {:.2f} s, "
-                 "wait p50 {:.2f} ms p99 {:.2f} ms; latency p50 {:.2f} ms p99 {:.2f} ms; window {} in flight {} "
-                 "connections {}; retries {} hedges {} ({} won) timeouts {}\n",
-                 e, warm ? " (warm-up)" : "", r.images, r.bytes / 1e6, r.seconds, r.images / r.seconds,
-                 r.bytes / 1e6 / r.seconds, r.stall, Percentile(r.waits_ms, 50), Percentile(r.waits_ms, 99),
-                 m.latency_p50_ms, m.latency_p99_ms, m.window, m.in_flight, m.connections, m.retries, m.hedges,
-                 m.hedge_wins, m.timeouts);
-    }
-    if (!warm) {
-      all_waits.insert(all_waits.end(), r.waits_ms.begin(), r.waits_ms.end());
-      measured.push_back(std::move(r));
-    }
-  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.cpu = ProcessCpuSeconds() - cpu0;
+  r.metrics = loader.Metrics();
+  r.stall = r.metrics.stall_s - m0.stall_s;
+  return r;
+}
+
+void PrintEpoch(int e, bool warm, const EpochResult& r) {
+  const LoaderMetrics& m = r.metrics;
+  fmt::print("epoch {}{}: {:.0f} images, {:.1f} MB in {:.2f} s: {:.0f} images/s, {:.1f} MB/s, stall {:.2f} s, "
+             "wait p50 {:.2f} ms p99 {:.2f} ms; latency p50 {:.2f} ms p99 {:.2f} ms; window {} in flight {} "
+             "connections {}; retries {} hedges {} ({} won) timeouts {}\n",
+             e, warm ? " (warm-up)" : "", r.images, r.bytes / 1e6, r.seconds, r.images / r.seconds,
+             r.bytes / 1e6 / r.seconds, r.stall, Percentile(r.waits_ms, 50), Percentile(r.waits_ms, 99),
+             m.latency_p50_ms, m.latency_p99_ms, m.window, m.in_flight, m.connections, m.retries, m.hedges,
+             m.hedge_wins, m.timeouts);
+}
+
+// The summary over the measured epochs: medians per epoch, waits over all.
+void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const std::vector<double>& all_waits,
+                  const LoaderMetrics& m) {
   std::vector<double> ips, mbps, cpu_per_gb, stall;
   for (const auto& r : measured) {
     ips.push_back(r.images / r.seconds);
@@ -109,7 +105,6 @@ int Run(const ConnectionFlags& flags, const Args& a) {
     cpu_per_gb.push_back(r.bytes > 0 ? r.cpu / (r.bytes / 1e9) : 0);
     stall.push_back(r.stall);
   }
-  const auto m = loader.Metrics();
   if (a.json) {
     fmt::print("{{\"loader\": \"cqlstream{}\", \"images_per_s\": {:.1f}, \"mb_per_s\": {:.2f}, \"cpu_s_per_gb\": {:.3f}, "
                "\"p50_wait_ms\": {:.3f}, \"p99_wait_ms\": {:.3f}, \"peak_rss_mb\": {:.1f}, \"epochs\": {}, "
@@ -127,6 +122,32 @@ int Run(const ConnectionFlags& flags, const Args& a) {
                    ? 100.0 * static_cast<double>(m.direct_bytes) / static_cast<double>(m.direct_bytes + m.copied_bytes)
                    : 0.0);
   }
+}
+
+int Run(const ConnectionFlags& flags, const Args& a) {
+  auto co = flags.Resolve();
+  if (!co.ok()) return ReportError(co.status());
+  auto l = Loader::Open(MakeOptions(*co, a));
+  if (!l.ok()) return ReportError(l.status());
+  Loader& loader = **l;
+  if (!a.json) {
+    fmt::print("dataset {} split {}: {} samples per epoch for rank {}/{}, {} batches of {}{}\n", a.dataset,
+               a.selection.empty() ? a.split : "(selection)", loader.SamplesPerEpoch(), loader.rank(),
+               loader.world_size(), loader.BatchesPerEpoch(), a.batch_size, a.ordered ? ", ordered" : "");
+  }
+  std::vector<EpochResult> measured;
+  std::vector<double> all_waits;
+  for (int e = 0; e < a.epochs + a.warmup; ++e) {
+    auto r = ReadEpoch(loader);
+    if (!r.ok()) return ReportError(r.status());
+    const bool warm = e < a.warmup;
+    if (!a.json) PrintEpoch(e, warm, *r);
+    if (!warm) {
+      all_waits.insert(all_waits.end(), r->waits_ms.begin(), r->waits_ms.end());
+      measured.push_back(std::move(*r));
+    }
+  }
+  PrintSummary(a, measured, all_waits, loader.Metrics());
   loader.Close();
   return 0;
 }
