@@ -5,13 +5,15 @@
 // after a simulated crash with the same source_id (no duplicate, nothing
 // lost); a complete source_id writes nothing; another source_id appends a
 // segment; Abort leaves the segment open for the next writer; blobs are
-// stored without image validation; refused samples and refused writers.
+// stored without image validation; refused samples and refused writers; and
+// `cqlstream ingest --kind blob` of a folder of .npy files.
 //
 // Everything lives in one keyspace wr_<pid>, dropped when the suite ends.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "store/catalog.h"
+#include "store/ingest.h"
 #include "store/sample_row.h"
 #include "store/sample_writer.h"
 #include "store/scan.h"
@@ -328,6 +331,83 @@ TEST_F(WriterTest, RefusedSamplesTakeNoPosition) {
   kind.label_kind = LabelKind::kNone;
   kind.class_names.reset();
   EXPECT_EQ(SampleWriter::Open(session_, kind).status().code(), Status::Code::kAlreadyExists);
+}
+
+// A .npy file (format 1.0) of n little-endian float32 values i * 0.5.
+std::vector<uint8_t> Npy(int n) {
+  std::string header = fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}", n);
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::vector<uint8_t> out = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<uint8_t>(header.size() & 0xff),
+                              static_cast<uint8_t>(header.size() >> 8)};
+  out.insert(out.end(), header.begin(), header.end());
+  for (int i = 0; i < n; ++i) {
+    const float f = static_cast<float>(i) * 0.5f;
+    uint8_t b[4];
+    std::memcpy(b, &f, 4);
+    out.insert(out.end(), b, b + 4);
+  }
+  return out;
+}
+
+// `cqlstream ingest --kind blob`: a folder of .npy files is stored without
+// image validation and read back byte-identical; as images they are skipped.
+TEST_F(WriterTest, IngestKindBlobReadsBackByteIdentical) {
+  store::testing::TempDir dir("npy");
+  std::map<std::string, std::vector<uint8_t>> files;
+  for (int i = 0; i < 9; ++i) {
+    const std::string rel = fmt::format("{}/{:02d}.npy", i % 2 ? "odd" : "even", i);
+    files[rel] = Npy(1 + i * 3000);  // up to ~96 kB: one chunk, a batch of chunks, chunk by chunk
+    store::testing::WriteFile(dir / rel, files[rel]);
+  }
+  store::IngestOptions o;
+  o.keyspace = keyspace_;
+  o.dataset = "npyblobs";
+  o.source.sources = {dir.path()};
+  o.kind = SampleKind::kBlob;
+  o.chunk_size = 16384;
+  o.max_batch_bytes = 64 << 10;
+  o.concurrency = 4;
+  store::IngestReport report;
+  Status st = store::Ingest(S(), o, &report);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(report.written, 9);
+  EXPECT_TRUE(report.skips.empty()) << report.FormatSkips();
+  DatasetInfo d = Load("npyblobs");
+  EXPECT_EQ(d.sample_kind, SampleKind::kBlob);
+  EXPECT_EQ(d.label_kind, LabelKind::kClass);
+  EXPECT_EQ(d.class_names, (std::vector<std::string>{"even", "odd"}));
+  const auto meta = Meta(d);
+  ASSERT_EQ(meta.size(), 9u);
+  for (const auto& [k, m] : meta) {
+    ASSERT_TRUE(files.count(m.path)) << m.path;
+    EXPECT_EQ(Data(d, k), files.at(m.path)) << m.path;
+    EXPECT_EQ(d.class_names[*m.label], m.path.substr(0, m.path.find('/')));
+  }
+
+  // As images, every file is skipped; the dataset's kind stays what it is.
+  o.dataset = "npyimages";
+  o.kind = SampleKind::kImage;
+  st = store::Ingest(S(), o, &report);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(report.written, 0);
+  EXPECT_EQ(report.skips.size(), 9u);
+  o.dataset = "npyblobs";
+  st = store::Ingest(S(), o, &report);
+  EXPECT_EQ(st.code(), Status::Code::kAlreadyExists) << st.ToString();
+
+  // The command line: --kind blob, and info names the kind.
+  auto [rc, out] = testing::Sh(fmt::format("{} ingest --dataset npycli --kind blob {} {}", testing::CliPath(),
+                                           dir.path(), Common()));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ingested 9 samples"), std::string::npos) << out;
+  std::tie(rc, out) = testing::Sh(fmt::format("{} info npycli {}", testing::CliPath(), Common()));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("sample kind  blob"), std::string::npos) << out;
+  std::tie(rc, out) = testing::Sh(fmt::format("{} ingest --dataset npycli --kind sound {} {}", testing::CliPath(),
+                                              dir.path(), Common()));
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("--kind"), std::string::npos) << out;
 }
 
 }  // namespace
