@@ -12,6 +12,7 @@
 #include <set>
 #include <span>
 
+#include "store/attached_scan.h"
 #include "store/sample_row.h"
 #include "store/scan.h"
 #include "util/mutex.h"
@@ -110,8 +111,14 @@ class Exporter {
 
   Status ClaimName(const std::string& wanted, SampleKey key, std::string* got);
   Status WriteJob(Job& j);
+  // Attached datasets (store/attached_scan.h): the block's keys and labels
+  // from the key snapshot and the foreign table, and a sample's bytes from
+  // its data read.
+  StatusOr<std::vector<MetaRow>> AttachedBlock(const BlockRef& b, const std::string& split);
+  Status WriteAttachedJob(Job& j);
   Status Block(const BlockRef& b, const std::string& split);
   void Problem(const Job& j, const std::string& what) EXCLUDES(mu_);
+  void Problem(SampleKey key, const std::string& path, const std::string& what) EXCLUDES(mu_);
   std::string ManifestRow(const Job& j, const std::string& split) const;
 
   net::Session& s_;
@@ -121,6 +128,8 @@ class Exporter {
   std::unique_ptr<OutputDir> out_;
   net::PreparedPtr meta_q_, data_q_;
   std::map<int32_t, int64_t> seg_max_size_;  // seg -> segments.max_size
+  std::map<int32_t, std::string> split_of_;   // seg -> split
+  std::unique_ptr<AttachedSamples> attached_;  // set for an attached dataset
   bool manifest_ = false;
   std::set<std::string> extra_cols_;
   Mutex mu_;
@@ -144,10 +153,12 @@ Status Exporter::ClaimName(const std::string& wanted, SampleKey key, std::string
   return Status::OK();
 }
 
-void Exporter::Problem(const Job& j, const std::string& what) {
+void Exporter::Problem(const Job& j, const std::string& what) { Problem(j.meta.key, j.meta.path, what); }
+
+void Exporter::Problem(SampleKey key, const std::string& path, const std::string& what) {
   MutexLock l(&mu_);
   if (problems_.size() < kMaxProblemsKept) {
-    problems_.push_back(fmt::format("{} {}: {}", FormatKey(j.meta.key), j.meta.path, what));
+    problems_.push_back(fmt::format("{} {}: {}", FormatKey(key), path, what));
   } else {
     problems_omitted_++;
   }
@@ -156,6 +167,7 @@ void Exporter::Problem(const Job& j, const std::string& what) {
 // Reads one sample and writes its files (already created empty). A sample
 // that cannot be read is a problem: its empty files are removed.
 Status Exporter::WriteJob(Job& j) {
+  if (attached_) return WriteAttachedJob(j);
   auto max_size = seg_max_size_.find(KeySegment(j.meta.key));
   const int64_t known = max_size == seg_max_size_.end() ? -1 : max_size->second;
   SampleRowDecoder dec(j.meta.key, HintsFor(d_, known < 0 ? kMaxSampleBytes : std::min(known, kMaxSampleBytes)),
@@ -174,6 +186,54 @@ Status Exporter::WriteJob(Job& j) {
     return Status::OK();
   }
   Problem(j, what);
+  CQLS_RETURN_IF_ERROR(out_->Remove(j.image_out));
+  if (!j.target_out.empty()) CQLS_RETURN_IF_ERROR(out_->Remove(j.target_out));
+  return Status::OK();
+}
+
+StatusOr<std::vector<MetaRow>> Exporter::AttachedBlock(const BlockRef& b, const std::string& split) {
+  const int32_t first = b.first_idx();
+  std::vector<MetaRow> rows(static_cast<size_t>(b.end_idx() - first));
+  std::vector<char> ok(rows.size(), 0);
+  CQLS_RETURN_IF_ERROR(ParallelFor(
+      rows.size(), o_.concurrency,
+      [&](size_t i) -> Status {
+        Status problem;
+        CQLS_ASSIGN_OR_RETURN(rows[i], attached_->ReadMeta(split, MakeKey(b.seg, first + static_cast<int32_t>(i)),
+                                                          &problem));
+        ok[i] = problem.ok();
+        if (!problem.ok()) Problem(rows[i].key, rows[i].path, problem.message());
+        return Status::OK();
+      },
+      o_.stop));
+  std::vector<MetaRow> good;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (ok[i]) good.push_back(std::move(rows[i]));
+  }
+  return good;
+}
+
+// As WriteJob, for an attached sample: the data blob is the image file, a
+// blob target its target file.
+Status Exporter::WriteAttachedJob(Job& j) {
+  const std::string& split = split_of_.at(KeySegment(j.meta.key));
+  const AttachedRowOptions opts = attached_->Options(split, /*keep=*/true);
+  AttachedRow row(j.meta.key, j.meta.path, &opts);
+  std::string path;
+  Status problem;
+  CQLS_RETURN_IF_ERROR(attached_->ReadData(split, j.meta.key, &row, &path, &problem));
+  if (problem.ok()) {
+    const auto data = row.kept_data();
+    CQLS_RETURN_IF_ERROR(out_->Append(j.image_out, data.data(), data.size()));
+    if (!j.target_out.empty()) {
+      const auto target = row.kept_target();
+      CQLS_RETURN_IF_ERROR(out_->Append(j.target_out, target.data(), target.size()));
+    }
+    j.written = true;
+    j.meta.size = row.payload_size();
+    return Status::OK();
+  }
+  Problem(j, problem.message());
   CQLS_RETURN_IF_ERROR(out_->Remove(j.image_out));
   if (!j.target_out.empty()) CQLS_RETURN_IF_ERROR(out_->Remove(j.target_out));
   return Status::OK();
@@ -202,7 +262,12 @@ std::string Exporter::ManifestRow(const Job& j, const std::string& split) const 
 // One metadata block: names claimed in key order, bytes fetched and written
 // in parallel, manifest rows appended in key order.
 Status Exporter::Block(const BlockRef& b, const std::string& split) {
-  CQLS_ASSIGN_OR_RETURN(std::vector<MetaRow> rows, ReadMetaBlock(s_, meta_q_, b));
+  std::vector<MetaRow> rows;
+  if (attached_) {
+    CQLS_ASSIGN_OR_RETURN(rows, AttachedBlock(b, split));
+  } else {
+    CQLS_ASSIGN_OR_RETURN(rows, ReadMetaBlock(s_, meta_q_, b));
+  }
   std::vector<Job> jobs;
   jobs.reserve(rows.size());
   for (auto& m : rows) {
@@ -232,17 +297,21 @@ Status Exporter::Block(const BlockRef& b, const std::string& split) {
 
 Status Exporter::Run(const std::vector<SegmentInfo>& segs) {
   CQLS_ASSIGN_OR_RETURN(out_, OutputDir::Open(o_.dir, o_.force));
-  std::map<int32_t, std::string> split_of;
   for (const auto& g : segs) {
-    split_of[g.seg] = g.split;
+    split_of_[g.seg] = g.split;
     seg_max_size_[g.seg] = g.max_size;
+  }
+  if (d_.attached()) {
+    CQLS_ASSIGN_OR_RETURN(attached_, AttachedSamples::Open(s_, d_));
   }
   const std::vector<BlockRef> blocks = CommittedBlocks(segs);
   for (const auto& b : blocks) r_->total += b.end_idx() - b.first_idx();
   // A manifest for what a folder layout cannot say.
   manifest_ = d_.label_kind != LabelKind::kClass;
   if (manifest_) {
-    CQLS_ASSIGN_OR_RETURN(extra_cols_, ExtraColumns(s_, d_, segs, o_.concurrency));
+    if (!attached_) {
+      CQLS_ASSIGN_OR_RETURN(extra_cols_, ExtraColumns(s_, d_, segs, o_.concurrency));
+    }
     CQLS_ASSIGN_OR_RETURN(bool created, out_->CreateExclusive("manifest.csv"));
     if (!created) return Status::AlreadyExists(fmt::format("'{}' already holds a manifest.csv", o_.dir));
     std::string csv = "path";
@@ -253,15 +322,17 @@ Status Exporter::Run(const std::vector<SegmentInfo>& segs) {
     csv += "\n";
     CQLS_RETURN_IF_ERROR(out_->Append("manifest.csv", reinterpret_cast<const uint8_t*>(csv.data()), csv.size()));
   }
-  CQLS_ASSIGN_OR_RETURN(meta_q_, s_.Prepare(MetaBlockQuery(d_)));
-  CQLS_ASSIGN_OR_RETURN(data_q_, s_.Prepare(DataReadQuery(d_)));
+  if (!attached_) {
+    CQLS_ASSIGN_OR_RETURN(meta_q_, s_.Prepare(MetaBlockQuery(d_)));
+    CQLS_ASSIGN_OR_RETURN(data_q_, s_.Prepare(DataReadQuery(d_)));
+  }
   Status st;
   for (const auto& b : blocks) {
     if (o_.stop != nullptr && o_.stop->load()) {
       st = Status::Cancelled("interrupted");
       break;
     }
-    st = Block(b, split_of[b.seg]);
+    st = Block(b, split_of_[b.seg]);
     if (!st.ok()) break;
   }
   MutexLock l(&mu_);
@@ -294,6 +365,8 @@ std::string ExportPath(const DatasetInfo& d, const std::string& split, const std
   if (d.label_kind == LabelKind::kClass) {
     std::string cls = "_unlabeled";
     if (label && *label >= 0 && static_cast<size_t>(*label) < d.class_names.size()) cls = d.class_names[*label];
+    // An attached dataset with int labels has no class names: the number.
+    if (label && *label >= 0 && d.attached() && d.class_names.empty()) cls = std::to_string(*label);
     // The base name; a path ending in '/', '.' or '..' has none that is a
     // file name, SafeRelativePath maps those to '_'.
     const size_t slash = path.rfind('/');

@@ -9,7 +9,11 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
+#include <functional>
+
+#include "store/attached_scan.h"
 
 namespace cqlstream::store {
 
@@ -28,7 +32,10 @@ StatusOr<std::set<int32_t>> ResolveLabelFilter(const DatasetInfo& d, const std::
     }
     int32_t v = -1;
     auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), v);
-    if (ec == std::errc() && p == l.data() + l.size() && v >= 0 && static_cast<size_t>(v) < d.class_names.size()) {
+    // An attached dataset with int labels has no class names: any index.
+    const bool any_index = d.attached() && d.class_names.empty();
+    if (ec == std::errc() && p == l.data() + l.size() && v >= 0 &&
+        (any_index || static_cast<size_t>(v) < d.class_names.size())) {
       out.insert(v);
       continue;
     }
@@ -101,6 +108,29 @@ struct ScannedKey {
   bool matched = false;
 };
 
+// ScanMeta for an attached dataset (store/attached_scan.h): keys and labels
+// from the key snapshot and the foreign table. Samples that cannot be read
+// are left out, with a warning on stderr that counts them and names the
+// first; there are no extra columns to filter on.
+Status ScanAttached(net::Session& s, const DatasetInfo& d, const std::vector<SegmentInfo>& segs,
+                    const SelectOptions& o,
+                    const std::function<Status(const BlockRef&, std::vector<MetaRow>&)>& on_block) {
+  if (!o.extra.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("--extra: dataset '{}' is attached to a table and has no extra columns", d.name));
+  }
+  int64_t problems = 0;
+  std::string first;
+  Status st = ScanAttachedMeta(s, d, segs, o.concurrency, on_block, [&](SampleKey, const Status& p) {
+    if (problems++ == 0) first = p.message();
+  });
+  if (problems > 0) {
+    std::fprintf(stderr, "cqlstream: WARNING: %lld sample(s) of '%s' could not be read and are not selected; the "
+                 "first: %s\n", static_cast<long long>(problems), d.name.c_str(), first.c_str());
+  }
+  return st;
+}
+
 // Every committed sample of o.split with its stratum and whether it matches
 // o's label and extra filters, ascending key.
 StatusOr<std::vector<ScannedKey>> ScanSplit(net::Session& s, const DatasetInfo& d, const SelectOptions& o) {
@@ -116,14 +146,19 @@ StatusOr<std::vector<ScannedKey>> ScanSplit(net::Session& s, const DatasetInfo& 
   CQLS_ASSIGN_OR_RETURN(auto labels, ResolveLabelFilter(d, o.labels));
   std::vector<ScannedKey> keys;
   Mutex mu;
-  CQLS_RETURN_IF_ERROR(ScanMeta(s, d, segs, o.concurrency, [&](const BlockRef&, std::vector<MetaRow>& rows) {
+  auto on_block = [&](const BlockRef&, std::vector<MetaRow>& rows) {
     std::vector<ScannedKey> mine;
     mine.reserve(rows.size());
     for (const auto& m : rows) mine.push_back({{m.key, StratumOf(m.label, m.labels)}, Matches(m, labels, o.extra)});
     MutexLock l(&mu);
     keys.insert(keys.end(), mine.begin(), mine.end());
     return Status::OK();
-  }));
+  };
+  if (d.attached()) {
+    CQLS_RETURN_IF_ERROR(ScanAttached(s, d, segs, o, on_block));
+  } else {
+    CQLS_RETURN_IF_ERROR(ScanMeta(s, d, segs, o.concurrency, on_block));
+  }
   std::sort(keys.begin(), keys.end(), [](const ScannedKey& a, const ScannedKey& b) { return a.key.key < b.key.key; });
   keys.erase(std::unique(keys.begin(), keys.end(),
                          [](const ScannedKey& a, const ScannedKey& b) { return a.key.key == b.key.key; }),

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 
+#include "store/attached_scan.h"
 #include "store/sample_row.h"
 #include "util/mutex.h"
 
@@ -55,6 +56,50 @@ std::string Labels(const std::vector<int32_t>& l) {
   std::string out = "[";
   for (size_t i = 0; i < l.size(); ++i) out += (i ? "," : "") + std::to_string(l[i]);
   return out + "]";
+}
+
+// Verify of an attached dataset: every committed sample's snapshot row and
+// foreign row are read and checked as the loader checks them (one row, a
+// non-null data blob, a label of the column's type); there are no checksums
+// or metadata rows to compare with.
+Status VerifyAttached(net::Session& s, const DatasetInfo& d, const std::vector<SegmentInfo>& segs,
+                      const VerifyOptions& o, VerifyReport* report) {
+  CQLS_ASSIGN_OR_RETURN(auto reader, AttachedSamples::Open(s, d));
+  std::vector<std::pair<SampleKey, const SegmentInfo*>> work;  // one entry per block of 1024
+  for (const auto& g : segs) {
+    for (int64_t i = 0; i < g.count; i += int64_t{1} << kBlockShift) {
+      work.emplace_back(MakeKey(g.seg, static_cast<int32_t>(i)), &g);
+    }
+  }
+  Mutex mu;  // guards report and the progress call
+  return ParallelFor(
+      work.size(), 1,
+      [&](size_t w) -> Status {
+        const SampleKey first = work[w].first;
+        const SegmentInfo& g = *work[w].second;
+        const int64_t n = std::min<int64_t>(int64_t{1} << kBlockShift, g.count - KeyIndex(first));
+        const AttachedRowOptions opts = reader->Options(g.split, /*keep=*/false);
+        return ParallelFor(
+            static_cast<size_t>(n), o.concurrency,
+            [&](size_t k) -> Status {
+              const SampleKey key = first + k;
+              AttachedRow row(key, "", &opts);
+              std::string path;
+              Status problem;
+              CQLS_RETURN_IF_ERROR(reader->ReadData(g.split, key, &row, &path, &problem));
+              MutexLock l(&mu);
+              report->checked++;
+              report->bytes += std::max<int64_t>(0, row.payload_size());
+              if (!problem.ok()) report->problems.push_back(VerifyProblem{key, g.split, path, problem.message()});
+              if (o.on_progress && (report->checked % 256 == 0 || report->checked == report->total)) {
+                o.on_progress(report->checked, report->total, report->bytes,
+                              static_cast<int64_t>(report->problems.size()));
+              }
+              return Status::OK();
+            },
+            o.stop);
+      },
+      o.stop);
 }
 
 }  // namespace
@@ -111,6 +156,13 @@ Status Verify(net::Session& s, const DatasetInfo& d, const VerifyOptions& o, Ver
   }
   if (!o.split.empty() && segs.empty()) {
     return Status::NotFound(fmt::format("dataset '{}' has no split '{}'", d.name, o.split));
+  }
+  if (d.attached()) {
+    Status st = VerifyAttached(s, d, segs, o, report);
+    std::sort(report->problems.begin(), report->problems.end(),
+              [](const auto& a, const auto& b) { return a.key < b.key; });
+    report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return st;
   }
   const auto blocks = CommittedBlocks(segs);
   if (blocks.empty()) return Status::OK();

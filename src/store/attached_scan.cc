@@ -1,0 +1,194 @@
+// Copyright (c) cqlstream authors.
+#include "store/attached_scan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "store/schema.h"
+#include "util/mutex.h"
+
+namespace cqlstream::store {
+namespace {
+
+bool UsesLabel(const DatasetInfo& d, AttachedLabelType t) {
+  return d.label_kind != LabelKind::kNone && t != AttachedLabelType::kNone;
+}
+
+// The label cell of a label read into `m` (class, multilabel; a target
+// only names its file).
+Status DecodeLabel(const DatasetInfo& d, AttachedLabelType t, const cql::Rows& r, MetaRow* m) {
+  switch (t) {
+    case AttachedLabelType::kInt: {
+      CQLS_ASSIGN_OR_RETURN(auto v, r.GetOptional<int32_t>(0, 0));
+      if (v && d.label_kind == LabelKind::kMultiLabel) {
+        m->labels = {*v};
+      } else {
+        m->label = v;
+      }
+      return Status::OK();
+    }
+    case AttachedLabelType::kIntList: {
+      CQLS_ASSIGN_OR_RETURN(auto v, r.GetOptional<std::vector<int32_t>>(0, 0));
+      if (v) m->labels = std::move(*v);
+      if (m->labels.size() > kMaxLabelsPerSample) return Status::Corruption("more labels than kMaxLabelsPerSample");
+      return Status::OK();
+    }
+    case AttachedLabelType::kText: {
+      CQLS_ASSIGN_OR_RETURN(auto v, r.GetOptional<std::string>(0, 0));
+      if (!v) return Status::OK();
+      auto it = std::lower_bound(d.class_names.begin(), d.class_names.end(), *v);
+      if (it == d.class_names.end() || *it != *v) {
+        return Status::Corruption(fmt::format("label text '{}' is not among the dataset's class names (refresh the "
+                                              "attach to pick up new labels)",
+                                              v->substr(0, 64)));
+      }
+      m->label = static_cast<int32_t>(it - d.class_names.begin());
+      return Status::OK();
+    }
+    case AttachedLabelType::kBlob:
+      m->target_path = m->path + ".target";
+      return Status::OK();
+    case AttachedLabelType::kNone:
+      return Status::OK();
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string KeyPath(const Value& key) {
+  if (key.kind() == Value::Kind::kText) return key.as_text();
+  return key.ToString();
+}
+
+StatusOr<std::unique_ptr<AttachedSamples>> AttachedSamples::Open(net::Session& s, const DatasetInfo& d) {
+  if (!d.attached()) return Status::InvalidArgument(fmt::format("dataset '{}' is not attached", d.name));
+  std::unique_ptr<AttachedSamples> out(new AttachedSamples(s, d));
+  CQLS_ASSIGN_OR_RETURN(out->a_, AttachedTable::FromSource(d));
+  CQLS_ASSIGN_OR_RETURN(out->key_type_, AttachedKeyType(out->a_.key_type));
+  CQLS_ASSIGN_OR_RETURN(out->label_type_, ParseAttachedLabelType(out->a_.label_type));
+  out->snapshot_table_ = d.keyspace + "." + KeyTableName(d.name);
+  CQLS_ASSIGN_OR_RETURN(out->lookup_, s.Prepare(KeyLookupCql(d.keyspace, d.name)));
+  for (const auto& sp : d.splits()) {
+    if (!out->a_.tables.contains(sp)) {
+      return Status::Corruption(fmt::format("dataset '{}' has segments of split '{}' but no table for it", d.name, sp));
+    }
+    CQLS_ASSIGN_OR_RETURN(out->data_reads_[sp], s.Prepare(out->a_.DataReadCql(sp)));
+    if (UsesLabel(d, out->label_type_)) {
+      CQLS_ASSIGN_OR_RETURN(out->label_reads_[sp],
+                            s.Prepare(fmt::format("SELECT {} FROM {} WHERE {} = ?", QuoteIdentifier(out->a_.label_column),
+                                                  out->a_.QuotedTable(sp), QuoteIdentifier(out->a_.key_column))));
+    }
+  }
+  return out;
+}
+
+StatusOr<net::ResultSet> AttachedSamples::Run(const net::PreparedPtr& q, std::vector<Value> v, int32_t page) const {
+  net::Statement st = net::Statement::Bound(q, std::move(v));
+  st.idempotent = true;
+  st.consistency = cql::Consistency::kLocalQuorum;
+  st.page_size = page;  // one row is expected; two show that there are more
+  return s_.Execute(st);
+}
+
+AttachedRowOptions AttachedSamples::Options(const std::string& split, bool keep) const {
+  AttachedRowOptions o;
+  o.label_kind = d_.label_kind;
+  o.label_type = label_type_;
+  o.class_names = &d_.class_names;
+  o.classes = d_.class_names.empty() ? -1 : static_cast<int64_t>(d_.class_names.size());
+  auto it = a_.tables.find(split);
+  o.table = it == a_.tables.end() ? split : it->second;
+  o.keep_data = keep;
+  o.keep_target = keep;
+  return o;
+}
+
+StatusOr<std::optional<Value>> AttachedSamples::ForeignKey(SampleKey k, Status* problem) const {
+  CQLS_ASSIGN_OR_RETURN(auto r, Run(lookup_, {Value::Int(KeySegment(k)), Value::Int(KeyIndex(k))}, 2));
+  auto key = SnapshotKey(k, r.rows(), key_type_, snapshot_table_);
+  if (!key.ok()) {
+    *problem = key.status();
+    return std::optional<Value>();
+  }
+  return std::optional<Value>(std::move(*key));
+}
+
+StatusOr<MetaRow> AttachedSamples::ReadMeta(const std::string& split, SampleKey k, Status* problem) const {
+  MetaRow m;
+  m.key = k;
+  CQLS_ASSIGN_OR_RETURN(std::optional<Value> key, ForeignKey(k, problem));
+  if (!key) return m;
+  m.path = KeyPath(*key);
+  auto q = label_reads_.find(split);
+  if (q == label_reads_.end()) return m;
+  CQLS_ASSIGN_OR_RETURN(auto r, Run(q->second, {*key}, 2));
+  const std::string& table = a_.tables.at(split);
+  const cql::Rows* rows = r.rows();
+  if (rows == nullptr || rows->row_count() != 1) {
+    const int32_t n = rows == nullptr ? 0 : rows->row_count();
+    *problem = n == 0 ? Status::NotFound(fmt::format("sample {} (key {}) has no row in {}", FormatKey(k), m.path, table))
+                      : Status::Corruption(fmt::format("sample {} (key {}): {} rows in {}", FormatKey(k), m.path, n, table));
+    return m;
+  }
+  Status st = DecodeLabel(d_, label_type_, *rows, &m);
+  if (!st.ok()) *problem = Status::Corruption(fmt::format("sample {} (key {}) in {}: {}", FormatKey(k), m.path, table,
+                                                          st.message()));
+  return m;
+}
+
+Status AttachedSamples::ReadData(const std::string& split, SampleKey k, AttachedRow* row, std::string* key_path,
+                                 Status* problem) const {
+  CQLS_ASSIGN_OR_RETURN(std::optional<Value> key, ForeignKey(k, problem));
+  if (!key) return Status::OK();
+  *key_path = KeyPath(*key);
+  auto q = data_reads_.find(split);
+  if (q == data_reads_.end()) return Status::InvalidArgument(fmt::format("no table for split '{}'", split));
+  CQLS_ASSIGN_OR_RETURN(auto r, Run(q->second, {*key}, 2));
+  const cql::Rows* rows = r.rows();
+  row->OnRowsBegin(rows == nullptr ? 0 : rows->row_count());
+  for (int32_t i = 0; rows != nullptr && i < rows->row_count(); ++i) {
+    for (int32_t c = 0; c < rows->column_count(); ++c) row->OnCell(i, c, rows->cell(i, c));
+  }
+  *problem = row->Finish();
+  return Status::OK();
+}
+
+Status ScanAttachedMeta(net::Session& s, const DatasetInfo& d, const std::vector<SegmentInfo>& segs, int concurrency,
+                        const std::function<Status(const BlockRef&, std::vector<MetaRow>&)>& on_block,
+                        const std::function<void(SampleKey, const Status&)>& on_problem,
+                        const std::atomic<bool>* stop) {
+  CQLS_ASSIGN_OR_RETURN(auto reader, AttachedSamples::Open(s, d));
+  std::map<int32_t, std::string> split_of;
+  for (const auto& g : segs) split_of[g.seg] = g.split;
+  Mutex mu;  // serializes on_problem
+  for (const BlockRef& b : CommittedBlocks(segs)) {
+    const int32_t first = b.first_idx();
+    std::vector<MetaRow> rows(static_cast<size_t>(b.end_idx() - first));
+    std::vector<char> ok(rows.size(), 0);
+    CQLS_RETURN_IF_ERROR(ParallelFor(
+        rows.size(), concurrency,
+        [&](size_t i) -> Status {
+          const SampleKey k = MakeKey(b.seg, first + static_cast<int32_t>(i));
+          Status problem;
+          CQLS_ASSIGN_OR_RETURN(rows[i], reader->ReadMeta(split_of[b.seg], k, &problem));
+          ok[i] = problem.ok();
+          if (!problem.ok() && on_problem) {
+            MutexLock l(&mu);
+            on_problem(k, problem);
+          }
+          return Status::OK();
+        },
+        stop));
+    std::vector<MetaRow> good;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (ok[i]) good.push_back(std::move(rows[i]));
+    }
+    CQLS_RETURN_IF_ERROR(on_block(b, good));
+  }
+  return Status::OK();
+}
+
+}  // namespace cqlstream::store

@@ -1,0 +1,94 @@
+// Copyright (c) cqlstream authors.
+//
+// Reading an attached dataset's samples (store/attached.h) for the
+// management commands (verify, export, select, split), one synchronous
+// request at a time per caller thread:
+//
+//   * ForeignKey: the key snapshot's row of (seg, idx) (KeyLookupCql),
+//     decoded as the key column's type (store/attached_row.h SnapshotKey);
+//   * ReadMeta: the foreign key and the label only
+//     (SELECT "<label>" FROM <table> WHERE "<key>" = ?; no read at all of
+//     the foreign table when the dataset has no label), as a MetaRow whose
+//     path is the key's text (KeyPath) — what select, split and export's
+//     names need without reading any sample bytes;
+//   * ReadData: the data read (AttachedTable::DataReadCql) decoded by
+//     store::AttachedRow, the loader's own checks (one row, a non-null data
+//     blob, a label of the column's type, text labels among the class names).
+//
+// A sample whose snapshot row or foreign row is missing or malformed is a
+// per-sample problem (NotFound / Corruption naming the sample and the
+// table), returned in the result, never an error of the whole call; an error
+// of the call is a failed request (connection, time-out).
+//
+// Thread-safety: an AttachedSamples is immutable after Open and may be used
+// from several threads at once (the Session is thread-safe).
+#ifndef CQLSTREAM_STORE_ATTACHED_SCAN_H_
+#define CQLSTREAM_STORE_ATTACHED_SCAN_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cqlstream/dataset.h"
+#include "cqlstream/status.h"
+#include "net/session.h"
+#include "store/attached.h"
+#include "store/attached_row.h"
+#include "store/scan.h"
+
+namespace cqlstream::store {
+
+// The text a sample's foreign key is named by in exports and messages: a
+// text key as it is, a uuid as 8-4-4-4-12, a number in decimal, a blob in hex.
+std::string KeyPath(const Value& key);
+
+class AttachedSamples {
+ public:
+  // Prepares the key lookup and each split's reads. REQUIRES: d.attached().
+  static StatusOr<std::unique_ptr<AttachedSamples>> Open(net::Session& s, const DatasetInfo& d);
+
+  // The sample's foreign key; *problem set (and nullopt returned) for a
+  // per-sample problem.
+  StatusOr<std::optional<Value>> ForeignKey(SampleKey k, Status* problem) const;
+  // The sample's MetaRow (key, path = KeyPath, label / labels; size 0: not
+  // known without reading the data); *problem set for a per-sample problem.
+  StatusOr<MetaRow> ReadMeta(const std::string& split, SampleKey k, Status* problem) const;
+  // The data read into `row` (made with Options(split)); *problem as above
+  // (also row->Finish()'s problem).
+  Status ReadData(const std::string& split, SampleKey k, AttachedRow* row, std::string* key_path,
+                  Status* problem) const;
+  // The AttachedRow options of `split`'s reads (keep_data / keep_target set
+  // as asked).
+  AttachedRowOptions Options(const std::string& split, bool keep) const;
+
+  const AttachedTable& table() const { return a_; }
+
+ private:
+  AttachedSamples(net::Session& s, const DatasetInfo& d) : s_(s), d_(d) {}
+  StatusOr<net::ResultSet> Run(const net::PreparedPtr& q, std::vector<Value> v, int32_t page) const;
+
+  net::Session& s_;
+  const DatasetInfo& d_;
+  AttachedTable a_;
+  DataType key_type_;
+  AttachedLabelType label_type_ = AttachedLabelType::kNone;
+  std::string snapshot_table_;
+  net::PreparedPtr lookup_;
+  std::map<std::string, net::PreparedPtr> label_reads_, data_reads_;  // by split
+};
+
+// ScanMeta for an attached dataset: the committed samples of `segs`, block
+// by block (1024 indices of one segment), `concurrency` samples at a time,
+// each read with ReadMeta; on_block gets the rows of the samples that could
+// be read (ascending idx); on_problem (may be empty) the others, from worker
+// threads, one at a time.
+Status ScanAttachedMeta(net::Session& s, const DatasetInfo& d, const std::vector<SegmentInfo>& segs, int concurrency,
+                        const std::function<Status(const BlockRef&, std::vector<MetaRow>&)>& on_block,
+                        const std::function<void(SampleKey, const Status&)>& on_problem,
+                        const std::atomic<bool>* stop = nullptr);
+
+}  // namespace cqlstream::store
+
+#endif  // CQLSTREAM_STORE_ATTACHED_SCAN_H_
