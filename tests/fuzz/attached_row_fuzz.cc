@@ -1,0 +1,128 @@
+// Copyright (c) cqlstream authors.
+//
+// libFuzzer target for the rows of an attached dataset
+// (store/attached_row.h): the key snapshot's answer (a row count and a key
+// cell of any bytes, decoded as any attachable key type) and the foreign
+// data row (any number of rows; data and label cells null or of any bytes;
+// any label kind and label type, class names or not; a byte limit), fed the
+// way the loader feeds them: the data cell either announced first
+// (OnDataSize, the bytes placed by the caller in a region of exactly that
+// size) or handed whole, a blob target announced or handed whole.
+//
+// Checked: nothing throws or traps (ASan/UBSan); an accepted key is a
+// non-null value of the key type; an accepted row has one row, a data size
+// and payload within the limit, kept bytes of exactly the sizes it reports,
+// a class label in range of the names/classes, multilabels in range; every
+// refusal is NotFound or Corruption with a message.
+//
+// Input (FuzzedDataProvider): options, the snapshot answer, then the rows.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/attached_row.h"
+
+namespace {
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+std::optional<std::vector<uint8_t>> Cell(FuzzedDataProvider& in, size_t max) {
+  if (in.ConsumeIntegralInRange<int>(0, 5) == 0) return std::nullopt;
+  return in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, max));
+}
+
+std::optional<std::span<const uint8_t>> View(const std::optional<std::vector<uint8_t>>& c) {
+  if (!c) return std::nullopt;
+  return std::span<const uint8_t>(*c);
+}
+
+void CheckRefusal(const cqlstream::Status& s) {
+  Check(!s.message().empty());
+  Check(s.IsNotFound() || s.code() == cqlstream::Status::Code::kCorruption);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace cqlstream;
+  using namespace cqlstream::store;
+  FuzzedDataProvider in(data, size);
+  static const char* kKeyTypes[] = {"uuid", "timeuuid", "bigint", "int", "text", "varchar", "ascii", "blob", "map"};
+  static const char* kLabelTypes[] = {"", "int", "list<int>", "set<int>", "text", "blob", "float"};
+  static const std::vector<std::string> kNames = {"a", "b", "cat", "dog"};
+
+  // The key snapshot's answer.
+  const SampleKey sample = MakeKey(in.ConsumeIntegralInRange<int32_t>(0, 3), in.ConsumeIntegralInRange<int32_t>(0, 3));
+  auto key_type = AttachedKeyType(kKeyTypes[in.ConsumeIntegralInRange<size_t>(0, 8)]);
+  const int32_t key_rows = in.ConsumeIntegralInRange<int32_t>(-1, 3);
+  auto key_cell = Cell(in, 40);
+  if (key_type.ok()) {
+    auto key = SnapshotKeyCell(sample, key_rows, View(key_cell), *key_type, "ks.k_d");
+    if (key.ok()) {
+      Check(!key->is_null() && key_rows == 1 && key_cell && !key_cell->empty());
+    } else {
+      CheckRefusal(key.status());
+    }
+  }
+
+  // The foreign data row.
+  AttachedRowOptions o;
+  o.label_kind = static_cast<LabelKind>(in.ConsumeIntegralInRange<int>(0, 3));
+  auto label_type = ParseAttachedLabelType(kLabelTypes[in.ConsumeIntegralInRange<size_t>(0, 6)]);
+  if (!label_type.ok()) return 0;
+  o.label_type = *label_type;
+  if (in.ConsumeBool()) o.class_names = &kNames;
+  o.classes = in.ConsumeBool() ? static_cast<int64_t>(kNames.size()) : in.ConsumeIntegralInRange<int64_t>(-1, 8);
+  o.max_bytes = in.ConsumeIntegralInRange<int64_t>(0, 4096);
+  o.table = "ks.data_train";
+  o.keep_data = in.ConsumeBool();
+  o.keep_target = in.ConsumeBool();
+  AttachedRow row(sample, "key", &o);
+  const int32_t rows = in.ConsumeIntegralInRange<int32_t>(-1, 3);
+  row.OnRowsBegin(rows);
+  std::vector<uint8_t> region;
+  for (int32_t r = 0; r < std::max(rows, 1) && in.remaining_bytes() > 0; ++r) {
+    auto d = Cell(in, 6000);
+    if (d && in.ConsumeBool()) {
+      // Announced, then placed by the caller (when within the limit).
+      row.OnDataSize(r, static_cast<int64_t>(d->size()));
+      if (r == 0 && row.status().ok()) {
+        Check(static_cast<int64_t>(d->size()) <= o.max_bytes);
+        region.assign(d->begin(), d->end());
+      }
+    }
+    row.OnCell(r, kAttachedColData, View(d));
+    auto l = Cell(in, 6000);
+    if (l && in.ConsumeBool() && o.label_kind == LabelKind::kTarget) {
+      row.OnTargetSize(r, static_cast<int64_t>(l->size()));
+    }
+    row.OnCell(r, kAttachedColLabel, View(l));
+  }
+  Status s = row.Finish();
+  if (!s.ok()) {
+    CheckRefusal(s);
+    return 0;
+  }
+  Check(row.rows() == 1);
+  Check(row.data_size() >= 0 && row.data_size() <= o.max_bytes);
+  Check(row.payload_size() >= row.data_size() && row.payload_size() <= o.max_bytes);
+  if (!row.kept_data().empty()) Check(static_cast<int64_t>(row.kept_data().size()) == row.data_size());
+  if (!row.kept_target().empty()) Check(static_cast<int64_t>(row.kept_target().size()) == row.target_size());
+  if (o.label_kind == LabelKind::kClass) {
+    Check(row.label() >= -1);
+    if (o.classes >= 0 && o.label_type == AttachedLabelType::kInt) Check(row.label() < o.classes);
+    if (o.label_type == AttachedLabelType::kText && row.label() >= 0) {
+      Check(o.class_names && static_cast<size_t>(row.label()) < o.class_names->size());
+    }
+  }
+  for (int32_t l : row.labels()) Check(l >= 0 && (o.classes < 0 || l < o.classes));
+  if (o.label_kind == LabelKind::kTarget) Check(row.image_size() == row.data_size());
+  return 0;
+}
