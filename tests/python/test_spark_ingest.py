@@ -172,3 +172,25 @@ def test_spark_ingest_parquet_listing_command_line(spark, folder, dataset, tmp_p
         meta = ds.metadata("train")
         rows = meta.to_dict("records") if hasattr(meta, "to_dict") else meta
         assert all(r["label"] == classes.index(r["path"].split("/")[0]) for r in rows)
+
+
+def test_spark_ingest_inline_bytes_as_blobs(spark, folder, dataset, tmp_path):
+    """A Parquet listing that carries the bytes (spark.read.format("binaryFile")
+    output), written as kind blob without labels: the executors read no file."""
+    from pyspark.sql import functions as F
+
+    root, files = folder
+    prefix = root.resolve().as_uri().replace("file:///", "file:/") + "/"
+    listing = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(str(root))
+               .select(F.expr(f"substring(path, {len(prefix) + 1})").alias("path"), F.col("content").alias("bytes")))
+    parquet = tmp_path / "inline.parquet"
+    listing.write.parquet(str(parquet))
+    moved = tmp_path / "moved"
+    root.rename(moved)  # the files are gone: only the listing's bytes can be written
+    assert spark_ingest.main(["--dataset", dataset, "--parquet", str(parquet), "--data-column", "bytes",
+                              "--kind", "blob", "--job", "blob-job", "--partitions", "2", "--hosts", HOSTS]) == 0
+    got, seen = read_back(dataset, "train")
+    assert set(got) == set(files) and all(c == 1 for c in seen.values())
+    assert [p for p in files if got[p] != files[p]] == []
+    with cqlstream.Dataset(dataset, hosts=HOSTS) as ds:
+        assert ds.label_kind == "none"
