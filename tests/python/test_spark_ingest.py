@@ -47,7 +47,7 @@ def spark():
     # `python3` on PATH; the variables reach the JVM and its Python workers.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    s = (SparkSession.builder.master(f"local[2,2]")
+    s = (SparkSession.builder.master("local[2,2]")
          .appName("cqlstream spark_ingest test")
          .config("spark.ui.enabled", "false")
          .config("spark.sql.shuffle.partitions", str(PARTITIONS))
