@@ -292,6 +292,8 @@ def reader(
     output_target: bool = False,
     output_keys: bool = False,
     zero_copy: bool = True,
+    output: str = "bytes",
+    target_output: str = "bytes",
     use_plugin: bool | None = None,
     **connection: Any,
 ) -> tuple[Any, ...]:
@@ -304,6 +306,8 @@ def reader(
     error instead with CQLSTREAM_DALI_FALLBACK=error). ``seed`` is the shuffle seed, the same in every shard (passed to
     the operator as ``shuffle_seed``: DALI would overwrite an argument named
     ``seed`` with a per-pipeline value and the shards would overlap).
+    ``output`` / ``target_output``: "bytes" or "npy" (typed tensors decoded
+    from .npy blobs; native plugin only, see docs/dali.md).
     Connection keywords: hosts, port, keyspace, username, password_file,
     tls_ca, tls_cert, tls_key, tls_server_name, tls_insecure_skip_verify,
     local_dc, connections_per_host, io_threads; throttles: max_in_flight,
@@ -324,11 +328,14 @@ def reader(
             dataset=dataset, split=split, shuffle=shuffle, shuffle_seed=int(seed), shard_id=shard_id,
             num_shards=num_shards, ordered=ordered, name=name, on_missing=on_missing,
             verify_checksums=verify_checksums, memory_bytes=int(memory_bytes), output_target=output_target,
-            output_keys=output_keys, zero_copy=zero_copy, **conn)
+            output_keys=output_keys, zero_copy=zero_copy, output=output, target_output=target_output, **conn)
         if selection is not None:
             kw["selection"] = os.fspath(selection)
         out = fn.cqlstream.reader(**kw)
         return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+    if output != "bytes" or target_output != "bytes":
+        raise ValueError("output='npy' / target_output='npy' need the native plugin (the external_source "
+                         f"fallback hands out bytes): {plugin_error() or 'use_plugin=False'}")
     return _fallback_reader(dataset, split=split, selection=selection, shuffle=shuffle, seed=seed,
                             shard_id=shard_id, num_shards=num_shards, ordered=ordered, on_missing=on_missing,
                             verify_checksums=verify_checksums, memory_bytes=memory_bytes,
@@ -345,6 +352,8 @@ def keys_reader(
     output_target: bool = False,
     output_keys: bool = False,
     zero_copy: bool = True,
+    output: str = "bytes",
+    target_output: str = "bytes",
     **connection: Any,
 ) -> tuple[Any, ...]:
     """Interactive mode: fetches the samples whose keys (int64/uint64 data node,
@@ -355,7 +364,8 @@ def keys_reader(
 
     out = fn.cqlstream.keys_reader(keys, dataset=dataset, split=split, verify_checksums=verify_checksums,
                                    memory_bytes=int(memory_bytes), output_target=output_target,
-                                   output_keys=output_keys, zero_copy=zero_copy, **_connection_kwargs(connection))
+                                   output_keys=output_keys, zero_copy=zero_copy, output=output,
+                                   target_output=target_output, **_connection_kwargs(connection))
     return tuple(out) if isinstance(out, (list, tuple)) else (out,)
 
 

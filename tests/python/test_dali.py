@@ -467,8 +467,14 @@ def test_npy_output_gives_typed_tensors(tmp_path, cls_ds):
                     np.testing.assert_array_equal(m, masks[ident])
                     seen.add(ident)
             assert seen == set(inputs)
-        # Targets kept as bytes with output="npy" for the data.
-        data, labels, target = _raw_reader(name, output="npy", output_target=True).run()
+        # Targets kept as bytes with output="npy" for the data; through the cqlstream.dali wrapper.
+        @pipeline_def(batch_size=B, num_threads=1, device_id=None)
+        def wrapped():
+            return tuple(cd.reader(name, output="npy", output_target=True, hosts=HOSTS))
+
+        w = wrapped()
+        w.build()
+        data, labels, target = w.run()
         for i in range(len(data)):
             assert np.array(target[i]).tobytes() == _npy(masks[int(np.array(data[i])[0, 0])])
         with pytest.raises(RuntimeError, match="must share dtype and number of dimensions"):
@@ -479,6 +485,8 @@ def test_npy_output_gives_typed_tensors(tmp_path, cls_ds):
             _raw_reader(name, output="png")
         with pytest.raises(RuntimeError, match="target_output='npy' decodes the target output"):
             _raw_reader(name, target_output="npy")
+        with pytest.raises(ValueError, match="need the native plugin"):
+            cd.reader(name, output="npy", use_plugin=False)
     finally:
         drop(name)
         drop(mname)
