@@ -65,8 +65,11 @@ class Writer:
     **Dataset.** A new dataset is created with ``label_kind`` (default
     ``"none"``), ``classes`` (needed for ``"class"`` and ``"multilabel"``:
     a list of names, or an int N for "0".."N-1"; fixed at creation), ``kind``
-    (default ``"image"``), ``chunk_size`` and ``description``. For an existing
-    dataset they may be left out; given, they must match it.
+    (default ``"image"``), ``chunk_size``, ``description`` and the ingest-time
+    preprocessing of images as ``cqlstream ingest`` applies it
+    (``resize_shorter``, ``center_crop``, ``reencode`` = ``"jpeg:Q"`` |
+    ``"png"``, ``resize_target``). For an existing dataset they may be left
+    out (its preprocessing is applied); given, they must match it.
 
     **Pipeline.** :meth:`add` copies the bytes and returns once the sample is
     queued: at most ``concurrency`` samples and ``memory_mb`` MiB are in
@@ -98,6 +101,10 @@ class Writer:
         memory_mb: int = 256,
         commit_interval: float = 2.0,
         commit_every: int = 0,
+        resize_shorter: int | None = None,
+        center_crop: int | None = None,
+        reencode: str | None = None,
+        resize_target: bool = False,
         hosts: str | Sequence[str] | None = None,
         port: int | None = None,
         keyspace: str | None = None,
@@ -161,6 +168,12 @@ class Writer:
         a.memory_mb = _int("memory_mb", memory_mb, 1, 1 << 20)
         a.commit_interval_s = _seconds("commit_interval", commit_interval)
         a.commit_every = _int("commit_every", commit_every, 0, 1 << 62)
+        a.resize_shorter = _int("resize_shorter", resize_shorter, 1, 1 << 20, optional=True) or 0
+        a.center_crop = _int("center_crop", center_crop, 1, 1 << 20, optional=True) or 0
+        if reencode is not None and not isinstance(reencode, str):
+            raise TypeError(f"reencode must be 'keep', 'png' or 'jpeg:Q', got {type(reencode).__name__}")
+        a.reencode = reencode or ""
+        a.resize_target = bool(resize_target)
         if isinstance(hosts, str):
             hosts = [h for h in hosts.split(",") if h]
         a.hosts = list(hosts) if hosts is not None else None

@@ -18,6 +18,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -30,6 +32,7 @@
 #include "loader/option_kit.h"
 #include "net/session.h"
 #include "status_error.h"
+#include "store/preprocess.h"
 #include "store/sample_writer.h"
 #include "store/schema.h"
 
@@ -57,6 +60,12 @@ struct WriterArgs : loader::OptionArgs {
   double commit_interval_s = 2.0;
   int64_t commit_every = 0;
   std::string source = "cqlstream.Writer";
+  // Ingest-time preprocessing (store/preprocess.h); 0 / "" / false: not set
+  // (then the existing dataset's is used, none for a new one).
+  int64_t resize_shorter = 0;
+  int64_t center_crop = 0;
+  std::string reencode;
+  bool resize_target = false;
 };
 
 StatusOr<store::SampleWriterOptions> WriterOptions(const WriterArgs& a, const std::string& keyspace) {
@@ -94,6 +103,18 @@ StatusOr<store::SampleWriterOptions> WriterOptions(const WriterArgs& a, const st
   o.commit_interval = std::chrono::milliseconds(static_cast<int64_t>(a.commit_interval_s * 1000));
   if (a.commit_every < 0) return Status::InvalidArgument("commit_every must not be negative");
   o.commit_every = a.commit_every;
+  if (a.resize_shorter || a.center_crop || !a.reencode.empty() || a.resize_target) {
+    if (a.resize_shorter < 0 || a.resize_shorter > store::kMaxPreprocessSide || a.center_crop < 0 ||
+        a.center_crop > store::kMaxPreprocessSide) {
+      return Status::InvalidArgument(
+          fmt::format("resize_shorter and center_crop must be in [1, {}]", store::kMaxPreprocessSide));
+    }
+    CQLS_ASSIGN_OR_RETURN(const store::PreprocessSpec pre,
+                          store::PreprocessSpec::FromOptions(static_cast<int>(a.resize_shorter),
+                                                             static_cast<int>(a.center_crop), a.reencode,
+                                                             a.resize_target));
+    o.preprocess = pre.ToString();
+  }
   return o;
 }
 
@@ -242,6 +263,10 @@ void BindWriter(nb::module_& m) {
       .def_rw("commit_interval_s", &WriterArgs::commit_interval_s)
       .def_rw("commit_every", &WriterArgs::commit_every)
       .def_rw("source", &WriterArgs::source)
+      .def_rw("resize_shorter", &WriterArgs::resize_shorter)
+      .def_rw("center_crop", &WriterArgs::center_crop)
+      .def_rw("reencode", &WriterArgs::reencode)
+      .def_rw("resize_target", &WriterArgs::resize_target)
       .def_rw("hosts", &WriterArgs::hosts)
       .def_rw("port", &WriterArgs::port)
       .def_rw("keyspace", &WriterArgs::keyspace)

@@ -152,7 +152,7 @@ def test_blobs_are_any_bytes(name, hosts):
     assert [d for _, d in by_key] == blobs + [b"not an image, and that is fine"]
     for a, (_, d) in zip(arrays, by_key):
         np.testing.assert_array_equal(cqlstream.decode_npy(d), a)
-    r = run_cli("info", name, "--keyspace", "cqlstream")
+    r = run_cli("info", name)
     assert "sample kind  blob" in r.stdout
 
 
@@ -191,3 +191,21 @@ def test_refusals(name, samples, hosts):
         cqlstream.Writer(name, label_kind="class", classes=["a", "b", "c"], source_id="y", hosts=hosts)
     with pytest.raises(cqlstream.AlreadyExistsError, match="label kind"):
         cqlstream.Writer(name, label_kind="none", source_id="y", hosts=hosts)
+
+
+def test_preprocessing_as_ingest(name, samples, hosts):
+    from PIL import Image
+
+    with cqlstream.Writer(name, source_id="p1", resize_shorter=16, center_crop=16, reencode="png",
+                          hosts=hosts) as w:
+        w.add(samples[0].data)
+    # Another writer of the dataset applies its preprocessing without being told.
+    with cqlstream.Writer(name, source_id="p2", hosts=hosts) as w:
+        w.add(samples[1].data)
+    got = read_all(name, hosts)
+    assert len(got) == 2
+    for _, data, _ in got:
+        im = Image.open(io.BytesIO(data))
+        assert im.format == "PNG" and im.size == (16, 16)
+    with pytest.raises(cqlstream.AlreadyExistsError, match="preprocessing"):
+        cqlstream.Writer(name, source_id="p3", resize_shorter=32, hosts=hosts)
