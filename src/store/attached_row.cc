@@ -117,57 +117,39 @@ void AttachedRow::OnLabel(std::optional<std::span<const uint8_t>> data) {
       return;
     }
     case LabelKind::kClass:
-      break;
-    case LabelKind::kMultiLabel: {
-      if (o_->label_type == AttachedLabelType::kInt) {
-        // An int label read as a sample of one label (or none: null).
-        labels_.clear();
-        if (!data || data->empty()) return;
-        if (data->size() != 4) return Fail(fmt::format("its label cell is {} bytes, not an int", data->size()));
-        const int32_t l = static_cast<int32_t>(cql::LoadU32(data->data()));
-        if (l < 0 || (o_->classes >= 0 && l >= o_->classes)) {
-          return Fail(fmt::format("its label {} is not a class of the dataset{}", l,
-                                  o_->classes >= 0 ? fmt::format(" (0 to {})", o_->classes - 1) : ""));
-        }
-        labels_.push_back(l);
-        return;
-      }
-      if (o_->label_type != AttachedLabelType::kIntList) return Fail("its label column is not a list<int> or set<int>");
-      if (!data) return;
-      auto v = DecodeCell(DataType::List(DataType::Simple(TypeId::kInt)), *data);
-      if (!v.ok() || (!v->is_null() && v->kind() != Value::Kind::kList)) {
-        return Fail("its label column is not a list<int> or set<int>");
-      }
-      if (v->is_null()) return;
-      if (v->as_list().size() > kMaxLabelsPerSample) {
-        return Fail(fmt::format("it has {} labels, more than {}", v->as_list().size(), kMaxLabelsPerSample));
-      }
-      labels_.clear();
-      for (const auto& x : v->as_list()) {
-        const int32_t l = x.kind() == Value::Kind::kInt ? x.as_int() : -1;
-        if (l < 0 || (o_->classes >= 0 && l >= o_->classes)) {
-          return Fail(fmt::format("its labels hold {}, not a class of the dataset{}", l,
-                                  o_->classes >= 0 ? fmt::format(" (0 to {})", o_->classes - 1) : ""));
-        }
-        labels_.push_back(l);
-      }
-      return;
-    }
+      return OnClassLabel(data);
+    case LabelKind::kMultiLabel:
+      return OnMultiLabel(data);
   }
-  // Class labels: an int, or a text naming one of the sorted class names.
-  if (!data) return;  // null: no label (-1)
+}
+
+std::string AttachedRow::ClassRange() const {
+  return o_->classes >= 0 ? fmt::format(" (0 to {})", o_->classes - 1) : "";
+}
+
+// An int cell: nullopt after Fail() for a malformed one; -1 for null/empty.
+std::optional<int32_t> AttachedRow::IntLabel(std::optional<std::span<const uint8_t>> data) {
+  if (!data || data->empty()) return -1;  // null, or the protocol's legacy empty value
+  if (data->size() != 4) {
+    Fail(fmt::format("its label cell is {} bytes, not an int", data->size()));
+    return std::nullopt;
+  }
+  return static_cast<int32_t>(cql::LoadU32(data->data()));
+}
+
+// An int, or a text naming one of the sorted class names.
+void AttachedRow::OnClassLabel(std::optional<std::span<const uint8_t>> data) {
   if (o_->label_type == AttachedLabelType::kInt) {
-    if (data->empty()) return;  // the protocol's legacy empty value: null
-    if (data->size() != 4) return Fail(fmt::format("its label cell is {} bytes, not an int", data->size()));
-    const int32_t l = static_cast<int32_t>(cql::LoadU32(data->data()));
-    if (l < -1 || (o_->classes >= 0 && l >= o_->classes)) {
-      return Fail(fmt::format("its label {} is not a class of the dataset{}", l,
-                              o_->classes >= 0 ? fmt::format(" (0 to {})", o_->classes - 1) : ""));
+    auto l = IntLabel(data);
+    if (!l) return;
+    if (*l < -1 || (o_->classes >= 0 && *l >= o_->classes)) {
+      return Fail(fmt::format("its label {} is not a class of the dataset{}", *l, ClassRange()));
     }
-    label_ = l;
+    label_ = *l;
     return;
   }
   if (o_->label_type != AttachedLabelType::kText) return Fail("its label column is neither an int nor a text");
+  if (!data) return;  // null: no label (-1)
   const std::string_view text(reinterpret_cast<const char*>(data->data()), data->size());
   static const std::vector<std::string> kNoClasses;
   const std::vector<std::string>& names = o_->class_names ? *o_->class_names : kNoClasses;
@@ -178,6 +160,37 @@ void AttachedRow::OnLabel(std::optional<std::span<const uint8_t>> data) {
     return Fail(fmt::format("its label '{}' is not one of the dataset's {} class names", shown, names.size()));
   }
   label_ = static_cast<int32_t>(it - names.begin());
+}
+
+// A list<int>/set<int>, or an int read as a sample of one label.
+void AttachedRow::OnMultiLabel(std::optional<std::span<const uint8_t>> data) {
+  labels_.clear();
+  auto add = [&](int32_t l) {
+    if (l < 0 || (o_->classes >= 0 && l >= o_->classes)) {
+      Fail(fmt::format("its labels hold {}, not a class of the dataset{}", l, ClassRange()));
+      return false;
+    }
+    labels_.push_back(l);
+    return true;
+  };
+  if (o_->label_type == AttachedLabelType::kInt) {
+    auto l = IntLabel(data);
+    if (l && *l != -1) add(*l);
+    return;
+  }
+  if (o_->label_type != AttachedLabelType::kIntList) return Fail("its label column is not a list<int> or set<int>");
+  if (!data) return;
+  auto v = DecodeCell(DataType::List(DataType::Simple(TypeId::kInt)), *data);
+  if (!v.ok() || (!v->is_null() && v->kind() != Value::Kind::kList)) {
+    return Fail("its label column is not a list<int> or set<int>");
+  }
+  if (v->is_null()) return;
+  if (v->as_list().size() > kMaxLabelsPerSample) {
+    return Fail(fmt::format("it has {} labels, more than {}", v->as_list().size(), kMaxLabelsPerSample));
+  }
+  for (const auto& x : v->as_list()) {
+    if (!add(x.kind() == Value::Kind::kInt ? x.as_int() : -1)) return;
+  }
 }
 
 Status AttachedRow::Finish() const {

@@ -126,6 +126,10 @@ class AttachedRow {
  private:
   void Fail(std::string what);
   void OnLabel(std::optional<std::span<const uint8_t>> data);
+  void OnClassLabel(std::optional<std::span<const uint8_t>> data);
+  void OnMultiLabel(std::optional<std::span<const uint8_t>> data);
+  std::optional<int32_t> IntLabel(std::optional<std::span<const uint8_t>> data);
+  std::string ClassRange() const;
   bool UsesTarget() const {
     return o_->label_kind == LabelKind::kTarget && o_->label_type == AttachedLabelType::kBlob;
   }

@@ -3,8 +3,9 @@
 // The loader over attached datasets (store/attached.h) against the real
 // node: a table in the reference system's layout
 //   data_<split>(id uuid PRIMARY KEY, label int, data blob)
-// written row by row as a third-party tool would, attached (key snapshot +
-// segments + the catalog's source map), then read on 3 ranks exactly once
+// written row by row as a third-party tool would, attached as `cqlstream
+// attach` does (store::Attach: key snapshot, segments, the catalog's source
+// map), then read on 3 ranks exactly once
 // and byte-identical, resumed from a checkpoint, and read after a foreign
 // row and a snapshot row were deleted (a per-sample error naming the sample
 // and the table, or a skip). Blob targets and text labels too.
@@ -16,9 +17,9 @@
 
 #include "cqlstream/loader.h"
 #include "dataset_fixture.h"
+#include "store/attach.h"
 #include "store/attached.h"
 #include "store/catalog.h"
-#include "store/schema.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -70,72 +71,60 @@ void WriteForeignTable(net::Session& s, const ForeignTable& t) {
   }
 }
 
-// Attaches `t` as dataset `name` (split train), as the contract lays it out
-// (store/attached.h): the catalog row with its source map, the key snapshot
-// k_<name> (seg 0, idx = the order the scan met the keys) and one sealed
-// segment. Returns what the loader must deliver per SampleKey.
+// Attaches `t` as dataset `name` (split train) with `cqlstream attach`'s
+// code (store::Attach: the key snapshot k_<name>, sealed segments, the
+// catalog row with its source map), then reads the snapshot back to know
+// what the loader must deliver per SampleKey.
 SyntheticDataset Attach(net::Session& s, const std::string& ks, const std::string& name, const ForeignTable& t,
                         LabelKind kind) {
   SyntheticDataset d;
-  EXPECT_TRUE(store::EnsureCatalog(s, ks).ok());
-  store::AttachedTable a;
-  a.key_column = "id";
-  a.key_type = "uuid";
-  a.data_column = "data";
-  a.label_column = "label";
-  a.label_type = t.label_type;
-  a.tables["train"] = t.table;
-  a.generation = 1;
-  ValueMap source;
-  for (const auto& [k, v] : a.ToSource()) source.emplace_back(Value::Text(k), Value::Text(v));
-  ValueList classes;
-  if (t.label_type == "text") {
-    for (const auto& c : kTexts) classes.push_back(Value::Text(c));
-  }
-  testing::MustRun(s, fmt::format("DROP TABLE IF EXISTS {}.{}", ks, store::KeyTableName(name)));
-  testing::MustRun(s, store::KeyTableCql(ks, name));
-  auto r = s.Execute(net::Statement::Query(
-      fmt::format("INSERT INTO {}.datasets (name, layout_version, label_kind, class_names, checksum, chunk_size, "
-                  "description, sample_kind, source) VALUES (?, 1, ?, ?, 'none', 1048576, 'attached', 'image', ?)",
-                  ks),
-      {Value::Text(name), Value::Text(std::string(LabelKindName(kind))), Value::List(classes), Value::Map(source)}));
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  // The scan: every key of the table, in the order the table pages them.
-  auto keys = s.Execute(net::Statement::Query(fmt::format("SELECT id, label FROM {}", t.table)));
-  EXPECT_TRUE(keys.ok() && keys->rows());
+  store::AttachSpec spec;
+  spec.dataset = name;
+  spec.split = "train";
+  spec.table = t.table;
+  spec.key_column = "id";
+  spec.data_column = "data";
+  spec.label_column = "label";
+  spec.label_kind = kind;
+  auto report = store::Attach(s, ks, spec);
+  EXPECT_TRUE(report.ok()) << report.status().ToString();
+  auto info = store::LoadDataset(s, ks, name);
+  EXPECT_TRUE(info.ok()) << info.status().ToString();
+  if (!report.ok() || !info.ok()) return d;
+  d.info = *info;
+  std::set<int32_t> segs;
+  for (const auto& g : d.info.SplitSegments("train")) segs.insert(g.seg);
   std::map<std::string, int> row_of;  // uuid bytes -> row number
   for (int i = 0; i < t.rows; ++i) {
     const Uuid u = RowId(t.id, i);
     row_of[std::string(u.bytes.begin(), u.bytes.end())] = i;
   }
-  auto put = s.Prepare(fmt::format("INSERT INTO {}.{} (seg, idx, key) VALUES (?, ?, ?)", ks, store::KeyTableName(name)));
-  EXPECT_TRUE(put.ok());
-  const cql::Rows& rows = *keys->rows();
-  for (int32_t idx = 0; idx < rows.row_count(); ++idx) {
-    auto cell = rows.cell(idx, 0);
+  auto snap = s.Execute(net::Statement::Query(fmt::format("SELECT seg, idx, key FROM {}.{}", ks, store::KeyTableName(name))));
+  EXPECT_TRUE(snap.ok() && snap->rows());
+  if (!snap.ok() || !snap->rows()) return d;
+  const cql::Rows& rows = *snap->rows();
+  for (int32_t r = 0; r < rows.row_count(); ++r) {
+    const int32_t seg = *rows.Get<int32_t>(r, 0), idx = *rows.Get<int32_t>(r, 1);
+    if (!segs.count(seg)) continue;
+    auto cell = rows.cell(r, 2);
     const std::string kb(cell->begin(), cell->end());
     const int i = row_of.at(kb);
-    EXPECT_TRUE(s.Execute(net::Statement::Bound(*put, {Value::Int(0), Value::Int(idx), Value::Blob(kb)})).ok());
-    const SampleKey k = MakeKey(0, idx);
+    const SampleKey k = MakeKey(seg, idx);
     d.payload[k] = RowData(i);
-    d.label[k] = kind == LabelKind::kClass ? (t.label_type == "int" ? i % 10 : static_cast<int32_t>(i % kTexts.size()))
-                                           : -1;
+    d.label[k] = -1;
+    if (kind == LabelKind::kClass && t.label_type == "int") d.label[k] = i % 10;
+    if (kind == LabelKind::kClass && t.label_type == "text") {
+      const auto& names = d.info.class_names;
+      const std::string& text = kTexts[static_cast<size_t>(i) % kTexts.size()];
+      d.label[k] = static_cast<int32_t>(std::find(names.begin(), names.end(), text) - names.begin());
+    }
     if (kind == LabelKind::kTarget) {
       const auto m = RowMask(i);
       d.payload[k].insert(d.payload[k].end(), m.begin(), m.end());
     }
     d.path[k] = kb;
   }
-  r = s.Execute(net::Statement::Query(
-      fmt::format("INSERT INTO {}.segments (dataset, seg, split, source_id, source, fingerprint, count, bytes, "
-                  "max_size, next_pos, state) VALUES (?, 0, 'train', ?, ?, '', ?, 0, 0, ?, 'sealed')",
-                  ks),
-      {Value::Text(name), Value::Text(a.SourceId("train")), Value::Text(t.table), Value::Int(rows.row_count()),
-       Value::Bigint(rows.row_count())}));
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  auto info = store::LoadDataset(s, ks, name);
-  EXPECT_TRUE(info.ok()) << info.status().ToString();
-  if (info.ok()) d.info = *info;
+  EXPECT_EQ(d.payload.size(), static_cast<size_t>(t.rows));
   return d;
 }
 
@@ -228,7 +217,8 @@ TEST_F(AttachedLoaderTest, ResumesFromACheckpoint) {
 TEST_F(AttachedLoaderTest, FetchReadsGivenKeys) {
   auto l = Loader::Open(BaseOptions("att"));
   ASSERT_TRUE(l.ok());
-  const std::vector<SampleKey> keys = {MakeKey(0, 399), MakeKey(0, 0), MakeKey(0, 200)};
+  const std::vector<SampleKey> keys = {data_->payload.rbegin()->first, data_->payload.begin()->first,
+                                       std::next(data_->payload.begin(), 200)->first};
   auto b = (*l)->Fetch(keys);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   ASSERT_EQ((*b)->size(), 3u);
@@ -259,11 +249,13 @@ TEST(AttachedLoaderErrors, ADeletedRowIsNamedOrSkipped) {
   WriteForeignTable(*s, t);
   SyntheticDataset d = Attach(*s, ks, "att_del", t, LabelKind::kClass);
   // A foreign row deleted after the snapshot, and a snapshot row lost.
-  const SampleKey gone = MakeKey(0, 17), lost = MakeKey(0, 33);
+  ASSERT_EQ(d.payload.size(), 60u);
+  const int32_t seg = KeySegment(d.payload.begin()->first);
+  const SampleKey gone = MakeKey(seg, 17), lost = MakeKey(seg, 33);
   Uuid u;
   std::copy(d.path.at(gone).begin(), d.path.at(gone).end(), u.bytes.begin());
   testing::MustRun(*s, fmt::format("DELETE FROM {} WHERE id = {}", t.table, u.ToString()));
-  testing::MustRun(*s, fmt::format("DELETE FROM {}.k_att_del WHERE seg = 0 AND idx = 33", ks));
+  testing::MustRun(*s, fmt::format("DELETE FROM {}.k_att_del WHERE seg = {} AND idx = 33", ks, seg));
   {
     LoaderOptions o = BaseOptions("att_del");
     o.batch_size = 10;
@@ -272,8 +264,9 @@ TEST(AttachedLoaderErrors, ADeletedRowIsNamedOrSkipped) {
     auto l = Loader::Open(o);
     ASSERT_TRUE(l.ok());
     auto [err, got] = Drain(**l);
-    EXPECT_TRUE(err.find("0:17") != std::string::npos || err.find("0:33") != std::string::npos) << err;
-    if (err.find("0:17") != std::string::npos) {
+    EXPECT_TRUE(err.find(FormatKey(gone)) != std::string::npos || err.find(FormatKey(lost)) != std::string::npos)
+        << err;
+    if (err.find(FormatKey(gone)) != std::string::npos) {
       EXPECT_NE(err.find(t.table), std::string::npos) << "the error should name the table: " << err;
       EXPECT_NE(err.find(u.ToString()), std::string::npos) << "the error should name the key: " << err;
     }
@@ -300,7 +293,7 @@ TEST(AttachedLoaderErrors, ADeletedRowIsNamedOrSkipped) {
     ASSERT_TRUE(l.ok());
     auto b = (*l)->Fetch({lost});
     ASSERT_FALSE(b.ok());
-    EXPECT_NE(b.status().message().find("0:33"), std::string::npos) << b.status().ToString();
+    EXPECT_NE(b.status().message().find(FormatKey(lost)), std::string::npos) << b.status().ToString();
     EXPECT_NE(b.status().message().find("k_att_del"), std::string::npos) << b.status().ToString();
   }
   s->Close();
