@@ -207,6 +207,12 @@ Status EncodeCellNatural(const Value& v, std::vector<uint8_t>* out);
 // the expected and actual sizes.
 StatusOr<Value> DecodeCell(const DataType& type, std::span<const uint8_t> cell);
 
+// The value of an int cell (exactly 4 bytes) or a bigint cell (exactly 8
+// bytes), or nullopt when the cell has another width: for readers of
+// fixed-size cells that arrive as bytes (a CellSink), without a Value.
+std::optional<int32_t> DecodeIntCell(std::span<const uint8_t> cell);
+std::optional<int64_t> DecodeBigintCell(std::span<const uint8_t> cell);
+
 }  // namespace cqlstream
 
 #endif  // CQLSTREAM_VALUE_H_

@@ -29,7 +29,6 @@ using testing::RecordingSink;
 using testing::ResponseFrame;
 using testing::RowsBody;
 using testing::Str;
-using testing::ToHex;
 
 // ---------------------------------------------------------------------------
 // Sink errors stay inside their frame

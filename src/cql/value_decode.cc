@@ -15,13 +15,9 @@
 
 namespace cqlstream {
 
-using cql::LoadU16;
 using cql::LoadU32;
 using cql::LoadU64;
-using cql::StoreU32;
-using cql::StoreU64;
 using value_internal::FixedSize;
-using value_internal::KindName;
 
 // ---------------------------------------------------------------------------
 // Decoding
@@ -134,6 +130,16 @@ StatusOr<Value> DecodeImpl(const DataType& type, std::span<const uint8_t> c, int
 
 StatusOr<Value> DecodeCell(const DataType& type, std::span<const uint8_t> cell) {
   return DecodeImpl(type, cell, 0);
+}
+
+std::optional<int32_t> DecodeIntCell(std::span<const uint8_t> cell) {
+  if (cell.size() != 4) return std::nullopt;
+  return static_cast<int32_t>(LoadU32(cell.data()));
+}
+
+std::optional<int64_t> DecodeBigintCell(std::span<const uint8_t> cell) {
+  if (cell.size() != 8) return std::nullopt;
+  return static_cast<int64_t>(LoadU64(cell.data()));
 }
 
 }  // namespace cqlstream

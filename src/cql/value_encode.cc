@@ -14,9 +14,6 @@
 
 namespace cqlstream {
 
-using cql::LoadU16;
-using cql::LoadU32;
-using cql::LoadU64;
 using cql::StoreU32;
 using cql::StoreU64;
 using value_internal::FixedSize;

@@ -371,5 +371,17 @@ TEST(ValueEquality, ComparesDeeply) {
   EXPECT_NE(Value::Blob(Hex("01")), Value::Blob(Hex("0102")));
 }
 
+TEST(Value, FixedWidthCellsDecodeWithoutAValue) {
+  EXPECT_EQ(DecodeIntCell(Hex("ffffff85")), -123);
+  EXPECT_EQ(DecodeIntCell(Hex("00000007")), 7);
+  EXPECT_EQ(DecodeBigintCell(Hex("00000001 00000002")), (int64_t{1} << 32) + 2);
+  EXPECT_EQ(DecodeBigintCell(Hex("ffffffff ffffffff")), -1);
+  // Any other width is no value (empty, short, long).
+  EXPECT_EQ(DecodeIntCell(Hex("")), std::nullopt);
+  EXPECT_EQ(DecodeIntCell(Hex("000001")), std::nullopt);
+  EXPECT_EQ(DecodeIntCell(Hex("00000000 00000001")), std::nullopt);
+  EXPECT_EQ(DecodeBigintCell(Hex("00000001")), std::nullopt);
+}
+
 }  // namespace
 }  // namespace cqlstream

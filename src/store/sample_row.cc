@@ -7,7 +7,6 @@
 #include <cstring>
 #include <utility>
 
-#include "cql/wire.h"
 #include "cqlstream/value.h"
 
 namespace cqlstream::store {
@@ -29,7 +28,7 @@ void SampleRowCells::OnCell(int32_t row, int32_t col, std::optional<std::span<co
   if (col == kColSeg || col == kColIdx) {
     // Every row (page) must belong to the sample that was asked for.
     const int32_t want = col == kColSeg ? KeySegment(key_) : KeyIndex(key_);
-    if (!data || data->size() != 4 || static_cast<int32_t>(cql::LoadU32(data->data())) != want) {
+    if (!data || DecodeIntCell(*data) != want) {
       key_mismatch_ = true;
     }
     return;
@@ -47,21 +46,21 @@ void SampleRowCells::OnCell(int32_t row, int32_t col, std::optional<std::span<co
   switch (col) {
     case kColSize:
       if (fixed("size", 8)) {
-        statics_.size = static_cast<int64_t>(cql::LoadU64(data->data()));
+        statics_.size = *DecodeBigintCell(*data);
         statics_.present = true;
       }
       break;
     case kColImageSize:
-      if (fixed("image_size", 8)) statics_.image_size = static_cast<int64_t>(cql::LoadU64(data->data()));
+      if (fixed("image_size", 8)) statics_.image_size = *DecodeBigintCell(*data);
       break;
     case kColChecksum:
       if (fixed("checksum", 8)) {
-        statics_.checksum = static_cast<int64_t>(cql::LoadU64(data->data()));
+        statics_.checksum = *DecodeBigintCell(*data);
         statics_.checksum_present = true;
       }
       break;
     case kColLabel:
-      if (fixed("label", 4)) statics_.label = static_cast<int32_t>(cql::LoadU32(data->data()));
+      if (fixed("label", 4)) statics_.label = *DecodeIntCell(*data);
       break;
     case kColLabels:
       if (data) {
