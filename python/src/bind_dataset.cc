@@ -1,14 +1,15 @@
 // Copyright (c) cqlstream authors.
 //
-// Bindings of a dataset's catalog and metadata (store/catalog, store/scan)
-// and of selection files (cqlstream::Selection) for cqlstream.Dataset and
+// Bindings of a dataset's catalog and metadata (store::DatasetView) and of
+// selection files (cqlstream::Selection) for cqlstream.Dataset and
 // cqlstream.Selection. Every call that does I/O (connecting, reading the
 // catalog, scanning the metadata, reading or writing a file) releases the
 // GIL; Python objects are built after it is taken back. Errors become the
 // cqlstream.errors exceptions, as in bindings.cc.
 //
-// Thread-safety: a DatasetHandle holds one session, which is thread-safe;
-// the handle's own fields are written only by its constructor.
+// Thread-safety: a DatasetHandle holds one DatasetView, which is
+// thread-safe; the handle's pointer to it is read and written with the GIL
+// held.
 #include "bind_dataset.h"
 
 #include "status_error.h"
@@ -16,7 +17,6 @@
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
-#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -28,10 +28,7 @@
 
 #include "cqlstream/dataset.h"
 #include "loader/option_kit.h"
-#include "net/session.h"
-#include "store/catalog.h"
-#include "store/scan.h"
-#include "util/mutex.h"
+#include "store/dataset_view.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -58,108 +55,62 @@ struct MetaColumns {
 class DatasetHandle {
  public:
   explicit DatasetHandle(const DatasetArgs& a) {
-    StatusOr<DatasetInfo> info = Status::Internal("not loaded");
+    StatusOr<std::unique_ptr<store::DatasetView>> view = Status::Internal("not opened");
     {
-      // The handle is not visible to Python yet: Open may set session_ without the GIL.
       nb::gil_scoped_release release;
-      info = Open(a);
+      view = Open(a);
     }
-    if (!info.ok()) {
-      Close();  // a session opened for a dataset that is not there
-      Check(info.status());
-    }
-    info_ = std::move(info).value();
+    view_ = Unwrap(std::move(view));
   }
   ~DatasetHandle() { Close(); }
 
-  // session_ is read and written only with the GIL held; I/O runs on a
-  // copy of the pointer, so a close() from another thread never frees a
-  // session that a scan is using.
+  // closed_ is read and written only with the GIL held. The view lives as
+  // long as the handle, so a close() from another thread never frees what a
+  // scan uses (the scan fails with the closed session's error).
   void Close() {
-    std::shared_ptr<net::Session> s = std::move(session_);
-    session_.reset();
-    if (s) {
-      nb::gil_scoped_release release;
-      s->Close();
-    }
+    if (closed_ || !view_) return;
+    closed_ = true;
+    nb::gil_scoped_release release;
+    view_->Close();
   }
-  const DatasetInfo& info() const { return info_; }
+  const DatasetInfo& info() const { return view_->info(); }
 
-  // Keys of the committed samples of `split`, ascending (no I/O: from the catalog).
   std::vector<uint64_t> SplitKeys(const std::string& split) const {
-    std::vector<uint64_t> out;
-    out.reserve(static_cast<size_t>(info_.Count(split)));
-    for (const auto& g : info_.SplitSegments(split)) {
-      for (int64_t i = 0; i < g.count; ++i) out.push_back(MakeKey(g.seg, static_cast<int32_t>(i)));
-    }
-    return out;
+    std::vector<SampleKey> keys = view_->SplitKeys(split);
+    return {keys.begin(), keys.end()};
   }
 
   // The metadata of `split` (every split when empty), ascending key.
   MetaColumns Metadata(const std::optional<std::string>& split, int concurrency) {
-    std::shared_ptr<net::Session> session = session_;
-    if (!session) Check(Status::InvalidArgument("this Dataset is closed"));
-    if (concurrency < 1 || concurrency > 1024) Check(Status::InvalidArgument("concurrency must be in [1, 1024]"));
-    MetaColumns cols;
-    Status st;
+    if (closed_) Check(Status::InvalidArgument("this Dataset is closed"));
+    StatusOr<std::vector<store::DatasetView::Row>> rows = Status::Internal("not scanned");
     {
       nb::gil_scoped_release release;
-      st = Scan(*session, split, concurrency, &cols);
+      rows = view_->Metadata(split, concurrency);
     }
-    Check(st);
+    MetaColumns cols;
+    for (auto& r : Unwrap(std::move(rows))) {
+      cols.keys.push_back(r.meta.key);
+      cols.splits.push_back(std::move(r.split));
+      cols.paths.push_back(std::move(r.meta.path));
+      cols.labels.push_back(r.meta.label);
+      cols.multilabels.push_back(std::move(r.meta.labels));
+      cols.sizes.push_back(r.meta.image_size > 0 ? r.meta.image_size : r.meta.size);
+      cols.extra.push_back(std::move(r.meta.extra));
+    }
     return cols;
   }
 
  private:
-  StatusOr<DatasetInfo> Open(const DatasetArgs& a) {
+  static StatusOr<std::unique_ptr<store::DatasetView>> Open(const DatasetArgs& a) {
     CQLS_RETURN_IF_ERROR(ValidateDatasetName(a.dataset));
     CQLS_ASSIGN_OR_RETURN(const loader::ResolvedOptions kit,
                           loader::ResolveOptions(a, loader::OptionSpelling::kKeyword));
-    net::SessionOptions so;
-    so.watch_events = false;
-    CQLS_ASSIGN_OR_RETURN(session_, net::Session::Connect(kit.connection, so));
-    return store::LoadDataset(*session_, kit.connection.keyspace, a.dataset);
+    return store::DatasetView::Open(kit.connection, a.dataset);
   }
 
-  Status Scan(net::Session& session, const std::optional<std::string>& split, int concurrency, MetaColumns* cols) {
-    std::vector<SegmentInfo> segs;
-    std::map<int32_t, std::string> split_of;
-    for (const auto& g : info_.segments) {
-      if ((!split || g.split == *split) && g.count > 0) segs.push_back(g);
-      split_of[g.seg] = g.split;
-    }
-    if (split && info_.Count(*split) == 0) {
-      bool known = false;
-      for (const auto& g : info_.segments) known = known || g.split == *split;
-      if (!known) {
-        std::string have;
-        for (const auto& sp : info_.splits()) have += (have.empty() ? "" : ", ") + sp;
-        return Status::NotFound("dataset '" + info_.name + "' has no split '" + *split + "' (splits: " + have + ")");
-      }
-    }
-    std::vector<store::MetaRow> rows;
-    Mutex mu;
-    CQLS_RETURN_IF_ERROR(store::ScanMeta(session, info_, segs, concurrency,
-                                         [&](const store::BlockRef&, std::vector<store::MetaRow>& block) {
-                                           MutexLock l(&mu);
-                                           for (auto& r : block) rows.push_back(std::move(r));
-                                           return Status::OK();
-                                         }));
-    std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.key < y.key; });
-    for (auto& r : rows) {
-      cols->keys.push_back(r.key);
-      cols->splits.push_back(split_of[KeySegment(r.key)]);
-      cols->paths.push_back(std::move(r.path));
-      cols->labels.push_back(r.label);
-      cols->multilabels.push_back(std::move(r.labels));
-      cols->sizes.push_back(r.image_size > 0 ? r.image_size : r.size);
-      cols->extra.push_back(std::move(r.extra));
-    }
-    return Status::OK();
-  }
-
-  std::shared_ptr<net::Session> session_;
-  DatasetInfo info_;
+  std::unique_ptr<store::DatasetView> view_;  // set by the constructor, never reset
+  bool closed_ = false;
 };
 
 // Writes a selection file (cqlstream::Selection::Save); keys in their order.

@@ -1,0 +1,73 @@
+// Copyright (c) cqlstream authors.
+#include "store/dataset_view.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "net/session.h"
+#include "store/catalog.h"
+#include "util/mutex.h"
+
+namespace cqlstream::store {
+
+StatusOr<std::unique_ptr<DatasetView>> DatasetView::Open(const ConnectionOptions& connection,
+                                                         const std::string& dataset) {
+  CQLS_RETURN_IF_ERROR(ValidateDatasetName(dataset));
+  net::SessionOptions so;
+  so.watch_events = false;
+  CQLS_ASSIGN_OR_RETURN(std::shared_ptr<net::Session> session, net::Session::Connect(connection, so));
+  auto info = LoadDataset(*session, connection.keyspace, dataset);
+  if (!info.ok()) {
+    session->Close();  // a session opened for a dataset that is not there
+    return info.status();
+  }
+  return std::unique_ptr<DatasetView>(new DatasetView(std::move(session), std::move(info).value()));
+}
+
+DatasetView::DatasetView(std::shared_ptr<net::Session> session, DatasetInfo info)
+    : session_(std::move(session)), info_(std::move(info)) {}
+
+DatasetView::~DatasetView() { Close(); }
+
+void DatasetView::Close() { session_->Close(); }
+
+std::vector<SampleKey> DatasetView::SplitKeys(const std::string& split) const {
+  std::vector<SampleKey> out;
+  out.reserve(static_cast<size_t>(info_.Count(split)));
+  for (const auto& g : info_.SplitSegments(split)) {
+    for (int64_t i = 0; i < g.count; ++i) out.push_back(MakeKey(g.seg, static_cast<int32_t>(i)));
+  }
+  return out;
+}
+
+StatusOr<std::vector<DatasetView::Row>> DatasetView::Metadata(const std::optional<std::string>& split,
+                                                              int concurrency) const {
+  if (concurrency < 1 || concurrency > 1024) return Status::InvalidArgument("concurrency must be in [1, 1024]");
+  std::vector<SegmentInfo> segs;
+  std::map<int32_t, std::string> split_of;
+  bool known = !split;
+  for (const auto& g : info_.segments) {
+    if ((!split || g.split == *split) && g.count > 0) segs.push_back(g);
+    split_of[g.seg] = g.split;
+    known = known || g.split == *split;
+  }
+  if (!known) {
+    std::string have;
+    for (const auto& sp : info_.splits()) have += (have.empty() ? "" : ", ") + sp;
+    return Status::NotFound("dataset '" + info_.name + "' has no split '" + *split + "' (splits: " + have + ")");
+  }
+  std::vector<Row> rows;
+  Mutex mu;
+  CQLS_RETURN_IF_ERROR(ScanMeta(*session_, info_, segs, concurrency,
+                                [&](const BlockRef&, std::vector<MetaRow>& block) {
+                                  MutexLock l(&mu);
+                                  for (auto& r : block) rows.push_back(Row{std::move(r), {}});
+                                  return Status::OK();
+                                }));
+  std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return x.meta.key < y.meta.key; });
+  for (auto& r : rows) r.split = split_of[KeySegment(r.meta.key)];
+  return rows;
+}
+
+}  // namespace cqlstream::store

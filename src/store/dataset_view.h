@@ -1,0 +1,71 @@
+// Copyright (c) cqlstream authors.
+//
+// DatasetView: one dataset's catalog entry and metadata for a library user
+// that is not the loader (the Python cqlstream.Dataset): it connects, loads
+// the catalog row, lists a split's keys and scans the metadata table. The
+// caller needs neither the session nor the layout's tables.
+//
+// Ownership: the view owns its session; Close() (or the destructor) closes
+// it. The DatasetInfo is read once by Open and never changes.
+//
+// Thread-safety: all methods may be called from any thread; Close() while a
+// Metadata() runs on another thread makes that scan fail with the session's
+// error, it does not free what the scan uses.
+#ifndef CQLSTREAM_STORE_DATASET_VIEW_H_
+#define CQLSTREAM_STORE_DATASET_VIEW_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cqlstream/dataset.h"
+#include "cqlstream/options.h"
+#include "cqlstream/status.h"
+#include "store/scan.h"
+
+namespace cqlstream::net {
+class Session;
+}  // namespace cqlstream::net
+
+namespace cqlstream::store {
+
+class DatasetView {
+ public:
+  // One metadata row and the split of its segment.
+  struct Row {
+    MetaRow meta;
+    std::string split;
+  };
+
+  // Connects (no event watching) and loads the catalog entry of `dataset`
+  // in connection.keyspace; NotFound when there is none.
+  static StatusOr<std::unique_ptr<DatasetView>> Open(const ConnectionOptions& connection, const std::string& dataset);
+
+  ~DatasetView();
+  DatasetView(const DatasetView&) = delete;
+  DatasetView& operator=(const DatasetView&) = delete;
+
+  const DatasetInfo& info() const { return info_; }
+
+  // Keys of the committed samples of `split`, ascending (from the catalog, no I/O).
+  std::vector<SampleKey> SplitKeys(const std::string& split) const;
+
+  // The metadata rows of `split` (every split when nullopt), ascending key,
+  // read `concurrency` blocks at a time. NotFound names the splits when
+  // `split` is not one of the dataset's.
+  StatusOr<std::vector<Row>> Metadata(const std::optional<std::string>& split, int concurrency) const;
+
+  // Closes the session (idempotent).
+  void Close();
+
+ private:
+  DatasetView(std::shared_ptr<net::Session> session, DatasetInfo info);
+
+  const std::shared_ptr<net::Session> session_;
+  const DatasetInfo info_;
+};
+
+}  // namespace cqlstream::store
+
+#endif  // CQLSTREAM_STORE_DATASET_VIEW_H_
