@@ -16,6 +16,8 @@ import socket
 import struct
 import threading
 
+from tcp_pump import pump
+
 MAX_RECORD = 16384 + 5
 
 
@@ -130,21 +132,5 @@ class SniProxy:
         client.settimeout(None)
         upstream.settimeout(None)
         upstream.sendall(hello)
-        threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
-        self._pump(client, upstream)
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
+        pump(client, upstream)

@@ -13,6 +13,7 @@ import pytest
 
 import cqlstream
 from cqlstream import _core
+from tcp_pump import pump, shut_down
 
 
 def read_epoch(loader) -> list:
@@ -163,32 +164,19 @@ class SlowProxy:
                 return
             server = socket.create_connection(self.target)
             self._socks += [client, server]
-            threading.Thread(target=self._pump, args=(client, server, 0.0), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, self.delay), daemon=True).start()
+            threading.Thread(target=pump, args=(client, server, 1 << 20), daemon=True).start()
+            threading.Thread(target=pump, args=(server, client, 1 << 20, self._hold if self.delay else None),
+                             daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket, delay: float):
-        try:
-            while data := src.recv(1 << 20):
-                if delay:
-                    time.sleep(delay)
-                    with self._lock:
-                        self.forwarded += len(data)
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def _hold(self, data: bytes):
+        time.sleep(self.delay)
+        with self._lock:
+            self.forwarded += len(data)
 
     def close(self):
         self._listener.close()
+        shut_down(self._socks)
         for s in self._socks:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             s.close()
 
 
