@@ -260,165 +260,138 @@ Status IntegrityCheck(const Settings& s) {
 
 std::string Mbs(double bytes_per_sec) { return fmt::format("{:.1f}", bytes_per_sec / 1e6); }
 
-}  // namespace
-
-static int Main(int argc, char** argv) {
-  CLI::App app{"cqlstream-wan-validate: measures the WAN emulator against its model"};
+// The command line, apart from what goes straight into Settings.
+struct Flags {
   bool quick = false;
   bool timed_rows = false;
   bool copy = false;
   std::vector<double> rtts, rates;
   std::vector<std::string> windows;
   std::vector<int> conns;
-  Settings s;
   std::string sockbuf = "256KiB";
-  app.add_flag("--quick", quick, "CI mode: RTT {0,50} ms, W {1,4} MiB, >= 10 RTTs / 1 s per point (~20 s)");
-  app.add_flag("--timed-rows,!--no-timed-rows", timed_rows,
+};
+
+void AddFlags(CLI::App& app, Flags* f, Settings* s) {
+  app.add_flag("--quick", f->quick, "CI mode: RTT {0,50} ms, W {1,4} MiB, >= 10 RTTs / 1 s per point (~20 s)");
+  app.add_flag("--timed-rows,!--no-timed-rows", f->timed_rows,
                "also measure the timed path at zero delay: the machine's ceiling for delayed points "
                "(default: on, off with --quick)");
-  app.add_flag("--copy", copy, "run the proxy on its copy path instead of splice(2)");
-  app.add_option("--rt-priority", s.rt_priority, "proxy SCHED_FIFO priority (0 = normal)")
+  app.add_flag("--copy", f->copy, "run the proxy on its copy path instead of splice(2)");
+  app.add_option("--rt-priority", s->rt_priority, "proxy SCHED_FIFO priority (0 = normal)")
       ->check(CLI::Range(0, 99))
       ->capture_default_str();
-  app.add_option("--endpoint-nice", s.endpoint_nice,
+  app.add_option("--endpoint-nice", s->endpoint_nice,
                  "nice value of the source and sink threads, best effort (validates the emulator, "
                  "not the machine's scheduler)")
       ->check(CLI::Range(-20, 19))
       ->capture_default_str();
-  app.add_option("--rtt-ms", rtts, "RTTs to test (default 0 10 50 100 200)");
-  app.add_option("--window", windows, "windows to test (default 1MiB 4MiB 16MiB)");
-  app.add_option("--rate-mbit", rates, "rate caps to test, 0 = uncapped (default 0 1000)");
-  app.add_option("--conns", conns, "parallel connections to test (default 1 4)");
-  app.add_option("--proxy-threads", s.proxy_threads, "proxy I/O threads")->capture_default_str();
-  app.add_option("--sockbuf", sockbuf, "proxy SO_RCVBUF/SO_SNDBUF")->capture_default_str();
-  app.add_option("--tolerance", s.tolerance, "allowed relative error of window/rate-limited points")
+  app.add_option("--rtt-ms", f->rtts, "RTTs to test (default 0 10 50 100 200)");
+  app.add_option("--window", f->windows, "windows to test (default 1MiB 4MiB 16MiB)");
+  app.add_option("--rate-mbit", f->rates, "rate caps to test, 0 = uncapped (default 0 1000)");
+  app.add_option("--conns", f->conns, "parallel connections to test (default 1 4)");
+  app.add_option("--proxy-threads", s->proxy_threads, "proxy I/O threads")->capture_default_str();
+  app.add_option("--sockbuf", f->sockbuf, "proxy SO_RCVBUF/SO_SNDBUF")->capture_default_str();
+  app.add_option("--tolerance", s->tolerance, "allowed relative error of window/rate-limited points")
       ->capture_default_str();
-  app.add_option("--cpu-tolerance", s.cpu_tolerance,
+  app.add_option("--cpu-tolerance", s->cpu_tolerance,
                  "allowed relative error of CPU-bound points (zero delay vs direct, 'machine' "
                  "limit); negative: report only (default 0.10, --quick: report only)");
-  app.add_option("--retries", s.retries, "re-measure a point that misses this many times")
+  app.add_option("--retries", s->retries, "re-measure a point that misses this many times")
       ->capture_default_str();
-  app.add_option("--min-seconds", s.min_seconds, "shortest measurement per point");
-  app.add_option("--min-rtts", s.min_rtts, "fewest RTTs measured per point");
-  CLI11_PARSE(app, argc, argv);
-  ::signal(SIGPIPE, SIG_IGN);
+  app.add_option("--min-seconds", s->min_seconds, "shortest measurement per point");
+  app.add_option("--min-rtts", s->min_rtts, "fewest RTTs measured per point");
+}
 
-  if (quick) {
-    if (rtts.empty()) rtts = {0, 50};
-    if (windows.empty()) windows = {"1MiB", "4MiB"};
-    if (app.count("--min-seconds") == 0) s.min_seconds = 1.0;
-    if (app.count("--min-rtts") == 0) s.min_rtts = 10;
-    s.warmup_seconds = 0.3;
-    s.warmup_rtts = 3;
-    s.min_pairs = 2;
-    if (app.count("--cpu-tolerance") == 0) s.cpu_tolerance = -1;
+// The defaults that depend on --quick, and the lists left empty.
+void ApplyDefaults(const CLI::App& app, Flags* f, Settings* s) {
+  if (f->quick) {
+    if (f->rtts.empty()) f->rtts = {0, 50};
+    if (f->windows.empty()) f->windows = {"1MiB", "4MiB"};
+    if (app.count("--min-seconds") == 0) s->min_seconds = 1.0;
+    if (app.count("--min-rtts") == 0) s->min_rtts = 10;
+    s->warmup_seconds = 0.3;
+    s->warmup_rtts = 3;
+    s->min_pairs = 2;
+    if (app.count("--cpu-tolerance") == 0) s->cpu_tolerance = -1;
   }
-  if (app.count("--timed-rows") == 0 && app.count("--no-timed-rows") == 0) timed_rows = !quick;
-  s.zero_copy = !copy;
-  if (rtts.empty()) rtts = {0, 10, 50, 100, 200};
-  if (windows.empty()) windows = {"1MiB", "4MiB", "16MiB"};
-  if (rates.empty()) rates = {0, 1000};
-  if (conns.empty()) conns = {1, 4};
-  std::vector<uint64_t> wins;
-  for (const auto& w : windows) {
-    auto v = cqlstream::wan::ParseByteSize(w);
-    if (!v.ok() || *v == 0) {
-      fmt::print(stderr, "bad --window '{}'\n", w);
-      return 2;
-    }
-    wins.push_back(*v);
-  }
-  auto sb = cqlstream::wan::ParseByteSize(sockbuf);
-  if (!sb.ok() || *sb > (1u << 30)) {
-    fmt::print(stderr, "bad --sockbuf\n");
-    return 2;
-  }
-  s.sockbuf = static_cast<int>(*sb);
+  if (app.count("--timed-rows") == 0 && app.count("--no-timed-rows") == 0) f->timed_rows = !f->quick;
+  s->zero_copy = !f->copy;
+  if (f->rtts.empty()) f->rtts = {0, 10, 50, 100, 200};
+  if (f->windows.empty()) f->windows = {"1MiB", "4MiB", "16MiB"};
+  if (f->rates.empty()) f->rates = {0, 1000};
+  if (f->conns.empty()) f->conns = {1, 4};
+}
 
-  const auto started = std::chrono::steady_clock::now();
-  double load[3] = {0, 0, 0};
-  (void)getloadavg(load, 3);
-  fmt::print("# cqlstream-wan-validate ({}; proxy: {}, threads {}, sockbuf {}, SCHED_FIFO {}; endpoints "
-             "nice {}; tolerance {:.0f}%, CPU-bound points {}; {} cores, load average {:.1f})\n\n",
-             quick ? "quick" : "full", s.zero_copy ? "splice" : "copy", s.proxy_threads,
-             cqlstream::wan::FormatBytes(s.sockbuf), s.rt_priority, s.endpoint_nice, s.tolerance * 100,
-             s.cpu_tolerance < 0 ? std::string("report only") : fmt::format("{:.0f}%", s.cpu_tolerance * 100),
-             std::thread::hardware_concurrency(), load[0]);
-  std::fflush(stdout);
-
-  Status integrity = IntegrityCheck(s);
-  fmt::print("integrity (2 x 48 MiB, D 3 ms, jitter 5 ms, W 2 MiB, 4 Gbit/s): {}\n\n",
-             integrity.ok() ? "OK" : integrity.ToString());
-  bool all_ok = integrity.ok();
-
-  auto src = BulkSource::Start(0, s.endpoint_nice);
-  if (!src.ok()) {
-    fmt::print(stderr, "{}\n", src.status().ToString());
-    return 2;
-  }
-  const uint16_t source_port = (*src)->port();
-
+// The points to measure, in order.
+std::vector<Point> PlanPoints(const Flags& f, const std::vector<uint64_t>& wins) {
   std::vector<Point> points;
   // Standalone direct rows for reference (the checked comparison at zero
   // delay interleaves its own direct slices); --quick skips them.
-  if (!quick) {
-    for (int n : conns) points.push_back(Point{.rtt_ms = 0, .conns = n, .direct = true});
+  if (!f.quick) {
+    for (int n : f.conns) points.push_back(Point{.rtt_ms = 0, .conns = n, .direct = true});
   }
-  for (double rtt : rtts) {
+  for (double rtt : f.rtts) {
     for (uint64_t w : wins) {
-      for (double rate : rates) {
-        for (int n : conns) {
+      for (double rate : f.rates) {
+        for (int n : f.conns) {
           // --quick: the untimed zero-delay pass-through buffers min(W, 1 MiB)
           // whatever W is; one window is enough there.
-          if (quick && rtt == 0 && rate == 0 && w != wins.front()) continue;
+          if (f.quick && rtt == 0 && rate == 0 && w != wins.front()) continue;
           points.push_back(Point{.rtt_ms = rtt, .window = w, .rate_mbit = rate, .conns = n});
-          if (rtt == 0 && rate == 0 && timed_rows) {
+          if (rtt == 0 && rate == 0 && f.timed_rows) {
             points.push_back(Point{.rtt_ms = 0, .window = w, .rate_mbit = 0, .conns = n, .timed_path = true});
           }
         }
       }
     }
   }
+  return points;
+}
 
-  std::map<std::pair<int, uint64_t>, double> capacity;  // (conns, W) -> B/s at RTT 0 through the proxy
-  fmt::print("| RTT ms | W | rate Mbit/s | conns | expected MB/s | limit | measured MB/s | error | proxy CPU s/GB | result |\n");
-  fmt::print("|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n");
+void PrintHeader(const Flags& f, const Settings& s) {
+  double load[3] = {0, 0, 0};
+  (void)getloadavg(load, 3);
+  fmt::print("# cqlstream-wan-validate ({}; proxy: {}, threads {}, sockbuf {}, SCHED_FIFO {}; endpoints "
+             "nice {}; tolerance {:.0f}%, CPU-bound points {}; {} cores, load average {:.1f})\n\n",
+             f.quick ? "quick" : "full", s.zero_copy ? "splice" : "copy", s.proxy_threads,
+             cqlstream::wan::FormatBytes(s.sockbuf), s.rt_priority, s.endpoint_nice, s.tolerance * 100,
+             s.cpu_tolerance < 0 ? std::string("report only") : fmt::format("{:.0f}%", s.cpu_tolerance * 100),
+             std::thread::hardware_concurrency(), load[0]);
   std::fflush(stdout);
-  for (Point& p : points) {
-    // A point that misses is measured again (--retries): a load spike on a
-    // shared machine passes, a systematic error fails every time.
-    double err = 0;
-    int attempt = 0;
-    for (;; ++attempt) {
-      auto r = RunPoint(s, source_port, p);
-      if (!r.ok()) {
-        fmt::print(stderr, "point RTT {} W {} rate {} n {}: {}\n", p.rtt_ms, p.window, p.rate_mbit,
-                   p.conns, r.status().ToString());
-        return 2;
-      }
-      Classify(p, capacity);
-      err = p.expected > 0 ? (p.measured - p.expected) / p.expected : 0;
-      const bool cpu_bound = p.limit == "direct" || p.limit == "machine";
-      if (cpu_bound && s.cpu_tolerance < 0) p.checked = false;
-      p.ok = !p.checked || std::fabs(err) <= (cpu_bound ? s.cpu_tolerance : s.tolerance);
-      if (p.ok || attempt >= s.retries) break;
-    }
-    all_ok = all_ok && p.ok;
-    const double gb = p.measured * p.seconds / 1e9;
-    fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", p.rtt_ms,
-               p.direct ? std::string("-") : cqlstream::wan::FormatBytes(p.window),
-               p.direct ? std::string("-") : (p.rate_mbit > 0 ? fmt::format("{}", p.rate_mbit) : std::string("0")),
-               p.conns, Mbs(p.expected), p.direct ? "direct (no proxy)" : p.limit, Mbs(p.measured),
-               p.checked ? fmt::format("{:+.1f}%", err * 100) : std::string("-"),
-               p.direct ? std::string("-") : fmt::format("{:.2f}", gb > 0 ? p.proxy_cpu / gb : 0.0),
-               p.checked ? fmt::format("{}{}", p.ok ? "ok" : "FAIL",
-                                       attempt > 0 ? fmt::format(" (try {})", attempt + 1) : "")
-                         : std::string("info"));
-    std::fflush(stdout);
-  }
+}
 
-  // Zero-delay overhead: the proxy against a direct connection, measured in
-  // alternating slices.
+// Measures `p`, again while it misses (--retries: a load spike on a shared
+// machine passes, a systematic error fails every time); *err and *attempt
+// as of the last try.
+Status MeasurePoint(const Settings& s, uint16_t source_port, Point& p,
+                    std::map<std::pair<int, uint64_t>, double>& capacity, double* err, int* attempt) {
+  for (*attempt = 0;; ++*attempt) {
+    CQLS_RETURN_IF_ERROR(RunPoint(s, source_port, p).status());
+    Classify(p, capacity);
+    *err = p.expected > 0 ? (p.measured - p.expected) / p.expected : 0;
+    const bool cpu_bound = p.limit == "direct" || p.limit == "machine";
+    if (cpu_bound && s.cpu_tolerance < 0) p.checked = false;
+    p.ok = !p.checked || std::fabs(*err) <= (cpu_bound ? s.cpu_tolerance : s.tolerance);
+    if (p.ok || *attempt >= s.retries) return Status::OK();
+  }
+}
+
+void PrintPointRow(const Point& p, double err, int attempt) {
+  const double gb = p.measured * p.seconds / 1e9;
+  fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", p.rtt_ms,
+             p.direct ? std::string("-") : cqlstream::wan::FormatBytes(p.window),
+             p.direct ? std::string("-") : (p.rate_mbit > 0 ? fmt::format("{}", p.rate_mbit) : std::string("0")),
+             p.conns, Mbs(p.expected), p.direct ? "direct (no proxy)" : p.limit, Mbs(p.measured),
+             p.checked ? fmt::format("{:+.1f}%", err * 100) : std::string("-"),
+             p.direct ? std::string("-") : fmt::format("{:.2f}", gb > 0 ? p.proxy_cpu / gb : 0.0),
+             p.checked ? fmt::format("{}{}", p.ok ? "ok" : "FAIL", attempt > 0 ? fmt::format(" (try {})", attempt + 1) : "")
+                       : std::string("info"));
+  std::fflush(stdout);
+}
+
+// Zero-delay overhead: the proxy against a direct connection, measured in
+// alternating slices.
+void PrintOverhead(const std::vector<Point>& points, const Settings& s) {
   fmt::print("\nZero delay, uncapped: proxy vs direct, alternating {:.1f} s slices "
              "(CPU = whole process: source + sink (+ proxy))\n\n", kSliceMeasure);
   fmt::print("| conns | W | path | direct MB/s | proxied MB/s | ratio | CPU s/GB direct | CPU s/GB proxied | of which proxy |\n");
@@ -432,6 +405,63 @@ static int Main(int argc, char** argv) {
                Mbs(p.direct_ref), Mbs(p.measured), p.measured / p.direct_ref, p.direct_cpu_per_gb,
                p.process_cpu / gb, p.proxy_cpu / gb);
   }
+}
+
+}  // namespace
+
+static int Main(int argc, char** argv) {
+  CLI::App app{"cqlstream-wan-validate: measures the WAN emulator against its model"};
+  Flags f;
+  Settings s;
+  AddFlags(app, &f, &s);
+  CLI11_PARSE(app, argc, argv);
+  ::signal(SIGPIPE, SIG_IGN);
+  ApplyDefaults(app, &f, &s);
+  std::vector<uint64_t> wins;
+  for (const auto& w : f.windows) {
+    auto v = cqlstream::wan::ParseByteSize(w);
+    if (!v.ok() || *v == 0) {
+      fmt::print(stderr, "bad --window '{}'\n", w);
+      return 2;
+    }
+    wins.push_back(*v);
+  }
+  auto sb = cqlstream::wan::ParseByteSize(f.sockbuf);
+  if (!sb.ok() || *sb > (1u << 30)) {
+    fmt::print(stderr, "bad --sockbuf\n");
+    return 2;
+  }
+  s.sockbuf = static_cast<int>(*sb);
+
+  const auto started = std::chrono::steady_clock::now();
+  PrintHeader(f, s);
+  Status integrity = IntegrityCheck(s);
+  fmt::print("integrity (2 x 48 MiB, D 3 ms, jitter 5 ms, W 2 MiB, 4 Gbit/s): {}\n\n",
+             integrity.ok() ? "OK" : integrity.ToString());
+  bool all_ok = integrity.ok();
+
+  auto src = BulkSource::Start(0, s.endpoint_nice);
+  if (!src.ok()) {
+    fmt::print(stderr, "{}\n", src.status().ToString());
+    return 2;
+  }
+  std::vector<Point> points = PlanPoints(f, wins);
+  std::map<std::pair<int, uint64_t>, double> capacity;  // (conns, W) -> B/s at RTT 0 through the proxy
+  fmt::print("| RTT ms | W | rate Mbit/s | conns | expected MB/s | limit | measured MB/s | error | proxy CPU s/GB | result |\n");
+  fmt::print("|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n");
+  std::fflush(stdout);
+  for (Point& p : points) {
+    double err = 0;
+    int attempt = 0;
+    if (Status st = MeasurePoint(s, (*src)->port(), p, capacity, &err, &attempt); !st.ok()) {
+      fmt::print(stderr, "point RTT {} W {} rate {} n {}: {}\n", p.rtt_ms, p.window, p.rate_mbit, p.conns,
+                 st.ToString());
+      return 2;
+    }
+    all_ok = all_ok && p.ok;
+    PrintPointRow(p, err, attempt);
+  }
+  PrintOverhead(points, s);
   (*src)->Stop();
   if (g_realtime_refused) fmt::print("\nwarning: the proxy did not get SCHED_FIFO priority\n");
   fmt::print("\n{} in {:.0f} s\n", all_ok ? "PASS" : "FAIL",
