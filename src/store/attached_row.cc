@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "cql/wire.h"
 #include "store/schema.h"
 
 namespace cqlstream::store {
@@ -134,7 +133,7 @@ std::optional<int32_t> AttachedRow::IntLabel(std::optional<std::span<const uint8
     Fail(fmt::format("its label cell is {} bytes, not an int", data->size()));
     return std::nullopt;
   }
-  return static_cast<int32_t>(cql::LoadU32(data->data()));
+  return DecodeIntCell(*data);
 }
 
 // An int, or a text naming one of the sorted class names.
