@@ -265,38 +265,102 @@ Status Setup(net::Session& s, const Args& a) {
   return Status::OK();
 }
 
+// Splits "a,b,c" at commas, dropping empty items.
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  for (std::stringstream ss(text); ss.good();) {
+    std::string item;
+    std::getline(ss, item, ',');
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+void AddFlags(CLI::App& app, Args* a, std::string* hosts, std::string* levels) {
+  app.add_option("--hosts", *hosts, "Contact points, comma-separated");
+  app.add_option("--port", a->port, "Native port");
+  app.add_option("--keyspace", a->keyspace, "Keyspace (blob mode: of micro_blobs; dataset mode: of the dataset)");
+  app.add_option("--dataset", a->dataset, "Read a cqlstream dataset's data table instead of micro_blobs");
+  app.add_option("--split", a->split, "Split of --dataset (default train)");
+  app.add_option("--concurrency", *levels, "Requests in flight, comma-separated levels");
+  app.add_option("--warmup-s", a->warmup_s, "Warm-up seconds per level");
+  app.add_option("--measure-s", a->measure_s, "Measured seconds per level");
+  app.add_option("--connections", a->connections, "Connections per host (default 2, the loader's initial value)");
+  app.add_option("--io-threads", a->io_threads, "I/O threads (0: the session's default)");
+  app.add_option("--keys", a->keys, "Blob mode: rows");
+  app.add_option("--blob-size", a->blob_size, "Blob mode: bytes per blob");
+  app.add_option("--page-size", a->page_size, "Rows per page (the loader uses 64)");
+  app.add_flag("--setup", a->setup, "Blob mode: create and fill micro_blobs first");
+  app.add_flag("--json", a->json, "One JSON line per level");
+}
+
+// What to read: the keys (shuffled) and the query that reads one.
+struct Workload {
+  std::vector<uint64_t> keys;
+  std::string query;
+};
+
+// The keys and query of the dataset (--dataset) or of micro_blobs (after
+// --setup fills it); false after printing why there is nothing to read.
+bool MakeWorkload(net::Session& s, const Args& a, Workload* w) {
+  if (!a.dataset.empty()) {
+    auto d = store::LoadDataset(s, a.keyspace, a.dataset);
+    if (!d.ok()) {
+      fmt::print(stderr, "dataset: {}\n", d.status().ToString());
+      return false;
+    }
+    for (const auto& g : d->SplitSegments(a.split)) {
+      for (int64_t i = 0; i < g.count; ++i) w->keys.push_back(MakeKey(g.seg, static_cast<int32_t>(i)));
+    }
+    w->query = store::DataReadQuery(*d);
+  } else {
+    if (a.setup) {
+      Status st = Setup(s, a);
+      if (!st.ok()) {
+        fmt::print(stderr, "setup: {}\n", st.ToString());
+        return false;
+      }
+    }
+    for (int k = 0; k < a.keys; ++k) w->keys.push_back(MakeKey(0, k));
+    w->query = fmt::format("SELECT v FROM {}.micro_blobs WHERE k = ?", a.keyspace);
+  }
+  if (w->keys.empty()) {
+    fmt::print(stderr, "no keys to read\n");
+    return false;
+  }
+  std::shuffle(w->keys.begin(), w->keys.end(), std::mt19937_64(7));
+  return true;
+}
+
+// One concurrency level's line (a table row, or JSON).
+void PrintLevel(const Args& a, int c, const Level& r) {
+  const bool dataset = !a.dataset.empty();
+  const double rps = static_cast<double>(r.requests) / r.seconds;
+  const double mbps = static_cast<double>(r.bytes) / 1e6 / r.seconds;
+  const double cpu_gb = r.bytes ? r.cpu / (static_cast<double>(r.bytes) / 1e9) : 0;
+  if (a.json) {
+    fmt::print("{{\"client\": \"cqlstream\", \"mode\": \"{}\", \"concurrency\": {}, \"connections\": {}, "
+               "\"requests_per_s\": {:.1f}, \"mb_per_s\": {:.2f}, \"cpu_s_per_gb\": {:.3f}, \"p50_ms\": {:.3f}, "
+               "\"p99_ms\": {:.3f}, \"requests\": {}, \"errors\": {}, \"seconds\": {:.2f}, \"cpu_s\": {:.3f}, "
+               "\"peak_rss_mb\": {:.1f}}}\n",
+               dataset ? "dataset" : "blobs", c, a.connections, rps, mbps, cpu_gb, r.p50, r.p99, r.requests,
+               r.errors, r.seconds, r.cpu, PeakRssMb());
+  } else {
+    fmt::print("{:>8} {:>10.0f} {:>9.1f} {:>10.3f} {:>9.2f} {:>9.2f} {:>7}\n", c, rps, mbps, cpu_gb, r.p50, r.p99,
+               r.errors);
+  }
+  std::fflush(stdout);
+}
+
 int Main(int argc, char** argv) {
   Args a;
   CLI::App app{"Raw read throughput of cqlstream's CQL client (no loader)"};
   std::string hosts = "127.0.0.1", levels = "1,64,1024,8192";
-  app.add_option("--hosts", hosts, "Contact points, comma-separated");
-  app.add_option("--port", a.port, "Native port");
-  app.add_option("--keyspace", a.keyspace, "Keyspace (blob mode: of micro_blobs; dataset mode: of the dataset)");
-  app.add_option("--dataset", a.dataset, "Read a cqlstream dataset's data table instead of micro_blobs");
-  app.add_option("--split", a.split, "Split of --dataset (default train)");
-  app.add_option("--concurrency", levels, "Requests in flight, comma-separated levels");
-  app.add_option("--warmup-s", a.warmup_s, "Warm-up seconds per level");
-  app.add_option("--measure-s", a.measure_s, "Measured seconds per level");
-  app.add_option("--connections", a.connections, "Connections per host (default 2, the loader's initial value)");
-  app.add_option("--io-threads", a.io_threads, "I/O threads (0: the session's default)");
-  app.add_option("--keys", a.keys, "Blob mode: rows");
-  app.add_option("--blob-size", a.blob_size, "Blob mode: bytes per blob");
-  app.add_option("--page-size", a.page_size, "Rows per page (the loader uses 64)");
-  app.add_flag("--setup", a.setup, "Blob mode: create and fill micro_blobs first");
-  app.add_flag("--json", a.json, "One JSON line per level");
+  AddFlags(app, &a, &hosts, &levels);
   CLI11_PARSE(app, argc, argv);
-  a.hosts.clear();
-  for (std::stringstream ss(hosts); ss.good();) {
-    std::string h;
-    std::getline(ss, h, ',');
-    if (!h.empty()) a.hosts.push_back(h);
-  }
+  a.hosts = SplitCommas(hosts);
   a.concurrency.clear();
-  for (std::stringstream ss(levels); ss.good();) {
-    std::string c;
-    std::getline(ss, c, ',');
-    if (!c.empty()) a.concurrency.push_back(std::stoi(c));
-  }
+  for (const std::string& c : SplitCommas(levels)) a.concurrency.push_back(std::stoi(c));
   // Keep freed blob buffers in the heap (no mmap/munmap per blob, no
   // trimming): the loader recycles its batch buffers the same way.
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
@@ -315,41 +379,15 @@ int Main(int argc, char** argv) {
     fmt::print(stderr, "connect: {}\n", s.status().ToString());
     return 1;
   }
-  std::vector<uint64_t> keys;
-  std::string query;
-  const bool dataset = !a.dataset.empty();
-  if (dataset) {
-    auto d = store::LoadDataset(**s, a.keyspace, a.dataset);
-    if (!d.ok()) {
-      fmt::print(stderr, "dataset: {}\n", d.status().ToString());
-      return 1;
-    }
-    for (const auto& g : d->SplitSegments(a.split)) {
-      for (int64_t i = 0; i < g.count; ++i) keys.push_back(MakeKey(g.seg, static_cast<int32_t>(i)));
-    }
-    query = store::DataReadQuery(*d);
-  } else {
-    if (a.setup) {
-      Status st = Setup(**s, a);
-      if (!st.ok()) {
-        fmt::print(stderr, "setup: {}\n", st.ToString());
-        return 1;
-      }
-    }
-    for (int k = 0; k < a.keys; ++k) keys.push_back(MakeKey(0, k));
-    query = fmt::format("SELECT v FROM {}.micro_blobs WHERE k = ?", a.keyspace);
-  }
-  if (keys.empty()) {
-    fmt::print(stderr, "no keys to read\n");
-    return 1;
-  }
-  std::shuffle(keys.begin(), keys.end(), std::mt19937_64(7));
-  auto p = (*s)->Prepare(query);
+  Workload w;
+  if (!MakeWorkload(**s, a, &w)) return 1;
+  auto p = (*s)->Prepare(w.query);
   if (!p.ok()) {
     fmt::print(stderr, "prepare: {}\n", p.status().ToString());
     return 1;
   }
-  Runner runner(*s, *p, std::move(keys), dataset, a.page_size);
+  const bool dataset = !a.dataset.empty();
+  Runner runner(*s, *p, std::move(w.keys), dataset, a.page_size);
   if (!a.json) {
     fmt::print("client cqlstream, {} {}, {} connection(s) per host\n", dataset ? "dataset" : "blobs",
                dataset ? a.dataset + "/" + a.split : fmt::format("{} x {} B", a.keys, a.blob_size), a.connections);
@@ -364,21 +402,7 @@ int Main(int argc, char** argv) {
       rc = 1;
       break;
     }
-    const double rps = static_cast<double>(r->requests) / r->seconds;
-    const double mbps = static_cast<double>(r->bytes) / 1e6 / r->seconds;
-    const double cpu_gb = r->bytes ? r->cpu / (static_cast<double>(r->bytes) / 1e9) : 0;
-    if (a.json) {
-      fmt::print("{{\"client\": \"cqlstream\", \"mode\": \"{}\", \"concurrency\": {}, \"connections\": {}, "
-                 "\"requests_per_s\": {:.1f}, \"mb_per_s\": {:.2f}, \"cpu_s_per_gb\": {:.3f}, \"p50_ms\": {:.3f}, "
-                 "\"p99_ms\": {:.3f}, \"requests\": {}, \"errors\": {}, \"seconds\": {:.2f}, \"cpu_s\": {:.3f}, "
-                 "\"peak_rss_mb\": {:.1f}}}\n",
-                 dataset ? "dataset" : "blobs", c, a.connections, rps, mbps, cpu_gb, r->p50, r->p99, r->requests,
-                 r->errors, r->seconds, r->cpu, PeakRssMb());
-    } else {
-      fmt::print("{:>8} {:>10.0f} {:>9.1f} {:>10.3f} {:>9.2f} {:>9.2f} {:>7}\n", c, rps, mbps, cpu_gb, r->p50, r->p99,
-                 r->errors);
-    }
-    std::fflush(stdout);
+    PrintLevel(a, c, *r);
   }
   (*s)->Close();
   return rc;
