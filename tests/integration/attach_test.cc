@@ -7,6 +7,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -299,6 +303,61 @@ TEST_F(AttachTest, CliAttachInfoDrop) {
   auto r = S().Execute(net::Statement::Query(fmt::format("SELECT count(*) FROM {}.data_cli", keyspace_)));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->rows()->Get<int64_t>(0, 0).value(), 40);
+}
+
+TEST_F(AttachTest, VerifyExportSelect) {
+  const auto rows = ReferenceTable("data_v", 0, 60, 5);
+  auto [rc, out] = Sh(fmt::format("{} attach --dataset ves --table {}.data_v --key-column id --data-column data "
+                                  "--label-column label {}",
+                                  CliPath(), keyspace_, Common()));
+  ASSERT_EQ(rc, 0) << out;
+  auto [vrc, vout] = Sh(fmt::format("{} verify ves {}", CliPath(), Common()));
+  EXPECT_EQ(vrc, 0) << vout;
+  EXPECT_NE(vout.find("verified 60 of 60 samples"), std::string::npos) << vout;
+  EXPECT_NE(vout.find(": 0 problems"), std::string::npos) << vout;
+
+  // select: int labels by number (no class names).
+  const std::string dir = ::testing::TempDir() + fmt::format("attach_{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto [src, sout] = Sh(fmt::format("{} select ves --split train --label 3 -o {}/l3.sel {}", CliPath(), dir, Common()));
+  ASSERT_EQ(src, 0) << sout;
+  auto sel = Selection::Load(dir + "/l3.sel");
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  int want = 0;
+  for (int i = 0; i < 60; ++i) want += i % 10 == 3;
+  EXPECT_EQ(static_cast<int>(sel->keys.size()), want);
+
+  // export: one file per sample, named by its uuid, in a folder per int label.
+  auto [erc, eout] = Sh(fmt::format("{} export ves {}/out {}", CliPath(), dir, Common()));
+  ASSERT_EQ(erc, 0) << eout;
+  int files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir + "/out")) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    auto u = Uuid::Parse(e.path().filename().string());
+    ASSERT_TRUE(u.ok()) << e.path();
+    const auto it = rows.find(Bytes(u->bytes));
+    ASSERT_NE(it, rows.end()) << e.path();
+    std::ifstream f(e.path(), std::ios::binary);
+    const std::string got((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(got, it->second) << e.path();
+    int i = -1;
+    ASSERT_EQ(std::sscanf(got.c_str(), "sample-%d-", &i), 1);
+    EXPECT_EQ(e.path().parent_path().filename().string(), std::to_string(i % 10)) << e.path();
+  }
+  EXPECT_EQ(files, 60);
+
+  // A row the third party deleted: verify and export name the sample and the table.
+  Cql(fmt::format("DELETE FROM {}.data_v WHERE id = ?", keyspace_), {Value::FromUuid(SampleUuid(7, 5))});
+  auto [brc, bout] = Sh(fmt::format("{} verify ves {}", CliPath(), Common()));
+  EXPECT_EQ(brc, 1) << bout;
+  EXPECT_NE(bout.find("1 problem"), std::string::npos) << bout;
+  EXPECT_NE(bout.find(keyspace_ + ".data_v"), std::string::npos) << bout;
+  auto [xrc, xout] = Sh(fmt::format("{} export ves {}/out2 {}", CliPath(), dir, Common()));
+  EXPECT_NE(xout.find("exported 59 of 60"), std::string::npos) << xout;
+  EXPECT_NE(xout.find("not exported"), std::string::npos) << xout;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
