@@ -79,15 +79,12 @@ uint64_t MixSeed(uint64_t seed, uint64_t a, uint64_t b) {
   return r.Next();
 }
 
-void ImageSynth::Render(const ImagePlan& plan, std::vector<uint8_t>* rgb) {
-  const int w = plan.width, h = plan.height;
-  rgb->resize(static_cast<size_t>(w) * h * 3);
-  uint8_t* px = rgb->data();
-  SplitMix64 r(plan.content_seed);
+namespace {
 
-  // Background: a bilinear gradient between four corner colours, each a mix
-  // of a class colour and a random one.
-  const int lo = (kNoiseAmplitudes[static_cast<size_t>(plan.noise_level)] + 1) / 2;
+// Background: a bilinear gradient between four corner colours, each a mix
+// of a class colour and a random one.
+void DrawBackground(const ImagePlan& plan, int lo, SplitMix64& r, uint8_t* px) {
+  const int w = plan.width, h = plan.height;
   Rgb corner[4];
   for (int k = 0; k < 4; ++k) {
     Rgb random{{static_cast<int>(r.Below(256)), static_cast<int>(r.Below(256)),
@@ -113,8 +110,11 @@ void ImageSynth::Render(const ImagePlan& plan, std::vector<uint8_t>* rgb) {
       v[2] += step[2];
     }
   }
+}
 
-  // A few filled ellipses and rectangles in the class palette.
+// A few filled ellipses and rectangles in the class palette.
+void DrawShapes(const ImagePlan& plan, int lo, SplitMix64& r, uint8_t* px) {
+  const int w = plan.width, h = plan.height;
   const int shapes = 2 + static_cast<int>(r.Below(5));
   for (int s = 0; s < shapes; ++s) {
     const bool ellipse = r.Below(2) == 0;
@@ -147,19 +147,32 @@ void ImageSynth::Render(const ImagePlan& plan, std::vector<uint8_t>* rgb) {
       }
     }
   }
+}
 
-  // Per-channel noise in [-A/2, A/2]: what makes the file size (texture that
-  // a JPEG encoder at high quality cannot drop). Each row adds a window of a
-  // fixed noise table at a random offset; the 8x8 DCT blocks of a JPEG never
-  // see the repetition. Base colours were squeezed into [A/2, 255 - A/2], so
-  // a wrapping byte add is exact (and vectorizes).
+// Per-channel noise in [-A/2, A/2]: what makes the file size (texture that
+// a JPEG encoder at high quality cannot drop). Each row adds a window of a
+// fixed noise table at a random offset; the 8x8 DCT blocks of a JPEG never
+// see the repetition. Base colours were squeezed into [A/2, 255 - A/2], so
+// a wrapping byte add is exact (and vectorizes).
+void AddNoise(const ImagePlan& plan, SplitMix64& r, uint8_t* px) {
   const std::vector<uint8_t>& table = NoiseTable(plan.noise_level);
-  const size_t row_bytes = static_cast<size_t>(w) * 3;
-  for (int y = 0; y < h; ++y) {
+  const size_t row_bytes = static_cast<size_t>(plan.width) * 3;
+  for (int y = 0; y < plan.height; ++y) {
     uint8_t* row = px + static_cast<size_t>(y) * row_bytes;
     const uint8_t* nz = table.data() + r.Below(table.size() - row_bytes + 1);
     for (size_t i = 0; i < row_bytes; ++i) row[i] = static_cast<uint8_t>(row[i] + nz[i]);
   }
+}
+
+}  // namespace
+
+void ImageSynth::Render(const ImagePlan& plan, std::vector<uint8_t>* rgb) {
+  rgb->resize(static_cast<size_t>(plan.width) * plan.height * 3);
+  SplitMix64 r(plan.content_seed);
+  const int lo = (kNoiseAmplitudes[static_cast<size_t>(plan.noise_level)] + 1) / 2;
+  DrawBackground(plan, lo, r, rgb->data());
+  DrawShapes(plan, lo, r, rgb->data());
+  AddNoise(plan, r, rgb->data());
 }
 
 StatusOr<std::vector<uint8_t>> ImageSynth::EncodeRgb(const std::vector<uint8_t>& rgb, int width,
