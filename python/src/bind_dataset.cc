@@ -12,6 +12,7 @@
 // held.
 #include "bind_dataset.h"
 
+#include "bind_options.h"
 #include "status_error.h"
 
 #include <nanobind/stl/map.h>
@@ -151,25 +152,10 @@ nb::dict LoadSelection(const std::string& path) {
 }  // namespace
 
 void BindDataset(nb::module_& m) {
-  nb::class_<DatasetArgs>(m, "DatasetArgs", "What cqlstream.Dataset passes to the core (see cqlstream.Dataset).")
-      .def(nb::init<>())
-      .def_rw("dataset", &DatasetArgs::dataset)
-      .def_rw("hosts", &DatasetArgs::hosts)
-      .def_rw("port", &DatasetArgs::port)
-      .def_rw("keyspace", &DatasetArgs::keyspace)
-      .def_rw("username", &DatasetArgs::username)
-      .def_rw("password_file", &DatasetArgs::password_file)
-      .def_rw("tls_ca", &DatasetArgs::tls_ca)
-      .def_rw("tls_cert", &DatasetArgs::tls_cert)
-      .def_rw("tls_key", &DatasetArgs::tls_key)
-      .def_rw("tls_server_name", &DatasetArgs::tls_server_name)
-      .def_rw("tls_key_passphrase_file", &DatasetArgs::tls_key_passphrase_file)
-      .def_rw("tls_insecure_skip_verify", &DatasetArgs::tls_insecure_skip_verify)
-      .def_rw("secure_bundle", &DatasetArgs::secure_bundle)
-      .def_rw("local_dc", &DatasetArgs::local_dc)
-      .def_rw("connections_per_host", &DatasetArgs::connections_per_host)
-      .def_rw("io_threads", &DatasetArgs::io_threads)
-      .def_rw("connect_timeout_s", &DatasetArgs::connect_timeout_s);
+  nb::class_<DatasetArgs> args(m, "DatasetArgs", "What cqlstream.Dataset passes to the core (see cqlstream.Dataset).");
+  args.def(nb::init<>())
+      .def_rw("dataset", &DatasetArgs::dataset);
+  DefConnectionOptions(args);
 
   nb::class_<MetaColumns>(m, "MetaColumns", "Metadata rows as columns (cqlstream.Dataset.metadata).")
       .def_ro("keys", &MetaColumns::keys)

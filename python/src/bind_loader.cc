@@ -22,6 +22,7 @@
 #include "cqlstream/options.h"
 #include "loader/decode_stream.h"
 #include "loader/option_kit.h"
+#include "bind_options.h"
 #include "status_error.h"
 
 namespace nb = nanobind;
@@ -191,8 +192,8 @@ nb::dict DatasetDict(const DatasetInfo& ds) {
 std::vector<SampleKey> KeysOf(const std::vector<uint64_t>& keys) { return {keys.begin(), keys.end()}; }
 
 void BindOpenArgs(nb::module_& m) {
-  nb::class_<OpenArgs>(m, "OpenArgs", "Everything cqlstream.Loader passes to the core (see cqlstream.Loader).")
-      .def(nb::init<>())
+  nb::class_<OpenArgs> args(m, "OpenArgs", "Everything cqlstream.Loader passes to the core (see cqlstream.Loader).");
+  args.def(nb::init<>())
       .def_rw("dataset", &OpenArgs::dataset)
       .def_rw("split", &OpenArgs::split)
       .def_rw("selection", &OpenArgs::selection)
@@ -207,30 +208,8 @@ void BindOpenArgs(nb::module_& m) {
       .def_rw("on_missing", &OpenArgs::on_missing)
       .def_rw("verify_checksums", &OpenArgs::verify_checksums)
       .def_rw("memory_bytes", &OpenArgs::memory_bytes)
-      .def_rw("max_in_flight", &OpenArgs::max_in_flight)
-      .def_rw("initial_window", &OpenArgs::initial_window)
       .def_rw("adaptive", &OpenArgs::adaptive)
-      .def_rw("max_connections_per_host", &OpenArgs::max_connections_per_host)
-      .def_rw("request_timeout_s", &OpenArgs::request_timeout_s)
-      .def_rw("max_attempts", &OpenArgs::max_attempts)
-      .def_rw("retry_budget_s", &OpenArgs::retry_budget_s)
       .def_rw("hedge", &OpenArgs::hedge)
-      .def_rw("hosts", &OpenArgs::hosts)
-      .def_rw("port", &OpenArgs::port)
-      .def_rw("keyspace", &OpenArgs::keyspace)
-      .def_rw("username", &OpenArgs::username)
-      .def_rw("password_file", &OpenArgs::password_file)
-      .def_rw("tls_ca", &OpenArgs::tls_ca)
-      .def_rw("tls_cert", &OpenArgs::tls_cert)
-      .def_rw("tls_key", &OpenArgs::tls_key)
-      .def_rw("tls_server_name", &OpenArgs::tls_server_name)
-      .def_rw("tls_key_passphrase_file", &OpenArgs::tls_key_passphrase_file)
-      .def_rw("tls_insecure_skip_verify", &OpenArgs::tls_insecure_skip_verify)
-      .def_rw("secure_bundle", &OpenArgs::secure_bundle)
-      .def_rw("local_dc", &OpenArgs::local_dc)
-      .def_rw("connections_per_host", &OpenArgs::connections_per_host)
-      .def_rw("io_threads", &OpenArgs::io_threads)
-      .def_rw("connect_timeout_s", &OpenArgs::connect_timeout_s)
       .def_rw("decode_size", &OpenArgs::decode_size)
       .def_rw("decode_channels", &OpenArgs::decode_channels)
       .def_rw("decode_mode", &OpenArgs::decode_mode)
@@ -240,6 +219,8 @@ void BindOpenArgs(nb::module_& m) {
       .def_rw("decode_threads", &OpenArgs::decode_threads)
       .def_rw("npy", &OpenArgs::npy)
       .def_rw("npy_targets", &OpenArgs::npy_targets);
+  DefConnectionOptions(args);
+  DefThrottleOptions(args);
 }
 
 void BindLoaderClass(nb::module_& m) {
