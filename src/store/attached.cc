@@ -96,7 +96,8 @@ Status CheckLabelKind(std::string_view label_type, LabelKind kind) {
   if (DefaultLabelKind(label_type) == kind) return Status::OK();
   // An int label may also be read as a one-label multilabel sample.
   if (label_type == "int" && kind == LabelKind::kMultiLabel) return Status::OK();
-  return Status::InvalidArgument("a label column of type " + std::string(label_type) + " cannot be read as label kind " +
+  return Status::InvalidArgument("a label column of type " + std::string(label_type) +
+                                 " cannot be read as label kind " +
                                  std::string(LabelKindName(kind)) +
                                  " (int/text: class; list<int>/set<int>: multilabel; blob: target; any: none)");
 }
@@ -113,9 +114,11 @@ std::string KeyLookupCql(const std::string& keyspace, const std::string& dataset
 }
 
 Status AttachedTable::Validate() const {
-  if (!ValidAttachedIdentifier(key_column)) return Status::InvalidArgument("key column '" + key_column + "' is not [A-Za-z0-9_]{1,48}");
+  if (!ValidAttachedIdentifier(key_column))
+    return Status::InvalidArgument("key column '" + key_column + "' is not [A-Za-z0-9_]{1,48}");
   if (!AttachableKeyType(key_type))
-    return Status::InvalidArgument("key type '" + key_type + "' is not one of uuid, timeuuid, bigint, int, text, ascii, blob");
+    return Status::InvalidArgument("key type '" + key_type +
+                                   "' is not one of uuid, timeuuid, bigint, int, text, ascii, blob");
   if (!ValidAttachedIdentifier(data_column))
     return Status::InvalidArgument("data column '" + data_column + "' is not [A-Za-z0-9_]{1,48}");
   if (label_column.empty() != label_type.empty())
@@ -124,7 +127,8 @@ Status AttachedTable::Validate() const {
     if (!ValidAttachedIdentifier(label_column))
       return Status::InvalidArgument("label column '" + label_column + "' is not [A-Za-z0-9_]{1,48}");
     if (!AttachableLabelType(label_type))
-      return Status::InvalidArgument("label type '" + label_type + "' is not one of int, list<int>, set<int>, blob, text");
+      return Status::InvalidArgument("label type '" + label_type +
+                                     "' is not one of int, list<int>, set<int>, blob, text");
   }
   if (tables.empty()) return Status::InvalidArgument("no table");
   if (tables.size() > kMaxAttachedSplits) return Status::InvalidArgument("more than 64 splits");
@@ -133,7 +137,8 @@ Status AttachedTable::Validate() const {
     if (auto p = SplitTableName(t); !p.ok()) return p.status();
   }
   for (const auto& [split, t] : metadata_tables) {
-    if (!tables.contains(split)) return Status::InvalidArgument("metadata table of split '" + split + "' without a table");
+    if (!tables.contains(split))
+      return Status::InvalidArgument("metadata table of split '" + split + "' without a table");
     if (auto p = SplitTableName(t); !p.ok()) return p.status();
   }
   if (generation < 1) return Status::InvalidArgument("generation " + std::to_string(generation) + " is not >= 1");
@@ -148,7 +153,8 @@ StatusOr<AttachedTable> AttachedTable::Parse(const std::map<std::string, std::st
     return it == source.end() ? std::string() : it->second;
   };
   if (get("format") != kAttachedFormat)
-    return Bad(what, "entry 'format' is '" + get("format") + "', this build reads '" + std::string(kAttachedFormat) + "'");
+    return Bad(what,
+               "entry 'format' is '" + get("format") + "', this build reads '" + std::string(kAttachedFormat) + "'");
   for (const auto& [k, v] : source) {
     if (k.starts_with(kTablePrefix)) {
       if (auto st = ReadSplitEntry(k, v, kTablePrefix, &a.tables, what); !st.ok()) return st;

@@ -53,8 +53,8 @@ class SnapshotWriter {
 
   Status Prepare() {
     CQLS_ASSIGN_OR_RETURN(scan_, s_.Prepare(KeyScanCql(a_, split_)));
-    CQLS_ASSIGN_OR_RETURN(
-        insert_, s_.Prepare(fmt::format("INSERT INTO {}.{} (seg, idx, key) VALUES (?, ?, ?)", ks_, KeyTableName(dataset_))));
+    CQLS_ASSIGN_OR_RETURN(insert_, s_.Prepare(fmt::format("INSERT INTO {}.{} (seg, idx, key) VALUES (?, ?, ?)", ks_,
+                                                          KeyTableName(dataset_))));
     return Status::OK();
   }
 
@@ -92,8 +92,8 @@ class SnapshotWriter {
   StatusOr<int32_t> SegFor(int64_t j) {
     MutexLock l(&mu_);
     while (static_cast<int64_t>(claimed_.size()) <= j) {
-      CQLS_ASSIGN_OR_RETURN(ClaimedSegment c,
-                            ClaimSegment(s_, ks_, dataset_, NewSegment{split_, a_.SourceId(split_), a_.tables.at(split_), ""}));
+      const NewSegment seg{split_, a_.SourceId(split_), a_.tables.at(split_), ""};
+      CQLS_ASSIGN_OR_RETURN(ClaimedSegment c, ClaimSegment(s_, ks_, dataset_, seg));
       claimed_.push_back(c.seg);
     }
     return claimed_[static_cast<size_t>(j)];
