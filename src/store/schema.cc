@@ -272,7 +272,9 @@ StatusOr<std::vector<std::string>> OrphanTables(net::Session& s, const std::stri
                             [&](const cql::Rows& r) {
                               for (int32_t i = 0; i < r.row_count(); ++i) {
                                 const std::string t = TextCell(r, i, 0);
-                                if (t.size() > 2 && (t.rfind("d_", 0) == 0 || t.rfind("m_", 0) == 0) &&
+                                // k_: an attach's key snapshot whose catalog row was never written.
+                                const bool ours = t.rfind("d_", 0) == 0 || t.rfind("m_", 0) == 0 || t.rfind("k_", 0) == 0;
+                                if (t.size() > 2 && ours &&
                                     names.count(t.substr(2)) == 0) {
                                   out.push_back(t);
                                 }
