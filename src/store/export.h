@@ -1,7 +1,9 @@
 // Copyright (c) cqlstream authors.
 //
 // Export: writes a dataset back to files, byte-identical to what was
-// ingested (each sample's checksum is verified on the way).
+// ingested (each sample's checksum is verified on the way). An attached
+// dataset (no checksums, no paths) is written with files named by the
+// sample's foreign key, in a folder per class (store/attached_scan.h).
 //
 //   label kind class      DIR/<split>/<class name>/<base name of path>
 //   other kinds           DIR/<split>/<path>

@@ -3,7 +3,8 @@
 // Select: freezes a subset of one split into a Selection (selection file of
 // docs/schema.md). Scans the metadata of the split's segments (committed
 // indices only), keeps the samples matching every filter, then optionally a
-// deterministic fraction:
+// deterministic fraction (an attached dataset is filtered by the label of
+// its foreign rows, store/attached_scan.h; --extra is refused there):
 //
 //   --label L      (repeatable) class name or class index; a sample matches
 //                  when its label (class) or any of its labels (multilabel)

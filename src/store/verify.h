@@ -6,6 +6,10 @@
 // metadata row exists and agrees (size, image_size, checksum, label, labels).
 // Problems are reported by key (seg:idx) and path.
 //
+// An attached dataset (cqlstream attach) has no checksums and no metadata
+// table: each sample's key snapshot row and foreign row must exist and
+// decode (store/attached_scan.h), sizes and readability only.
+//
 // Work is spread over metadata blocks; `concurrency` requests in flight.
 //
 // Thread-safety: Verify runs on the calling thread plus worker threads;
