@@ -171,6 +171,8 @@ Status SampleWriter::OpenImpl() {
         "(cqlstream ingest?); use another source_id",
         PrintableText(o_.source_id), o_.split, o_.dataset));
   }
+  // Not yet shared with another thread; the locks are for the analysis.
+  MutexLock f(&feed_mu_);
   MutexLock l(&mu_);
   report_.dataset = o_.dataset;
   report_.split = o_.split;
@@ -287,13 +289,21 @@ StatusOr<Payload> SampleWriter::Prepare(const SampleInput& in, int64_t position)
 }
 
 StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in) {
-  MutexLock l(&mu_);
+  MutexLock f(&feed_mu_);
   if (closed_) return Status::InvalidArgument("this writer is closed");
-  const int64_t pos = report_.added;
+  int64_t pos = 0;
+  int32_t seg = -1;
+  {
+    MutexLock l(&mu_);  // report_.added changes only under feed_mu_, held here
+    pos = report_.added;
+    seg = report_.seg;
+  }
   CQLS_RETURN_IF_ERROR(Validate(in, pos));
   if (pos >= INT32_MAX) return Status::InvalidArgument("a segment holds at most 2^31-1 samples: use another source_id");
   // Held while the payload is in memory: waits while the writes in flight
-  // hold the budget (given back when its data rows are written).
+  // hold the budget (given back when its data rows are written). Under
+  // feed_mu_, so the memory goes to the samples in position order; report()
+  // does not wait for it.
   int64_t reserved = static_cast<int64_t>(in.data.size() + (in.target ? in.target->size() : 0));
   budget_->Take(reserved);
   // Every sample is checked, also one already committed: a refused sample
@@ -303,9 +313,10 @@ StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in) {
   if (!payload.ok()) return payload.status();
   if (pos < start_.next_pos) {
     // Committed by an earlier writer with this source_id (index == position).
+    MutexLock l(&mu_);
     ++report_.added;
     ++report_.resumed;
-    return MakeKey(report_.seg, static_cast<int32_t>(pos));
+    return MakeKey(seg, static_cast<int32_t>(pos));
   }
   if (!writer_) {
     return Status::AlreadyExists(fmt::format(
@@ -324,15 +335,23 @@ StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in) {
   item->label = in.label.value_or(-1);
   item->labels = in.labels;
   CQLS_ASSIGN_OR_RETURN(const int32_t idx, writer_->Issue(std::move(item), std::move(payload).value(), reserved));
-  ++report_.added;
+  {
+    MutexLock l(&mu_);
+    ++report_.added;
+  }
   ++since_commit_;
   const bool by_count = o_.commit_every > 0 && since_commit_ >= o_.commit_every;
-  if (by_count || Clock::now() - last_commit_ >= o_.commit_interval) {
-    CQLS_RETURN_IF_ERROR(writer_->Commit(false));
-    since_commit_ = 0;
-    last_commit_ = Clock::now();
-  }
-  return MakeKey(report_.seg, idx);
+  if (by_count || Clock::now() - last_commit_ >= o_.commit_interval) CQLS_RETURN_IF_ERROR(Commit(false));
+  return MakeKey(seg, idx);
+}
+
+Status SampleWriter::Commit(bool seal) {
+  CQLS_RETURN_IF_ERROR(writer_->Commit(seal));
+  since_commit_ = 0;
+  last_commit_ = Clock::now();
+  MutexLock l(&mu_);
+  report_.count = writer_->last_written().count;
+  return Status::OK();
 }
 
 // Waits for the writes in flight; commits (sealing when asked and nothing
@@ -340,16 +359,10 @@ StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in) {
 Status SampleWriter::Finish(bool seal, bool commit) {
   if (!writer_) return Status::OK();
   writer_->Drain();
-  Status st = writer_->error();
-  Status c;
-  if (commit) {
-    c = writer_->Commit(seal && st.ok());
-    if (c.ok()) {
-      since_commit_ = 0;
-      last_commit_ = Clock::now();
-    }
-  }
+  const Status st = writer_->error();
+  const Status c = commit ? Commit(seal && st.ok()) : Status::OK();
   const SegmentWriter::Counts n = writer_->counts();
+  MutexLock l(&mu_);
   report_.written = n.written;
   report_.bytes = n.bytes;
   report_.count = writer_->last_written().count;
@@ -358,27 +371,27 @@ Status SampleWriter::Finish(bool seal, bool commit) {
 }
 
 Status SampleWriter::Flush() {
-  MutexLock l(&mu_);
+  MutexLock f(&feed_mu_);
   if (closed_) return Status::InvalidArgument("this writer is closed");
   return Finish(false, true);
 }
 
 Status SampleWriter::Close() {
-  MutexLock l(&mu_);
+  MutexLock f(&feed_mu_);
   if (closed_) return Status::OK();
   closed_ = true;
   return Finish(true, true);
 }
 
 Status SampleWriter::Abort() {
-  MutexLock l(&mu_);
+  MutexLock f(&feed_mu_);
   if (closed_) return Status::OK();
   closed_ = true;
   return Finish(false, true);
 }
 
 void SampleWriter::AbandonForTesting() {
-  MutexLock l(&mu_);
+  MutexLock f(&feed_mu_);
   if (closed_) return;
   closed_ = true;
   (void)Finish(false, false);
@@ -388,10 +401,11 @@ SampleWriterReport SampleWriter::report() const {
   MutexLock l(&mu_);
   SampleWriterReport r = report_;
   if (writer_) {
+    // counts() may be read from any thread (store/segment_writer.h);
+    // last_written() is the feeder's, so the count is report_'s copy.
     const SegmentWriter::Counts n = writer_->counts();
     r.written = n.written;
     r.bytes = n.bytes;
-    r.count = writer_->last_written().count;
   }
   return r;
 }

@@ -48,7 +48,12 @@
 // segment open for a later writer with the same source_id.
 //
 // Ownership: the writer shares the session (kept alive by it). Thread-safety:
-// every member may be called from any thread; calls are serialized.
+// every member may be called from any thread. Add, Flush, Close, Abort and
+// AbandonForTesting are the feeder's calls and run one at a time (feed_mu_):
+// positions follow the order in which Add calls get that lock, and one that
+// waits for memory or a write slot, or a Flush draining the writes, makes the
+// others wait with it. report() takes only mu_, held for copies, so it
+// answers at once from another thread while the feeder waits.
 #ifndef CQLSTREAM_STORE_SAMPLE_WRITER_H_
 #define CQLSTREAM_STORE_SAMPLE_WRITER_H_
 
@@ -142,28 +147,32 @@ class SampleWriter {
   // the key it has). Errors: InvalidArgument (the sample; nothing taken),
   // AlreadyExists (a sealed segment has no such position), a write that
   // failed (every later call fails too), or the writer is closed.
-  StatusOr<SampleKey> Add(const SampleInput& sample) EXCLUDES(mu_);
+  StatusOr<SampleKey> Add(const SampleInput& sample) EXCLUDES(feed_mu_, mu_);
   // Waits for the writes in flight and commits the watermark.
-  Status Flush() EXCLUDES(mu_);
+  Status Flush() EXCLUDES(feed_mu_, mu_);
   // Flush, then seals the segment. A writer whose writes failed is not
   // sealed (its watermark is committed) and returns the error. Idempotent.
-  Status Close() EXCLUDES(mu_);
+  Status Close() EXCLUDES(feed_mu_, mu_);
   // Waits for the writes in flight, commits the watermark, leaves the
   // segment open. Idempotent; also done by the destructor of an open writer.
-  Status Abort() EXCLUDES(mu_);
+  Status Abort() EXCLUDES(feed_mu_, mu_);
   // Testing: a crash. Waits for the writes in flight (rows above the
   // committed count exist) and commits nothing more.
-  void AbandonForTesting() EXCLUDES(mu_);
+  void AbandonForTesting() EXCLUDES(feed_mu_, mu_);
 
+  // The counts now (count: the last committed watermark); never waits for
+  // the feeder.
   SampleWriterReport report() const EXCLUDES(mu_);
   const DatasetInfo& dataset() const { return dataset_; }
 
  private:
   SampleWriter(std::shared_ptr<net::Session> session, const SampleWriterOptions& options);
-  Status OpenImpl() EXCLUDES(mu_);
+  Status OpenImpl() EXCLUDES(feed_mu_, mu_);
   Status Validate(const SampleInput& in, int64_t position) const;
   StatusOr<Payload> Prepare(const SampleInput& in, int64_t position) const;
-  Status Finish(bool seal, bool commit) REQUIRES(mu_);
+  Status Finish(bool seal, bool commit) REQUIRES(feed_mu_) EXCLUDES(mu_);
+  // Commits the watermark (sealing when asked); report_.count follows.
+  Status Commit(bool seal) REQUIRES(feed_mu_) EXCLUDES(mu_);
 
   const std::shared_ptr<net::Session> session_;
   const SampleWriterOptions o_;
@@ -171,14 +180,21 @@ class SampleWriter {
   ReadOptions read_;              // written by OpenImpl only
   IngestStatements statements_;   // written by OpenImpl only
   std::shared_ptr<ByteBudget> budget_;
+  // Written by OpenImpl only; null: nothing to write (complete). Its feeder
+  // calls are made under feed_mu_, its counts() from any thread.
+  std::shared_ptr<SegmentWriter> writer_;
 
+  // The feeder's lock: held for a whole Add, Flush, Close or Abort.
+  mutable Mutex feed_mu_ ACQUIRED_BEFORE(mu_);
+  Committed start_ GUARDED_BY(feed_mu_);
+  bool closed_ GUARDED_BY(feed_mu_) = false;
+  int64_t since_commit_ GUARDED_BY(feed_mu_) = 0;
+  std::chrono::steady_clock::time_point last_commit_ GUARDED_BY(feed_mu_);
+
+  // The report's lock: held only to read or update report_ (never while
+  // waiting), so report() does not wait for the feeder.
   mutable Mutex mu_;
   SampleWriterReport report_ GUARDED_BY(mu_);
-  Committed start_ GUARDED_BY(mu_);
-  std::shared_ptr<SegmentWriter> writer_ GUARDED_BY(mu_);  // null: nothing to write (complete)
-  bool closed_ GUARDED_BY(mu_) = false;
-  int64_t since_commit_ GUARDED_BY(mu_) = 0;
-  std::chrono::steady_clock::time_point last_commit_ GUARDED_BY(mu_);
 };
 
 }  // namespace cqlstream::store
