@@ -31,6 +31,86 @@ def _bytes(name: str, v: Any) -> bytes:
         raise TypeError(f"{name} must be bytes (or a bytes-like object), got {type(v).__name__}") from None
 
 
+def _check_args(o: dict[str, Any], unexpected: dict[str, Any]) -> list[str] | None:
+    """Refuses what Writer() cannot take; returns the class names (None: not given)."""
+    if "password" in unexpected:
+        raise TypeError("Writer() does not accept password=: pass password_file=... or set "
+                        "CQLSTREAM_PASSWORD_FILE (or CQLSTREAM_PASSWORD)")
+    if unexpected:
+        raise TypeError(f"Writer() got unexpected keyword argument(s): {', '.join(sorted(unexpected))}")
+    if not isinstance(o["name"], str) or not o["name"]:
+        raise ValueError("name must be a non-empty string")
+    if not isinstance(o["source_id"], str) or not o["source_id"]:
+        raise ValueError("source_id must be a non-empty string (it names what this writer writes, "
+                         "e.g. 'job-42/part-7')")
+    if not isinstance(o["split"], str) or not o["split"]:
+        raise ValueError("split must be a non-empty string")
+    if o["label_kind"] is not None and o["label_kind"] not in _LABEL_KINDS:
+        raise ValueError(f"label_kind must be one of {', '.join(_LABEL_KINDS)}, got {o['label_kind']!r}")
+    if o["kind"] is not None and o["kind"] not in _KINDS:
+        raise ValueError(f"kind must be 'image' or 'blob', got {o['kind']!r}")
+    reencode = o["reencode"]
+    if reencode is not None and not isinstance(reencode, str):
+        raise TypeError(f"reencode must be 'keep', 'png' or 'jpeg:Q', got {type(reencode).__name__}")
+    classes = o["classes"]
+    if classes is None:
+        return None
+    if isinstance(classes, str):
+        raise TypeError("classes must be a list of class names or an int, got str")
+    if isinstance(classes, int) and not isinstance(classes, bool):
+        return [str(i) for i in range(_int("classes", classes, 1, 1 << 20))]
+    names = list(classes)
+    if not all(isinstance(c, str) for c in names):
+        raise TypeError("classes must be a list of str")
+    return names
+
+
+def _path(v: Any) -> str | None:
+    return os.fspath(v) if v is not None else None
+
+
+def _core_args(o: dict[str, Any], names: list[str] | None) -> _core.WriterArgs:
+    """The checked arguments of Writer() as the C++ writer takes them."""
+    a = _core.WriterArgs()
+    a.dataset = o["name"]
+    a.split = o["split"]
+    a.source_id = o["source_id"]
+    a.label_kind = o["label_kind"]
+    a.classes = names
+    a.kind = o["kind"]
+    a.chunk_size = _int("chunk_size", o["chunk_size"], 1024, 16 << 20, optional=True)
+    a.description = str(o["description"])
+    a.replication = o["replication"]
+    a.concurrency = _int("concurrency", o["concurrency"], 1, 4096)
+    a.memory_mb = _int("memory_mb", o["memory_mb"], 1, 1 << 20)
+    a.commit_interval_s = _seconds("commit_interval", o["commit_interval"])
+    a.commit_every = _int("commit_every", o["commit_every"], 0, 1 << 62)
+    a.resize_shorter = _int("resize_shorter", o["resize_shorter"], 1, 1 << 20, optional=True) or 0
+    a.center_crop = _int("center_crop", o["center_crop"], 1, 1 << 20, optional=True) or 0
+    a.reencode = o["reencode"] or ""
+    a.resize_target = bool(o["resize_target"])
+    hosts = o["hosts"]
+    if isinstance(hosts, str):
+        hosts = [h for h in hosts.split(",") if h]
+    a.hosts = list(hosts) if hosts is not None else None
+    a.port = _int("port", o["port"], 1, 65535, optional=True)
+    a.keyspace = o["keyspace"]
+    a.username = o["username"]
+    a.password_file = _path(o["password_file"])
+    a.tls_ca = _path(o["tls_ca"])
+    a.tls_cert = _path(o["tls_cert"])
+    a.tls_key = _path(o["tls_key"])
+    a.tls_server_name = o["tls_server_name"]
+    a.tls_key_passphrase_file = _path(o["tls_key_passphrase_file"])
+    a.tls_insecure_skip_verify = bool(o["tls_insecure_skip_verify"])
+    a.secure_bundle = _path(o["secure_bundle"])
+    a.local_dc = o["local_dc"]
+    a.connections_per_host = _int("connections_per_host", o["connections_per_host"], 1, 64, optional=True)
+    a.io_threads = _int("io_threads", o["io_threads"], 0, 64, optional=True)
+    a.connect_timeout_s = _seconds("connect_timeout", o["connect_timeout"])
+    return a
+
+
 class Writer:
     """Writes samples into one split of a dataset, creating it when needed.
 
@@ -123,77 +203,14 @@ class Writer:
         connect_timeout: float | None = None,
         **unexpected: Any,
     ) -> None:
+        opts = {k: v for k, v in locals().items() if k not in ("self", "unexpected")}
         self._h: _core.WriterHandle | None = None
         self._report: dict[str, Any] | None = None
-        if "password" in unexpected:
-            raise TypeError("Writer() does not accept password=: pass password_file=... or set "
-                            "CQLSTREAM_PASSWORD_FILE (or CQLSTREAM_PASSWORD)")
-        if unexpected:
-            raise TypeError(f"Writer() got unexpected keyword argument(s): {', '.join(sorted(unexpected))}")
-        if not isinstance(name, str) or not name:
-            raise ValueError("name must be a non-empty string")
-        if not isinstance(source_id, str) or not source_id:
-            raise ValueError("source_id must be a non-empty string (it names what this writer writes, "
-                             "e.g. 'job-42/part-7')")
-        if not isinstance(split, str) or not split:
-            raise ValueError("split must be a non-empty string")
-        if label_kind is not None and label_kind not in _LABEL_KINDS:
-            raise ValueError(f"label_kind must be one of {', '.join(_LABEL_KINDS)}, got {label_kind!r}")
-        if kind is not None and kind not in _KINDS:
-            raise ValueError(f"kind must be 'image' or 'blob', got {kind!r}")
-        names: list[str] | None = None
-        if classes is not None:
-            if isinstance(classes, str):
-                raise TypeError("classes must be a list of class names or an int, got str")
-            if isinstance(classes, int) and not isinstance(classes, bool):
-                names = [str(i) for i in range(_int("classes", classes, 1, 1 << 20))]
-            else:
-                names = list(classes)
-                if not all(isinstance(c, str) for c in names):
-                    raise TypeError("classes must be a list of str")
+        names = _check_args(opts, unexpected)
         self._class_index = {c: i for i, c in enumerate(names)} if names is not None else None
         if tls_insecure_skip_verify:
             _warn_insecure_tls("tls_insecure_skip_verify")
-        a = _core.WriterArgs()
-        a.dataset = name
-        a.split = split
-        a.source_id = source_id
-        a.label_kind = label_kind
-        a.classes = names
-        a.kind = kind
-        a.chunk_size = _int("chunk_size", chunk_size, 1024, 16 << 20, optional=True)
-        a.description = str(description)
-        a.replication = replication
-        a.concurrency = _int("concurrency", concurrency, 1, 4096)
-        a.memory_mb = _int("memory_mb", memory_mb, 1, 1 << 20)
-        a.commit_interval_s = _seconds("commit_interval", commit_interval)
-        a.commit_every = _int("commit_every", commit_every, 0, 1 << 62)
-        a.resize_shorter = _int("resize_shorter", resize_shorter, 1, 1 << 20, optional=True) or 0
-        a.center_crop = _int("center_crop", center_crop, 1, 1 << 20, optional=True) or 0
-        if reencode is not None and not isinstance(reencode, str):
-            raise TypeError(f"reencode must be 'keep', 'png' or 'jpeg:Q', got {type(reencode).__name__}")
-        a.reencode = reencode or ""
-        a.resize_target = bool(resize_target)
-        if isinstance(hosts, str):
-            hosts = [h for h in hosts.split(",") if h]
-        a.hosts = list(hosts) if hosts is not None else None
-        a.port = _int("port", port, 1, 65535, optional=True)
-        a.keyspace = keyspace
-        a.username = username
-        a.password_file = os.fspath(password_file) if password_file is not None else None
-        a.tls_ca = os.fspath(tls_ca) if tls_ca is not None else None
-        a.tls_cert = os.fspath(tls_cert) if tls_cert is not None else None
-        a.tls_key = os.fspath(tls_key) if tls_key is not None else None
-        a.tls_server_name = tls_server_name
-        a.tls_key_passphrase_file = (os.fspath(tls_key_passphrase_file)
-                                     if tls_key_passphrase_file is not None else None)
-        a.tls_insecure_skip_verify = bool(tls_insecure_skip_verify)
-        a.secure_bundle = os.fspath(secure_bundle) if secure_bundle is not None else None
-        a.local_dc = local_dc
-        a.connections_per_host = _int("connections_per_host", connections_per_host, 1, 64, optional=True)
-        a.io_threads = _int("io_threads", io_threads, 0, 64, optional=True)
-        a.connect_timeout_s = _seconds("connect_timeout", connect_timeout)
-        self._h = _core.WriterHandle(a)
+        self._h = _core.WriterHandle(_core_args(opts, names))
 
     def _handle(self) -> _core.WriterHandle:
         if self._h is None:
