@@ -13,7 +13,11 @@ for every partition (a finished run writes nothing).
 That needs each partition to hold the same rows in the same order on every
 attempt: the listing is hash-partitioned by path and sorted by path within
 each partition (deterministic, whatever the input files' layout), and the
-rows are never shuffled randomly. Keep --job and --partitions when resuming.
+rows are never shuffled randomly. So every path must be unique: rows that
+share a path would keep the shuffle's order among themselves, which may
+differ between attempts (a retry would then skip one and write another
+twice); the driver refuses such a listing before any task runs. Keep --job
+and --partitions when resuming.
 Two attempts of one task must never run at once, so the job refuses to run
 with spark.speculation on.
 
@@ -51,6 +55,9 @@ from typing import Any
 #: Called after every add with (writer, partition id, rows added so far in
 #: this attempt); tests use it to make a task fail part-way.
 AfterAdd = Callable[[Any, int, int], None]
+
+#: The most classes a dataset may have (store::kMaxClasses, src/store/schema.h).
+MAX_CLASSES = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,14 +141,16 @@ def parquet_listing(spark: Any, path: str, path_column: str, label_column: str |
     if label_column is not None:
         ltype = df.schema[cols[label_column.lower()]].dataType
         if isinstance(ltype, T.StringType):
-            # Distinct class names: small (one row per class) whatever the listing's size.
-            classes = sorted(r[0] for r in df.select(label_column).distinct().collect() if r[0] is not None)
+            # Distinct class names: at most MAX_CLASSES + 1 reach the driver,
+            # whatever the listing holds.
+            names = df.select(label_column).where(F.col(label_column).isNotNull()).distinct()
+            classes = sorted(r[0] for r in names.limit(MAX_CLASSES + 1).collect())
+            if len(classes) > MAX_CLASSES:
+                raise SystemExit(f"--label-column {label_column!r} has more than {MAX_CLASSES} distinct class "
+                                 "names (the most a dataset can have)")
         elif isinstance(ltype, (T.IntegerType, T.LongType, T.ShortType, T.ByteType)):
-            hi = df.agg(F.max(label_column)).collect()[0][0]
-            lo = df.agg(F.min(label_column)).collect()[0][0]
-            if lo is not None and lo < 0:
-                raise SystemExit(f"--label-column {label_column!r} has a negative class index ({lo})")
-            classes = [str(i) for i in range((hi or 0) + 1)]
+            lo, hi = df.agg(F.min(label_column), F.max(label_column)).collect()[0]
+            classes = index_classes(label_column, lo, hi)
         else:
             raise SystemExit(f"--label-column {label_column!r} is {ltype.simpleString()}; "
                              "expected string (class names) or an integer type (class indices)")
@@ -153,6 +162,39 @@ def parquet_listing(spark: Any, path: str, path_column: str, label_column: str |
             raise SystemExit(f"--data-column {data_column!r} is {dtype.simpleString()}, not binary")
         picked.append(F.col(data_column).alias("data"))
     return df.select(*picked), classes, label_kind
+
+
+def index_classes(label_column: str, lo: int | None, hi: int | None) -> list[str]:
+    """Class names "0".."hi" for integer labels whose smallest is lo and
+    largest hi (None: no label); refuses a negative index and one past the
+    most classes a dataset can have, before a list that long is made."""
+    if lo is not None and lo < 0:
+        raise SystemExit(f"--label-column {label_column!r} has a negative class index ({lo})")
+    if hi is not None and hi >= MAX_CLASSES:
+        raise SystemExit(f"--label-column {label_column!r} has class index {hi}: a dataset has at most "
+                         f"{MAX_CLASSES} classes (indices 0..{MAX_CLASSES - 1})")
+    return [str(i) for i in range((hi or 0) + 1)]
+
+
+def duplicate_paths_error(duplicates: list[tuple[str | None, int]]) -> str:
+    """The message refusing a listing whose paths repeat: (path, rows) of some
+    of the repeated paths."""
+    shown = ", ".join(f"{p!r} ({n} rows)" for p, n in duplicates)
+    return (f"the listing has rows that share a path, e.g. {shown}: every path must be unique, because a "
+            "retried task finds its rows by their order sorted by path and rows with the same path have no "
+            "fixed order (a retry could skip one and write another twice); remove the duplicates "
+            "(e.g. dropDuplicates(['path'])) or give each row its own path")
+
+
+def check_unique_paths(listing: Any, show: int = 5) -> None:
+    """Raises ValueError when two rows of the listing have the same path (or
+    none). One aggregation on the cluster; at most `show` paths reach the driver."""
+    from pyspark.sql import functions as F
+
+    dups = (listing.groupBy("path").count().where(F.col("count") > 1)
+            .orderBy(F.col("path").asc_nulls_first()).limit(show).collect())
+    if dups:
+        raise ValueError(duplicate_paths_error([(r["path"], int(r["count"])) for r in dups]))
 
 
 # -- the per-partition writer -----------------------------------------------------
@@ -208,6 +250,9 @@ def ingest(listing: Any, cfg: IngestConfig, partitions: int,
     if conf.get("spark.speculation", "false").lower() == "true":
         raise ValueError("spark.speculation is on: a speculative copy of a task would write the same source_id "
                          "at the same time as the original; run this job with spark.speculation=false")
+    # A retry finds its rows by their order sorted by path: only unique
+    # paths give every attempt the same order.
+    check_unique_paths(listing)
     parts = listing.repartition(partitions, "path").sortWithinPartitions("path")
     job = parts.rdd.mapPartitionsWithIndex(lambda i, rows: write_partition(cfg, i, rows, after_add))
     return sorted(job.collect(), key=lambda r: r.partition)
@@ -272,7 +317,10 @@ def main(argv: list[str] | None = None) -> int:
                            label_kind=label_kind, classes=tuple(classes) if classes is not None else None,
                            base=base, hosts=args.hosts, port=args.port, keyspace=args.keyspace)
         partitions = args.partitions or spark.sparkContext.defaultParallelism
-        results = ingest(listing, cfg, partitions)
+        try:
+            results = ingest(listing, cfg, partitions)
+        except ValueError as e:  # the driver's refusals: speculation on, paths not unique
+            raise SystemExit(f"spark_ingest: {e}") from None
     finally:
         if owned:
             spark.stop()

@@ -194,3 +194,48 @@ def test_spark_ingest_inline_bytes_as_blobs(spark, folder, dataset, tmp_path):
     assert [p for p in files if got[p] != files[p]] == []
     with cqlstream.Dataset(dataset, hosts=HOSTS) as ds:
         assert ds.label_kind == "none"
+
+
+def test_spark_ingest_refuses_duplicate_paths(spark, dataset, tmp_path):
+    """Rows that share a path have no fixed order within their partition, so a
+    retry could skip one and write another twice: the driver refuses the
+    listing before any task runs (nothing is written) and names the paths."""
+    rows = [("a.jpg", "cat"), ("b.jpg", "dog"), ("a.jpg", "cat"), ("c.jpg", "cat"), ("a.jpg", "dog"),
+            ("c.jpg", "dog")]
+    listing = spark.createDataFrame(rows, "path string, label string")
+    cfg = spark_ingest.IngestConfig(dataset=dataset, split="train", job="dup-job", classes=("cat", "dog"),
+                                    base=str(tmp_path), hosts=HOSTS)
+    with pytest.raises(ValueError, match=r"share a path, e\.g\. 'a\.jpg' \(3 rows\), 'c\.jpg' \(2 rows\): "
+                                         r"every path must be unique"):
+        spark_ingest.ingest(listing, cfg, PARTITIONS)
+    assert run_cli("info", dataset, check=False).returncode != 0  # no dataset was created
+    # The command line says the same, without a traceback.
+    parquet = tmp_path / "dups.parquet"
+    listing.write.parquet(str(parquet))
+    with pytest.raises(SystemExit, match="every path must be unique"):
+        spark_ingest.main(["--dataset", dataset, "--parquet", str(parquet), "--job", "dup-job",
+                           "--partitions", "2", "--hosts", HOSTS])
+
+
+def test_integer_labels_are_bounded_by_the_most_classes():
+    """Integer labels become class names "0".."max": a huge label is refused
+    before a list that long is made, as is a negative one."""
+    assert spark_ingest.index_classes("label", 0, 2) == ["0", "1", "2"]
+    assert spark_ingest.index_classes("label", None, None) == ["0"]
+    top = spark_ingest.MAX_CLASSES - 1
+    assert len(spark_ingest.index_classes("label", 0, top)) == spark_ingest.MAX_CLASSES
+    with pytest.raises(SystemExit, match=r"class index 1048576: a dataset has at most 1048576 classes"):
+        spark_ingest.index_classes("label", 0, top + 1)
+    with pytest.raises(SystemExit, match=r"class index 1000000000"):
+        spark_ingest.index_classes("label", 0, 10**9)
+    with pytest.raises(SystemExit, match="negative class index"):
+        spark_ingest.index_classes("label", -1, 3)
+
+
+def test_parquet_integer_label_past_the_most_classes_is_refused(spark, dataset, tmp_path):
+    listing = spark.createDataFrame([("a.jpg", 0), ("b.jpg", 10**9)], "path string, label long")
+    parquet = tmp_path / "big_label.parquet"
+    listing.write.parquet(str(parquet))
+    with pytest.raises(SystemExit, match="class index 1000000000"):
+        spark_ingest.main(["--dataset", dataset, "--parquet", str(parquet), "--label-column", "label",
+                           "--job", "big-job", "--hosts", HOSTS])
