@@ -8,6 +8,7 @@ checksums, and resumable and idempotent by ``source_id`` and position.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -307,11 +308,20 @@ class Writer:
     def __enter__(self) -> Writer:
         return self
 
-    def __exit__(self, exc_type: object, *exc: object) -> None:
-        if exc_type is None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
             self.close()
-        else:
+            return
+        # The block's exception is the one the caller sees: an abort that
+        # fails too is attached to it, never raised in its place.
+        try:
             self.abort()
+        except Exception as e:
+            note = f"cqlstream.Writer: abort() after this exception failed too: {type(e).__name__}: {e}"
+            if hasattr(exc, "add_note"):
+                exc.add_note(note)
+            else:
+                warnings.warn(note, RuntimeWarning, stacklevel=2)
 
     def __del__(self) -> None:
         h = getattr(self, "_h", None)

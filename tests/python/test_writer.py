@@ -2,7 +2,8 @@
 back with cqlstream.Loader byte-identical with its labels; resume after a
 real crash (a forked child that dies mid-way) with the same source_id
 writes no duplicate and loses nothing; a complete source_id writes nothing;
-an exception in the with-block aborts (the segment stays open for a retry);
+an exception in the with-block aborts (the segment stays open for a retry)
+and an abort that fails too is a note on it, not raised in its place;
 blobs; refused samples and arguments."""
 
 from __future__ import annotations
@@ -133,6 +134,34 @@ def test_exception_aborts_and_a_retry_resumes(name, samples, hosts):
     assert (w.resumed, w.written) == (5, 3)
     got = read_all(name, hosts)
     assert sorted(d for _, d, _ in got) == sorted(s.data for s in samples[:8])
+
+
+class _AbortFails:
+    """The writer's real handle, whose abort() aborts and then raises (a
+    fault injected in addition to the real writer)."""
+
+    def __init__(self, h):
+        self._h = h
+
+    def abort(self):
+        self._h.abort()
+        raise RuntimeError("abort failed: injected")
+
+    def __getattr__(self, attr):
+        return getattr(self._h, attr)
+
+
+def test_a_failing_abort_does_not_hide_the_blocks_exception(name, samples, hosts):
+    with pytest.raises(KeyError, match="the task's own error") as info:
+        with cqlstream.Writer(name, label_kind="none", source_id="t", hosts=hosts) as w:
+            w.add(samples[0].data)
+            w._h = _AbortFails(w._h)
+            raise KeyError("the task's own error")
+    assert info.value.__notes__ == [
+        "cqlstream.Writer: abort() after this exception failed too: RuntimeError: abort failed: injected"]
+    # The real abort ran: the sample is committed, the segment left open.
+    r = w.report()
+    assert w.closed and r["count"] == 1 and not r["sealed"]
 
 
 def test_blobs_are_any_bytes(name, hosts):
