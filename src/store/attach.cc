@@ -129,10 +129,19 @@ Status UpdateCatalogRow(net::Session& s, const std::string& keyspace, const std:
   return Status::OK();
 }
 
+// The dataset's class names after an attach into it: the old list as it is
+// (label i stays class_names[i], so the other splits' labels, checkpoints
+// and selections keep their meaning), then the texts it did not hold yet,
+// sorted among themselves.
 std::vector<std::string> MergeClassNames(const std::vector<std::string>& old, const std::vector<std::string>& fresh) {
-  std::set<std::string> all(old.begin(), old.end());
-  all.insert(fresh.begin(), fresh.end());
-  return {all.begin(), all.end()};
+  std::vector<std::string> out = old;
+  const std::set<std::string> known(old.begin(), old.end());
+  std::set<std::string> added;
+  for (const auto& t : fresh) {
+    if (!known.contains(t)) added.insert(t);
+  }
+  out.insert(out.end(), added.begin(), added.end());
+  return out;
 }
 
 // The commit of an attach into an existing dataset (new split or refresh).

@@ -18,7 +18,8 @@ bool UsesLabel(const DatasetInfo& d, AttachedLabelType t) {
 
 // The label cell of a label read into `m` (class, multilabel; a target
 // only names its file).
-Status DecodeLabel(const DatasetInfo& d, AttachedLabelType t, const cql::Rows& r, MetaRow* m) {
+Status DecodeLabel(const DatasetInfo& d, const std::unordered_map<std::string, int32_t>& class_index,
+                   AttachedLabelType t, const cql::Rows& r, MetaRow* m) {
   switch (t) {
     case AttachedLabelType::kInt: {
       CQLS_ASSIGN_OR_RETURN(auto v, r.GetOptional<int32_t>(0, 0));
@@ -38,13 +39,14 @@ Status DecodeLabel(const DatasetInfo& d, AttachedLabelType t, const cql::Rows& r
     case AttachedLabelType::kText: {
       CQLS_ASSIGN_OR_RETURN(auto v, r.GetOptional<std::string>(0, 0));
       if (!v) return Status::OK();
-      auto it = std::lower_bound(d.class_names.begin(), d.class_names.end(), *v);
-      if (it == d.class_names.end() || *it != *v) {
+      // By name: the list is not sorted once a later attach appended texts.
+      auto it = class_index.find(*v);
+      if (it == class_index.end()) {
         return Status::Corruption(fmt::format("label text '{}' is not among the dataset's class names (refresh the "
                                               "attach to pick up new labels)",
                                               v->substr(0, 64)));
       }
-      m->label = static_cast<int32_t>(it - d.class_names.begin());
+      m->label = it->second;
       return Status::OK();
     }
     case AttachedLabelType::kBlob:
@@ -70,6 +72,9 @@ StatusOr<std::unique_ptr<AttachedSamples>> AttachedSamples::Open(net::Session& s
   CQLS_ASSIGN_OR_RETURN(out->key_type_, AttachedKeyType(out->a_.key_type));
   CQLS_ASSIGN_OR_RETURN(out->label_type_, ParseAttachedLabelType(out->a_.label_type));
   out->snapshot_table_ = d.keyspace + "." + KeyTableName(d.name);
+  for (size_t i = 0; i < d.class_names.size(); ++i) {
+    out->class_index_.emplace(d.class_names[i], static_cast<int32_t>(i));
+  }
   CQLS_ASSIGN_OR_RETURN(out->lookup_, s.Prepare(KeyLookupCql(d.keyspace, d.name)));
   for (const auto& sp : d.splits()) {
     if (!out->a_.tables.contains(sp)) {
@@ -133,7 +138,7 @@ StatusOr<MetaRow> AttachedSamples::ReadMeta(const std::string& split, SampleKey 
                       : Status::Corruption(fmt::format("sample {} (key {}): {} rows in {}", FormatKey(k), m.path, n, table));
     return m;
   }
-  Status st = DecodeLabel(d_, label_type_, *rows, &m);
+  Status st = DecodeLabel(d_, class_index_, label_type_, *rows, &m);
   if (!st.ok()) *problem = Status::Corruption(fmt::format("sample {} (key {}) in {}: {}", FormatKey(k), m.path, table,
                                                           st.message()));
   return m;

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cqlstream/dataset.h"
@@ -75,6 +76,7 @@ class AttachedSamples {
   DataType key_type_;
   AttachedLabelType label_type_ = AttachedLabelType::kNone;
   std::string snapshot_table_;
+  std::unordered_map<std::string, int32_t> class_index_;  // class name -> label
   net::PreparedPtr lookup_;
   std::map<std::string, net::PreparedPtr> label_reads_, data_reads_;  // by split
 };

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "store/attach.h"
@@ -201,6 +202,32 @@ TEST_F(AttachTest, TextKeysAndTextLabels) {
   std::set<std::string> got;
   for (const auto& [k, v] : SnapshotKeys(d, "val")) got.insert(k);
   EXPECT_EQ(got, expect);  // UTF-8 bytes, as the protocol serializes text
+
+  // A second split with a text the first did not have ("bee", sorting before
+  // every old one) and one it had: the old names keep their indices, the new
+  // one is appended, and select reads the val split's labels by name.
+  Cql(fmt::format("CREATE TABLE {}.txt2 (name text PRIMARY KEY, data blob, cls text)", keyspace_));
+  for (int i = 0; i < 6; ++i) {
+    Cql(fmt::format("INSERT INTO {}.txt2 (name, data, cls) VALUES (?, ?, ?)", keyspace_),
+        {Value::Text(fmt::format("t/{}", i)), Value::Blob(Payload(i)), Value::Text(i % 2 ? "bee" : "moth")});
+  }
+  store::AttachSpec train = Spec("txt", "txt2", "name");
+  train.label_column = "cls";
+  ASSERT_TRUE(store::Attach(S(), keyspace_, train).ok());
+  const DatasetInfo d2 = Load("txt");
+  EXPECT_EQ(d2.class_names, (std::vector<std::string>{"ant", "moth", "zebra", "bee"}));
+  const std::string dir = ::testing::TempDir() + fmt::format("attach_txt_{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  for (const auto& [split, label, want] : std::vector<std::tuple<std::string, std::string, size_t>>{
+           {"val", "zebra", 30}, {"val", "ant", 60}, {"train", "bee", 3}, {"train", "moth", 3}}) {
+    auto [rc, out] = Sh(fmt::format("{} select txt --split {} --label {} -o {}/s.sel {}", CliPath(), split, label,
+                                    dir, Common()));
+    ASSERT_EQ(rc, 0) << out;
+    auto sel = Selection::Load(dir + "/s.sel");
+    ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+    EXPECT_EQ(sel->keys.size(), want) << split << " " << label;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(AttachTest, RefreshPicksUpNewRows) {
