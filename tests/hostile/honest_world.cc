@@ -226,10 +226,15 @@ Answer HonestWorld::Run(const Select& s, const std::vector<std::optional<cql::By
     if (c < 0) return Invalid(fmt::format("Undefined column name {}", w));
     where_cols.push_back(c);
   }
-  for (const auto& c : s.columns) {
-    const int i = ColumnIndex(*full, c);
-    if (i < 0) return Invalid(fmt::format("Undefined column name {} in table {}.{}", c, s.keyspace, s.table));
-    proj.push_back(i);
+  if (s.columns.size() == 1 && s.columns[0] == "*") {
+    // Every column, in the table's order, as Cassandra answers `SELECT *`.
+    for (size_t i = 0; i < full->columns.size(); ++i) proj.push_back(static_cast<int>(i));
+  } else {
+    for (const auto& c : s.columns) {
+      const int i = ColumnIndex(*full, c);
+      if (i < 0) return Invalid(fmt::format("Undefined column name {} in table {}.{}", c, s.keyspace, s.table));
+      proj.push_back(i);
+    }
   }
   Answer a;
   a.table.keyspace = full->keyspace;

@@ -183,6 +183,13 @@ TEST(HostileServer, ParsesTheSelectsCqlstreamSends) {
   for (const auto& r : a.table.rows) bytes += static_cast<int64_t>(r[7].as_blob().size());
   EXPECT_EQ(bytes, static_cast<int64_t>(SamplePayload(3).size()));
   EXPECT_GT(a.table.rows.size(), 1u) << "sample 3 spans several chunks";
+  // The catalog is read with `SELECT *` (older catalogs lack later columns).
+  auto all = ParseSelect("SELECT * FROM hostile.datasets WHERE name = ?");
+  ASSERT_TRUE(all.has_value());
+  Answer cat = w.Run(*all, {cql::Bytes{'t', 'o', 'y'}});
+  ASSERT_EQ(cat.error_code, 0) << cat.error;
+  EXPECT_GE(cat.table.columns.size(), 8u);
+  EXPECT_EQ(cat.table.rows.size(), 1u);
   Answer bad = w.Run(*ParseSelect("SELECT nope FROM system.local"), {});
   EXPECT_EQ(bad.error_code, 0x2200);
 }
