@@ -218,6 +218,13 @@ std::span<uint8_t> Loader::Impl::AttachedDestination(AttachedSink& s, int32_t co
     s.err = s.row.status();
     return {};
   }
+  if (col != store::kAttachedColData && s.row.data_size() < 0) {
+    // A target goes after the data in the slot: without a data cell (a null
+    // one fails the row itself) there is no offset to place it at.
+    s.err = Status::Corruption(fmt::format("sample {}: its target came without a data cell in {}", FormatKey(t.key),
+                                           s.row.options().table));
+    return {};
+  }
   if (t.owner == -1) {
     s.err = ClaimAttached(s, s.row.payload_size());
     if (!s.err.ok()) return {};

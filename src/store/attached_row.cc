@@ -81,7 +81,8 @@ void AttachedRow::OnDataSize(int32_t row, int64_t size) {
 void AttachedRow::OnTargetSize(int32_t row, int64_t size) {
   if (row != 0) return;
   target_size_ = size;
-  const int64_t data = std::max<int64_t>(data_size_, 0);
+  if (data_size_ < 0) return Fail("its target cell came without a data cell");
+  const int64_t data = data_size_;
   if (size < 0 || size > o_->max_bytes - data) {
     Fail(fmt::format("its data ({} bytes) and target ({} bytes) are more than the loader's limit of {}", data, size,
                      o_->max_bytes));
@@ -91,10 +92,9 @@ void AttachedRow::OnTargetSize(int32_t row, int64_t size) {
 void AttachedRow::OnCell(int32_t row, int32_t col, std::optional<std::span<const uint8_t>> data) {
   if (row != 0) return;
   if (col == kAttachedColData) {
-    if (!data) {
-      data_null_ = true;
-      return;
-    }
+    // A null data cell fails at once: a reader must not place a target (or
+    // anything else) after a data cell whose size was never announced.
+    if (!data) return Fail("its data cell is null");
     const bool announced = data_size_ >= 0;
     if (!announced) OnDataSize(row, static_cast<int64_t>(data->size()));
     if (!announced && o_->keep_data && status_.ok()) kept_data_.assign(data->begin(), data->end());
@@ -201,7 +201,7 @@ Status AttachedRow::Finish() const {
   };
   if (rows_ > 1) return bad(fmt::format("{} rows instead of one", rows_));
   if (!status_.ok()) return status_;
-  if (data_null_ || data_size_ < 0) return bad("its data cell is null");
+  if (data_size_ < 0) return bad("its data cell is null");
   return Status::OK();
 }
 

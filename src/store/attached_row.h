@@ -98,6 +98,8 @@ class AttachedRow {
   // elsewhere; bounded by max_bytes (else status() fails).
   void OnDataSize(int32_t row, int64_t size);
   // The target cell's length before its bytes are placed (label kind target).
+  // A reader places a target only after the data: while data_size() < 0 (no
+  // data cell yet, or a null one) it has no place, and status() fails.
   void OnTargetSize(int32_t row, int64_t size);
   // A complete cell of column `col`; `data`: the cell (nullopt for null).
   // For a data/target cell that was announced and placed, the view is the
@@ -110,6 +112,7 @@ class AttachedRow {
   Status Finish() const;
   // The first problem seen so far (OK while none).
   const Status& status() const { return status_; }
+  const AttachedRowOptions& options() const { return *o_; }
 
   int32_t rows() const { return rows_; }
   int64_t data_size() const { return data_size_; }      // -1 until seen
@@ -140,7 +143,6 @@ class AttachedRow {
   int32_t rows_ = -1;
   int64_t data_size_ = -1;
   int64_t target_size_ = -1;
-  bool data_null_ = false;
   int32_t label_ = -1;
   std::vector<int32_t> labels_;
   std::vector<uint8_t> kept_data_, kept_target_;

@@ -181,6 +181,32 @@ TEST(AttachedRowTest, TargetsFollowTheDataWithinTheLimit) {
   EXPECT_TRUE(b.kept_target().empty());
 }
 
+// A null data cell fails the row at once, before its target is announced:
+// a reader places the target at data_size(), which has no value then.
+TEST(AttachedRowTest, ANullDataCellFailsBeforeItsTarget) {
+  auto o = Options(LabelKind::kTarget, AttachedLabelType::kBlob);
+  AttachedRow r(kKey, "k", &o);
+  r.OnRowsBegin(1);
+  r.OnCell(0, kAttachedColData, std::nullopt);
+  EXPECT_EQ(r.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(r.status().message().find("its data cell is null"), std::string::npos) << r.status().message();
+  EXPECT_LT(r.data_size(), 0);
+  r.OnTargetSize(0, 6);
+  const auto mask = Bytes("mask!!");
+  r.OnCell(0, kAttachedColLabel, View(mask));
+  const Status s = r.Finish();
+  EXPECT_EQ(s.code(), Status::Code::kCorruption);
+  EXPECT_NE(s.message().find("sample 2:41 (key k): its data cell is null in ks.data_train"), std::string::npos)
+      << s.message();
+  EXPECT_TRUE(r.kept_target().empty());
+  // A target announced before any data cell has no place either.
+  AttachedRow early(kKey, "k", &o);
+  early.OnRowsBegin(1);
+  early.OnTargetSize(0, 6);
+  EXPECT_EQ(early.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(early.status().message().find("without a data cell"), std::string::npos) << early.status().message();
+}
+
 TEST(AttachedRowTest, RefusesMissingNullSeveralAndOversizedRows) {
   auto o = Options(LabelKind::kNone, AttachedLabelType::kNone);
   AttachedRow none(kKey, "1234", &o);

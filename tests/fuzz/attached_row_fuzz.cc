@@ -12,8 +12,10 @@
 // Checked: nothing throws or traps (ASan/UBSan); an accepted key is a
 // non-null value of the key type; an accepted row has one row, a data size
 // and payload within the limit, kept bytes of exactly the sizes it reports,
-// a class label in range of the names/classes, multilabels in range; every
-// refusal is NotFound or Corruption with a message.
+// a class label in range of the names/classes, multilabels in range; a null
+// data cell fails the row at once and a target is accepted only after a
+// data size (the loader places it there); every refusal is NotFound or
+// Corruption with a message.
 //
 // Input (FuzzedDataProvider): options, the snapshot answer, then the rows.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -99,9 +101,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     row.OnCell(r, kAttachedColData, View(d));
+    if (r == 0 && !d) Check(!row.status().ok());  // a null data cell fails at once
     auto l = Cell(in, 6000);
     if (l && in.ConsumeBool() && o.label_kind == LabelKind::kTarget) {
       row.OnTargetSize(r, static_cast<int64_t>(l->size()));
+      // The loader places the target at data_size(): never before the data.
+      if (r == 0 && row.status().ok()) Check(row.data_size() >= 0);
     }
     row.OnCell(r, kAttachedColLabel, View(l));
   }

@@ -345,5 +345,60 @@ TEST(AttachedLoaderLabels, BlobTargetsAndTextLabels) {
   s->Close();
 }
 
+// A target dataset whose foreign rows include null data cells next to good
+// rows: the null rows are per-sample errors naming the sample and the table
+// (skipped and counted, or raised), and the good rows' bytes are intact (a
+// target placed before a data cell would land in the previous slot).
+TEST(AttachedLoaderErrors, ANullDataCellIsAnErrorAndItsNeighboursAreIntact) {
+  auto s = testing::TestSession();
+  ASSERT_NE(s, nullptr);
+  const std::string& ks = testing::TestKeyspace();
+  ForeignTable t{ks + ".data_nul", "blob", 40, 5};
+  WriteForeignTable(*s, t);
+  SyntheticDataset d = Attach(*s, ks, "att_nul", t, LabelKind::kTarget);
+  ASSERT_EQ(d.payload.size(), 40u);
+  const int32_t seg = KeySegment(d.payload.begin()->first);
+  std::vector<SampleKey> bad;
+  for (int32_t idx : {3, 4, 17, 39}) {
+    const SampleKey k = MakeKey(seg, idx);
+    Uuid u;
+    std::copy(d.path.at(k).begin(), d.path.at(k).end(), u.bytes.begin());
+    testing::MustRun(*s, fmt::format("UPDATE {} SET data = null WHERE id = {}", t.table, u.ToString()));
+    d.payload.erase(k);
+    bad.push_back(k);
+  }
+  for (bool ordered : {true, false}) {
+    SCOPED_TRACE(ordered ? "ordered" : "out of order");
+    LoaderOptions o = BaseOptions("att_nul");
+    o.batch_size = 40;  // the good and the bad rows' slots side by side
+    o.epochs = 1;
+    o.ordered = ordered;
+    o.on_missing = OnMissing::kSkip;
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    Delivered r = ReadEpoch(**l, d);  // checks every delivered sample's bytes
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(r.keys.size(), 36u);
+    EXPECT_EQ((*l)->Metrics().skipped, 4);
+  }
+  {
+    auto l = Loader::Open(BaseOptions("att_nul"));
+    ASSERT_TRUE(l.ok());
+    const SampleKey good = MakeKey(seg, 2);
+    auto b = (*l)->Fetch({good, bad[0]});
+    ASSERT_FALSE(b.ok());
+    const std::string m = b.status().message();
+    EXPECT_NE(m.find(FormatKey(bad[0])), std::string::npos) << m;
+    EXPECT_NE(m.find("its data cell is null"), std::string::npos) << m;
+    EXPECT_NE(m.find(t.table), std::string::npos) << m;
+    auto g = (*l)->Fetch({good});
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    const auto sample = (*g)->sample(0);
+    const auto& want = d.payload.at(good);
+    EXPECT_TRUE(std::equal(sample.begin(), sample.end(), want.begin(), want.end()));
+  }
+  s->Close();
+}
+
 }  // namespace
 }  // namespace cqlstream
