@@ -126,6 +126,13 @@ Status UpdateCatalogRow(net::Session& s, const std::string& keyspace, const std:
   up.timeout = std::chrono::milliseconds(30000);
   auto r = s.Execute(up);
   if (!r.ok()) return r.status().WithContext(fmt::format("updating dataset '{}'", dataset));
+  const cql::Rows* rows = r->rows();
+  auto applied = rows != nullptr && rows->row_count() > 0 ? rows->Get<bool>(0, 0) : StatusOr<bool>(false);
+  if (!applied.ok() || !*applied) {
+    return Status::NotFound(fmt::format(
+        "dataset '{}' was dropped by another process while this attach ran; its snapshot was not registered",
+        dataset));
+  }
   return Status::OK();
 }
 
@@ -281,6 +288,15 @@ Status CheckAttachCompatible(const DatasetInfo& d, const AttachedTable& old, con
                                                LabelKindName(d.label_kind), LabelKindName(kind)));
   }
   const bool has = old.tables.contains(spec.split);
+  if (has && old.tables.at(spec.split) != fresh.tables.at(spec.split)) {
+    // The split's samples are the keys of its table: another table is another
+    // dataset (its checkpoints and selections would silently mean other rows).
+    return Status::InvalidArgument(fmt::format(
+        "split '{}' of dataset '{}' is attached to {}, not {}: --refresh takes a new snapshot of the same table; "
+        "attach {} under another dataset name, or drop '{}' first",
+        spec.split, d.name, old.tables.at(spec.split), fresh.tables.at(spec.split), fresh.tables.at(spec.split),
+        d.name));
+  }
   if (has && !spec.refresh) {
     return Status::AlreadyExists(fmt::format(
         "split '{}' of dataset '{}' is attached already (to {}); --refresh takes a new snapshot of it", spec.split,

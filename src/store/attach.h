@@ -16,15 +16,18 @@
 //     EXISTS: a crash before it leaves no dataset, and a re-run deletes the
 //     unfinished segment rows and starts over. When the dataset exists
 //     (another split, or --refresh), the catalog row's source map and class
-//     names are updated first, then ONE single-partition batch of the
-//     segments table seals the new segments and deletes the split's old ones
-//     (and unfinished attach segments of the split), so a Loader sees either
-//     the old snapshot or the new one, never both.
+//     names are updated first (IF EXISTS; not applied is an error), then
+//     ONE single-partition batch of the segments table seals the new
+//     segments and deletes the split's old ones (and unfinished attach
+//     segments of the split), so a Loader sees either the old snapshot or
+//     the new one, never both.
 //
-// Refresh: a new generation in new segments; the old generation's segment
-// rows are deleted (a checkpoint or selection of them is then refused: its
-// segments no longer exist); its k_ rows are left under their old segment
-// numbers (never read again; `cqlstream drop` removes the table).
+// Refresh: a new generation of the split's snapshot, of the same table
+// (another table is refused: attach it under another name, or drop first),
+// in new segments; the old generation's segment rows are deleted (a
+// checkpoint or selection of them is then refused: its segments no longer
+// exist); its k_ rows are left under their old segment numbers (never read
+// again; `cqlstream drop` removes the table).
 //
 // One attach of a dataset at a time (two concurrent refreshes of one dataset
 // may delete each other's segments).
@@ -79,7 +82,7 @@ StatusOr<AttachedTable> CheckAttachable(const TableShape& shape, const AttachSpe
 
 // Whether an existing attached dataset `d` (parsed as `old`) can take an
 // attach of `fresh` (same columns and label kind; a split attached already
-// needs --refresh; --refresh needs the split).
+// needs --refresh and the same table; --refresh needs the split).
 Status CheckAttachCompatible(const DatasetInfo& d, const AttachedTable& old, const AttachedTable& fresh,
                              LabelKind kind, const AttachSpec& spec);
 

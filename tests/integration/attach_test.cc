@@ -272,6 +272,26 @@ TEST_F(AttachTest, RefreshPicksUpNewRows) {
   const DatasetInfo both = Load("refr");
   EXPECT_EQ(both.Count("val"), 10);
   EXPECT_EQ(both.Count("train"), 119);
+  // A split's refresh or re-attach naming another table is refused and
+  // changes nothing: another table is another dataset.
+  for (bool refresh : {true, false}) {
+    store::AttachSpec moved = Spec("refr", "data_rv", "id");
+    moved.label_column = "label";
+    moved.refresh = refresh;
+    auto r2 = store::Attach(S(), keyspace_, moved);
+    ASSERT_FALSE(r2.ok()) << refresh;
+    EXPECT_NE(r2.status().message().find("is attached to " + keyspace_ + ".data_r, not " + keyspace_ + ".data_rv"),
+              std::string::npos)
+        << r2.status().ToString();
+    EXPECT_NE(r2.status().message().find("under another dataset name"), std::string::npos) << r2.status().ToString();
+    const DatasetInfo same = Load("refr");
+    auto a2 = store::AttachedTable::FromSource(same);
+    ASSERT_TRUE(a2.ok());
+    EXPECT_EQ(a2->tables.at("train"), keyspace_ + ".data_r");
+    EXPECT_EQ(a2->generation, store::AttachedTable::FromSource(both)->generation);
+    EXPECT_EQ(same.Count("train"), 119);
+    EXPECT_EQ(same.SplitSegments("train").at(0).seg, both.SplitSegments("train").at(0).seg);
+  }
   // Columns must match across splits.
   store::AttachSpec other = val;
   other.split = "test";
