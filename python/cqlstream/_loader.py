@@ -159,6 +159,87 @@ def _state_bytes(s: Any) -> bytes:
     raise TypeError(f"expected a Loader.state_dict() (or its checkpoint bytes), got {type(s).__name__}")
 
 
+# (name, lowest, highest, None allowed) of each integer argument of Loader(),
+# checked in this order.
+_INT_ARGS = (
+    ("batch_size", 1, MAX_BATCH_SIZE, False),
+    ("seed", 0, (1 << 64) - 1, False),
+    ("rank", 0, _I32, True),
+    ("world_size", 1, _I32, True),
+    ("epochs", 1, _I64, True),
+    ("memory_bytes", 0, _I64, True),
+    ("prefetch", 1, 1024, False),
+    ("decode_threads", 0, 1024, True),
+    ("port", 1, 65535, True),
+    ("connections_per_host", 1, 64, True),
+    ("io_threads", 0, 64, True),
+    ("max_in_flight", 1, _I32, True),
+    ("initial_window", 1, _I32, True),
+    ("max_connections_per_host", 1, 1024, True),
+    ("max_attempts", 1, _I32, True),
+)
+
+
+def _check_args(o: dict[str, Any], unexpected: dict[str, Any]) -> dict[str, Any] | None:
+    """Refuses what Loader() cannot take and replaces each number in ``o`` by
+    its checked value; returns the parsed ``decode`` spec (None: raw bytes)."""
+    if "password" in unexpected:
+        raise TypeError(_PASSWORD_REFUSED)
+    if "tls_key_passphrase" in unexpected:
+        raise TypeError("Loader() does not accept tls_key_passphrase=: pass tls_key_passphrase_file=... or set "
+                        "CQLSTREAM_TLS_KEY_PASSPHRASE_FILE / CQLSTREAM_TLS_KEY_PASSPHRASE")
+    if unexpected:
+        raise TypeError(f"Loader() got unexpected keyword argument(s): {', '.join(sorted(unexpected))}")
+    if not isinstance(o["dataset"], str) or not o["dataset"]:
+        raise ValueError("dataset must be a non-empty string")
+    # Every number is checked here, naming the parameter: nanobind's own
+    # "incompatible function arguments" names none, and a float seed
+    # would be truncated silently.
+    for name, lo, hi, optional in _INT_ARGS:
+        o[name] = _int(name, o[name], lo, hi, optional=optional)
+    if o["on_missing"] not in ("raise", "skip"):
+        raise ValueError(f"on_missing must be 'raise' or 'skip', got {o['on_missing']!r}")
+    return _parse_decode(o["decode"])
+
+
+def _path(v: Any) -> str | None:
+    return os.fspath(v) if v is not None else None
+
+
+def _core_args(o: dict[str, Any], dec: dict[str, Any] | None) -> _core.OpenArgs:
+    """The checked arguments of Loader() as the C++ loader takes them."""
+    a = _core.OpenArgs()
+    for name in ("dataset", "split", "batch_size", "seed", "rank", "world_size", "epochs", "on_missing",
+                 "memory_bytes", "max_in_flight", "initial_window", "max_connections_per_host", "max_attempts",
+                 "port", "keyspace", "username", "tls_server_name", "local_dc", "connections_per_host",
+                 "io_threads", "prefetch"):
+        setattr(a, name, o[name])
+    for name in ("shuffle", "ordered", "drop_last", "verify_checksums", "adaptive", "hedge",
+                 "tls_insecure_skip_verify"):
+        setattr(a, name, bool(o[name]))
+    for name in ("selection", "password_file", "tls_ca", "tls_cert", "tls_key", "tls_key_passphrase_file",
+                 "secure_bundle"):
+        setattr(a, name, _path(o[name]))
+    a.request_timeout_s = _seconds("request_timeout", o["request_timeout"])
+    a.retry_budget_s = _seconds("retry_budget", o["retry_budget"])
+    hosts = o["hosts"]
+    if isinstance(hosts, str):
+        hosts = [h for h in hosts.split(",") if h]
+    a.hosts = list(hosts) if hosts is not None else None
+    a.connect_timeout_s = _seconds("connect_timeout", o["connect_timeout"])
+    if dec is not None and dec.get("npy"):
+        a.npy = True
+        a.npy_targets = dec["targets"]
+    elif dec is not None:
+        a.decode_size = dec["size"]
+        a.decode_channels = dec["channels"]
+        a.decode_mode = dec["mode"]
+        a.jpeg_scaling = dec["jpeg_scaling"]
+        a.max_decode_pixels = dec["max_pixels"]
+    a.decode_threads = o["decode_threads"] or 0
+    return a
+
+
 class Loader:
     """Streams batches of a dataset split (or selection) from Cassandra / ScyllaDB.
 
@@ -243,95 +324,13 @@ class Loader:
         hedge: bool = True,
         **unexpected: Any,
     ) -> None:
+        opts = {k: v for k, v in locals().items() if k not in ("self", "unexpected")}
         self._core: _core.Loader | None = None
         self._closed = True
-        if "password" in unexpected:
-            raise TypeError(_PASSWORD_REFUSED)
-        if "tls_key_passphrase" in unexpected:
-            raise TypeError("Loader() does not accept tls_key_passphrase=: pass tls_key_passphrase_file=... or set "
-                            "CQLSTREAM_TLS_KEY_PASSPHRASE_FILE / CQLSTREAM_TLS_KEY_PASSPHRASE")
-        if unexpected:
-            raise TypeError(f"Loader() got unexpected keyword argument(s): {', '.join(sorted(unexpected))}")
-        if not isinstance(dataset, str) or not dataset:
-            raise ValueError("dataset must be a non-empty string")
-        # Every number is checked here, naming the parameter: nanobind's own
-        # "incompatible function arguments" names none, and a float seed
-        # would be truncated silently.
-        batch_size = _int("batch_size", batch_size, 1, MAX_BATCH_SIZE)
-        seed = _int("seed", seed, 0, (1 << 64) - 1)
-        rank = _int("rank", rank, 0, _I32, optional=True)
-        world_size = _int("world_size", world_size, 1, _I32, optional=True)
-        epochs = _int("epochs", epochs, 1, _I64, optional=True)
-        memory_bytes = _int("memory_bytes", memory_bytes, 0, _I64, optional=True)
-        prefetch = _int("prefetch", prefetch, 1, 1024)
-        decode_threads = _int("decode_threads", decode_threads, 0, 1024, optional=True)
-        port = _int("port", port, 1, 65535, optional=True)
-        connections_per_host = _int("connections_per_host", connections_per_host, 1, 64, optional=True)
-        io_threads = _int("io_threads", io_threads, 0, 64, optional=True)
-        max_in_flight = _int("max_in_flight", max_in_flight, 1, _I32, optional=True)
-        initial_window = _int("initial_window", initial_window, 1, _I32, optional=True)
-        max_connections_per_host = _int("max_connections_per_host", max_connections_per_host, 1, 1024,
-                                        optional=True)
-        max_attempts = _int("max_attempts", max_attempts, 1, _I32, optional=True)
-        if on_missing not in ("raise", "skip"):
-            raise ValueError(f"on_missing must be 'raise' or 'skip', got {on_missing!r}")
-        dec = _parse_decode(decode)
+        dec = _check_args(opts, unexpected)
         if tls_insecure_skip_verify:
             _warn_insecure_tls("tls_insecure_skip_verify")
-
-        a = _core.OpenArgs()
-        a.dataset = dataset
-        a.split = split
-        a.selection = os.fspath(selection) if selection is not None else None
-        a.batch_size = batch_size
-        a.shuffle = bool(shuffle)
-        a.seed = seed
-        a.rank = rank
-        a.world_size = world_size
-        a.ordered = bool(ordered)
-        a.drop_last = bool(drop_last)
-        a.epochs = epochs
-        a.on_missing = on_missing
-        a.verify_checksums = bool(verify_checksums)
-        a.memory_bytes = memory_bytes
-        a.max_in_flight = max_in_flight
-        a.initial_window = initial_window
-        a.adaptive = bool(adaptive)
-        a.max_connections_per_host = max_connections_per_host
-        a.request_timeout_s = _seconds("request_timeout", request_timeout)
-        a.max_attempts = max_attempts
-        a.retry_budget_s = _seconds("retry_budget", retry_budget)
-        a.hedge = bool(hedge)
-        if isinstance(hosts, str):
-            hosts = [h for h in hosts.split(",") if h]
-        a.hosts = list(hosts) if hosts is not None else None
-        a.port = port
-        a.keyspace = keyspace
-        a.username = username
-        a.password_file = os.fspath(password_file) if password_file is not None else None
-        a.tls_ca = os.fspath(tls_ca) if tls_ca is not None else None
-        a.tls_cert = os.fspath(tls_cert) if tls_cert is not None else None
-        a.tls_key = os.fspath(tls_key) if tls_key is not None else None
-        a.tls_server_name = tls_server_name
-        a.tls_key_passphrase_file = (os.fspath(tls_key_passphrase_file)
-                                     if tls_key_passphrase_file is not None else None)
-        a.tls_insecure_skip_verify = bool(tls_insecure_skip_verify)
-        a.secure_bundle = os.fspath(secure_bundle) if secure_bundle is not None else None
-        a.local_dc = local_dc
-        a.connections_per_host = connections_per_host
-        a.io_threads = io_threads
-        a.connect_timeout_s = _seconds("connect_timeout", connect_timeout)
-        if dec is not None and dec.get("npy"):
-            a.npy = True
-            a.npy_targets = dec["targets"]
-        elif dec is not None:
-            a.decode_size = dec["size"]
-            a.decode_channels = dec["channels"]
-            a.decode_mode = dec["mode"]
-            a.jpeg_scaling = dec["jpeg_scaling"]
-            a.max_decode_pixels = dec["max_pixels"]
-        a.prefetch = prefetch
-        a.decode_threads = decode_threads or 0
+        a = _core_args(opts, dec)
         self._decode = dec
         self._core = _core.Loader(a)
         self._closed = False
