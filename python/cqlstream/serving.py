@@ -92,6 +92,18 @@ def keys_array(keys: Iterable[int]) -> np.ndarray:
     return a
 
 
+def _check_pipeline(pipe: Any, queued: int) -> None:
+    """Refuses a pipeline run_requests cannot keep ``queued`` requests ahead in."""
+    depth = getattr(pipe, "prefetch_queue_depth", 1)
+    if depth not in (1, {"cpu_size": 1, "gpu_size": 1}):
+        raise ValueError(f"run_requests needs a pipeline with prefetch_queue_depth=1, not {depth}: each "
+                         "schedule_run must start exactly one iteration (requests queue in the operator)")
+    if queued > 1 and not getattr(pipe, "_exec_dynamic", True):
+        raise ValueError("run_requests with queued > 1 needs DALI's dynamic executor (exec_dynamic=True, also "
+                         "in Pipeline.deserialize): the legacy executor blocks a second schedule_run until the "
+                         "first outputs are read")
+
+
 def run_requests(pipe: Any, name: str, requests: Iterable[Sequence[int]], *, queued: int = 1,
                  mini_batch_size: int | None = None) -> Iterator[tuple[int, Any]]:
     """Serves ``requests`` through ``pipe`` (built, with the serving operator
@@ -142,14 +154,7 @@ def run_requests(pipe: Any, name: str, requests: Iterable[Sequence[int]], *, que
         for _ in range(n):
             pipe.schedule_run()
 
-    depth = getattr(pipe, "prefetch_queue_depth", 1)
-    if depth not in (1, {"cpu_size": 1, "gpu_size": 1}):
-        raise ValueError(f"run_requests needs a pipeline with prefetch_queue_depth=1, not {depth}: each "
-                         "schedule_run must start exactly one iteration (requests queue in the operator)")
-    if queued > 1 and not getattr(pipe, "_exec_dynamic", True):
-        raise ValueError("run_requests with queued > 1 needs DALI's dynamic executor (exec_dynamic=True, also "
-                         "in Pipeline.deserialize): the legacy executor blocks a second schedule_run until the "
-                         "first outputs are read")
+    _check_pipeline(pipe, queued)
     more = True
     # The first requests are all fed before any iteration is scheduled, so the
     # operator finds them queued (as with a server that got them at once).
