@@ -107,6 +107,8 @@ Status Loader::Impl::PrepareAttached() {
   }
   a->snapshot_table = ds.keyspace + "." + store::KeyTableName(ds.name);
   CQLS_ASSIGN_OR_RETURN(a->key_stmt, session->Prepare(store::KeyLookupCql(ds.keyspace, ds.name)));
+  // One name -> index map for the dataset, shared by every split's checks.
+  const auto class_names = std::make_shared<const store::ClassNameIndex>(ds.class_names);
   for (const auto& g : ds.segments) {
     if (g.count <= 0) continue;
     auto it = a->splits.find(g.split);
@@ -120,7 +122,7 @@ Status Loader::Impl::PrepareAttached() {
       CQLS_ASSIGN_OR_RETURN(sp.data_stmt, session->Prepare(a->table.DataReadCql(g.split)));
       sp.row.label_kind = ds.label_kind;
       sp.row.label_type = label_type;
-      sp.row.class_names = &ds.class_names;
+      sp.row.class_names = class_names;
       sp.row.classes = ds.class_names.empty() ? -1 : static_cast<int64_t>(ds.class_names.size());
       sp.row.table = table->second;
       sp.row.keep_data = true;  // used only for a target dataset's data (AttachedSink)

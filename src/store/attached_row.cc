@@ -63,6 +63,17 @@ StatusOr<Value> SnapshotKeyCell(SampleKey sample, int32_t row_count, std::option
   return std::move(*v);
 }
 
+ClassNameIndex::ClassNameIndex(const std::vector<std::string>& names) : size_(names.size()) {
+  index_.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) index_.emplace(names[i], static_cast<int32_t>(i));
+}
+
+std::optional<int32_t> ClassNameIndex::Find(std::string_view name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
+}
+
 void AttachedRow::Fail(std::string what) {
   if (status_.ok()) {
     status_ = Status::Corruption(
@@ -136,7 +147,7 @@ std::optional<int32_t> AttachedRow::IntLabel(std::optional<std::span<const uint8
   return DecodeIntCell(*data);
 }
 
-// An int, or a text naming one of the sorted class names.
+// An int, or a text naming one of the class names.
 void AttachedRow::OnClassLabel(std::optional<std::span<const uint8_t>> data) {
   if (o_->label_type == AttachedLabelType::kInt) {
     auto l = IntLabel(data);
@@ -150,15 +161,13 @@ void AttachedRow::OnClassLabel(std::optional<std::span<const uint8_t>> data) {
   if (o_->label_type != AttachedLabelType::kText) return Fail("its label column is neither an int nor a text");
   if (!data) return;  // null: no label (-1)
   const std::string_view text(reinterpret_cast<const char*>(data->data()), data->size());
-  static const std::vector<std::string> kNoClasses;
-  const std::vector<std::string>& names = o_->class_names ? *o_->class_names : kNoClasses;
-  auto it = std::lower_bound(names.begin(), names.end(), text,
-                             [](const std::string& a, std::string_view b) { return std::string_view(a) < b; });
-  if (it == names.end() || *it != text) {
+  const std::optional<int32_t> index = o_->class_names ? o_->class_names->Find(text) : std::nullopt;
+  if (!index) {
     const std::string shown = text.size() > 64 ? std::string(text.substr(0, 64)) + "..." : std::string(text);
-    return Fail(fmt::format("its label '{}' is not one of the dataset's {} class names", shown, names.size()));
+    return Fail(fmt::format("its label '{}' is not one of the dataset's {} class names", shown,
+                            o_->class_names ? o_->class_names->size() : 0));
   }
-  label_ = static_cast<int32_t>(it - names.begin());
+  label_ = *index;
 }
 
 // A list<int>/set<int>, or an int read as a sample of one label.

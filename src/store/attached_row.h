@@ -20,7 +20,7 @@
 //     col 1 label   : (when the read selects one) by label type:
 //       int         -> label (class: null = -1, else in [0, classes) when
 //                      the class count is known)
-//       text        -> the index of the text in the sorted class names
+//       text        -> the index of the text in the class names (any order)
 //       list<int>, set<int> -> labels (multilabel; at most
 //                      kMaxLabelsPerSample, each in [0, classes) when known)
 //       blob        -> the target (label kind target: the payload is data
@@ -35,10 +35,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "cql/response.h"
@@ -73,11 +76,31 @@ StatusOr<Value> SnapshotKey(SampleKey sample, const cql::Rows* rows, const DataT
 StatusOr<Value> SnapshotKeyCell(SampleKey sample, int32_t row_count, std::optional<std::span<const uint8_t>> cell,
                                 const DataType& key_type, const std::string& snapshot_table);
 
+// A dataset's class names by name. The names are in no particular order
+// (attach keeps the old names' indices and appends new ones), so a text
+// label's class is looked up here, never by binary search. Built once per
+// dataset; a name listed twice keeps its first index.
+class ClassNameIndex {
+ public:
+  explicit ClassNameIndex(const std::vector<std::string>& names);
+  // The index of `name` in the names; nullopt when it is not one.
+  std::optional<int32_t> Find(std::string_view name) const;
+  size_t size() const { return size_; }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int32_t, Hash, std::equal_to<>> index_;
+  size_t size_ = 0;
+};
+
 // What a reader of one attached dataset needs to check its data rows.
 struct AttachedRowOptions {
   LabelKind label_kind = LabelKind::kNone;                // the dataset's
   AttachedLabelType label_type = AttachedLabelType::kNone;
-  const std::vector<std::string>* class_names = nullptr;  // sorted; text labels map into it
+  std::shared_ptr<const ClassNameIndex> class_names;     // text labels map into it (null: none)
   int64_t classes = -1;                                   // < 0: unknown
   int64_t max_bytes = int64_t{1} << 30;                   // data (+ target) per sample
   std::string table;                                      // "ks.table", for messages

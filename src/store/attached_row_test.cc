@@ -108,7 +108,7 @@ TEST(AttachedRowTest, RefusesLabelsOutsideTheClasses) {
 TEST(AttachedRowTest, MapsTextLabelsToClassIndexes) {
   const std::vector<std::string> names = {"cat", "dog", "zebra"};
   auto o = Options(LabelKind::kClass, AttachedLabelType::kText);
-  o.class_names = &names;
+  o.class_names = std::make_shared<const ClassNameIndex>(names);
   o.classes = 3;
   AttachedRow r(kKey, "k", &o);
   r.OnRowsBegin(1);
@@ -125,6 +125,44 @@ TEST(AttachedRowTest, MapsTextLabelsToClassIndexes) {
   Status s = u.Finish();
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
   EXPECT_NE(s.message().find("'eel'"), std::string::npos) << s.message();
+}
+
+// Attach keeps the old names' indices and appends new ones, so the names are
+// in no order: every name maps to its own index.
+TEST(AttachedRowTest, MapsTextLabelsOfUnsortedClassNames) {
+  const std::vector<std::string> names = {"zebra", "dog", "ant", "cat", "bee", "dog"};
+  auto o = Options(LabelKind::kClass, AttachedLabelType::kText);
+  o.class_names = std::make_shared<const ClassNameIndex>(names);
+  o.classes = static_cast<int64_t>(names.size());
+  EXPECT_EQ(o.class_names->size(), names.size());
+  const auto data = Bytes("x");
+  for (int32_t i : {0, 1, 2, 3, 4}) {
+    AttachedRow r(kKey, "k", &o);
+    r.OnRowsBegin(1);
+    const auto text = Bytes(names[static_cast<size_t>(i)]);
+    r.OnCell(0, kAttachedColData, View(data));
+    r.OnCell(0, kAttachedColLabel, View(text));
+    ASSERT_TRUE(r.Finish().ok()) << names[static_cast<size_t>(i)] << ": " << r.Finish().ToString();
+    EXPECT_EQ(r.label(), i) << names[static_cast<size_t>(i)];
+  }
+  EXPECT_EQ(o.class_names->Find("dog"), 1);  // a name listed twice keeps its first index
+  for (std::string_view miss : {"", "ca", "cats", "aardvark", "zz"}) {
+    EXPECT_FALSE(o.class_names->Find(miss).has_value()) << miss;
+    AttachedRow r(kKey, "k", &o);
+    r.OnRowsBegin(1);
+    const auto text = Bytes(miss);
+    r.OnCell(0, kAttachedColData, View(data));
+    r.OnCell(0, kAttachedColLabel, View(text));
+    EXPECT_EQ(r.Finish().code(), Status::Code::kCorruption) << miss;
+  }
+  // No class names at all: every text is unknown.
+  o.class_names = nullptr;
+  AttachedRow none(kKey, "k", &o);
+  none.OnRowsBegin(1);
+  const auto cat = Bytes("cat");
+  none.OnCell(0, kAttachedColData, View(data));
+  none.OnCell(0, kAttachedColLabel, View(cat));
+  EXPECT_EQ(none.Finish().code(), Status::Code::kCorruption);
 }
 
 TEST(AttachedRowTest, ReadsMultilabelLists) {

@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <utility>
 
 #include "store/schema.h"
@@ -16,44 +15,24 @@ bool UsesLabel(const DatasetInfo& d, AttachedLabelType t) {
   return d.label_kind != LabelKind::kNone && t != AttachedLabelType::kNone;
 }
 
-// The label cell of a label read into `m` (class, multilabel; a target
-// only names its file).
-Status DecodeLabel(const DatasetInfo& d, const std::unordered_map<std::string, int32_t>& class_index,
-                   AttachedLabelType t, const cql::Rows& r, MetaRow* m) {
-  switch (t) {
-    case AttachedLabelType::kInt: {
-      CQLS_ASSIGN_OR_RETURN(auto v, r.GetOptional<int32_t>(0, 0));
-      if (v && d.label_kind == LabelKind::kMultiLabel) {
-        m->labels = {*v};
-      } else {
-        m->label = v;
-      }
-      return Status::OK();
-    }
-    case AttachedLabelType::kIntList: {
-      CQLS_ASSIGN_OR_RETURN(auto v, r.GetOptional<std::vector<int32_t>>(0, 0));
-      if (v) m->labels = std::move(*v);
-      if (m->labels.size() > kMaxLabelsPerSample) return Status::Corruption("more labels than kMaxLabelsPerSample");
-      return Status::OK();
-    }
-    case AttachedLabelType::kText: {
-      CQLS_ASSIGN_OR_RETURN(auto v, r.GetOptional<std::string>(0, 0));
-      if (!v) return Status::OK();
-      // By name: the list is not sorted once a later attach appended texts.
-      auto it = class_index.find(*v);
-      if (it == class_index.end()) {
-        return Status::Corruption(fmt::format("label text '{}' is not among the dataset's class names (refresh the "
-                                              "attach to pick up new labels)",
-                                              v->substr(0, 64)));
-      }
-      m->label = it->second;
-      return Status::OK();
-    }
-    case AttachedLabelType::kBlob:
-      m->target_path = m->path + ".target";
-      return Status::OK();
-    case AttachedLabelType::kNone:
-      return Status::OK();
+// The label cell of a label read (column 0 of row 0) into `m`, decoded by
+// store::AttachedRow with the loader's own checks (an int label in range, no
+// negative list entry, a text among the class names, by name), so select,
+// split and export see the labels the loader delivers. A target only names
+// its file.
+Status DecodeLabel(const AttachedRowOptions& o, SampleKey k, const cql::Rows& r, MetaRow* m) {
+  if (o.label_kind == LabelKind::kTarget) {
+    m->target_path = m->path + ".target";
+    return Status::OK();
+  }
+  AttachedRow row(k, m->path, &o);
+  row.OnRowsBegin(r.row_count());
+  row.OnCell(0, kAttachedColLabel, r.cell(0, 0));
+  if (!row.status().ok()) return row.status();
+  if (o.label_kind == LabelKind::kMultiLabel) {
+    m->labels = row.labels();
+  } else if (row.label() >= 0) {
+    m->label = row.label();
   }
   return Status::OK();
 }
@@ -72,9 +51,6 @@ StatusOr<std::unique_ptr<AttachedSamples>> AttachedSamples::Open(net::Session& s
   CQLS_ASSIGN_OR_RETURN(out->key_type_, AttachedKeyType(out->a_.key_type));
   CQLS_ASSIGN_OR_RETURN(out->label_type_, ParseAttachedLabelType(out->a_.label_type));
   out->snapshot_table_ = d.keyspace + "." + KeyTableName(d.name);
-  for (size_t i = 0; i < d.class_names.size(); ++i) {
-    out->class_index_.emplace(d.class_names[i], static_cast<int32_t>(i));
-  }
   CQLS_ASSIGN_OR_RETURN(out->lookup_, s.Prepare(KeyLookupCql(d.keyspace, d.name)));
   for (const auto& sp : d.splits()) {
     if (!out->a_.tables.contains(sp)) {
@@ -102,7 +78,7 @@ AttachedRowOptions AttachedSamples::Options(const std::string& split, bool keep)
   AttachedRowOptions o;
   o.label_kind = d_.label_kind;
   o.label_type = label_type_;
-  o.class_names = &d_.class_names;
+  o.class_names = std::make_shared<const ClassNameIndex>(d_.class_names);
   o.classes = d_.class_names.empty() ? -1 : static_cast<int64_t>(d_.class_names.size());
   auto it = a_.tables.find(split);
   o.table = it == a_.tables.end() ? split : it->second;
@@ -138,9 +114,9 @@ StatusOr<MetaRow> AttachedSamples::ReadMeta(const std::string& split, SampleKey 
                       : Status::Corruption(fmt::format("sample {} (key {}): {} rows in {}", FormatKey(k), m.path, n, table));
     return m;
   }
-  Status st = DecodeLabel(d_, class_index_, label_type_, *rows, &m);
-  if (!st.ok()) *problem = Status::Corruption(fmt::format("sample {} (key {}) in {}: {}", FormatKey(k), m.path, table,
-                                                          st.message()));
+  const AttachedRowOptions o = Options(split, /*keep=*/false);
+  Status st = DecodeLabel(o, k, *rows, &m);
+  if (!st.ok()) *problem = std::move(st);  // names the sample, its key and the table
   return m;
 }
 

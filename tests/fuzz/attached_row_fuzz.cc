@@ -58,7 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   static const char* kKeyTypes[] = {"uuid", "timeuuid", "bigint", "int", "text", "varchar", "ascii", "blob", "map"};
   static const char* kLabelTypes[] = {"", "int", "list<int>", "set<int>", "text", "blob", "float"};
-  static const std::vector<std::string> kNames = {"a", "b", "cat", "dog"};
+  static const std::vector<std::string> kNames = {"dog", "a", "cat", "b"};  // any order
+  static const auto kIndex = std::make_shared<const ClassNameIndex>(kNames);
 
   // The key snapshot's answer.
   const SampleKey sample = MakeKey(in.ConsumeIntegralInRange<int32_t>(0, 3), in.ConsumeIntegralInRange<int32_t>(0, 3));
@@ -80,7 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto label_type = ParseAttachedLabelType(kLabelTypes[in.ConsumeIntegralInRange<size_t>(0, 6)]);
   if (!label_type.ok()) return 0;
   o.label_type = *label_type;
-  if (in.ConsumeBool()) o.class_names = &kNames;
+  if (in.ConsumeBool()) o.class_names = kIndex;
   o.classes = in.ConsumeBool() ? static_cast<int64_t>(kNames.size()) : in.ConsumeIntegralInRange<int64_t>(-1, 8);
   o.max_bytes = in.ConsumeIntegralInRange<int64_t>(0, 4096);
   o.table = "ks.data_train";
@@ -124,7 +125,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(row.label() >= -1);
     if (o.classes >= 0 && o.label_type == AttachedLabelType::kInt) Check(row.label() < o.classes);
     if (o.label_type == AttachedLabelType::kText && row.label() >= 0) {
-      Check(o.class_names && static_cast<size_t>(row.label()) < o.class_names->size());
+      Check(o.class_names && static_cast<size_t>(row.label()) < kNames.size());
+      Check(*o.class_names->Find(kNames[static_cast<size_t>(row.label())]) == row.label());
     }
   }
   for (int32_t l : row.labels()) Check(l >= 0 && (o.classes < 0 || l < o.classes));
