@@ -10,7 +10,9 @@
 //     (SELECT "<label>" FROM <table> WHERE "<key>" = ?; no read at all of
 //     the foreign table when the dataset has no label), as a MetaRow whose
 //     path is the key's text (KeyPath) — what select, split and export's
-//     names need without reading any sample bytes;
+//     names need without reading any sample bytes; the label cell is
+//     decoded by store::AttachedRow, the loader's own checks, so these
+//     commands and the loader agree on every label;
 //   * ReadData: the data read (AttachedTable::DataReadCql) decoded by
 //     store::AttachedRow, the loader's own checks (one row, a non-null data
 //     blob, a label of the column's type, text labels among the class names).
@@ -29,7 +31,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "cqlstream/dataset.h"
@@ -76,7 +77,6 @@ class AttachedSamples {
   DataType key_type_;
   AttachedLabelType label_type_ = AttachedLabelType::kNone;
   std::string snapshot_table_;
-  std::unordered_map<std::string, int32_t> class_index_;  // class name -> label
   net::PreparedPtr lookup_;
   std::map<std::string, net::PreparedPtr> label_reads_, data_reads_;  // by split
 };

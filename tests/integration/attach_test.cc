@@ -301,6 +301,53 @@ TEST_F(AttachTest, RefreshPicksUpNewRows) {
   EXPECT_NE(mismatch.status().message().find("every split must share them"), std::string::npos);
 }
 
+// select reads labels with the loader's checks (store::AttachedRow): an int
+// label below -1, a negative list entry, are problems naming the sample and
+// the table (left out, counted), and an int -1 read as multilabel is no
+// label, as verify and the loader see them.
+TEST_F(AttachTest, SelectChecksLabelsAsTheLoader) {
+  Cql(fmt::format("CREATE TABLE {}.lbl (k int PRIMARY KEY, data blob, label int, tags list<int>)", keyspace_));
+  for (int i = 0; i < 12; ++i) {
+    const int label = i < 10 ? i % 4 : (i == 10 ? -5 : -1);
+    std::vector<Value> tags = {Value::Int(i % 2)};
+    if (i == 6) tags.push_back(Value::Int(-3));
+    Cql(fmt::format("INSERT INTO {}.lbl (k, data, label, tags) VALUES (?, ?, ?, ?)", keyspace_),
+        {Value::Int(i), Value::Blob(Payload(i)), Value::Int(label), Value::List(std::move(tags))});
+  }
+  const std::string dir = ::testing::TempDir() + fmt::format("attach_lbl_{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  struct Case {
+    std::string dataset, attach, label;
+    size_t selected;
+    std::string problem;
+  };
+  const std::vector<Case> cases = {
+      {"lblc", "--label-column label", "0", 3, "its label -5 is not a class"},
+      {"lblm", "--label-column label --label-kind multilabel", "0", 3, "its labels hold -5"},
+      {"lbll", "--label-column tags", "1", 6, "its labels hold -3"},
+  };
+  for (const auto& c : cases) {
+    auto [rc, out] = Sh(fmt::format("{} attach --dataset {} --table {}.lbl --key-column k --data-column data {} {}",
+                                    CliPath(), c.dataset, keyspace_, c.attach, Common()));
+    ASSERT_EQ(rc, 0) << out;
+    auto [src, sout] = Sh(fmt::format("{} select {} --split train --label {} -o {}/s.sel {}", CliPath(), c.dataset,
+                                      c.label, dir, Common()));
+    ASSERT_EQ(src, 0) << sout;
+    EXPECT_NE(sout.find("1 sample(s)"), std::string::npos) << c.dataset << "\n" << sout;
+    EXPECT_NE(sout.find(c.problem), std::string::npos) << c.dataset << "\n" << sout;
+    EXPECT_NE(sout.find(keyspace_ + ".lbl"), std::string::npos) << c.dataset << "\n" << sout;
+    auto sel = Selection::Load(dir + "/s.sel");
+    ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+    EXPECT_EQ(sel->keys.size(), c.selected) << c.dataset;
+    // verify (the loader's reads) finds the same one problem.
+    auto [vrc, vout] = Sh(fmt::format("{} verify {} {}", CliPath(), c.dataset, Common()));
+    EXPECT_EQ(vrc, 1) << vout;
+    EXPECT_NE(vout.find("1 problem"), std::string::npos) << c.dataset << "\n" << vout;
+    EXPECT_NE(vout.find(c.problem), std::string::npos) << c.dataset << "\n" << vout;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(AttachTest, RefusalsNameWhatAndWhy) {
   Cql(fmt::format("CREATE TABLE {}.comp (a int, b int, data blob, PRIMARY KEY ((a, b)))", keyspace_));
   Cql(fmt::format("CREATE TABLE {}.clus (id uuid, frame int, data blob, PRIMARY KEY (id, frame))", keyspace_));
