@@ -41,10 +41,9 @@ void Run(net::Session& s, const std::string& q, std::vector<Value> v = {},
   }
 }
 
-}  // namespace
-
-SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& ks, const SyntheticSpec& spec) {
-  SyntheticDataset out;
+// The catalog tables, a fresh d_<name> and m_<name>, no segments of the
+// dataset, and its catalog row (classes class0 ..).
+void CreateSchema(net::Session& s, const std::string& ks, const SyntheticSpec& spec) {
   const std::string& n = spec.name;
   Run(s, fmt::format("CREATE TABLE IF NOT EXISTS {}.datasets (name text PRIMARY KEY, layout_version int, "
                      "created timestamp, label_kind text, class_names list<text>, checksum text, chunk_size int, "
@@ -71,6 +70,14 @@ SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& ks, co
                      "chunk_size, description) VALUES (?, 1, toTimestamp(now()), 'class', ?, 'xxh64', ?, 'synthetic')",
                      ks),
       {Value::Text(n), Value::List(classes), Value::Int(spec.chunk_size)}, spec.consistency);
+}
+
+}  // namespace
+
+SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& ks, const SyntheticSpec& spec) {
+  SyntheticDataset out;
+  const std::string& n = spec.name;
+  CreateSchema(s, ks, spec);
 
   auto data = s.Prepare(fmt::format("INSERT INTO {}.d_{} (seg, idx, chunk, size, image_size, checksum, label, data) "
                                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
