@@ -29,6 +29,85 @@ int Restart() {
   return std::system(cmd.c_str());
 }
 
+// What the client read loop saw.
+struct ClientCounts {
+  std::atomic<bool> stop{false};
+  std::atomic<bool> restarted{false};  // set once scripts/cassandra up returned
+  std::atomic<int> ok_before{0}, errors{0}, ok_after{0};
+  std::atomic<int64_t> longest_ms{0};
+};
+
+// Reads single rows of segment 0 until c.stop: counts the reads that
+// succeed before and after the restart and those that fail, and times the
+// longest call.
+void ClientLoop(net::Session& s, const net::PreparedPtr& sel, ClientCounts& c) {
+  int i = 0;
+  while (!c.stop) {
+    net::Statement st = net::Statement::Bound(sel, {Value::Int(0), Value::Int(i++ % 1000)});
+    st.idempotent = true;
+    st.timeout = std::chrono::milliseconds(2000);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = s.Execute(st);
+    const int64_t ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    c.longest_ms = std::max<int64_t>(c.longest_ms, ms);
+    if (!r.ok()) {
+      ++c.errors;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } else if (c.restarted) {
+      ++c.ok_after;
+    } else {
+      ++c.ok_before;
+    }
+  }
+}
+
+// A loader that can only prefetch a little, so it is reading during the
+// restart.
+StatusOr<std::unique_ptr<Loader>> OpenSlowLoader() {
+  LoaderOptions lo;
+  lo.connection = testing::TestOptions();
+  lo.connection.keyspace = testing::TestKeyspace();
+  lo.connection.reconnect_max = std::chrono::milliseconds(1000);
+  lo.dataset = "ldr_restart";
+  lo.batch_size = 10;
+  lo.memory_bytes = 64 * 1024;
+  return Loader::Open(lo);
+}
+
+// Reads the loader's epoch, restarting the node (setting c.restarted when
+// it is up again) after 20 batches; every sample must hold its written
+// bytes. Returns the delivered keys; *error: the loader's error, if any.
+std::multiset<SampleKey> ReadAcrossRestart(Loader& l, const testing::SyntheticDataset& d, ClientCounts& c,
+                                           std::future<int>* restart, std::string* error) {
+  std::multiset<SampleKey> keys;
+  for (int b = 0;; ++b) {
+    if (b == 20) {
+      *restart = std::async(std::launch::async, [&c] {
+        const int rc = Restart();
+        c.restarted = true;
+        return rc;
+      });
+    }
+    auto batch = l.Next();
+    if (!batch.ok()) {
+      *error = batch.status().ToString();
+      break;
+    }
+    if (!*batch) break;
+    for (size_t i = 0; i < (*batch)->size(); ++i) {
+      const SampleKey k = (*batch)->keys[i];
+      keys.insert(k);
+      auto sample = (*batch)->sample(i);
+      const auto& want = d.payload.at(k);
+      EXPECT_TRUE(sample.size() == want.size() && std::equal(sample.begin(), sample.end(), want.begin()));
+      if (::testing::Test::HasFailure()) return keys;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return keys;
+}
+
 TEST(NodeRestartTest, ClientAndLoaderRideThroughARestart) {
   auto admin = testing::TestSession();
   ASSERT_NE(admin, nullptr);
@@ -47,80 +126,35 @@ TEST(NodeRestartTest, ClientAndLoaderRideThroughARestart) {
   auto sel = (*s)->Prepare(fmt::format("SELECT size FROM {}.d_ldr_restart WHERE seg = ? AND idx = ?",
                                        testing::TestKeyspace()));
   ASSERT_TRUE(sel.ok());
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok_before{0}, errors{0}, ok_after{0};
-  std::atomic<bool> restarted{false};
-  std::atomic<int64_t> longest_ms{0};
-  std::thread reader([&] {
-    int i = 0;
-    while (!stop) {
-      net::Statement st = net::Statement::Bound(*sel, {Value::Int(0), Value::Int(i++ % 1000)});
-      st.idempotent = true;
-      st.timeout = std::chrono::milliseconds(2000);
-      const auto t0 = std::chrono::steady_clock::now();
-      auto r = (*s)->Execute(st);
-      const int64_t ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-      longest_ms = std::max<int64_t>(longest_ms, ms);
-      if (!r.ok()) {
-        ++errors;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      } else if (restarted) {
-        ++ok_after;
-      } else {
-        ++ok_before;
-      }
-    }
-  });
+  ClientCounts c;
+  std::thread reader([&] { ClientLoop(**s, *sel, c); });
 
-  // A loader that can only prefetch a little, so it is reading during the
-  // restart.
-  LoaderOptions lo;
-  lo.connection = testing::TestOptions();
-  lo.connection.keyspace = testing::TestKeyspace();
-  lo.connection.reconnect_max = std::chrono::milliseconds(1000);
-  lo.dataset = "ldr_restart";
-  lo.batch_size = 10;
-  lo.memory_bytes = 64 * 1024;
-  auto l = Loader::Open(lo);
+  auto l = OpenSlowLoader();
   ASSERT_TRUE(l.ok()) << l.status().ToString();
-  std::multiset<SampleKey> keys;
   std::future<int> restart;
   std::string error;
-  for (int b = 0;; ++b) {
-    if (b == 20) restart = std::async(std::launch::async, [&] { int rc = Restart(); restarted = true; return rc; });
-    auto batch = (*l)->Next();
-    if (!batch.ok()) {
-      error = batch.status().ToString();
-      break;
-    }
-    if (!*batch) break;
-    for (size_t i = 0; i < (*batch)->size(); ++i) {
-      const SampleKey k = (*batch)->keys[i];
-      keys.insert(k);
-      auto sample = (*batch)->sample(i);
-      const auto& want = d.payload.at(k);
-      ASSERT_TRUE(sample.size() == want.size() && std::equal(sample.begin(), sample.end(), want.begin()));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_TRUE(restart.valid());
-  EXPECT_EQ(restart.get(), 0) << "scripts/cassandra down/up failed: see cqlstream_restart_" << ::getpid() << ".log in " << ::testing::TempDir();
+  const std::multiset<SampleKey> keys = ReadAcrossRestart(**l, d, c, &restart, &error);
+  const bool restarted = restart.valid();
+  const int restart_rc = restarted ? restart.get() : -1;
   // Let the client loop see the node again.
-  for (int i = 0; i < 600 && ok_after < 20; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  stop = true;
+  for (int i = 0; i < 600 && c.ok_after < 20; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  c.stop = true;
   reader.join();
+  ASSERT_TRUE(restarted) << "the epoch ended before the restart began";
+  EXPECT_EQ(restart_rc, 0) << "scripts/cassandra down/up failed: see cqlstream_restart_" << ::getpid() << ".log in "
+                           << ::testing::TempDir();
   EXPECT_TRUE(error.empty()) << error;
   EXPECT_EQ(keys.size(), d.payload.size()) << "samples lost or duplicated across the restart";
   EXPECT_EQ(std::set<SampleKey>(keys.begin(), keys.end()).size(), keys.size()) << "duplicates";
-  EXPECT_GT(ok_before.load(), 0);
-  EXPECT_GT(errors.load(), 0) << "the restart was not seen by the client";
-  EXPECT_GE(ok_after.load(), 20) << "the client did not reconnect";
+  EXPECT_GT(c.ok_before.load(), 0);
+  EXPECT_GT(c.errors.load(), 0) << "the restart was not seen by the client";
+  EXPECT_GE(c.ok_after.load(), 20) << "the client did not reconnect";
   // Every call returned: bounded by connect + request timeouts and retries.
-  EXPECT_LT(longest_ms.load(), 30000) << "a call hung";
+  EXPECT_LT(c.longest_ms.load(), 30000) << "a call hung";
   auto m = (*l)->Metrics();
   std::printf("[   INFO   ] client: %d ok before, %d errors, %d ok after, longest call %lld ms; loader: %lld retries\n",
-              ok_before.load(), errors.load(), ok_after.load(), (long long)longest_ms.load(), (long long)m.retries);
+              c.ok_before.load(), c.errors.load(), c.ok_after.load(), (long long)c.longest_ms.load(),
+              (long long)m.retries);
   (*s)->Close();
 }
 
