@@ -70,6 +70,132 @@ std::optional<std::span<const uint8_t>> View(const std::optional<std::vector<uin
   return std::span<const uint8_t>(*c);
 }
 
+// Hints of any value, some near the harness's bounds.
+SampleHints ConsumeHints(FuzzedDataProvider& in) {
+  SampleHints h;
+  h.max_size = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(-1, 3 * kMaxRegion / 2)
+                                 : in.ConsumeIntegral<int64_t>();
+  h.chunk_size = in.ConsumeBool() ? in.ConsumeIntegralInRange<int32_t>(-1, 4096) : in.ConsumeIntegral<int32_t>();
+  h.label_kind = static_cast<LabelKind>(in.ConsumeIntegralInRange<int>(0, 3));
+  h.classes = in.ConsumeIntegralInRange<int64_t>(-1, 40);
+  return h;
+}
+
+// The buffered decoder allocates the size its hints allow: bounded here as
+// the export bounds it.
+SampleHints DecoderHints(SampleHints h) {
+  if (h.max_size < 0 || h.max_size > kMaxRegion) h.max_size = kMaxRegion;
+  return h;
+}
+
+// One fuzzed answer as the loader (cells, placer, region) and the buffered
+// decoder (dec) see it.
+struct Harness {
+  Harness(SampleKey k, const SampleHints& hints, int64_t honest)
+      : key(k), h(hints), dh(DecoderHints(hints)), honest_size(honest), dec(k, dh, /*keep_bytes=*/true) {}
+
+  SampleKey key;
+  SampleHints h;
+  SampleHints dh;  // the decoder's
+  int64_t honest_size;
+  bool claimed = false, failed = false, continuation = false;
+  SampleStatics statics;
+  std::vector<uint8_t> region;  // exactly the claimed size: ASan sees any overrun
+  std::vector<uint8_t> sent;    // the chunk bytes accepted, in order
+  ChunkPlacer placer;
+  SampleRowDecoder dec;
+};
+
+// The key, static and data cells of one row, fed to both decoders.
+void FeedCells(FuzzedDataProvider& in, Harness& s, SampleRowCells& cells, int row) {
+  const SampleKey row_key = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? s.key + 1 : s.key;
+  auto seg = Cell(in, 4, static_cast<uint32_t>(KeySegment(row_key)));
+  auto idx = Cell(in, 4, static_cast<uint32_t>(KeyIndex(row_key)));
+  auto sz = Cell(in, 8, static_cast<uint64_t>(s.honest_size));
+  auto img = Cell(in, 8, static_cast<uint64_t>(s.honest_size));
+  auto ck = Cell(in, 8, 0);
+  auto lb = Cell(in, 4, in.ConsumeIntegralInRange<uint32_t>(0, 12));
+  std::optional<std::vector<uint8_t>> labels;
+  if (in.ConsumeBool()) labels = in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 40));
+  std::optional<std::vector<uint8_t>> data_cell;
+  if (in.ConsumeIntegralInRange<int>(0, 5) != 0) {
+    data_cell = in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 2 * 4096));
+  }
+  // Key and static cells, in column order (kColSeg .. kColLabels).
+  const std::optional<std::vector<uint8_t>>* by_col[] = {&seg, &idx, &sz, &img, &ck, &lb, &labels};
+  for (int32_t col = kColSeg; col <= kColLabels; ++col) {
+    cells.OnCell(row, col, View(*by_col[col]));
+    s.dec.OnCell(row, col, View(*by_col[col]));
+  }
+  s.dec.OnCell(row, kColData, View(data_cell));
+}
+
+// The first data cell claims the sample as the loader does: false when the
+// answer is dropped (s.failed), else the region is reserved.
+bool Claim(Harness& s, const SampleRowCells& cells) {
+  if (s.continuation) return false;
+  s.statics = cells.statics();
+  Status st = CheckStatics(s.key, s.statics, s.h);
+  if (!st.ok()) {
+    Check(st.code() == Status::Code::kCorruption && !st.message().empty());
+    return false;
+  }
+  // What CheckStatics accepted agrees with the hints.
+  Check(s.statics.present && s.statics.size >= 0);
+  Check(s.h.max_size < 0 || s.statics.size <= s.h.max_size);
+  Check(s.statics.image_size >= -1 && s.statics.image_size <= s.statics.size);
+  if (s.statics.size > kMaxRegion) return false;  // the memory budget refuses it
+  s.region.assign(static_cast<size_t>(s.statics.size), 0);
+  s.placer.Begin(s.statics.size, s.h.chunk_size);
+  s.claimed = true;
+  return true;
+}
+
+// The data cell of a row: a chunk of some length (a declared length may be
+// anything; the bytes that follow are what the input has), placed where
+// ChunkPlacer says. Sets s.failed when the loader drops the answer.
+void PlaceChunk(FuzzedDataProvider& in, Harness& s, const SampleRowCells& cells) {
+  const int64_t len = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(0, 2 * 4096)
+                                       : in.ConsumeIntegral<int32_t>();
+  if (len <= 0) return;  // the decoder asks no destination for these
+  if (cells.key_mismatch() || !cells.status().ok() || (!s.claimed && !Claim(s, cells))) {
+    s.failed = true;
+    return;
+  }
+  auto at = s.placer.Place(s.key, len);
+  if (!at.ok()) {
+    Check(at.status().code() == Status::Code::kCorruption);
+    s.failed = true;
+    return;
+  }
+  Check(*at <= s.region.size() && static_cast<uint64_t>(len) <= s.region.size() - *at);
+  Check(s.h.chunk_size <= 0 || len <= s.h.chunk_size);
+  std::vector<uint8_t> chunk = in.ConsumeBytes<uint8_t>(static_cast<size_t>(len));
+  chunk.resize(static_cast<size_t>(len), 0xab);
+  std::memcpy(s.region.data() + *at, chunk.data(), chunk.size());
+  s.sent.insert(s.sent.end(), chunk.begin(), chunk.end());
+}
+
+// After the last page: a sample the loader finished holds exactly its size
+// and the chunks' bytes in order; an answer the buffered decoder accepted
+// holds its declared size, hashed as placed.
+void CheckResults(Harness& s) {
+  if (s.claimed && !s.failed && s.placer.Finish(s.key).ok()) {
+    Check(s.placer.written() == static_cast<uint64_t>(s.statics.size));
+    Check(s.sent.size() == s.region.size() && std::memcmp(s.sent.data(), s.region.data(), s.sent.size()) == 0);
+  }
+  Status decoded = s.dec.Finish();
+  if (!decoded.ok()) Check(decoded.code() == Status::Code::kCorruption && !decoded.message().empty());
+  if (decoded.ok() && s.dec.rows() > 0) {
+    const SampleStatics& st = s.dec.statics();
+    Check(st.present && st.size >= 0 && st.size <= s.dh.max_size);
+    Check(st.image_size >= -1 && st.image_size <= st.size);
+    Check(s.dec.bytes().size() == static_cast<size_t>(st.size));
+    Check(s.dec.data_bytes() == st.size);
+    Check(XXH64(s.dec.bytes().data(), s.dec.bytes().size(), 0) == s.dec.xxh64());
+  }
+}
+
 }  // namespace
 }  // namespace cqlstream::store
 
@@ -77,115 +203,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cqlstream;
   using namespace cqlstream::store;
   FuzzedDataProvider in(data, size);
-  SampleHints h;
-  h.max_size = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(-1, 3 * kMaxRegion / 2)
-                                 : in.ConsumeIntegral<int64_t>();
-  h.chunk_size = in.ConsumeBool() ? in.ConsumeIntegralInRange<int32_t>(-1, 4096) : in.ConsumeIntegral<int32_t>();
-  h.label_kind = static_cast<LabelKind>(in.ConsumeIntegralInRange<int>(0, 3));
-  h.classes = in.ConsumeIntegralInRange<int64_t>(-1, 40);
+  const SampleHints h = ConsumeHints(in);
   const SampleKey key = MakeKey(in.ConsumeIntegralInRange<int32_t>(0, 3), in.ConsumeIntegralInRange<int32_t>(0, 3));
-  const int64_t honest_size = in.ConsumeIntegralInRange<int64_t>(0, 3 * 4096);
-
-  bool claimed = false, failed = false;
-  SampleStatics statics;
-  std::vector<uint8_t> region;  // exactly the claimed size: ASan sees any overrun
-  std::vector<uint8_t> sent;    // the chunk bytes accepted, in order
-  ChunkPlacer placer;
-  bool continuation = false;
-  // The buffered decoder allocates the size its hints allow: bounded here as
-  // the export bounds it.
-  SampleHints dh = h;
-  if (dh.max_size < 0 || dh.max_size > kMaxRegion) dh.max_size = kMaxRegion;
-  SampleRowDecoder dec(key, dh, /*keep_bytes=*/true);
-  while (in.remaining_bytes() > 0 && !failed) {
+  Harness s(key, h, in.ConsumeIntegralInRange<int64_t>(0, 3 * 4096));
+  while (in.remaining_bytes() > 0 && !s.failed) {
     // One page of rows.
-    SampleRowCells cells(key, continuation);
-    dec.BeginPage();
+    SampleRowCells cells(key, s.continuation);
+    s.dec.BeginPage();
     const int rows = in.ConsumeIntegralInRange<int>(0, 6);
-    for (int row = 0; row < rows && !failed; ++row) {
-      const SampleKey row_key = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? key + 1 : key;
-      auto seg = Cell(in, 4, static_cast<uint32_t>(KeySegment(row_key)));
-      auto idx = Cell(in, 4, static_cast<uint32_t>(KeyIndex(row_key)));
-      auto sz = Cell(in, 8, static_cast<uint64_t>(honest_size));
-      auto img = Cell(in, 8, static_cast<uint64_t>(honest_size));
-      auto ck = Cell(in, 8, 0);
-      auto lb = Cell(in, 4, in.ConsumeIntegralInRange<uint32_t>(0, 12));
-      std::optional<std::vector<uint8_t>> labels;
-      if (in.ConsumeBool()) labels = in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 40));
-      std::optional<std::vector<uint8_t>> data_cell;
-      if (in.ConsumeIntegralInRange<int>(0, 5) != 0) {
-        data_cell = in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 2 * 4096));
-      }
-      // Key and static cells, in column order (kColSeg .. kColLabels).
-      const std::optional<std::vector<uint8_t>>* by_col[] = {&seg, &idx, &sz, &img, &ck, &lb, &labels};
-      for (int32_t col = kColSeg; col <= kColLabels; ++col) {
-        cells.OnCell(row, col, View(*by_col[col]));
-        dec.OnCell(row, col, View(*by_col[col]));
-      }
-      dec.OnCell(row, kColData, View(data_cell));
-      // The data cell: a chunk of some length (a declared length may be
-      // anything; the bytes that follow are what the input has).
-      const int64_t len = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(0, 2 * 4096)
-                                           : in.ConsumeIntegral<int32_t>();
-      if (len <= 0) continue;  // the decoder asks no destination for these
-      if (cells.key_mismatch() || !cells.status().ok()) {
-        failed = true;  // the loader drops the answer
-        break;
-      }
-      if (!claimed) {
-        if (continuation) {
-          failed = true;
-          break;
-        }
-        statics = cells.statics();
-        Status st = CheckStatics(key, statics, h);
-        if (!st.ok()) {
-          Check(st.code() == Status::Code::kCorruption && !st.message().empty());
-          failed = true;
-          break;
-        }
-        // What CheckStatics accepted agrees with the hints.
-        Check(statics.present && statics.size >= 0);
-        Check(h.max_size < 0 || statics.size <= h.max_size);
-        Check(statics.image_size >= -1 && statics.image_size <= statics.size);
-        if (statics.size > kMaxRegion) {
-          failed = true;  // the memory budget refuses it
-          break;
-        }
-        region.assign(static_cast<size_t>(statics.size), 0);
-        placer.Begin(statics.size, h.chunk_size);
-        claimed = true;
-      }
-      auto at = placer.Place(key, len);
-      if (!at.ok()) {
-        Check(at.status().code() == Status::Code::kCorruption);
-        failed = true;
-        break;
-      }
-      Check(*at <= region.size() && static_cast<uint64_t>(len) <= region.size() - *at);
-      Check(h.chunk_size <= 0 || len <= h.chunk_size);
-      std::vector<uint8_t> chunk = in.ConsumeBytes<uint8_t>(static_cast<size_t>(len));
-      chunk.resize(static_cast<size_t>(len), 0xab);
-      std::memcpy(region.data() + *at, chunk.data(), chunk.size());
-      sent.insert(sent.end(), chunk.begin(), chunk.end());
+    for (int row = 0; row < rows && !s.failed; ++row) {
+      FeedCells(in, s, cells, row);
+      PlaceChunk(in, s, cells);
     }
-    continuation = true;
+    s.continuation = true;
     if (in.ConsumeIntegralInRange<int>(0, 3) != 0) break;  // no more pages
   }
-  if (claimed && !failed && placer.Finish(key).ok()) {
-    // A complete sample: exactly its size, the chunks' bytes in order.
-    Check(placer.written() == static_cast<uint64_t>(statics.size));
-    Check(sent.size() == region.size() && std::memcmp(sent.data(), region.data(), sent.size()) == 0);
-  }
-  Status decoded = dec.Finish();
-  if (!decoded.ok()) Check(decoded.code() == Status::Code::kCorruption && !decoded.message().empty());
-  if (decoded.ok() && dec.rows() > 0) {
-    const SampleStatics& st = dec.statics();
-    Check(st.present && st.size >= 0 && st.size <= dh.max_size);
-    Check(st.image_size >= -1 && st.image_size <= st.size);
-    Check(dec.bytes().size() == static_cast<size_t>(st.size));
-    Check(dec.data_bytes() == st.size);
-    Check(XXH64(dec.bytes().data(), dec.bytes().size(), 0) == dec.xxh64());
-  }
+  CheckResults(s);
   return 0;
 }
