@@ -6,6 +6,8 @@
 //   1. SELECT key FROM ks.k_<dataset> WHERE seg = ? AND idx = ?   (the key
 //      snapshot: the sample's foreign key; skipped once the task knows it)
 //   2. AttachedTable::DataReadCql(split) bound with that key      (the row)
+//      on the table the segment's snapshot was taken from (its segment
+//      row's source; the catalog's table of the split when none is recorded)
 // Both run under the attempt that LaunchOne started: the window, the
 // attempt timeout, hedges and retries count the sample once, and the
 // attempt's latency spans both reads. The data cell lands straight in the
@@ -81,6 +83,27 @@ void ReadSettings(net::Statement& st, std::chrono::milliseconds timeout, int pla
   st.retry = retry;
 }
 
+// The foreign table a segment's keys are read from: the table its snapshot
+// was taken from (the segment row's `source`), which is the catalog's table
+// of its split unless a refresh to another table is half done; the keys of
+// an old snapshot are looked up in the old table, never in the new one
+// (with int or bigint keys that would be other rows, silently). A segment
+// row without a source (none recorded) reads the catalog's table.
+StatusOr<std::string> SegmentTable(const DatasetInfo& ds, const store::AttachedTable& table, const SegmentInfo& g) {
+  auto catalog = table.tables.find(g.split);
+  if (catalog == table.tables.end()) {
+    return Status::Corruption(fmt::format("attached dataset '{}': segment {} is of split '{}', which has no table",
+                                          ds.name, g.seg, g.split));
+  }
+  if (g.source.empty()) return catalog->second;
+  if (!store::SplitTableName(g.source).ok()) {
+    return Status::Corruption(fmt::format("attached dataset '{}': segment {} was snapshot from '{}', which is not a "
+                                          "ks.table name (the catalog's table of split '{}' is {})",
+                                          ds.name, g.seg, g.source.substr(0, 200), g.split, catalog->second));
+  }
+  return g.source;
+}
+
 // The foreign key for messages (a blob key could be long).
 std::string KeyText(const Value& key) {
   std::string s = key.ToString();
@@ -94,8 +117,8 @@ std::string KeyText(const Value& key) {
 using loader_impl::AttachedSink;
 
 // The statements and row checks of an attached dataset: the key lookup, and
-// the data read of every split that has committed segments (Fetch may ask
-// for any split's keys).
+// the data read of every table that committed segments were snapshot from
+// (Fetch may ask for any split's keys).
 Status Loader::Impl::PrepareAttached() {
   auto a = std::make_unique<AttachedReads>();
   CQLS_ASSIGN_OR_RETURN(a->table, store::AttachedTable::FromSource(ds));
@@ -111,22 +134,21 @@ Status Loader::Impl::PrepareAttached() {
   const auto class_names = std::make_shared<const store::ClassNameIndex>(ds.class_names);
   for (const auto& g : ds.segments) {
     if (g.count <= 0) continue;
-    auto it = a->splits.find(g.split);
+    CQLS_ASSIGN_OR_RETURN(const std::string table, loader_impl::SegmentTable(ds, a->table, g));
+    auto it = a->splits.find(table);
     if (it == a->splits.end()) {
-      auto table = a->table.tables.find(g.split);
-      if (table == a->table.tables.end()) {
-        return Status::Corruption(fmt::format("attached dataset '{}': segment {} is of split '{}', which has no table",
-                                              ds.name, g.seg, g.split));
-      }
+      // The data read of the snapshot's table (the catalog's columns).
+      store::AttachedTable read = a->table;
+      read.tables[g.split] = table;
       AttachedReads::Split sp;
-      CQLS_ASSIGN_OR_RETURN(sp.data_stmt, session->Prepare(a->table.DataReadCql(g.split)));
+      CQLS_ASSIGN_OR_RETURN(sp.data_stmt, session->Prepare(read.DataReadCql(g.split)));
       sp.row.label_kind = ds.label_kind;
       sp.row.label_type = label_type;
       sp.row.class_names = class_names;
       sp.row.classes = ds.class_names.empty() ? -1 : static_cast<int64_t>(ds.class_names.size());
-      sp.row.table = table->second;
+      sp.row.table = table;
       sp.row.keep_data = true;  // used only for a target dataset's data (AttachedSink)
-      it = a->splits.emplace(g.split, std::move(sp)).first;
+      it = a->splits.emplace(table, std::move(sp)).first;
     }
     a->by_seg[g.seg] = &it->second;
   }

@@ -126,10 +126,10 @@ struct AttachedReads {
   std::string snapshot_table;  // "ks.k_<dataset>", for messages
   net::PreparedPtr key_stmt;   // KeyLookupCql: seg, idx -> key
   struct Split {
-    net::PreparedPtr data_stmt;  // DataReadCql(split): key -> data[, label]
+    net::PreparedPtr data_stmt;  // DataReadCql on its table: key -> data[, label]
     store::AttachedRowOptions row;
   };
-  std::map<std::string, Split> splits;
+  std::map<std::string, Split> splits;    // by the table read ("ks.table"): each segment's snapshot table
   std::map<int32_t, const Split*> by_seg;  // every committed segment's split
 };
 

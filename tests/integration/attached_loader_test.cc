@@ -400,5 +400,56 @@ TEST(AttachedLoaderErrors, ANullDataCellIsAnErrorAndItsNeighboursAreIntact) {
   s->Close();
 }
 
+// A refresh to another table half done: the catalog names the new table, the
+// segments still hold the old snapshot's keys. The loader reads each segment
+// from the table its snapshot was taken from (the segment row's source), so
+// it delivers the old table's rows even where the new table holds other
+// rows under the same keys; a segment source that is no table name is an
+// error at open naming the segment and both tables.
+TEST(AttachedLoaderErrors, SegmentsAreReadFromTheTableTheirSnapshotCameFrom) {
+  auto s = testing::TestSession();
+  ASSERT_NE(s, nullptr);
+  const std::string& ks = testing::TestKeyspace();
+  ForeignTable old_table{ks + ".data_srca", "int", 30, 6};
+  WriteForeignTable(*s, old_table);
+  SyntheticDataset d = Attach(*s, ks, "att_src", old_table, LabelKind::kClass);
+  ASSERT_EQ(d.payload.size(), 30u);
+  // The new table: the same keys, other bytes and labels.
+  const std::string new_table = ks + ".data_srcb";
+  testing::MustRun(*s, fmt::format("CREATE TABLE IF NOT EXISTS {} (id uuid PRIMARY KEY, label int, data blob)", new_table));
+  for (int i = 0; i < old_table.rows; ++i) {
+    testing::MustRun(*s, fmt::format("INSERT INTO {} (id, label, data) VALUES ({}, {}, 0x{:02x}{:02x})", new_table,
+                                     RowId(old_table.id, i).ToString(), (i + 1) % 10, i, i));
+  }
+  testing::MustRun(*s, fmt::format("UPDATE {}.datasets SET source['table:train'] = '{}' WHERE name = 'att_src'", ks,
+                                   new_table));
+  auto info = store::LoadDataset(*s, ks, "att_src");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_EQ(info->source.at("table:train"), new_table);
+  ASSERT_FALSE(info->segments.empty());
+  for (const auto& g : info->segments) ASSERT_EQ(g.source, old_table.table) << g.seg;
+  {
+    LoaderOptions o = BaseOptions("att_src");
+    o.batch_size = 8;
+    o.epochs = 1;
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    Delivered r = ReadEpoch(**l, d);  // the old table's bytes and labels
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(r.keys.size(), 30u);
+  }
+  const int32_t seg = info->segments.front().seg;
+  testing::MustRun(*s, fmt::format("UPDATE {}.segments SET source = 'not a table' WHERE dataset = 'att_src' AND seg = {}",
+                                   ks, seg));
+  auto l = Loader::Open(BaseOptions("att_src"));
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), Status::Code::kCorruption) << l.status().ToString();
+  const std::string m = l.status().message();
+  EXPECT_NE(m.find(fmt::format("segment {}", seg)), std::string::npos) << m;
+  EXPECT_NE(m.find("'not a table'"), std::string::npos) << m;
+  EXPECT_NE(m.find(new_table), std::string::npos) << m;
+  s->Close();
+}
+
 }  // namespace
 }  // namespace cqlstream
