@@ -2,6 +2,7 @@
 #include "store/export.h"
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -342,6 +343,25 @@ Status Exporter::Run(const std::vector<SegmentInfo>& segs) {
   return st;
 }
 
+// A file or folder name is at most 255 bytes on common file systems; a
+// component longer than kMaxExportNameBytes (an attached sample's text key,
+// the hex of a blob key, a long class name) is cut to a prefix, on a UTF-8
+// character boundary, followed by '~' and the xxh64 of the whole component
+// in hex, keeping a short extension (".jpg", ".target"), so that distinct
+// long names stay distinct and the export does not end in ENAMETOOLONG.
+constexpr size_t kMaxExportNameBytes = 200;
+
+std::string FitName(const std::string& name) {
+  if (name.size() <= kMaxExportNameBytes) return name;
+  const std::string hash = fmt::format("~{:016x}", XXH64(name.data(), name.size(), 0));
+  std::string ext;
+  const size_t dot = name.rfind('.');
+  if (dot != std::string::npos && dot > 0 && name.size() - dot <= 16) ext = name.substr(dot);
+  size_t keep = kMaxExportNameBytes - hash.size() - ext.size();
+  while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+  return name.substr(0, keep) + hash + ext;
+}
+
 }  // namespace
 
 std::string SafeRelativePath(const std::string& p) {
@@ -353,7 +373,7 @@ std::string SafeRelativePath(const std::string& p) {
     std::string comp = p.substr(i, slash == std::string::npos ? std::string::npos : slash - i);
     std::replace(comp.begin(), comp.end(), '\0', '_');
     if (comp == "..") comp = "_";
-    if (!comp.empty() && comp != ".") out += (out.empty() ? "" : "/") + comp;
+    if (!comp.empty() && comp != ".") out += (out.empty() ? "" : "/") + FitName(comp);
     if (slash == std::string::npos) break;
     i = slash + 1;
   }

@@ -71,8 +71,9 @@ Status Export(net::Session& s, const DatasetInfo& d, const ExportOptions& o, Exp
 std::string ExportPath(const DatasetInfo& d, const std::string& split, const std::string& path,
                        std::optional<int32_t> label);
 // `p` without a leading '/', with '..' components replaced by '_', '.' and
-// empty components dropped, NUL bytes replaced by '_'; "_" when nothing is
-// left.
+// empty components dropped, NUL bytes replaced by '_', a component over 200
+// bytes cut to a prefix + "~" + its xxh64 in hex (+ a short extension); "_"
+// when nothing is left.
 std::string SafeRelativePath(const std::string& p);
 
 }  // namespace cqlstream::store

@@ -348,6 +348,54 @@ TEST_F(AttachTest, SelectChecksLabelsAsTheLoader) {
   std::filesystem::remove_all(dir);
 }
 
+// export of text keys whose names are too long for a file name (300
+// characters; two differing only at the end; multi-byte UTF-8): each file's
+// name is cut with a hash of the key, distinct, valid UTF-8, and the export
+// writes every sample instead of failing with ENAMETOOLONG.
+TEST_F(AttachTest, ExportCutsLongKeyNames) {
+  Cql(fmt::format("CREATE TABLE {}.longkey (name text PRIMARY KEY, data blob, label int)", keyspace_));
+  std::string e300;
+  for (int i = 0; i < 300; ++i) e300 += "\xc3\xa9";  // 300 x U+00E9, 600 bytes
+  const std::vector<std::string> keys = {std::string(300, 'k') + "1", std::string(300, 'k') + "2", e300, "short"};
+  std::map<std::string, std::string> want;  // payload -> key
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Cql(fmt::format("INSERT INTO {}.longkey (name, data, label) VALUES (?, ?, ?)", keyspace_),
+        {Value::Text(keys[i]), Value::Blob(Payload(static_cast<int>(i))), Value::Int(1)});
+    want[Payload(static_cast<int>(i))] = keys[i];
+  }
+  auto [rc, out] = Sh(fmt::format("{} attach --dataset longkey --table {}.longkey --key-column name --data-column "
+                                  "data --label-column label {}",
+                                  CliPath(), keyspace_, Common()));
+  ASSERT_EQ(rc, 0) << out;
+  const std::string dir = ::testing::TempDir() + fmt::format("attach_long_{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  auto [erc, eout] = Sh(fmt::format("{} export longkey {}/out {}", CliPath(), dir, Common()));
+  ASSERT_EQ(erc, 0) << eout;
+  EXPECT_NE(eout.find("exported 4 of 4"), std::string::npos) << eout;
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/out/train/1")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_LE(name.size(), 200u) << name;
+    EXPECT_TRUE(names.insert(name).second);
+    std::ifstream f(e.path(), std::ios::binary);
+    const std::string got((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    ASSERT_TRUE(want.contains(got)) << name;
+    const std::string& key = want.at(got);
+    if (key.size() <= 200) {
+      EXPECT_EQ(name, key);
+      continue;
+    }
+    // A prefix of the key (whole characters), then ~ and 16 hex digits.
+    const size_t tilde = name.rfind('~');
+    ASSERT_NE(tilde, std::string::npos) << name;
+    EXPECT_EQ(name.size() - tilde, 17u) << name;
+    EXPECT_EQ(key.compare(0, tilde, name, 0, tilde), 0) << name;
+    EXPECT_NE(static_cast<unsigned char>(key[tilde]) & 0xC0, 0x80) << "cut inside a character: " << name;
+  }
+  EXPECT_EQ(names.size(), 4u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(AttachTest, RefusalsNameWhatAndWhy) {
   Cql(fmt::format("CREATE TABLE {}.comp (a int, b int, data blob, PRIMARY KEY ((a, b)))", keyspace_));
   Cql(fmt::format("CREATE TABLE {}.clus (id uuid, frame int, data blob, PRIMARY KEY (id, frame))", keyspace_));
