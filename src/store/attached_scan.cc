@@ -51,6 +51,9 @@ StatusOr<std::unique_ptr<AttachedSamples>> AttachedSamples::Open(net::Session& s
   CQLS_ASSIGN_OR_RETURN(out->key_type_, AttachedKeyType(out->a_.key_type));
   CQLS_ASSIGN_OR_RETURN(out->label_type_, ParseAttachedLabelType(out->a_.label_type));
   out->snapshot_table_ = d.keyspace + "." + KeyTableName(d.name);
+  // Once per dataset: Options (every ReadMeta, every export/verify read)
+  // shares it.
+  out->class_index_ = std::make_shared<const ClassNameIndex>(d.class_names);
   CQLS_ASSIGN_OR_RETURN(out->lookup_, s.Prepare(KeyLookupCql(d.keyspace, d.name)));
   for (const auto& sp : d.splits()) {
     if (!out->a_.tables.contains(sp)) {
@@ -78,7 +81,7 @@ AttachedRowOptions AttachedSamples::Options(const std::string& split, bool keep)
   AttachedRowOptions o;
   o.label_kind = d_.label_kind;
   o.label_type = label_type_;
-  o.class_names = std::make_shared<const ClassNameIndex>(d_.class_names);
+  o.class_names = class_index_;
   o.classes = d_.class_names.empty() ? -1 : static_cast<int64_t>(d_.class_names.size());
   auto it = a_.tables.find(split);
   o.table = it == a_.tables.end() ? split : it->second;

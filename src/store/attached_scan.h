@@ -77,6 +77,7 @@ class AttachedSamples {
   DataType key_type_;
   AttachedLabelType label_type_ = AttachedLabelType::kNone;
   std::string snapshot_table_;
+  std::shared_ptr<const ClassNameIndex> class_index_;  // d_.class_names, built once
   net::PreparedPtr lookup_;
   std::map<std::string, net::PreparedPtr> label_reads_, data_reads_;  // by split
 };
