@@ -122,7 +122,9 @@ void RegisterAttach(CLI::App& app, Action* action) {
   cmd->add_option("--split", f->split, "The split this table holds (default train)");
   cmd->add_option("--metadata-table", f->metadata_table, "A metadata table keyed like --table (KEYSPACE.TABLE)");
   cmd->add_option("--kind", f->kind, "image (decodable images, the default) or blob (any bytes)");
-  cmd->add_flag("--refresh", f->refresh, "Take a new snapshot of the keys of an attached split");
+  cmd->add_flag("--refresh", f->refresh,
+                "Take a new snapshot of the keys of an attached split (of its own table; another table needs "
+                "another dataset name)");
   cmd->add_option("--scan-concurrency", f->scan_concurrency, "Token ranges scanned at once (default 8)")
       ->check(CLI::Range(1, 256));
   auto* rep = cmd->add_option("--replication", f->replication,
