@@ -17,20 +17,11 @@ namespace {
 using testing::MakeJpeg;
 using testing::MakePng;
 
-// A PNG of the given simplified-API format from raw pixels.
+// A PNG of the given simplified-API format from raw pixels (the fixture's
+// encoder, checked here).
 std::vector<uint8_t> EncodePng(int w, int h, png_uint_32 format, const std::vector<uint8_t>& px) {
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  image.width = static_cast<png_uint_32>(w);
-  image.height = static_cast<png_uint_32>(h);
-  image.format = format;
-  png_alloc_size_t size = 0;
-  png_image_write_to_memory(&image, nullptr, &size, 0, px.data(), 0, nullptr);
-  std::vector<uint8_t> out(size);
-  EXPECT_NE(png_image_write_to_memory(&image, out.data(), &size, 0, px.data(), 0, nullptr), 0);
-  out.resize(size);
-  png_image_free(&image);
+  std::vector<uint8_t> out = testing::EncodePng(w, h, format, px);
+  EXPECT_FALSE(out.empty());
   return out;
 }
 

@@ -48,23 +48,29 @@ inline std::vector<uint8_t> MakeJpeg(int w, int h, uint32_t seed, int quality = 
   return v;
 }
 
-// A w x h 8-bit grayscale PNG whose pixels depend on `seed`.
-inline std::vector<uint8_t> MakePng(int w, int h, uint32_t seed) {
-  std::vector<uint8_t> px(static_cast<size_t>(w) * static_cast<size_t>(h));
-  for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>((i * 7 + seed * 31) ^ (i >> 3));
+// A w x h PNG of libpng's simplified-API `format` (PNG_FORMAT_GRAY, _GA,
+// _RGB, _RGBA) from raw pixels; empty when libpng refuses them.
+inline std::vector<uint8_t> EncodePng(int w, int h, png_uint_32 format, const std::vector<uint8_t>& px) {
   png_image image;
   std::memset(&image, 0, sizeof image);
   image.version = PNG_IMAGE_VERSION;
   image.width = static_cast<png_uint_32>(w);
   image.height = static_cast<png_uint_32>(h);
-  image.format = PNG_FORMAT_GRAY;
+  image.format = format;
   png_alloc_size_t size = 0;
   png_image_write_to_memory(&image, nullptr, &size, 0, px.data(), 0, nullptr);
   std::vector<uint8_t> out(size);
-  png_image_write_to_memory(&image, out.data(), &size, 0, px.data(), 0, nullptr);
+  if (png_image_write_to_memory(&image, out.data(), &size, 0, px.data(), 0, nullptr) == 0) size = 0;
   out.resize(size);
   png_image_free(&image);
   return out;
+}
+
+// A w x h 8-bit grayscale PNG whose pixels depend on `seed`.
+inline std::vector<uint8_t> MakePng(int w, int h, uint32_t seed) {
+  std::vector<uint8_t> px(static_cast<size_t>(w) * static_cast<size_t>(h));
+  for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>((i * 7 + seed * 31) ^ (i >> 3));
+  return EncodePng(w, h, PNG_FORMAT_GRAY, px);
 }
 
 // A WebP (lossless, VP8L) header of w x h followed by filler: enough for the
