@@ -128,15 +128,6 @@ SyntheticDataset Attach(net::Session& s, const std::string& ks, const std::strin
   return d;
 }
 
-LoaderOptions BaseOptions(const std::string& dataset) {
-  LoaderOptions o;
-  o.connection = testing::TestOptions();
-  o.connection.keyspace = testing::TestKeyspace();
-  o.dataset = dataset;
-  o.split = "train";
-  return o;
-}
-
 class AttachedLoaderTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -165,7 +156,7 @@ TEST_F(AttachedLoaderTest, ThreeRanksReadAnEpochExactlyOnceAndByteIdentical) {
     std::vector<std::future<Delivered>> ranks;
     for (int r = 0; r < 3; ++r) {
       ranks.push_back(std::async(std::launch::async, [r, ordered] {
-        LoaderOptions o = BaseOptions("att");
+        LoaderOptions o = testing::TestLoaderOptions("att");
         o.batch_size = 16;
         o.seed = 11;
         o.rank = r;
@@ -192,7 +183,7 @@ TEST_F(AttachedLoaderTest, ThreeRanksReadAnEpochExactlyOnceAndByteIdentical) {
 }
 
 TEST_F(AttachedLoaderTest, ResumesFromACheckpoint) {
-  LoaderOptions o = BaseOptions("att");
+  LoaderOptions o = testing::TestLoaderOptions("att");
   o.batch_size = 20;
   o.seed = 3;
   o.epochs = 1;
@@ -215,7 +206,7 @@ TEST_F(AttachedLoaderTest, ResumesFromACheckpoint) {
 }
 
 TEST_F(AttachedLoaderTest, FetchReadsGivenKeys) {
-  auto l = Loader::Open(BaseOptions("att"));
+  auto l = Loader::Open(testing::TestLoaderOptions("att"));
   ASSERT_TRUE(l.ok());
   const std::vector<SampleKey> keys = {data_->payload.rbegin()->first, data_->payload.begin()->first,
                                        std::next(data_->payload.begin(), 200)->first};
@@ -257,7 +248,7 @@ TEST(AttachedLoaderErrors, ADeletedRowIsNamedOrSkipped) {
   testing::MustRun(*s, fmt::format("DELETE FROM {} WHERE id = {}", t.table, u.ToString()));
   testing::MustRun(*s, fmt::format("DELETE FROM {}.k_att_del WHERE seg = {} AND idx = 33", ks, seg));
   {
-    LoaderOptions o = BaseOptions("att_del");
+    LoaderOptions o = testing::TestLoaderOptions("att_del");
     o.batch_size = 10;
     o.epochs = 1;
     o.ordered = true;  // the first error met is the deleted row's (17 < 33)
@@ -273,7 +264,7 @@ TEST(AttachedLoaderErrors, ADeletedRowIsNamedOrSkipped) {
     EXPECT_LT(got, 60u);
   }
   {
-    LoaderOptions o = BaseOptions("att_del");
+    LoaderOptions o = testing::TestLoaderOptions("att_del");
     o.batch_size = 10;
     o.epochs = 1;
     o.on_missing = OnMissing::kSkip;
@@ -288,7 +279,7 @@ TEST(AttachedLoaderErrors, ADeletedRowIsNamedOrSkipped) {
   }
   // The lost snapshot row, alone, names the key snapshot table.
   {
-    LoaderOptions o = BaseOptions("att_del");
+    LoaderOptions o = testing::TestLoaderOptions("att_del");
     auto l = Loader::Open(o);
     ASSERT_TRUE(l.ok());
     auto b = (*l)->Fetch({lost});
@@ -310,7 +301,7 @@ TEST(AttachedLoaderLabels, BlobTargetsAndTextLabels) {
   WriteForeignTable(*s, texts);
   SyntheticDataset txt = Attach(*s, ks, "att_txt", texts, LabelKind::kClass);
   {
-    LoaderOptions o = BaseOptions("att_seg");
+    LoaderOptions o = testing::TestLoaderOptions("att_seg");
     o.batch_size = 8;
     o.epochs = 1;
     auto l = Loader::Open(o);
@@ -333,7 +324,7 @@ TEST(AttachedLoaderLabels, BlobTargetsAndTextLabels) {
     EXPECT_EQ(got, 50u);
   }
   {
-    LoaderOptions o = BaseOptions("att_txt");
+    LoaderOptions o = testing::TestLoaderOptions("att_txt");
     o.batch_size = 8;
     o.epochs = 1;
     auto l = Loader::Open(o);
@@ -369,7 +360,7 @@ TEST(AttachedLoaderErrors, ANullDataCellIsAnErrorAndItsNeighboursAreIntact) {
   }
   for (bool ordered : {true, false}) {
     SCOPED_TRACE(ordered ? "ordered" : "out of order");
-    LoaderOptions o = BaseOptions("att_nul");
+    LoaderOptions o = testing::TestLoaderOptions("att_nul");
     o.batch_size = 40;  // the good and the bad rows' slots side by side
     o.epochs = 1;
     o.ordered = ordered;
@@ -382,7 +373,7 @@ TEST(AttachedLoaderErrors, ANullDataCellIsAnErrorAndItsNeighboursAreIntact) {
     EXPECT_EQ((*l)->Metrics().skipped, 4);
   }
   {
-    auto l = Loader::Open(BaseOptions("att_nul"));
+    auto l = Loader::Open(testing::TestLoaderOptions("att_nul"));
     ASSERT_TRUE(l.ok());
     const SampleKey good = MakeKey(seg, 2);
     auto b = (*l)->Fetch({good, bad[0]});
@@ -429,7 +420,7 @@ TEST(AttachedLoaderErrors, SegmentsAreReadFromTheTableTheirSnapshotCameFrom) {
   ASSERT_FALSE(info->segments.empty());
   for (const auto& g : info->segments) ASSERT_EQ(g.source, old_table.table) << g.seg;
   {
-    LoaderOptions o = BaseOptions("att_src");
+    LoaderOptions o = testing::TestLoaderOptions("att_src");
     o.batch_size = 8;
     o.epochs = 1;
     auto l = Loader::Open(o);
@@ -441,7 +432,7 @@ TEST(AttachedLoaderErrors, SegmentsAreReadFromTheTableTheirSnapshotCameFrom) {
   const int32_t seg = info->segments.front().seg;
   testing::MustRun(*s, fmt::format("UPDATE {}.segments SET source = 'not a table' WHERE dataset = 'att_src' AND seg = {}",
                                    ks, seg));
-  auto l = Loader::Open(BaseOptions("att_src"));
+  auto l = Loader::Open(testing::TestLoaderOptions("att_src"));
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.status().code(), Status::Code::kCorruption) << l.status().ToString();
   const std::string m = l.status().message();

@@ -181,4 +181,13 @@ Delivered ReadEpoch(Loader& l, const SyntheticDataset& d, int max_batches) {
   return out;
 }
 
+LoaderOptions TestLoaderOptions(const std::string& dataset, const std::string& split) {
+  LoaderOptions o;
+  o.connection = TestOptions();
+  o.connection.keyspace = TestKeyspace();
+  o.dataset = dataset;
+  o.split = split;
+  return o;
+}
+
 }  // namespace cqlstream::testing

@@ -60,6 +60,10 @@ struct Delivered {
 // fixture (test failures, not an error).
 Delivered ReadEpoch(Loader& l, const SyntheticDataset& d, int max_batches = -1);
 
+// Loader options for `dataset`'s `split` on the test node and keyspace; the
+// tests set the rest.
+LoaderOptions TestLoaderOptions(const std::string& dataset, const std::string& split = "train");
+
 }  // namespace cqlstream::testing
 
 #endif  // CQLSTREAM_TESTS_INTEGRATION_DATASET_FIXTURE_H_

@@ -41,10 +41,7 @@ void Exec(net::Session& s, const std::string& q, std::vector<Value> v) {
 }
 
 LoaderOptions Options(const std::string& dataset, bool ordered, OnMissing on_missing) {
-  LoaderOptions o;
-  o.connection = testing::TestOptions();
-  o.connection.keyspace = testing::TestKeyspace();
-  o.dataset = dataset;
+  LoaderOptions o = testing::TestLoaderOptions(dataset);
   o.batch_size = 4;
   o.shuffle = false;  // batch 0 holds samples 0..3 (the three oversized rows)
   o.ordered = ordered;

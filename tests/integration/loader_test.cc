@@ -28,15 +28,6 @@ using testing::ReadEpoch;
 using testing::SyntheticDataset;
 using testing::SyntheticSpec;
 
-LoaderOptions BaseOptions(const std::string& dataset) {
-  LoaderOptions o;
-  o.connection = testing::TestOptions();
-  o.connection.keyspace = testing::TestKeyspace();
-  o.dataset = dataset;
-  o.split = "train";
-  return o;
-}
-
 class LoaderTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -79,7 +70,7 @@ TEST_F(LoaderTest, ExactlyOncePerEpochAcrossRanksSeedsBatchSizesAndModes) {
     std::vector<int64_t> expected_batches(static_cast<size_t>(c.world));
     for (int r = 0; r < c.world; ++r) {
       ranks.push_back(std::async(std::launch::async, [&, r] {
-        LoaderOptions o = BaseOptions("ldr");
+        LoaderOptions o = testing::TestLoaderOptions("ldr");
         o.batch_size = c.batch;
         o.seed = c.seed;
         o.rank = r;
@@ -125,7 +116,7 @@ TEST_F(LoaderTest, ExactlyOncePerEpochAcrossRanksSeedsBatchSizesAndModes) {
 }
 
 TEST_F(LoaderTest, EachEpochIsAFreshShuffleAndOrderedModeIsReproducible) {
-  LoaderOptions o = BaseOptions("ldr");
+  LoaderOptions o = testing::TestLoaderOptions("ldr");
   o.batch_size = 25;
   o.seed = 3;
   o.epochs = 2;
@@ -154,7 +145,7 @@ TEST_F(LoaderTest, EachEpochIsAFreshShuffleAndOrderedModeIsReproducible) {
 }
 
 TEST_F(LoaderTest, OutOfOrderDeliversTheSameSetWithChecksumsVerified) {
-  LoaderOptions o = BaseOptions("ldr");
+  LoaderOptions o = testing::TestLoaderOptions("ldr");
   o.batch_size = 40;
   o.verify_checksums = true;
   o.shuffle = false;
@@ -173,7 +164,7 @@ TEST_F(LoaderTest, ResumeWithTheSameAndWithAnotherWorldSize) {
   const size_t n = data_->payload.size();
   // Same world size: rank 1 of 2 stops after 3 batches and resumes.
   {
-    LoaderOptions o = BaseOptions("ldr");
+    LoaderOptions o = testing::TestLoaderOptions("ldr");
     o.batch_size = 20;
     o.seed = 21;
     o.rank = 1;
@@ -198,7 +189,7 @@ TEST_F(LoaderTest, ResumeWithTheSameAndWithAnotherWorldSize) {
     std::set<SampleKey> all;
     std::vector<std::string> states;
     for (int r = 0; r < 3; ++r) {
-      LoaderOptions o = BaseOptions("ldr");
+      LoaderOptions o = testing::TestLoaderOptions("ldr");
       o.batch_size = 16;
       o.seed = 5;
       o.rank = r;
@@ -211,7 +202,7 @@ TEST_F(LoaderTest, ResumeWithTheSameAndWithAnotherWorldSize) {
     }
     size_t rest_total = 0;
     for (int r = 0; r < 2; ++r) {
-      LoaderOptions o = BaseOptions("ldr");
+      LoaderOptions o = testing::TestLoaderOptions("ldr");
       o.batch_size = 16;
       o.seed = 5;
       o.rank = r;
@@ -228,7 +219,7 @@ TEST_F(LoaderTest, ResumeWithTheSameAndWithAnotherWorldSize) {
     EXPECT_EQ(all.size(), n);
     EXPECT_GT(rest_total, 0u);
     // Only one rank's state is not enough for another world size.
-    LoaderOptions o = BaseOptions("ldr");
+    LoaderOptions o = testing::TestLoaderOptions("ldr");
     o.seed = 5;
     o.rank = 0;
     o.world_size = 2;
@@ -258,7 +249,7 @@ TEST_F(LoaderTest, TheByteBudgetHolds) {
   spec.size = [](int i) -> int64_t { return 2000 + (i * 7) % 100; };
   auto d = MakeSyntheticDataset(*s, testing::TestKeyspace(), spec);
   s->Close();
-  LoaderOptions o = BaseOptions("ldr_budget");
+  LoaderOptions o = testing::TestLoaderOptions("ldr_budget");
   o.batch_size = 16;
   o.memory_bytes = 128 * 1024;  // ~4 batches of ~33 KB
   auto l = Loader::Open(o);
@@ -295,7 +286,7 @@ TEST_F(LoaderTest, MissingSampleIsNamedOrSkipped) {
   const SampleKey gone = MakeKey(0, 17);
   testing::MustRun(*s, fmt::format("DELETE FROM {}.d_ldr_missing WHERE seg = 0 AND idx = 17", testing::TestKeyspace()));
   {
-    LoaderOptions o = BaseOptions("ldr_missing");
+    LoaderOptions o = testing::TestLoaderOptions("ldr_missing");
     o.batch_size = 10;
     auto l = Loader::Open(o);
     ASSERT_TRUE(l.ok());
@@ -315,7 +306,7 @@ TEST_F(LoaderTest, MissingSampleIsNamedOrSkipped) {
     EXPECT_NE(err.find(d.path.at(gone)), std::string::npos) << "the error should name the path: " << err;
   }
   {
-    LoaderOptions o = BaseOptions("ldr_missing");
+    LoaderOptions o = testing::TestLoaderOptions("ldr_missing");
     o.batch_size = 10;
     o.on_missing = OnMissing::kSkip;
     auto l = Loader::Open(o);
@@ -330,7 +321,7 @@ TEST_F(LoaderTest, MissingSampleIsNamedOrSkipped) {
 }
 
 TEST_F(LoaderTest, FetchReadsGivenKeysInOrder) {
-  LoaderOptions o = BaseOptions("ldr");
+  LoaderOptions o = testing::TestLoaderOptions("ldr");
   o.batch_size = 8;
   auto l = Loader::Open(o);
   ASSERT_TRUE(l.ok()) << l.status().ToString();
@@ -375,7 +366,7 @@ TEST_F(LoaderTest, ExactlyOnceThroughInjectedFaults) {
   proxy.SetFaults(f);
   for (bool ordered : {false, true}) {
     SCOPED_TRACE(ordered ? "ordered" : "out of order");
-    LoaderOptions o = BaseOptions("ldr");
+    LoaderOptions o = testing::TestLoaderOptions("ldr");
     o.connection.hosts = {"127.0.0.2"};
     o.connection.connect_timeout = std::chrono::milliseconds(2000);
     o.batch_size = 24;
