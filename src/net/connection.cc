@@ -158,6 +158,18 @@ void Connection::SendInternal(cql::RequestFrame f, std::function<void(StatusOr<R
 
 void Connection::Send(cql::RequestFrame frame, std::shared_ptr<cql::CellSink> sink,
                       std::chrono::milliseconds timeout, ReplyCallback callback) {
+  Send(std::make_shared<const cql::Bytes>(std::move(frame.bytes)), std::move(sink), timeout, std::move(callback));
+}
+
+void Connection::Send(std::shared_ptr<const cql::Bytes> frame, std::shared_ptr<cql::CellSink> sink,
+                      std::chrono::milliseconds timeout, ReplyCallback callback) {
+  if (frame == nullptr || frame->size() < cql::kHeaderSize) {
+    // An encoder's bug, never the server's: nothing is sent.
+    Status why = Status::Internal(
+        fmt::format("request to {}: a frame of {} bytes has no header", peer_, frame == nullptr ? 0 : frame->size()));
+    asio::post(executor_, [cb = std::move(callback), why = std::move(why)]() mutable { cb(std::move(why)); });
+    return;
+  }
   Request r{std::move(frame), std::move(sink), std::chrono::steady_clock::now() + timeout, timeout,
             std::move(callback)};
   in_flight_.fetch_add(1, std::memory_order_relaxed);
@@ -212,9 +224,25 @@ void Connection::Admit(Request&& r) {
   s.callback = std::move(r.callback);
   s.deadline = r.deadline;
   deadlines_[r.timeout.count()].push_back(Deadline{r.deadline, id, s.generation});
-  cql::PatchStreamId(r.frame.bytes.data(), id);
-  write_queue_.push_back(std::move(r.frame.bytes));
+  const cql::Bytes& frame = *r.frame;
+  const bool copy = frame.size() <= kCopiedFrameBytes;
+  cql::Bytes& owned = OwnedPiece(copy ? frame.size() : cql::kHeaderSize);
+  const size_t at = owned.size();
+  const size_t n = copy ? frame.size() : cql::kHeaderSize;
+  owned.insert(owned.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(n));
+  cql::PatchStreamId(owned.data() + at, id);
+  if (!copy) write_queue_.push_back(WritePiece{{}, std::move(r.frame)});
   stats_.requests.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The owned piece at the end of the write queue when it has `room` bytes to
+// spare, else a new one.
+cql::Bytes& Connection::OwnedPiece(size_t room) {
+  if (write_queue_.empty() || write_queue_.back().shared != nullptr ||
+      write_queue_.back().owned.size() + room > kOwnedPieceBytes) {
+    write_queue_.emplace_back().owned.reserve(std::max(room, size_t{4096}));
+  }
+  return write_queue_.back().owned;
 }
 
 void Connection::StartWrite() {
@@ -222,7 +250,13 @@ void Connection::StartWrite() {
   writing_.swap(write_queue_);
   std::vector<asio::const_buffer> bufs;
   bufs.reserve(writing_.size());
-  for (const auto& b : writing_) bufs.emplace_back(b.data(), b.size());
+  for (const auto& p : writing_) {
+    if (p.shared == nullptr) {
+      bufs.emplace_back(p.owned.data(), p.owned.size());
+    } else if (p.shared->size() > cql::kHeaderSize) {
+      bufs.emplace_back(p.shared->data() + cql::kHeaderSize, p.shared->size() - cql::kHeaderSize);
+    }
+  }
   write_in_progress_ = true;
   stats_.write_calls.fetch_add(1, std::memory_order_relaxed);
   transport_->AsyncWrite(std::move(bufs), [self = shared_from_this()](std::error_code ec, size_t n) {

@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "cql/frame.h"
 #include "cql/frame_decoder.h"
 #include "cql/request.h"
 #include "cql/response.h"
@@ -114,6 +115,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // `callback` runs exactly once on the I/O thread.
   void Send(cql::RequestFrame frame, std::shared_ptr<cql::CellSink> sink,
             std::chrono::milliseconds timeout, ReplyCallback callback);
+  // Same, for a frame shared with other sends (the attempts and hedges of one
+  // execution, on any connections): the bytes are never modified. A small
+  // frame (up to 4 KiB) is copied into the write buffer with its stream id;
+  // of a larger one only the 9-byte header is, and its body is written from
+  // the shared bytes, which the connection holds until they are written. A
+  // frame shorter than a header fails the request (Internal).
+  void Send(std::shared_ptr<const cql::Bytes> frame, std::shared_ptr<cql::CellSink> sink,
+            std::chrono::milliseconds timeout, ReplyCallback callback);
 
   // Closes the connection; pending requests complete with `why`.
   void Close(Status why);
@@ -137,7 +146,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   struct Request {
-    cql::RequestFrame frame;
+    std::shared_ptr<const cql::Bytes> frame;  // stream id 0, shared, never modified
     std::shared_ptr<cql::CellSink> sink;
     std::chrono::steady_clock::time_point deadline;
     std::chrono::milliseconds timeout;
@@ -193,8 +202,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<int16_t> free_ids_;
   int retired_ = 0;
   std::deque<Request> waiting_;  // no free stream id yet
-  std::vector<cql::Bytes> write_queue_;
-  std::vector<cql::Bytes> writing_;
+  // What is queued for writing, as pieces of one gathered write: a piece owns
+  // bytes (small frames copied whole with their stream id, one after the
+  // other, and the patched headers of large frames) or refers to the body of
+  // a large shared frame (everything after its header), which is never
+  // copied. Small frames share a piece so that a write of many small requests
+  // stays one buffer, not two per request.
+  struct WritePiece {
+    cql::Bytes owned;
+    std::shared_ptr<const cql::Bytes> shared;  // set: write shared[kHeaderSize..]
+  };
+  // Frames up to this size are copied into an owned piece (cheaper than a
+  // buffer of their own); larger ones are written from the shared frame.
+  static constexpr size_t kCopiedFrameBytes = 4096;
+  // An owned piece stops growing at this size (a new one starts).
+  static constexpr size_t kOwnedPieceBytes = 64 << 10;
+  cql::Bytes& OwnedPiece(size_t room);
+  std::vector<WritePiece> write_queue_;
+  std::vector<WritePiece> writing_;  // stable while a write is in progress (buffers point into it)
   bool write_in_progress_ = false;
   // Deadlines, one FIFO per distinct timeout value: requests with the same
   // timeout expire in submission order, so each FIFO is sorted and push/pop

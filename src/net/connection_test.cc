@@ -127,6 +127,50 @@ TEST_F(ConnectionTest, TimedOutStreamIdIsRetiredUntilItsLateAnswer) {
   EXPECT_EQ(c->stats().timeouts, 1u);
 }
 
+TEST_F(ConnectionTest, ASharedFrameIsSentManyTimesOnOwnStreamsAndNeverModified) {
+  // The attempts and hedges of one execution send one shared frame: each send
+  // gets its own stream id in its own header, and the shared bytes keep id 0.
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    return Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query));
+  });
+  auto c1 = Open(srv), c2 = Open(srv);
+  ASSERT_NE(c1, nullptr);
+  ASSERT_NE(c2, nullptr);
+  auto frame = cql::EncodeQuery("SHARED", cql::QueryParameters{});
+  ASSERT_TRUE(frame.ok());
+  const cql::Bytes original = frame->bytes;
+  auto shared = std::make_shared<const cql::Bytes>(std::move(frame->bytes));
+  std::vector<std::future<StatusOr<Reply>>> replies;
+  for (Connection* c : {c1.get(), c1.get(), c1.get(), c2.get()}) {
+    auto p = std::make_shared<std::promise<StatusOr<Reply>>>();
+    replies.push_back(p->get_future());
+    c->Send(shared, nullptr, 2000ms, [p](StatusOr<Reply> r) { p->set_value(std::move(r)); });
+  }
+  for (auto& f : replies) {
+    auto r = f.get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(std::get<cql::ResultSetKeyspace>(std::get<cql::Result>(r->response->message)).keyspace, "SHARED");
+  }
+  const auto seen = Seen(srv, "SHARED");
+  ASSERT_EQ(seen.size(), 4u);
+  std::set<std::pair<int, int16_t>> streams;
+  for (const auto& r : seen) streams.emplace(r.connection, r.header.stream);
+  EXPECT_EQ(streams.size(), 4u) << "each send has its own stream on its connection";
+  EXPECT_EQ(*shared, original) << "the shared frame is never patched";
+  // A frame without a header is refused without being sent.
+  auto p = std::make_shared<std::promise<StatusOr<Reply>>>();
+  auto bad = p->get_future();
+  c1->Send(std::make_shared<const cql::Bytes>(cql::Bytes{0x04, 0}), nullptr, 2000ms,
+           [p](StatusOr<Reply> r) { p->set_value(std::move(r)); });
+  auto rb = bad.get();
+  ASSERT_FALSE(rb.ok());
+  EXPECT_EQ(rb.status().code(), Status::Code::kInternal) << rb.status().ToString();
+  EXPECT_NE(rb.status().message().find("has no header"), std::string::npos) << rb.status().ToString();
+  EXPECT_EQ(c1->in_flight(), 0);
+  ASSERT_TRUE(Query(*c1, "AFTER").get().ok()) << "the connection still works";
+}
+
 TEST_F(ConnectionTest, RequestsWaitForAFreeStreamIdInOrder) {
   FakeServer srv;
   srv.SetHandler([](const testing::Request&) { return std::nullopt; });

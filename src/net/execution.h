@@ -33,7 +33,8 @@ namespace cqlstream::net {
 struct Execution : std::enable_shared_from_this<Execution> {
   std::shared_ptr<Session::Impl> s;
   Statement st;
-  cql::RequestFrame frame;
+  // The encoded request (stream id 0), shared by every attempt and hedge.
+  std::shared_ptr<const cql::Bytes> frame;
   ResultCallback cb;
   std::vector<HostPtr> plan;
   std::optional<int64_t> token;

@@ -134,6 +134,12 @@ class FakeServer {
     MutexLock l(&mu_);
     answer_system_tables_ = on;
   }
+  // Connections accepted beyond `n` are closed at once (as a node with
+  // native_transport_max_connections_per_ip does); n < 0: no limit.
+  void SetMaxConnections(int n) {
+    MutexLock l(&mu_);
+    max_connections_ = n;
+  }
   // Rows of system.peers_v2: (address, native port) of the other hosts.
   void SetPeers(std::vector<std::pair<std::string, uint16_t>> peers) {
     MutexLock l(&mu_);
@@ -181,12 +187,23 @@ class FakeServer {
       auto c = std::make_shared<Conn>(io_);
       c->sock = std::move(s);
       c->accepted_port = ports_[i];
+      bool refuse = false;
       {
         MutexLock l(&mu_);
-        c->id = static_cast<int>(conns_.size());
-        conns_.push_back(c);
+        int open = 0;
+        for (const auto& o : conns_) open += o->sock.is_open() ? 1 : 0;
+        refuse = max_connections_ >= 0 && open >= max_connections_;
+        if (!refuse) {
+          c->id = static_cast<int>(conns_.size());
+          conns_.push_back(c);
+        }
       }
-      Read(c);
+      if (refuse) {
+        std::error_code e;
+        c->sock.close(e);
+      } else {
+        Read(c);
+      }
       Accept(i);
     });
   }
@@ -384,6 +401,7 @@ class FakeServer {
   std::vector<std::pair<std::string, uint16_t>> peers_ GUARDED_BY(mu_);
   bool answer_system_tables_ GUARDED_BY(mu_) = true;
   bool require_auth_ GUARDED_BY(mu_) = false;
+  int max_connections_ GUARDED_BY(mu_) = -1;
   std::vector<Request> requests_ GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Conn>> conns_ GUARDED_BY(mu_);
 };

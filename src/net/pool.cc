@@ -35,6 +35,8 @@ HostPool::HostPool(std::string address, uint16_t port, PoolConfig config, std::w
 // on); counts them as opening.
 std::vector<HostPool::ToOpen> HostPool::Missing(uint16_t* port, int wanted) {
   std::vector<ToOpen> out;
+  const int limit = growth_limit_.load(std::memory_order_relaxed);
+  if (limit > 0) wanted = std::min(wanted, limit);
   std::optional<uint16_t> aware = sharding_ ? ShardAwarePort(*sharding_, config_.tls) : std::nullopt;
   if (aware && config_.shard_aware) {
     // At least one connection per shard, through the shard-aware port with a
@@ -112,7 +114,13 @@ void HostPool::OnConnectionClosed(const std::shared_ptr<PoolOwner>& owner, const
         ++i;
       }
     }
-    if (conns_.empty()) up_ = false;
+    if (conns_.empty()) {
+      up_ = false;
+      growth_limit_.store(0, std::memory_order_relaxed);  // down: the limit is learnt anew
+      growth_refusals_ = 0;
+      growth_probe_ = false;
+      if (growth_timer_) growth_timer_->cancel();
+    }
   }
   for (const auto& c : gone) owner->OnConnectionClosed(*c);
   ScheduleReconnect(*owner);
@@ -122,6 +130,7 @@ void HostPool::OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::s
                         int wanted_shard) {
   bool refill = false;
   bool came_up = false;
+  bool growth_limited = false;
   std::shared_ptr<Connection> unwanted;
   const bool session_closed = owner->closed();
   {
@@ -131,11 +140,21 @@ void HostPool::OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::s
       --opening_by_shard_[static_cast<size_t>(wanted_shard)];
     }
     if (!c.ok()) {
-      ++failures_;
       last_error_ = c.status().ToString();
-      // Seen down: query plans try it last until a connection opens again
-      // (reconnection keeps trying it with backoff).
-      if (conns_.empty()) up_ = false;
+      if (conns_.empty()) {
+        // Seen down: query plans try it last until a connection opens again
+        // (reconnection keeps trying it with backoff).
+        ++failures_;
+        up_ = false;
+      } else {
+        // The host is up but takes no more connections (its per-client
+        // limit, or our descriptors): the pool stays at what it has and
+        // opens; a probe past it later (ScheduleGrowthProbe).
+        growth_limited = true;
+        growth_limit_.store(std::max(1, static_cast<int>(conns_.size()) + opening_), std::memory_order_relaxed);
+        growth_probe_ = false;
+        ++growth_refusals_;
+      }
     } else if (closed_ || session_closed) {
       unwanted = *c;
     } else {
@@ -152,6 +171,13 @@ void HostPool::OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::s
       conn_shard_.push_back(shard);
       conn_aware_.push_back(wanted_shard >= 0);
       failures_ = 0;
+      if (growth_probe_) {
+        // The host took one past the limit: the refusal is over.
+        growth_probe_ = false;
+        growth_refusals_ = 0;
+        growth_limit_.store(0, std::memory_order_relaxed);
+        refill = true;
+      }
       came_up = !up_.exchange(true);
       if (conn->closed()) refill = true;  // closed before we stored it: on_close saw nothing
     }
@@ -159,7 +185,11 @@ void HostPool::OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::s
   if (unwanted) return unwanted->Close(Status::Cancelled("session closed"));
   if (came_up) owner->OnPoolUp();
   if (!c.ok()) {
-    ScheduleReconnect(*owner);
+    if (growth_limited) {
+      ScheduleGrowthProbe(*owner);
+    } else {
+      ScheduleReconnect(*owner);
+    }
   } else if (refill) {
     Fill();
   }
@@ -183,6 +213,31 @@ void HostPool::ScheduleReconnect(PoolOwner& owner) {
   });
 }
 
+void HostPool::ScheduleGrowthProbe(PoolOwner& owner) {
+  if (owner.closed()) return;
+  asio::io_context& io = owner.NextIo();
+  MutexLock l(&mu_);
+  if (closed_ || growth_probe_scheduled_) return;
+  growth_probe_scheduled_ = true;
+  if (!growth_timer_) growth_timer_ = std::make_unique<asio::steady_timer>(io);
+  growth_timer_->expires_after(config_.growth_retry.Delay(growth_refusals_));
+  auto self = shared_from_this();
+  growth_timer_->async_wait([self](std::error_code ec) {
+    bool probe = false;
+    {
+      MutexLock l(&self->mu_);
+      self->growth_probe_scheduled_ = false;
+      const int limit = self->growth_limit_.load(std::memory_order_relaxed);
+      if (!ec && !self->closed_ && limit > 0 && !self->conns_.empty()) {
+        self->growth_probe_ = true;
+        self->growth_limit_.store(limit + 1, std::memory_order_relaxed);
+        probe = true;
+      }
+    }
+    if (probe) self->Fill();
+  });
+}
+
 void HostPool::Close(const Status& why) {
   std::vector<std::shared_ptr<Connection>> conns;
   {
@@ -190,6 +245,7 @@ void HostPool::Close(const Status& why) {
     closed_ = true;
     conns = conns_;
     if (timer_) timer_->cancel();
+    if (growth_timer_) growth_timer_->cancel();
   }
   for (auto& c : conns) c->Close(why);
 }
@@ -223,6 +279,7 @@ HostPool::State HostPool::state() const {
   for (const auto& c : conns_) s.in_flight += c->in_flight();
   s.shards = sharding_ ? sharding_->nr_shards : 0;
   s.last_error = last_error_;
+  s.growth_limit = growth_limit_.load(std::memory_order_relaxed);
   return s;
 }
 

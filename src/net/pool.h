@@ -12,9 +12,20 @@
 //    shrinking leaves the extra connections open and idle (Pick() prefers the
 //    least loaded, so they keep serving), which never fails a request in
 //    flight.
-//  * A connection that closes leaves the pool; a failed open counts as a
-//    failure, and the pool reopens after the owner's reconnection backoff
-//    (ExponentialBackoff, jittered) for failures + 1. A pool with no open
+//  * A connection that closes leaves the pool; a failed open of a pool
+//    without connections counts as a failure, and the pool reopens after
+//    the owner's reconnection backoff (ExponentialBackoff, jittered) for
+//    failures + 1. A failed open of a pool that has connections means the
+//    host takes no more from us (Cassandra's
+//    native_transport_max_connections_per_ip, or our descriptors): the pool
+//    stops growing at what it has and opens (growth_limit()); a connection
+//    that closes below it is reopened, and the limit is forgotten when the
+//    pool goes down. The refusal may also have been transient (a connect
+//    time-out under load, descriptors freed since), so after
+//    PoolConfig::growth_retry (backoff per refusal in a row) the pool probes
+//    with one connection more than the limit: when it opens, the limit is
+//    lifted and the pool grows to the wanted number; when it is refused, the
+//    limit stays and the next probe waits longer. A pool with no open
 //    connection is down (up() false: query plans try it last) and remembers
 //    why (last_error(): the refused connect, or why its last connection
 //    closed), so that "no open connection" names the cause.
@@ -74,6 +85,8 @@ struct PoolConfig {
   bool tls = false;            // selects the TLS shard-aware port
   bool shard_aware = true;     // use the shard-aware port when advertised
   ExponentialBackoff reconnect{std::chrono::milliseconds(100), std::chrono::milliseconds(10000)};
+  // Before probing past a growth limit, per refusal in a row (see above).
+  ExponentialBackoff growth_retry{std::chrono::milliseconds(2000), std::chrono::milliseconds(60000)};
 };
 
 class HostPool : public std::enable_shared_from_this<HostPool> {
@@ -92,12 +105,15 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   // Up: has (or had at its last open) a connection. MarkDown(): the cluster
   // says the host is down; plans try it last until a connection opens again.
   bool up() const { return up_.load(std::memory_order_relaxed); }
+  // The connections the host accepted before refusing one; 0: none refused.
+  int growth_limit() const { return growth_limit_.load(std::memory_order_relaxed); }
   void MarkDown() { up_.store(false, std::memory_order_relaxed); }
 
   struct State {
     int open_connections = 0;
     int in_flight = 0;
     int shards = 0;          // ScyllaDB: shard count; 0 on Cassandra
+    int growth_limit = 0;    // see growth_limit()
     std::string last_error;  // why the last open failed or connection closed
   };
   State state() const;
@@ -119,12 +135,14 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   void OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::shared_ptr<Connection>> c, int wanted_shard);
   void OnConnectionClosed(const std::shared_ptr<PoolOwner>& owner, const Status& why);
   void ScheduleReconnect(PoolOwner& owner);
+  void ScheduleGrowthProbe(PoolOwner& owner);
 
   const std::string address_;
   const uint16_t port_;
   const PoolConfig config_;
   const std::weak_ptr<PoolOwner> owner_;
   std::atomic<bool> up_{true};
+  std::atomic<int> growth_limit_{0};
 
   mutable Mutex mu_;
   std::vector<std::shared_ptr<Connection>> conns_ GUARDED_BY(mu_);  // open connections
@@ -137,6 +155,12 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   bool closed_ GUARDED_BY(mu_) = false;
   std::optional<ShardInfo> sharding_ GUARDED_BY(mu_);
   std::unique_ptr<asio::steady_timer> timer_ GUARDED_BY(mu_);
+  // Growth past a refusal: refusals in a row, whether the probe (one open
+  // past the limit) is under way, and its timer.
+  int growth_refusals_ GUARDED_BY(mu_) = 0;
+  bool growth_probe_ GUARDED_BY(mu_) = false;
+  bool growth_probe_scheduled_ GUARDED_BY(mu_) = false;
+  std::unique_ptr<asio::steady_timer> growth_timer_ GUARDED_BY(mu_);
   std::string last_error_ GUARDED_BY(mu_);
 };
 

@@ -3,7 +3,8 @@
 // HostPool on its own, against in-process fake servers: it opens the wanted
 // number of connections, grows when asked and leaves extra ones idle when
 // the number falls, marks a refused host down with the reason and keeps
-// reopening with backoff, drops a connection that dies and reopens it, keeps
+// reopening with backoff, caps itself at what a host accepts and probes past
+// the cap later, drops a connection that dies and reopens it, keeps
 // one connection per ScyllaDB shard through the shard-aware port, and does
 // nothing once closed.
 #include "net/pool.h"
@@ -139,6 +140,73 @@ TEST(HostPoolTest, ARefusedHostIsDownWithTheReasonAndIsRetriedWithBackoff) {
   const int opens = owner->opens;
   std::this_thread::sleep_for(150ms);
   EXPECT_LE(owner->opens, opens + 1);  // at most one that was already under way
+}
+
+// A host that takes only 3 connections from us (as
+// native_transport_max_connections_per_ip does): the pool stays up with 3,
+// names the limit (growth_limit) and stops opening instead of retrying the
+// refused ones with backoff for ever; asking for more does not reopen (the
+// first probe past the limit comes after growth_retry, seconds later).
+TEST(HostPoolTest, AHostThatRefusesMoreConnectionsCapsThePool) {
+  FakeServer srv;
+  srv.SetMaxConnections(3);
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  owner->per_host = 2;
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), FastReconnect(), owner);
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 2; }));
+  EXPECT_EQ(pool->growth_limit(), 0);
+  owner->per_host = 8;
+  pool->Fill();
+  // The limit is what was open or opening at each refusal: it comes down
+  // to 3 once the last of the 6 opens has been answered.
+  ASSERT_TRUE(Eventually([&] { return pool->growth_limit() == 3 && pool->state().open_connections == 3; }));
+  EXPECT_TRUE(pool->up());
+  const int limit = pool->growth_limit();
+  // Nothing retried: the opens stay at the 8 asked for, with the 40 ms
+  // reconnection backoff a retry loop would have made dozens more by now.
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(owner->opens.load(), 8);
+  EXPECT_EQ(pool->state().open_connections, 3);
+  pool->Fill();  // asking again opens nothing
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(owner->opens.load(), 8);
+  EXPECT_EQ(pool->growth_limit(), limit);
+  pool->Close(Status::Cancelled("test over"));
+}
+
+// A refusal may be transient (a connect time-out under load, descriptors
+// freed since): after growth_retry the pool probes with one connection past
+// its limit, a refused probe keeps the limit and waits longer, and a probe
+// the host takes lifts the limit so that the pool grows to what is wanted.
+TEST(HostPoolTest, AGrowthLimitIsProbedAndLiftedOnceTheHostTakesMore) {
+  FakeServer srv;
+  srv.SetMaxConnections(3);
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  owner->per_host = 6;
+  PoolConfig config = FastReconnect();
+  config.growth_retry = ExponentialBackoff(100ms, 200ms);
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), config, owner);
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->growth_limit() == 3 && pool->state().open_connections == 3; }));
+  // Still refused: each probe is one open, not the three missing ones.
+  const int opens = owner->opens.load();
+  std::this_thread::sleep_for(700ms);
+  const int probes = owner->opens.load() - opens;
+  EXPECT_GE(probes, 2);
+  EXPECT_LE(probes, 8);  // one per delay: 50-100 ms, then 100-200 ms
+  EXPECT_EQ(pool->state().open_connections, 3);
+  const int limit = pool->growth_limit();
+  EXPECT_TRUE(limit == 3 || limit == 4) << limit;  // 4 while a probe is out
+  EXPECT_TRUE(pool->up());
+  // The host takes more now: the next probe opens, the limit is lifted and
+  // the pool grows to the 6 wanted.
+  srv.SetMaxConnections(100);
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 6; }));
+  EXPECT_EQ(pool->growth_limit(), 0);
+  pool->Close(Status::Cancelled("test over"));
 }
 
 TEST(HostPoolTest, AConnectionThatDiesLeavesThePoolNamesWhyAndIsReopened) {

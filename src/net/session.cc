@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "net/execution.h"
+#include "net/fd_budget.h"
 #include "net/session_impl.h"
 #include "net/system_tables.h"
 
@@ -398,7 +399,7 @@ const ConnectionOptions& Session::options() const { return impl_->opts; }
 int Session::InFlight() const { return metrics().in_flight; }
 
 void Session::SetConnectionsPerHost(int n) {
-  n = std::clamp(n, 1, 64);
+  n = std::clamp(n, 1, 1024);  // as max_connections_per_host allows (the loader's own limit is lower)
   if (impl_->conns_per_host.exchange(n) == n) return;
   if (auto t = impl_->Topo()) {
     for (auto& h : t->hosts) h->pool->Fill();
@@ -406,5 +407,42 @@ void Session::SetConnectionsPerHost(int n) {
 }
 
 int Session::ConnectionsPerHost() const { return impl_->conns_per_host.load(); }
+
+// The total is spread over the hosts whose pools are up (every pool is
+// filled to the per-host number), and capped by what the process's
+// descriptors allow (net/fd_budget.h).
+int Session::SetTotalConnections(int total) {
+  auto t = impl_->Topo();
+  int up = 0, open = 0;
+  if (t) {
+    for (const auto& h : t->hosts) {
+      const HostPool::State st = h->pool->state();
+      open += st.open_connections;
+      if (h->pool->up()) ++up;
+    }
+  }
+  up = std::max(1, up);
+  const int budget = ConnectionBudget(open);
+  impl_->connection_budget.store(budget, std::memory_order_relaxed);
+  total = std::clamp(total, 1, std::max(1, budget));
+  const int per_host = std::max(1, std::min(total / up + (total % up != 0 ? 1 : 0), budget / up));
+  SetConnectionsPerHost(per_host);
+  return per_host;
+}
+
+int Session::ConnectionLimit() const {
+  int limit = impl_->connection_budget.load(std::memory_order_relaxed);
+  auto t = impl_->Topo();
+  if (!t) return limit;
+  int capped = 0, up = 0;
+  for (const auto& h : t->hosts) {
+    if (!h->pool->up()) continue;
+    ++up;
+    const int g = h->pool->growth_limit();
+    if (g <= 0) return limit;  // this host still takes more
+    capped += g;
+  }
+  return up > 0 ? std::min(limit, capped) : limit;
+}
 
 }  // namespace cqlstream::net

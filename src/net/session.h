@@ -227,6 +227,15 @@ class Session : public std::enable_shared_from_this<Session> {
   // more are opened in the background, extra ones are left to idle.
   void SetConnectionsPerHost(int n);
   int ConnectionsPerHost() const;
+  // Asks for `total` connections in all: spread over the hosts that are up
+  // (ceil(total / up hosts) each) and capped by the process's descriptors
+  // (net/fd_budget.h: half the soft RLIMIT_NOFILE less the other open
+  // descriptors). Returns the number per host it set.
+  int SetTotalConnections(int total);
+  // The most connections the session can hold now, all hosts together: the
+  // descriptor budget, and, once every up host has refused a connection
+  // (HostPool::growth_limit()), the sum of what they accepted.
+  int ConnectionLimit() const;
 
   // Fails what is pending with Cancelled and stops the I/O threads.
   void Close();

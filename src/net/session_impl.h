@@ -20,6 +20,7 @@
 
 #include <asio.hpp>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -54,6 +55,8 @@ struct Session::Impl final : PoolOwner, ControlOwner, std::enable_shared_from_th
 
   std::atomic<bool> is_closed{false};
   std::atomic<int> conns_per_host{1};
+  // ConnectionBudget() at the last SetTotalConnections (net/fd_budget.h).
+  std::atomic<int> connection_budget{std::numeric_limits<int>::max()};
   LatencyTracker latencies;
   std::atomic<uint64_t> latency_samples{0};
   std::atomic<bool> plaintext_warned{false};

@@ -132,6 +132,38 @@ TEST(SessionFailover, RefusedHostsLeaveThePlanAtOnce) {
 
 // Without any host that has a connection the statement fails at once with
 // ConnectFailed (nothing was sent), not after a timeout.
+// Issue 13: a total of connections is spread over the up hosts (not asked
+// of each), and once every host refuses more (here 3 each, the control
+// connection included), ConnectionLimit() is what they accepted.
+TEST(SessionConnections, TotalIsSpreadOverUpHostsAndCappedByRefusals) {
+  Cluster c;
+  auto s = Session::Connect(c.Options());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session& session = **s;
+  auto open_total = [&] {
+    int n = 0;
+    for (const auto& h : session.Hosts()) n += h.open_connections;
+    return n;
+  };
+  EXPECT_EQ(session.SetTotalConnections(6), 2);
+  EXPECT_EQ(session.SetTotalConnections(7), 3);  // rounded up
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  while (open_total() < 9 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(open_total(), 9);
+  EXPECT_GT(session.ConnectionLimit(), 9);  // no host refused one yet
+
+  for (auto& h : c.hosts) h->SetMaxConnections(4);
+  EXPECT_EQ(session.SetTotalConnections(30), 10);
+  const auto until2 = std::chrono::steady_clock::now() + 3s;
+  while ((session.ConnectionLimit() != 11 || open_total() != 11) && std::chrono::steady_clock::now() < until2) {
+    std::this_thread::sleep_for(5ms);
+  }
+  // 4 + 4 + 3 (the contact point's fourth is the control connection).
+  EXPECT_EQ(session.ConnectionLimit(), 11);
+  EXPECT_EQ(open_total(), 11);
+  for (const auto& h : session.Hosts()) EXPECT_TRUE(h.up) << h.address;
+}
+
 TEST(SessionFailover, NoLiveHostIsConnectFailedQuickly) {
   Cluster c;
   auto s = Session::Connect(c.Options());
