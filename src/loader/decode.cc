@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "store/resample.h"
 
@@ -31,18 +32,11 @@ Status TooLarge(uint64_t w, uint64_t h, int scale, uint64_t decoded, uint64_t ma
 // JPEG
 
 Status DecodeJpeg(std::span<const uint8_t> b, int channels, int scale, uint64_t max_pixels, Image* out) {
-  // One handle per thread, shared with the ingest check (store/image_check.h).
-  const tjhandle tj = store::ThreadTurboJpeg();
-  if (tj == nullptr) return Status::Internal("cannot create a TurboJPEG decompressor");
-  int w = 0, h = 0, subsamp = 0, colorspace = 0;
-  const auto size = static_cast<unsigned long>(b.size());
-  if (tjDecompressHeader3(tj, b.data(), size, &w, &h, &subsamp, &colorspace) != 0) {
-    return Status::Corruption(fmt::format("corrupt JPEG header: {}", tjGetErrorStr2(tj)));
-  }
-  if (w <= 0 || h <= 0) return Status::Corruption("corrupt JPEG header: empty image");
-  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-    return Status::Unsupported("CMYK JPEG images cannot be decoded to RGB or grayscale");
-  }
+  // The header as the ingest check reads it (store::ReadJpegHeader), so that
+  // every JPEG the ingest accepted is one this decoder reads.
+  CQLS_ASSIGN_OR_RETURN(const store::JpegHeader hd, store::ReadJpegHeader(b));
+  if (hd.cmyk()) return Status::Unsupported("CMYK JPEG images cannot be decoded to RGB or grayscale");
+  const int w = hd.width, h = hd.height;
   const tjscalingfactor sf{1, scale};
   const int sw = TJSCALED(w, sf), sh = TJSCALED(h, sf);
   if (static_cast<uint64_t>(sw) * static_cast<uint64_t>(sh) > max_pixels) {
@@ -54,14 +48,9 @@ Status DecodeJpeg(std::span<const uint8_t> b, int channels, int scale, uint64_t 
   out->channels = channels;
   out->pixels.resize(static_cast<size_t>(sw) * static_cast<size_t>(sh) * static_cast<size_t>(channels));
   const int pf = channels == 1 ? TJPF_GRAY : TJPF_RGB;
-  if (tjDecompress2(tj, b.data(), size, out->pixels.data(), sw, 0, sh, pf, TJFLAG_ACCURATEDCT) != 0) {
-    // Warnings (e.g. extraneous bytes, a truncated last scan) leave a usable
-    // image, as Pillow and DALI accept them; only fatal errors fail.
-    if (tjGetErrorCode(tj) != TJERR_WARNING) {
-      return Status::Corruption(fmt::format("corrupt JPEG data: {}", tjGetErrorStr2(tj)));
-    }
-  }
-  return Status::OK();
+  // The thread's decompressor, shared with the ingest check; warnings leave
+  // a usable image (store::DecompressJpeg).
+  return store::DecompressJpeg(b, out->pixels.data(), sw, sh, pf, TJFLAG_ACCURATEDCT);
 }
 
 // ---------------------------------------------------------------------------
@@ -255,11 +244,9 @@ Status DecodeTo(std::span<const uint8_t> bytes, const DecodeOptions& o, std::spa
   int scale = 1;
   if (o.jpeg_scaling && SniffFormat(bytes) == ImageFormat::kJpeg) {
     // The plan needs the full size, which the header gives cheaply.
-    const tjhandle tj = store::ThreadTurboJpeg();
-    int w = 0, h = 0, subsamp = 0, colorspace = 0;
-    if (tj != nullptr && tjDecompressHeader3(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), &w, &h,
-                                               &subsamp, &colorspace) == 0 &&
-        w > 0 && h > 0) {
+    const StatusOr<store::JpegHeader> hd = store::ReadJpegHeader(bytes);
+    if (hd.ok()) {
+      const int w = hd->width, h = hd->height;
       scale = PlanResize(h, w, o).jpeg_scale;
       if (scale > 1) {
         // The geometry is planned on the full size; resample from the scaled decode.

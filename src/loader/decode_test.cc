@@ -12,6 +12,9 @@
 #include <set>
 #include <thread>
 
+#include "store/jpeg_sampling_fixture.h"
+#include "store/testing_fixtures.h"
+
 namespace cqlstream::loader {
 namespace {
 
@@ -286,6 +289,48 @@ TEST(DecodeTest, JpegDecodesCloseToTheSourceAndScales) {
   EXPECT_EQ(img.width, 8);
   EXPECT_EQ(img.height, 3);
   EXPECT_EQ(img.channels, 1);
+}
+
+TEST(DecodeTest, ACorruptJpegDoesNotSpoilTheNextOne) {
+  const int w = 32, h = 24;
+  const auto jpg = EncodeJpeg(Pixels(w, h, 3, 2, true), w, h, 3);
+  for (const auto& bad : store::testing::CorruptJpegHeaders(store::testing::MakeJpeg(48, 40, 5))) {
+    Image img;
+    EXPECT_EQ(DecodeImage(bad, 3, 1, &img).code(), Status::Code::kCorruption);
+    ASSERT_TRUE(DecodeImage(jpg, 3, 1, &img).ok());
+    EXPECT_EQ(img.width, w);
+    EXPECT_EQ(img.height, h);
+  }
+}
+
+TEST(DecodeTest, JpegOfUnclassifiedSubsamplingDecodes) {
+  // 4:1:0 (luma 4x2): accepted by the ingest check, so the loader reads it,
+  // whole and DCT-scaled.
+  // A flat colour survives chroma at 1/4 x 1/2 resolution.
+  const int w = 64, h = 48;
+  std::vector<uint8_t> rgb(static_cast<size_t>(w) * h * 3);
+  for (size_t i = 0; i < rgb.size(); i += 3) {
+    rgb[i] = 30;
+    rgb[i + 1] = 140;
+    rgb[i + 2] = 220;
+  }
+  const auto jpg = store::testing::MakeJpegWithSampling(rgb, w, h, 4, 2);
+  Image img;
+  Status st = DecodeImage(jpg, 3, 1, &img);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(img.width, w);
+  EXPECT_EQ(img.height, h);
+  EXPECT_LE(MaxDiff(img.pixels, rgb), 4);
+  st = DecodeImage(jpg, 1, 4, &img);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(img.width, 16);
+  EXPECT_EQ(img.height, 12);
+  DecodeOptions o;
+  o.height = 8;
+  o.width = 8;
+  std::vector<uint8_t> out(o.frame_bytes());
+  st = DecodeTo(jpg, o, out);
+  EXPECT_TRUE(st.ok()) << st.ToString();
 }
 
 TEST(DecodeTest, DecodeToUsesJpegScalingForLargeImages) {

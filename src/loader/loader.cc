@@ -181,6 +181,8 @@ StatusOr<BatchPtr> Loader::Fetch(const std::vector<SampleKey>& keys) {
     if (L.closed) return Status::Cancelled("loader closed");
     L.fetches.push_back(L.MakeFetch(keys));
     e = L.fetches.back().get();
+    Loader::Impl::TaskGroups groups(L.group_read_stmt ? loader::CoalesceCap(L.o.coalesce, 4 * loader::kMaxCoalesce)
+                                                      : 1);
     for (uint64_t i = 0; i < keys.size(); ++i) {
       auto t = std::make_shared<Task>();
       t->ep = e;
@@ -188,8 +190,9 @@ StatusOr<BatchPtr> Loader::Fetch(const std::vector<SampleKey>& keys) {
       t->key = keys[i];
       L.in_flight++;
       L.in_flight_unslotted++;
-      launches.push_back(Launch::First(std::move(t)));
+      L.IssueFirst(std::move(t), &groups, &launches);
     }
+    L.FlushGroups(&groups, &launches);
   }
   L.Start(std::move(launches));
   MutexLock lock(&L.mu);
@@ -307,6 +310,8 @@ LoaderMetrics Loader::Metrics() const {
   m.retries = L.m_retries;
   m.hedges = L.m_hedges;
   m.hedge_wins = L.m_hedge_wins;
+  m.coalesced_requests = L.m_coalesced_requests;
+  m.coalesced_samples = L.m_coalesced_samples;
   m.timeouts = L.m_timeouts;
   m.duplicates_dropped = L.m_dupes;
   m.skipped = L.m_skipped;

@@ -83,27 +83,6 @@ void ReadSettings(net::Statement& st, std::chrono::milliseconds timeout, int pla
   st.retry = retry;
 }
 
-// The foreign table a segment's keys are read from: the table its snapshot
-// was taken from (the segment row's `source`), which is the catalog's table
-// of its split unless a refresh to another table is half done; the keys of
-// an old snapshot are looked up in the old table, never in the new one
-// (with int or bigint keys that would be other rows, silently). A segment
-// row without a source (none recorded) reads the catalog's table.
-StatusOr<std::string> SegmentTable(const DatasetInfo& ds, const store::AttachedTable& table, const SegmentInfo& g) {
-  auto catalog = table.tables.find(g.split);
-  if (catalog == table.tables.end()) {
-    return Status::Corruption(fmt::format("attached dataset '{}': segment {} is of split '{}', which has no table",
-                                          ds.name, g.seg, g.split));
-  }
-  if (g.source.empty()) return catalog->second;
-  if (!store::SplitTableName(g.source).ok()) {
-    return Status::Corruption(fmt::format("attached dataset '{}': segment {} was snapshot from '{}', which is not a "
-                                          "ks.table name (the catalog's table of split '{}' is {})",
-                                          ds.name, g.seg, g.source.substr(0, 200), g.split, catalog->second));
-  }
-  return g.source;
-}
-
 // The foreign key for messages (a blob key could be long).
 std::string KeyText(const Value& key) {
   std::string s = key.ToString();
@@ -134,7 +113,9 @@ Status Loader::Impl::PrepareAttached() {
   const auto class_names = std::make_shared<const store::ClassNameIndex>(ds.class_names);
   for (const auto& g : ds.segments) {
     if (g.count <= 0) continue;
-    CQLS_ASSIGN_OR_RETURN(const std::string table, loader_impl::SegmentTable(ds, a->table, g));
+    // The table the segment's snapshot was taken from (store::AttachedSegmentTable:
+    // an old snapshot's keys are never looked up in a newer table).
+    CQLS_ASSIGN_OR_RETURN(const std::string table, store::AttachedSegmentTable(ds, a->table, g));
     auto it = a->splits.find(table);
     if (it == a->splits.end()) {
       // The data read of the snapshot's table (the catalog's columns).
@@ -288,7 +269,11 @@ void Loader::Impl::OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, c
   {
     MutexLock lock(&mu);
     t->outstanding--;
+    // A failed foreign read may still be streaming into `s` (a timeout
+    // mid-frame): its late cells must not claim the sample (OnAttemptDone).
+    if (!r.ok() && s && s->err.ok()) s->err = Status::Cancelled("the attempt ended");
     if (closed) return;
+    if (!r.ok()) OnRequestFailed(r, sent);
     const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
     if (t->resolved) {
       if (r.ok()) m_dupes++;

@@ -4,6 +4,8 @@
 //   loader_init.cc      setup: options, connection, sample set, memory, window
 //   loader_requests.cc  the request side: issuing, launching, claiming the
 //                       data, completions, retries, hedges (the pump thread)
+//   loader_coalesced.cc coalesced reads: samples of one segment issued
+//                       together share one request (loader/coalesce.h)
 //   loader_attached.cc  the request side of attached datasets (store/attached.h):
 //                       a sample's foreign key from the key snapshot, then
 //                       its row in the foreign table, as one attempt
@@ -29,6 +31,22 @@
 // A task is resolved exactly once (done, or failed: skipped/raised), which is
 // what makes delivery exactly-once.
 //
+// Coalesced reads (loader/coalesce.h, loader_coalesced.cc): small samples
+// of one segment issued by the same Refill share one request (a group). The
+// group request is one attempt of each of its tasks (attempts and
+// outstanding counted per task, as for a single read); its answer is handed
+// row by row to each task's own AttemptSink, and every task is settled with
+// its own status: a task the answer did not hold fails that attempt as
+// missing and takes the normal retry path. Retries and hedges are always
+// single-sample attempts.
+// The window counts samples in flight (in_flight), not requests: a group
+// of n keys takes n places of the window, and the controller sees n
+// completions of one latency each. Its BDP cap (goodput x lowest latency /
+// bytes per completion) is then in samples, which is what a grouped or a
+// single read moves; requests in flight are window / keys per group, and
+// CoalesceCap keeps groups at most a quarter of the window so that several
+// requests stay in flight.
+//
 // Ownership: Impl owns the session, the epochs (and through them the batches
 // under assembly) and the pump thread; a Task is shared by the attempts in
 // flight for it (std::shared_ptr) and points at its Epoch, which outlives it
@@ -52,6 +70,10 @@
 #include "loader/batch_assembler.h"
 #include "loader/buffer_pool.h"
 #include "loader/checkpoint.h"
+#include "loader/coalesce.h"
+#include "loader/congestion_gate.h"
+#include "loader/hedge_budget.h"
+#include "loader/hedge_watch.h"
 #include "loader/plan.h"
 #include "loader/window.h"
 #include "net/policies.h"
@@ -113,6 +135,9 @@ struct Task {
   bool hedged = false;
   int hedge_attempt = -1;
   Clock::time_point first_failure{};
+  // The first failure's status, named in the final error when the last one
+  // is of another kind (a timeout, then a retry that finds no connection).
+  Status first_error;
   // Attached datasets: the sample's foreign key, once the key snapshot gave
   // it (immutable for the snapshot: retries and hedges reuse it).
   std::unique_ptr<Value> foreign_key;
@@ -136,7 +161,7 @@ struct AttachedReads {
 // One request to send: a new attempt (first, retry, hedge) or the next page
 // of an attempt in progress.
 struct Launch {
-  enum class Kind { kFirst, kRetry, kHedge, kNextPage };
+  enum class Kind { kFirst, kRetry, kHedge, kNextPage, kGroup };
 
   static Launch First(std::shared_ptr<Task> t) { return Launch(Kind::kFirst, std::move(t), 0); }
   // `plan_offset`: which replica/connection of the query plan goes first.
@@ -155,6 +180,14 @@ struct Launch {
     return l;
   }
 
+  // The first attempt of each of `tasks` (one segment, distinct keys), as
+  // one coalesced request.
+  static Launch Group(std::vector<std::shared_ptr<Task>> tasks) {
+    Launch l(Kind::kGroup, nullptr, 0);
+    l.group = std::move(tasks);
+    return l;
+  }
+
   bool new_attempt() const { return kind != Kind::kNextPage; }
 
   Kind kind;
@@ -162,6 +195,7 @@ struct Launch {
   int plan_offset;
   std::optional<cql::Bytes> paging_state;  // kNextPage only
   int attempt = -1;                        // kNextPage only
+  std::vector<std::shared_ptr<Task>> group;  // kGroup only (task is null)
 
  private:
   Launch(Kind k, std::shared_ptr<Task> t, int plan_offset) : kind(k), task(std::move(t)), plan_offset(plan_offset) {}
@@ -169,6 +203,7 @@ struct Launch {
 
 class AttemptSink;
 class AttachedSink;
+
 
 }  // namespace loader_impl
 
@@ -179,6 +214,7 @@ struct Loader::Impl {
   using Launch = loader_impl::Launch;
   using AttemptSink = loader_impl::AttemptSink;
   using AttachedSink = loader_impl::AttachedSink;
+  using TaskGroups = loader::SegmentGrouper<std::shared_ptr<Task>>;
 
   explicit Impl(LoaderOptions opts);
 
@@ -188,6 +224,7 @@ struct Loader::Impl {
   std::shared_ptr<net::Session> session;
   DatasetInfo ds;
   net::PreparedPtr read_stmt;
+  net::PreparedPtr group_read_stmt;  // coalesced reads: seg, list of idx (null: off)
   net::PreparedPtr path_stmt;
   std::unique_ptr<loader_impl::AttachedReads> attached;  // null for a native dataset
   std::string split;
@@ -222,21 +259,20 @@ struct Loader::Impl {
     bool operator>(const Retry& r) const { return due > r.due; }
   };
   std::priority_queue<Retry, std::vector<Retry>, std::greater<>> retries GUARDED_BY(mu);
-  struct Watch {
-    Clock::time_point issued;
-    std::weak_ptr<Task> task;
-    int attempt;
-  };
-  std::deque<Watch> watch GUARDED_BY(mu);  // attempts in issue order, for hedging
+  using Watch = loader::HedgeWatch<std::weak_ptr<Task>>::Entry;
+  loader::HedgeWatch<std::weak_ptr<Task>> watch GUARDED_BY(mu);  // attempts in issue order, for hedging
   loader::WindowController ctl GUARDED_BY(mu);
+  loader::CongestionGate congestion GUARDED_BY(mu);  // which failed requests cut the window
   double avg_size GUARDED_BY(mu) = 0;       // EWMA of sample sizes
-  double hedge_tokens GUARDED_BY(mu) = 10;  // hedge budget: +0.05 per completed sample, at most 100
+  loader::HedgeBudget hedge_budget GUARDED_BY(mu);  // refilled by completions x the hedges' win rate
 
-  // Metrics.
+  // Metrics. m_timeouts counts requests that timed out (a coalesced request
+  // once, whatever number of samples it carried).
   int64_t m_images GUARDED_BY(mu) = 0, m_bytes GUARDED_BY(mu) = 0, m_batches GUARDED_BY(mu) = 0,
           m_retries GUARDED_BY(mu) = 0, m_hedges GUARDED_BY(mu) = 0, m_hedge_wins GUARDED_BY(mu) = 0,
           m_timeouts GUARDED_BY(mu) = 0, m_dupes GUARDED_BY(mu) = 0, m_skipped GUARDED_BY(mu) = 0,
           m_dropped GUARDED_BY(mu) = 0;
+  int64_t m_coalesced_requests GUARDED_BY(mu) = 0, m_coalesced_samples GUARDED_BY(mu) = 0;
   double m_stall_s GUARDED_BY(mu) = 0;
   double rate_images GUARDED_BY(mu) = 0, rate_bytes GUARDED_BY(mu) = 0;
   int64_t rate_last_images GUARDED_BY(mu) = 0, rate_last_bytes GUARDED_BY(mu) = 0;
@@ -267,6 +303,20 @@ struct Loader::Impl {
 
   // --- the request side (loader_requests.cc) ----------------------------
   void Refill(std::vector<Launch>* out) REQUIRES(mu);
+  // --- coalesced reads (loader_coalesced.cc) ------------------------------
+  // Whether `k` may share a request (a native dataset with coalescing on,
+  // and k's segment holds small one-row samples).
+  bool CoalescibleKey(SampleKey k) const;
+  // The first attempt of `t`: into `g` when it may share a request (a full
+  // group goes to `out`), else to `out` alone.
+  void IssueFirst(std::shared_ptr<Task> t, TaskGroups* g, std::vector<Launch>* out) REQUIRES(mu);
+  // The groups left in `g` (a group of one as a single read).
+  void FlushGroups(TaskGroups* g, std::vector<Launch>* out) REQUIRES(mu);
+  void LaunchGroup(Launch l) EXCLUDES(mu);
+  void OnGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, const std::vector<int>& attempts,
+                   const std::shared_ptr<loader::CoalescedSink>& group,
+                   const std::vector<std::shared_ptr<AttemptSink>>& sinks, Clock::time_point sent,
+                   StatusOr<net::ResultSet> r) EXCLUDES(mu);
   bool OverBudget() REQUIRES(mu);
   Epoch* IssuingEpoch() REQUIRES(mu);
   void Start(std::vector<Launch> launches) EXCLUDES(mu);
@@ -286,6 +336,14 @@ struct Loader::Impl {
   void CompleteTask(Task& t) REQUIRES(mu);
   void FailTask(Task& t, const Status& err) REQUIRES(mu);
   void HandleFailure(const std::shared_ptr<Task>& t, const Status& err) REQUIRES(mu);
+  // Attempt `s` ended without its answer (a failed request, whose frame may
+  // still be streaming into `s`): from now on its cells are dropped and claim
+  // nothing.
+  void EndSink(AttemptSink& s) REQUIRES(mu);
+  // A request sent at `sent` failed with `err` (once per request, whatever
+  // number of samples it carried): timeouts are counted, and a timeout or an
+  // overload cuts the window (loader/congestion_gate.h).
+  void OnRequestFailed(const Status& err, Clock::time_point sent) REQUIRES(mu);
   // --- attached datasets (loader_attached.cc) ---------------------------
   void LaunchAttached(const std::shared_ptr<Task>& t, int attempt, int plan_offset, Clock::time_point sent)
       EXCLUDES(mu);

@@ -31,6 +31,7 @@ Loader::Impl::Impl(LoaderOptions opts)
 
 Status Loader::Impl::Init() {
   if (o.batch_size < 1) return Status::InvalidArgument(fmt::format("batch_size must be >= 1, got {}", o.batch_size));
+  CQLS_RETURN_IF_ERROR(loader::CheckCoalesceOption(o.coalesce));
   CQLS_RETURN_IF_ERROR(ResolveRank());
   if (o.dataset.empty()) return Status::InvalidArgument("no dataset given");
   const int max_conns =
@@ -117,6 +118,11 @@ Status Loader::Impl::LoadSelection() {
 Status Loader::Impl::PrepareStatements() {
   if (ds.attached()) return PrepareAttached();  // (no path table: errors name the foreign key)
   CQLS_ASSIGN_OR_RETURN(read_stmt, session->Prepare(store::DataReadQuery(ds)));
+  if (o.coalesce != 1 && std::any_of(seg_max_size.begin(), seg_max_size.end(), [&](const auto& s) {
+        return loader::Coalescible(s.second, ds.chunk_size);
+      })) {
+    CQLS_ASSIGN_OR_RETURN(group_read_stmt, session->Prepare(store::DataReadManyQuery(ds)));
+  }
   auto p = session->Prepare(store::SamplePathQuery(ds));
   if (p.ok()) path_stmt = *p;  // only for error messages
   return Status::OK();
@@ -157,10 +163,18 @@ void Loader::Impl::ConfigureWindow(int connections, int max_connections) {
   wo.initial_window = o.initial_window > 0 ? o.initial_window : loader_impl::kDefaultInitialWindow;
   wo.max_window = o.max_in_flight > 0 ? o.max_in_flight : loader_impl::kDefaultMaxInFlight;
   wo.min_window = std::min(4, wo.max_window);
-  wo.initial_connections = connections;
-  wo.max_connections = max_connections;
+  // The controller counts connections to all hosts together (what the
+  // bytes in flight need); the session spreads them over the up hosts
+  // (SetTotalConnections) and says how many it can hold (ConnectionLimit).
+  int up_hosts = 0;
+  for (const auto& h : session->Hosts()) up_hosts += h.up ? 1 : 0;
+  up_hosts = std::max(1, up_hosts);
+  wo.initial_connections = connections * up_hosts;
+  wo.max_connections = max_connections * up_hosts;
   wo.adaptive = o.adaptive;
   ctl = loader::WindowController(wo, Clock::now());
+  session->SetTotalConnections(ctl.connections());  // also measures the descriptor budget
+  ctl.SetConnectionLimit(session->ConnectionLimit());
 }
 
 bool Loader::Impl::Committed(SampleKey k) const {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <random>
 
+#include "loader/attempt_sink.h"
 #include "loader/loader_impl.h"
 
 namespace cqlstream {
@@ -20,44 +21,6 @@ using loader_impl::Epoch;
 using loader_impl::Launch;
 using loader_impl::Task;
 
-namespace loader_impl {
-
-// One execution of a sample read (or one page of it). Hands the key and
-// static cells to store::SampleRowCells and places data cells through
-// Impl::Destination.
-class AttemptSink final : public cql::CellSink {
- public:
-  AttemptSink(Loader::Impl* l, std::shared_ptr<Task> t, int attempt, bool continuation)
-      : l_(l), task(std::move(t)), attempt(attempt), continuation(continuation), cells(task->key, continuation) {}
-
-  Status OnRowsBegin(const cql::RowsMetadata&, int32_t rows) override {
-    this->rows = rows;
-    return Status::OK();
-  }
-  std::span<uint8_t> CellDestination(int32_t, int32_t col, int32_t size) override {
-    if (col != store::kColData) return {};
-    return l_->Destination(*this, size);
-  }
-  Status OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) override {
-    if (col == store::kColData) return Status::OK();
-    cells.OnCell(row, col, data);
-    return Status::OK();
-  }
-
- private:
-  Loader::Impl* l_;
-
- public:
-  const std::shared_ptr<Task> task;
-  const int attempt;
-  const bool continuation;
-  store::SampleRowCells cells;
-  int32_t rows = 0;
-  bool offered = false;  // some data cell asked for a destination (loader lock)
-  Status err;            // set under the loader lock
-};
-
-}  // namespace loader_impl
 
 using loader_impl::AttemptSink;
 
@@ -65,13 +28,16 @@ using loader_impl::AttemptSink;
 // Issuing
 // ----------------------------------------------------------------------------
 
+// Samples issued here together may share requests (IssueFirst): the plan
+// order is kept, only samples of one segment issued now are grouped.
 void Loader::Impl::Refill(std::vector<Launch>* out) {
   if (!started || closed) return;
+  TaskGroups groups(group_read_stmt ? loader::CoalesceCap(o.coalesce, ctl.window()) : 1);
   while (in_flight < ctl.window()) {
     Epoch* e = OverBudget() ? nullptr : IssuingEpoch();
     if (e == nullptr) {
       ctl.OnHeldBack();
-      return;
+      break;
     }
     auto t = std::make_shared<Task>();
     t->ep = e;
@@ -79,8 +45,9 @@ void Loader::Impl::Refill(std::vector<Launch>* out) {
     t->key = source.KeyAt(e->perm(e->plan.PositionAt(t->seq)));
     in_flight++;
     in_flight_unslotted++;
-    out->push_back(Launch::First(std::move(t)));
+    IssueFirst(std::move(t), &groups, out);
   }
+  FlushGroups(&groups, out);
 }
 
 // The byte budget: bytes already placed in batches and pooled buffers, plus
@@ -130,6 +97,10 @@ void Loader::Impl::Start(std::vector<Launch> launches) {
 }
 
 void Loader::Impl::LaunchOne(Launch l) {
+  if (l.kind == Launch::Kind::kGroup) {
+    LaunchGroup(std::move(l));
+    return;
+  }
   const auto now = Clock::now();
   int attempt = l.attempt;
   {
@@ -141,7 +112,7 @@ void Loader::Impl::LaunchOne(Launch l) {
         m_hedges++;
         l.task->hedge_attempt = attempt;
       }
-      watch.push_back(Watch{now, l.task, attempt});
+      watch.Add(Watch{now, l.task, attempt});
     }
     l.task->outstanding++;
   }
@@ -232,7 +203,13 @@ void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shar
   {
     MutexLock lock(&mu);
     t->outstanding--;
+    // A failed request (a timeout mid-frame) may still be streaming: the
+    // frame decoder keeps the sink until its frame is complete. Its late
+    // cells must not claim the sample (the retry's would then be dropped
+    // and nothing would settle it), so the sink is ended here.
+    if (!r.ok()) EndSink(*s);
     if (closed) return;
+    if (!r.ok()) OnRequestFailed(r.status(), sent);
     const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
     if (t->resolved) {
       if (r.ok()) m_dupes++;
@@ -270,7 +247,9 @@ Status Loader::Impl::CheckAnswer(AttemptSink& s) {
   if (s.cells.key_mismatch()) {
     return Status::ConnectionLost(fmt::format("sample {}: the answer carries another sample's key", FormatKey(t.key)));
   }
-  if (!s.continuation && s.rows == 0) return Status::NotFound(fmt::format("sample {} has no data row", FormatKey(t.key)));
+  if (!s.continuation && s.rows == 0) {
+    return Status::NotFound(fmt::format("sample {} has no data row", FormatKey(t.key)));
+  }
   if (!s.cells.status().ok()) return s.cells.status();
   // No data cell to claim the slot with (an empty sample, or a row without
   // chunks): claimed here, and the chunks checked by FinishSample.
@@ -295,12 +274,20 @@ void Loader::Impl::Settle(const std::shared_ptr<Task>& t, int attempt, std::chro
   if (err.ok()) {
     latencies.Record(latency);
     ctl.OnComplete(t->size, latency);
-    hedge_tokens = std::min(100.0, hedge_tokens + 0.05);
-    if (attempt == t->hedge_attempt) m_hedge_wins++;
+    const bool hedge_won = attempt == t->hedge_attempt;
+    hedge_budget.OnComplete(latency, t->hedged, hedge_won);
+    if (hedge_won) m_hedge_wins++;
     CompleteTask(*t);
   } else {
     if (t->owner == attempt) t->owner = -1;  // the slot stays reserved for the next attempt
-    if (t->outstanding == 0) HandleFailure(t, err);
+    if (t->outstanding == 0) {
+      // A hedged sample whose attempts all failed is neither a hedge win nor
+      // a loss (hedge_budget.h): the retry that delivers it is a new start,
+      // which may be hedged again.
+      t->hedged = false;
+      t->hedge_attempt = -1;
+      HandleFailure(t, err);
+    }
   }
 }
 
@@ -327,15 +314,27 @@ void Loader::Impl::FailTask(Task& t, const Status& err) {
   ready_cv.SignalAll();
 }
 
+void Loader::Impl::EndSink(AttemptSink& s) {
+  if (s.err.ok()) s.err = Status::Cancelled("the attempt ended");
+}
+
+// Once per failed request, whatever number of samples it carried: the
+// window is cut as loader/congestion_gate.h says.
+void Loader::Impl::OnRequestFailed(const Status& err, Clock::time_point sent) {
+  if (err.IsTimeout()) m_timeouts++;
+  const auto now = Clock::now();
+  if (congestion.Admit(err, sent, now)) ctl.OnCongestion(now);
+}
+
 // Every attempt of `t` failed: a retry after a backoff (on the next replica)
 // while the error is transient and the attempts and the time allow, else the
 // sample fails.
 void Loader::Impl::HandleFailure(const std::shared_ptr<Task>& t, const Status& err) {
   const auto now = Clock::now();
-  if (t->failures++ == 0) t->first_failure = now;
-  const bool congestion = err.IsTimeout() || err.code() == Status::Code::kOverloaded;
-  if (err.IsTimeout()) m_timeouts++;
-  if (congestion) ctl.OnCongestion(now);
+  if (t->failures++ == 0) {
+    t->first_failure = now;
+    t->first_error = err;
+  }
   const bool missing = err.IsNotFound();
   const bool corrupt = err.code() == Status::Code::kCorruption;
   const bool transient = net::IsTransient(err) || missing || corrupt;
@@ -353,9 +352,16 @@ void Loader::Impl::HandleFailure(const std::shared_ptr<Task>& t, const Status& e
     pump_cv.Signal();
     return;
   }
+  // The last error decides the code; the first is named too when it was of
+  // another kind, since it is often the cause (a request that timed out on a
+  // connection that was then closed, and retries that found none open).
+  std::string first;
+  if (t->failures > 1 && t->first_error.code() != err.code()) {
+    first = fmt::format(" (the first attempt: {})", t->first_error.ToString());
+  }
   Status final = Status(err.code(),
-                        fmt::format("sample {} could not be read after {} attempt{}: {}", FormatKey(t->key),
-                                    t->attempts, t->attempts == 1 ? "" : "s", err.message()),
+                        fmt::format("sample {} could not be read after {} attempt{}: {}{}", FormatKey(t->key),
+                                    t->attempts, t->attempts == 1 ? "" : "s", err.message(), first),
                         err.server_error_ptr());
   FailTask(*t, final);
 }
@@ -377,13 +383,14 @@ void Loader::Impl::PumpLoop() {
     std::vector<Launch> launches;
     QueueDueRetries(now, &launches);
     QueueHedges(now, &launches);
+    ctl.SetConnectionLimit(session->ConnectionLimit());
     const int conns_before = ctl.connections();
     ctl.Tick(now);
     const int conns = ctl.connections();
     UpdateRates(now);
     Refill(&launches);
     lock.Unlock();
-    if (conns != conns_before) session->SetConnectionsPerHost(conns);
+    if (conns != conns_before) session->SetTotalConnections(conns);
     Start(std::move(launches));
     lock.Lock();
   }
@@ -397,31 +404,30 @@ void Loader::Impl::QueueDueRetries(Clock::time_point now, std::vector<Launch>* o
   }
 }
 
-// Attempts older than the adaptive threshold (the running p99, at least
-// 2 ms) get one more execution on the next replica/connection.
+// Attempts older than the hedge delay (the running p99, and never before
+// a hedge could be faster: see HedgeBudget) get one more execution on the
+// next replica/connection, as the budget allows (loader/hedge_watch.h).
 void Loader::Impl::QueueHedges(Clock::time_point now, std::vector<Launch>* out) {
+  // An attempt may still be hedged while it is its sample's latest, alone
+  // in flight, and the sample has had no hedge.
+  auto live = [](const std::weak_ptr<Task>& w, int attempt) {
+    auto t = w.lock();
+    return t && !t->resolved && !t->hedged && t->outstanding == 1 && t->attempts == attempt + 1;
+  };
   auto p99 = latencies.Percentile(99.0, 200);
-  while (!watch.empty()) {
-    auto t = watch.front().task.lock();
-    if (!t || t->resolved || t->outstanding == 0 || t->attempts > watch.front().attempt + 1) {
-      watch.pop_front();
-      continue;
-    }
-    if (!o.hedge || !p99) {
-      if (watch.size() > 1000000) watch.pop_front();  // bound: no hedging yet
-      return;
-    }
-    const auto delay = std::max<std::chrono::microseconds>(*p99, std::chrono::milliseconds(2));
-    if (watch.front().issued + delay > now) return;
-    watch.pop_front();
-    // Hedges are budgeted (about 5% of completed requests) so that an
-    // overloaded cluster is not sent even more work.
-    if (!t->hedged && t->outstanding == 1 && hedge_tokens >= 1.0) {
-      hedge_tokens -= 1.0;
-      t->hedged = true;
-      out->push_back(Launch::Hedge(t, t->attempts));
-    }
+  if (!o.hedge || !p99) {
+    watch.Prune(live);
+    return;
   }
+  const auto delay = hedge_budget.Delay(*p99, ctl.min_latency());
+  // Budgeted by the hedges' win rate, so that hedges that rarely win (and
+  // an overloaded cluster) are not sent even more work.
+  watch.Poll(now, delay, hedge_budget, in_flight, ctl.window(), live, [&](const std::weak_ptr<Task>& w) {
+    auto t = w.lock();
+    if (!t) return;
+    t->hedged = true;
+    out->push_back(Launch::Hedge(t, t->attempts));
+  });
 }
 
 // Rates for metrics, once a second.

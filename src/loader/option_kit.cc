@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iterator>
 
+#include "loader/coalesce.h"
 #include "net/secure_bundle.h"
 
 namespace cqlstream::loader {
@@ -136,6 +137,9 @@ Status ApplyThrottles(const OptionArgs& a, const Checker& c, ResolvedOptions* r)
   if (a.retry_budget_s) {
     CQLS_ASSIGN_OR_RETURN(r->retry_budget, c.Seconds("retry_budget", *a.retry_budget_s));
   }
+  if (a.coalesce) {
+    CQLS_ASSIGN_OR_RETURN(r->coalesce, c.Int("coalesce", *a.coalesce, 0, kMaxCoalesce));
+  }
   return Status::OK();
 }
 
@@ -156,6 +160,7 @@ void ResolvedOptions::ApplyTo(LoaderOptions* o) const {
   if (max_attempts != 0) o->max_attempts = max_attempts;
   if (request_timeout.count() != 0) o->request_timeout = request_timeout;
   if (retry_budget.count() != 0) o->retry_budget = retry_budget;
+  if (coalesce != 0) o->coalesce = coalesce;
 }
 
 StatusOr<ResolvedOptions> ResolveOptions(const OptionArgs& a, OptionSpelling spelling) {

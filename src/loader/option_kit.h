@@ -76,6 +76,9 @@ struct OptionArgs {
   std::optional<int64_t> max_attempts;
   std::optional<double> request_timeout_s;
   std::optional<double> retry_budget_s;
+  // Keys per coalesced read of small samples (LoaderOptions::coalesce): 0
+  // automatic, 1 off, at most 100.
+  std::optional<int64_t> coalesce;
 };
 
 // Every OptionArgs field in declaration order, named as the front ends
@@ -89,7 +92,8 @@ inline constexpr std::string_view kOptionArgNames[] = {
     "tls_key_passphrase_file", "tls_insecure_skip_verify", "secure_bundle", "local_dc", "connections_per_host",
     "io_threads", "connect_timeout",
     // Loader throttles.
-    "max_in_flight", "initial_window", "max_connections_per_host", "max_attempts", "request_timeout", "retry_budget"};
+    "max_in_flight", "initial_window", "max_connections_per_host", "max_attempts", "request_timeout", "retry_budget",
+    "coalesce"};
 
 // The longest duration accepted, in seconds (one day).
 inline constexpr double kMaxOptionSeconds = 86400.0;
@@ -103,6 +107,7 @@ struct ResolvedOptions {
   int max_attempts = 0;
   std::chrono::milliseconds request_timeout{0};
   std::chrono::milliseconds retry_budget{0};
+  int coalesce = 0;  // 0: automatic, as LoaderOptions::coalesce
   // For the user, in order (text without a "cqlstream: WARNING: " prefix).
   std::vector<std::string> warnings;
 

@@ -104,6 +104,41 @@ TEST(OptionKitTest, ThrottlesAreCheckedAndApplied) {
   EXPECT_EQ(lo.connection.io_threads, 2);
 }
 
+TEST(OptionKitTest, CoalesceIsCheckedAndApplied) {
+  for (const int64_t bad : {int64_t{-1}, int64_t{101}, int64_t{1} << 40}) {
+    OptionArgs a;
+    a.coalesce = bad;
+    auto r = ResolveOptions(a, OptionSpelling::kKeyword);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("coalesce must be in [0, 100], got " + std::to_string(bad)),
+              std::string::npos)
+        << r.status().message();
+  }
+  OptionArgs flag;
+  flag.coalesce = 101;
+  auto r = ResolveOptions(flag, OptionSpelling::kFlag);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--coalesce must be in [0, 100]"), std::string::npos);
+
+  for (const int v : {0, 1, 32, 100}) {
+    OptionArgs a;
+    a.coalesce = v;
+    r = ResolveOptions(a, OptionSpelling::kKeyword);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    LoaderOptions lo;
+    r->ApplyTo(&lo);
+    EXPECT_EQ(lo.coalesce, v);
+  }
+  // Not given: a value already in the options is kept.
+  r = ResolveOptions(OptionArgs{}, OptionSpelling::kKeyword);
+  ASSERT_TRUE(r.ok());
+  LoaderOptions lo;
+  lo.coalesce = 8;
+  r->ApplyTo(&lo);
+  EXPECT_EQ(lo.coalesce, 8);
+}
+
 TEST(OptionKitTest, ArgumentsWinOverTheEnvironment) {
   ASSERT_EQ(::setenv("CQLSTREAM_PORT", "9999", 1), 0);
   ASSERT_EQ(::setenv("CQLSTREAM_KEYSPACE", "from_env", 1), 0);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace cqlstream::loader {
 
@@ -11,7 +12,8 @@ WindowController::WindowController(Options o, Clock::time_point now)
     : o_(o),
       window_(std::clamp(o.initial_window, o.min_window, o.max_window)),
       connections_(std::clamp(o.initial_connections, 1, std::max(1, o.max_connections))),
-      interval_start_(now) {
+      interval_start_(now),
+      interval_window_(window_) {
   if (!o_.adaptive) {
     window_ = o_.max_window;
     phase_ = Phase::kSteady;
@@ -24,6 +26,15 @@ void WindowController::OnComplete(int64_t bytes, std::chrono::microseconds laten
   const double us = static_cast<double>(latency.count());
   sum_latency_us_ += us;
   srtt_us_ = srtt_us_ == 0 ? us : 0.9 * srtt_us_ + 0.1 * us;
+  // Slow start: one more request per completion doubles the window once
+  // per round trip, whatever the round trip is.
+  if (phase_ == Phase::kStartup && o_.adaptive && !held_back_ && !startup_paused_) {
+    // At most a doubling per interval: an interval lasts at least one
+    // round trip, so the window never outruns what was measured.
+    int limit = std::min(o_.max_window, 2 * std::max(interval_window_, 1));
+    if (startup_cap_ > 0) limit = std::min(limit, startup_cap_);
+    if (window_ < limit) ++window_;
+  }
 }
 
 void WindowController::OnCongestion(Clock::time_point now) {
@@ -41,15 +52,27 @@ void WindowController::OnCongestion(Clock::time_point now) {
   held_back_ = false;
 }
 
+void WindowController::SetConnectionLimit(int limit) {
+  connection_limit_ = std::max(0, limit);
+  if (connection_limit_ > 0) connections_ = std::max(1, std::min(connections_, connection_limit_));
+}
+
+int WindowController::MaxConnections() const {
+  const int m = std::max(1, o_.max_connections);
+  return connection_limit_ > 0 ? std::min(m, connection_limit_) : m;
+}
+
 bool WindowController::Tick(Clock::time_point now) {
   if (!o_.adaptive) return false;
+  const int w0 = window_, c0 = connections_;
   const auto elapsed = now - interval_start_;
-  // Startup measures over 2 smoothed latencies (it only needs to see a
-  // doubling pay), steady-state probes over 4 (they look for 5% gains).
-  const double lats = phase_ == Phase::kStartup ? 2.0 : 4.0;
-  const auto min_len = std::max<std::chrono::microseconds>(
-      o_.min_interval, std::chrono::microseconds(static_cast<int64_t>(lats * srtt_us_)));
-  if (elapsed < min_len || completions_ < 8) return false;
+  // Start-up judges each round trip (it only needs to see the doubling
+  // pay), steady-state probes measure over 4 (they look for 5% gains).
+  const auto srtt = std::chrono::microseconds(static_cast<int64_t>(srtt_us_));
+  const auto min_len = phase_ == Phase::kStartup
+                           ? std::max<std::chrono::microseconds>(o_.startup_interval, srtt)
+                           : std::max<std::chrono::microseconds>(o_.min_interval, 4 * srtt);
+  if (elapsed < min_len || completions_ < 8) return connections_ != c0;
   const double secs = std::chrono::duration<double>(elapsed).count();
   const double goodput = static_cast<double>(bytes_) / secs;
   const double mean_lat = sum_latency_us_ / static_cast<double>(completions_);
@@ -62,9 +85,16 @@ bool WindowController::Tick(Clock::time_point now) {
   held_back_ = false;
   // The lowest mean latency seen approximates the unloaded round trip; it
   // drifts up slowly so that a changed path is eventually accepted.
-  min_rtt_us_ = min_rtt_us_ == 0 ? mean_lat : std::min(mean_lat, min_rtt_us_ * 1.01);
-  if (held) return false;  // not limited by the window: nothing to learn
-  const int w0 = window_, c0 = connections_;
+  // (Not in start-up: its intervals are single round trips, and a drift per
+  // interval would let the 3-BDP cap grow with the queue it should bound.)
+  const double drift = phase_ == Phase::kStartup ? 1.0 : 1.01;
+  min_rtt_us_ = min_rtt_us_ == 0 ? mean_lat : std::min(mean_lat, min_rtt_us_ * drift);
+  if (held) {
+    // Not limited by the window: nothing to learn, and no reason to grow.
+    if (phase_ == Phase::kStartup) window_ = std::min(window_, std::max(interval_window_, o_.min_window));
+    interval_window_ = window_;
+    return window_ != w0 || connections_ != c0;
+  }
   Evaluate(goodput);
   // Requests beyond a few bandwidth-delay products only wait in queues —
   // mostly the server's: a node buffers the answers a slow path cannot take
@@ -74,7 +104,23 @@ bool WindowController::Tick(Clock::time_point now) {
   const int floor = std::min(std::max(o_.min_window, kMinCap), o_.max_window);  // a user cap may be below 64
   const int cap = std::clamp(static_cast<int>(std::min(kBdpFactor * bdp, 1e9)), floor, o_.max_window);
   window_ = std::min(window_, cap);
+  startup_cap_ = cap;
+  interval_window_ = window_;
   return window_ != w0 || connections_ != c0;
+}
+
+void WindowController::GrowConnections() {
+  const double mean = mean_bytes_ > 0 ? mean_bytes_
+                      : completions_ > 0 ? static_cast<double>(bytes_) / static_cast<double>(completions_)
+                                         : 0.0;
+  if (mean <= 0) return;
+  // For 1.5x the window: a connection needs about three round trips to
+  // open, while the window doubles in one.
+  const double want = std::ceil(1.5 * static_cast<double>(window_) * mean / kBytesPerConnection);
+  const int target = static_cast<int>(std::min(want, static_cast<double>(MaxConnections())));
+  const int before = connections_;
+  connections_ = std::clamp(std::max(connections_, target), 1, MaxConnections());
+  if (connections_ > before) rounds_since_connections_ = 0;
 }
 
 void WindowController::Evaluate(double g) {
@@ -88,41 +134,41 @@ void WindowController::Evaluate(double g) {
 }
 
 void WindowController::EvaluateStartup(double g) {
-  if (g >= best_goodput_ * 1.10) {
+  if (g >= best_goodput_ * kStartupGain) {
     best_goodput_ = g;
     best_window_ = window_;
     flat_intervals_ = 0;
-    startup_connection_step_ = false;  // it paid (or there was none)
-    if (window_ < o_.max_window) {
-      window_ = std::min(o_.max_window, window_ * 2);
-      return;
-    }
-    // The window is at the user's cap (--max-in-flight) and the last step
-    // still paid: only connections can raise goodput further, so go on
-    // as if the window had stopped paying.
-  } else {
-    // One flat interval may be noise; heavy queueing (4x the fastest
-    // latency) is a clear enough signal.
-    const bool queueing = srtt_us_ > 4.0 * min_rtt_us_;
-    if (++flat_intervals_ < 2 && !queueing) return;
-  }
-  // A larger window stopped paying. If requests now wait far longer than
-  // the fastest ones, the path may be what limits each connection (one TCP
-  // connection carries at most its window per round trip): double the
-  // connections, keep the window, and go on climbing. A step that does
-  // not pay ends it (a busy server also makes requests wait; connections
-  // cannot help there).
-  if (startup_connection_step_) {
-    connections_help_ = false;
-  } else if (connections_help_ && connections_ < o_.max_connections && srtt_us_ > 2.0 * min_rtt_us_) {
-    connections_ = std::min(o_.max_connections, connections_ * 2);
-    startup_connection_step_ = true;
-    flat_intervals_ = 0;
+    startup_paused_ = false;
+    ++rounds_since_connections_;
+    GrowConnections();  // for the bytes the grown window keeps in flight
     return;
   }
+  // One flat round trip may be noise (or the connections just asked for
+  // are still opening): hold the window and judge the next one. Heavy
+  // queueing (4x the fastest latency) is a clear enough signal.
+  const bool queueing = srtt_us_ > 4.0 * min_rtt_us_;
+  if (++rounds_since_connections_ <= kConnectionOpenRounds) {
+    startup_paused_ = true;  // connections still opening: wait for them
+    return;
+  }
+  if (++flat_intervals_ < 2 && !queueing) {
+    startup_paused_ = true;
+    return;
+  }
+  EndStartup(g);
+}
+
+void WindowController::EndStartup(double g) {
   phase_ = Phase::kSteady;
-  window_ = std::clamp(static_cast<int>(best_window_ * 1.25), o_.min_window, o_.max_window);
+  startup_paused_ = false;
   best_goodput_ = std::max(best_goodput_, g);
+  // Settle at the measured bandwidth-delay product plus 25% headroom: the
+  // window grew one round trip past what the last verdict measured, so the
+  // window itself is past the knee.
+  const double bdp = best_goodput_ * (min_rtt_us_ / 1e6) / std::max(1.0, mean_bytes_);
+  const double settle = mean_bytes_ > 0 && min_rtt_us_ > 0 ? std::min(1.25 * bdp, 1.25 * best_window_)
+                                                           : 1.25 * best_window_;
+  window_ = std::clamp(static_cast<int>(std::min(settle, 1e9)), o_.min_window, o_.max_window);
 }
 
 void WindowController::EvaluateSteady(double g) {
@@ -136,7 +182,7 @@ void WindowController::EvaluateSteady(double g) {
     const int kind = next_probe_++ % 4;
     if ((kind == 0 || kind == 2) && window_ < o_.max_window) return StartProbe(Probe::kWindowUp);
     if (kind == 3 && window_ > o_.min_window) return StartProbe(Probe::kWindowDown);
-    if (kind == 1 && connections_help_ && connections_ < o_.max_connections && srtt_us_ > 2.0 * min_rtt_us_) {
+    if (kind == 1 && connections_help_ && connections_ < MaxConnections() && srtt_us_ > 2.0 * min_rtt_us_) {
       return StartProbe(Probe::kConnections);
     }
   }
@@ -190,7 +236,7 @@ void WindowController::StartProbe(Probe p) {
       window_ = std::max(o_.min_window, static_cast<int>(window_ * 0.9));
       break;
     case Probe::kConnections:
-      connections_ = std::min(o_.max_connections, connections_ + std::max(1, connections_ / 2));
+      connections_ = std::min(MaxConnections(), connections_ + std::max(1, connections_ / 2));
       // More connections usually need a proportionally larger window.
       window_ = std::min(o_.max_window, static_cast<int>(window_ * 1.25));
       break;

@@ -5,30 +5,53 @@
 //
 // The objective is goodput (bytes delivered per second). The controller
 // climbs it:
-//  * Startup: the window doubles every measurement interval while goodput
-//    still rises by >= 10%. When it stops rising while requests wait far
-//    longer than the fastest ones, the connections double (the path may
-//    limit each connection) and the climb goes on; otherwise, or when that
-//    did not pay, the window settles at the best window seen plus 25%
-//    headroom. A window that reaches the user's cap (max_window) while
-//    goodput still rises goes on to the connection step the same way.
+//  * Start-up, in the manner of TCP's slow start: every completed request
+//    adds one to the window, so the window doubles once per round trip
+//    whatever the latency, and the connections grow with it at each round
+//    trip that paid: one per kBytesPerConnection of 1.5x the bytes in
+//    flight (one TCP connection carries at most its window per round trip,
+//    Linux's default is 4 MiB; a connection takes about three round trips to
+//    open while the window doubles in one), up to max_connections. Once per
+//    measured round trip (an interval of max(startup_interval, the smoothed
+//    latency)) goodput is checked: the
+//    climb goes on while each round trip raises it by >= kStartupGain. The
+//    first round trip that does not pauses the growth; a second one in a
+//    row, or one with heavy queueing (latency 4x the lowest), ends
+//    start-up at the measured bandwidth-delay product plus 25% headroom —
+//    but not within kConnectionOpenRounds round trips of asking for more
+//    connections (they are still opening: the growth only pauses). A
+//    timeout or an overload answer ends it at once (see below), and the
+//    3-BDP cap bounds it all along.
 //  * Steady state: it keeps probing — a larger window (x1.25) and, when
 //    requests wait much longer than the fastest ones (the path, not the
 //    server, is the limit: one TCP connection carries at most window/RTT),
 //    more connections — keeping a change only if goodput rises by >= 5%, and
 //    now and then a smaller window (x0.9), kept if goodput does not fall by
 //    more than 3% (less memory for the same speed).
-//  * Timeouts and overload errors shrink the window at once (x0.7).
+//  * Timeouts and overload errors shrink the window at once (x0.7) and end
+//    start-up.
 //  * The window never exceeds 3 bandwidth-delay products (goodput x the
 //    lowest latency seen): more requests only queue, mostly in the server,
 //    which buffers the answers a slow path cannot take yet.
 //  * Intervals in which the loader was held back by something else (the
-//    consumer is slower, the byte budget is spent) are not measured.
+//    consumer is slower, the byte budget is spent) are not measured, and
+//    the start-up window does not grow in them.
 //
-// An interval lasts max(min_interval, 4 x the smoothed latency) and needs at
-// least a few completions, so the measurement spans several round trips
-// whatever the network's latency. At steady state the window settles near
-// bandwidth x latency (the bandwidth-delay product) of the path.
+// A steady-state interval lasts max(min_interval, 4 x the smoothed latency)
+// and needs at least a few completions, so the measurement spans several
+// round trips whatever the network's latency. At steady state the window
+// settles near bandwidth x latency (the bandwidth-delay product) of the
+// path.
+//
+// Connections: connections() counts the connections to all hosts together
+// (what the bytes in flight need, wherever they go); the loader asks the
+// session for that total (net::Session::SetTotalConnections spreads it over
+// the up hosts and caps it by the process's descriptors), and the session
+// opens the missing ones in the background. Only growth is asked for: the
+// pool keeps what it opened. The loader passes the session's
+// ConnectionLimit() to SetConnectionLimit() at every tick: once every host
+// refused a connection (native_transport_max_connections_per_ip) or the
+// descriptors are spent, the controller asks for no more.
 //
 // Thread-safety: not thread-safe; the loader calls it under its lock.
 #ifndef CQLSTREAM_LOADER_WINDOW_H_
@@ -43,31 +66,49 @@ namespace cqlstream::loader {
 class WindowController {
  public:
   using Clock = std::chrono::steady_clock;
-  // Connections per host the controller may open by default. One TCP
-  // connection carries at most its window per round trip (Linux: 4 MiB by
-  // default, tcp_wmem): 32 x 4 MiB at 200 ms is 670 MB/s. With 16, a 200 ms
-  // path stopped at 335 MB/s (3,030-3,083 images/s here; 32: 3,600-4,732). Only
-  // connections that pay are opened.
-  static constexpr int kDefaultMaxConnections = 32;
+  // Connections per host the controller may open by default (the loader
+  // sets Options::max_connections to this x the up hosts): a safety limit,
+  // not a tuning knob — the controller opens only what bytes in flight need
+  // (kBytesPerConnection each) and what probes show to pay. 256 x 4 MiB per
+  // 200 ms round trip is 5.4 GB/s, above what one client host takes from a
+  // node. A node that refuses more connections
+  // (native_transport_max_connections_per_ip) stops the growth through
+  // SetConnectionLimit; overload answers shrink the window. The old fixed
+  // ceiling of 32 capped a 200 ms path at 32 x 4 MiB / 0.2 s = 671 MB/s,
+  // below what the node served.
+  static constexpr int kDefaultMaxConnections = 256;
+  // Bytes in flight per connection during start-up: half the Linux default
+  // TCP window (tcp_wmem 4 MiB), so that no connection is window-limited.
+  static constexpr double kBytesPerConnection = 2.0 * 1048576;
+  // Start-up goes on while each round trip raises goodput by this factor.
+  static constexpr double kStartupGain = 1.15;
   struct Options {
     int initial_window = 32;
     int min_window = 4;
     int max_window = 65536;
-    int initial_connections = 2;
-    int max_connections = kDefaultMaxConnections;
-    std::chrono::milliseconds min_interval{100};
+    int initial_connections = 2;                    // all hosts together
+    int max_connections = kDefaultMaxConnections;   // all hosts together
+    std::chrono::milliseconds min_interval{100};     // steady state
+    std::chrono::milliseconds startup_interval{10};  // start-up: at least one round trip
     bool adaptive = true;
   };
   enum class Phase { kStartup, kSteady };
 
   explicit WindowController(Options o, Clock::time_point now);
 
-  // A request completed: `bytes` delivered, after `latency`.
+  // A request completed: `bytes` delivered, after `latency`. In start-up
+  // the window grows by one.
   void OnComplete(int64_t bytes, std::chrono::microseconds latency);
   // A timeout or an overload error.
   void OnCongestion(Clock::time_point now);
   // The loader could not issue because of something other than the window.
   void OnHeldBack() { held_back_ = true; }
+  // The most connections the session can hold now, all hosts together
+  // (net::Session::ConnectionLimit(): the descriptor budget, or what the
+  // hosts accepted before refusing more); <= 0: no limit known. The
+  // controller asks for no more than that, and when it had asked for more,
+  // takes its count down to it (the session opened no more anyway).
+  void SetConnectionLimit(int limit);
   // Periodic evaluation; returns true when window or connections changed.
   bool Tick(Clock::time_point now);
 
@@ -75,6 +116,11 @@ class WindowController {
   int connections() const { return connections_; }
   Phase phase() const { return phase_; }
   double goodput() const { return best_goodput_; }  // bytes/s, best stable measurement
+  // The lowest interval mean latency seen (about the unloaded round trip);
+  // zero before the first measurement.
+  std::chrono::microseconds min_latency() const {
+    return std::chrono::microseconds(static_cast<int64_t>(min_rtt_us_));
+  }
   std::string Describe() const;
 
  private:
@@ -86,11 +132,17 @@ class WindowController {
   void EvaluateStartup(double goodput);
   void EvaluateSteady(double goodput);
   void EvaluateProbe(double goodput);
+  // Start-up: connections for the bytes the window keeps in flight.
+  void GrowConnections();
+  // o_.max_connections, and the session's limit (SetConnectionLimit).
+  int MaxConnections() const;
+  void EndStartup(double goodput);
 
   Options o_;
   Phase phase_ = Phase::kStartup;
   int window_;
   int connections_;
+  int connection_limit_ = 0;  // SetConnectionLimit (0: none)
   Clock::time_point interval_start_;
   int64_t bytes_ = 0;
   int64_t completions_ = 0;
@@ -111,7 +163,14 @@ class WindowController {
   int steady_intervals_ = 0;
   int next_probe_ = 0;    // round-robin over probe kinds
   bool connections_help_ = true;
-  bool startup_connection_step_ = false;  // the last startup step added connections
+  bool startup_paused_ = false;           // a round trip did not pay: wait for the next verdict
+  int startup_cap_ = 0;                   // the 3-BDP cap of the last interval (0: none yet)
+  int interval_window_ = 0;               // the window when the interval began
+  int rounds_since_connections_ = 1000;   // start-up verdicts since connections were last added
+  // A new connection carries requests only after its TCP handshake,
+  // OPTIONS and STARTUP (3 round trips) and its first PREPARE: start-up does
+  // not end on a flat round trip this soon after asking for connections.
+  static constexpr int kConnectionOpenRounds = 4;
   double mean_bytes_ = 0;                 // per completion (smoothed)
   // The window never exceeds kBdpFactor bandwidth-delay products (goodput x
   // the lowest latency seen, in requests), nor goes below kMinCap for it.

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <deque>
+#include <vector>
 
 namespace cqlstream::loader {
 namespace {
@@ -52,6 +55,176 @@ WindowController Simulate(const Pipe& p, double seconds, WindowController::Optio
   }
   if (mean_goodput) *mean_goodput = sum / std::max(1, samples);
   return c;
+}
+
+// A path in fake time, request by request: a node that serves at most
+// `node_bw` bytes/s (FIFO), one TCP window of `conn_window` bytes per round
+// trip per open connection, a fixed round trip `rtt_s`, and connections that
+// open 3 round trips after the controller asks for them (TCP, OPTIONS,
+// STARTUP).
+// Answers arrive one round trip after the node sent them, so the
+// controller sees what a window did one round trip later, as in life.
+struct PathRun {
+  std::vector<double> bins;  // delivered bytes/s per 100 ms
+  int max_window = 0;          // over the run
+  int max_startup_window = 0;  // while in start-up
+  int max_connections = 0;
+  int final_connections = 0;
+  int max_connections_after_refusal = 0;  // once the controller was told the limit
+  double max_node_queue_s = 0;  // longest wait at the node (start-up)
+  double steady = 0;  // mean of the last half
+  // From the first request until the rate first reaches 90% of `steady` and
+  // holds it for the following second.
+  double TimeTo90() const {
+    for (size_t i = 0; i + 10 <= bins.size(); ++i) {
+      bool holds = true;
+      for (size_t k = i; k < i + 10; ++k) holds = holds && bins[k] >= 0.9 * steady;
+      if (holds) return static_cast<double>(i + 1) / 10.0;
+    }
+    return 1e9;
+  }
+};
+
+// `connection_limit` > 0: the node takes no more connections than that (as
+// native_transport_max_connections_per_ip); the session learns it when an
+// open beyond it is refused, one round trip after it was asked for, and
+// then tells the controller (SetConnectionLimit), as the loader does.
+PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double seconds, double size = 110e3,
+                     WindowController::Options o = {}, int connection_limit = 0) {
+  auto now = Clock::time_point{} + std::chrono::hours(1);
+  const auto start = now;
+  WindowController c(o, now);
+  std::deque<std::pair<double, double>> in_flight;  // (arrival time, issue time), arrival-ordered
+  std::deque<std::pair<double, int>> opening;       // (open time, connections)
+  int open = c.connections();
+  double refused_at = -1;  // when the first refused open fails (-1: none yet)
+  bool told = false;
+  double node_free = 0;
+  PathRun r;
+  r.bins.assign(static_cast<size_t>(seconds * 10), 0.0);
+  const double dt = 0.0005;
+  for (double t = 0; t < seconds; t += dt) {
+    while (!opening.empty() && opening.front().first <= t) {
+      open = std::max(open, opening.front().second);
+      if (connection_limit > 0) open = std::min(open, connection_limit);
+      opening.pop_front();
+    }
+    if (refused_at >= 0 && t >= refused_at && !told) {
+      c.SetConnectionLimit(connection_limit);
+      told = true;
+    }
+    const double rate = std::min(node_bw, open * conn_window / rtt_s);
+    while (static_cast<int>(in_flight.size()) < c.window()) {
+      node_free = std::max(node_free, t + rtt_s / 2) + size / rate;  // the request reaches the node, is served
+      in_flight.emplace_back(node_free + rtt_s / 2, t);
+    }
+    while (!in_flight.empty() && in_flight.front().first <= t) {
+      c.OnComplete(static_cast<int64_t>(size),
+                   std::chrono::microseconds(static_cast<int64_t>((t - in_flight.front().second) * 1e6)));
+      in_flight.pop_front();
+      r.bins[std::min(r.bins.size() - 1, static_cast<size_t>(t * 10))] += size * 10;
+    }
+    now = start + std::chrono::microseconds(static_cast<int64_t>((t + dt) * 1e6));
+    const int before = c.connections();
+    c.Tick(now);
+    if (c.connections() > before) opening.emplace_back(t + 3 * rtt_s, c.connections());
+    if (connection_limit > 0 && c.connections() > connection_limit && refused_at < 0) refused_at = t + rtt_s;
+    if (told) r.max_connections_after_refusal = std::max(r.max_connections_after_refusal, c.connections());
+    r.max_window = std::max(r.max_window, c.window());
+    if (c.phase() == WindowController::Phase::kStartup) {
+      r.max_startup_window = std::max(r.max_startup_window, c.window());
+      r.max_node_queue_s = std::max(r.max_node_queue_s, node_free - (t + rtt_s / 2));
+    }
+    r.max_connections = std::max(r.max_connections, c.connections());
+  }
+  r.final_connections = c.connections();
+  double sum = 0;
+  for (size_t i = r.bins.size() / 2; i < r.bins.size(); ++i) sum += r.bins[i];
+  r.steady = sum / static_cast<double>(r.bins.size() - r.bins.size() / 2);
+  return r;
+}
+
+TEST(WindowControllerTest, SlowStartReaches90PercentWithinTargets) {
+  // The issue's targets: >= 90% of steady state within 1 s at 10 ms and
+  // within 3 s at 200 ms (4 MiB per connection, a node serving 800 MB/s,
+  // 110 kB images; two connections to start with).
+  // The model's assumptions, which the 200 ms result (3.0 s: no margin)
+  // rests on: a connection carries data 3 round trips after it is asked
+  // for (TCP, OPTIONS, STARTUP) and then its full 4 MiB window at once (no
+  // TCP slow start of its own); the node serves FIFO at a fixed rate; no
+  // open is refused. The time is set by the connections: asked for at each
+  // paying round trip's verdict, the open ones grow about 1.5x per round
+  // trip while the window could double. Asking for 2x or 3x the window's
+  // bytes ahead gives 2.9 s or 2.3 s here but 256 connections, so it is not
+  // done.
+  struct Case {
+    double rtt, limit_s;
+  };
+  for (Case k : {Case{0.01, 1.0}, Case{0.2, 3.0}}) {
+    const double node = 800e6, size = 110e3;
+    PathRun r = SimulatePath(k.rtt, node, 4 * 1048576.0, 30, size);
+    const double bdp = node * (k.rtt + size / node) / size;  // requests
+    SCOPED_TRACE(testing::Message() << "rtt " << k.rtt << " steady " << r.steady / 1e6 << " MB/s, max window "
+                                    << r.max_window << " (start-up " << r.max_startup_window << ", BDP " << bdp
+                                    << "), max connections " << r.max_connections << ", time to 90% "
+                                    << r.TimeTo90() << " s");
+    std::printf("rtt %.0f ms: time to 90%% %.1f s, window max %d (start-up %d), connections max %d\n", k.rtt * 1e3,
+                r.TimeTo90(), r.max_window, r.max_startup_window, r.max_connections);
+    EXPECT_GE(r.steady, 0.9 * node);
+    EXPECT_LE(r.TimeTo90(), k.limit_s);
+    // Start-up never goes beyond 3 bandwidth-delay products (the node's
+    // queue stays bounded); steady-state probing stays near it too.
+    // (The controller's BDP uses the lowest interval-mean latency, which
+    // includes the first burst's wait at the node: up to 10% above the bare
+    // round trip here.)
+    EXPECT_LE(r.max_startup_window, std::max(64.0, 3.3 * bdp));
+    EXPECT_LE(r.max_node_queue_s, 2.3 * (k.rtt + size / node));
+    EXPECT_LE(r.max_window, 4 * bdp + 64);
+    EXPECT_LE(r.max_connections, WindowController::kDefaultMaxConnections);
+  }
+}
+
+TEST(WindowControllerTest, ConnectionsGrowPastTheOldCeilingOfThirtyTwo) {
+  // 200 ms, 4 MiB per connection, a node serving 1.5 GB/s: 32 connections
+  // carry 671 MB/s; the path needs 72.
+  const double node = 1.5e9;
+  PathRun r = SimulatePath(0.2, node, 4 * 1048576.0, 30);
+  SCOPED_TRACE(testing::Message() << "steady " << r.steady / 1e6 << " MB/s, connections " << r.max_connections);
+  EXPECT_GE(r.steady, 0.9 * node);
+  EXPECT_GT(r.max_connections, 32);
+}
+
+TEST(WindowControllerTest, TheUsersConnectionLimitIsKept) {
+  WindowController::Options o;
+  o.max_connections = 8;
+  PathRun r = SimulatePath(0.2, 800e6, 4 * 1048576.0, 10, 110e3, o);
+  EXPECT_LE(r.max_connections, 8);
+  EXPECT_NEAR(r.steady, 8 * 4 * 1048576.0 / 0.2, 0.1 * 8 * 4 * 1048576.0 / 0.2);
+}
+
+// Issue 13 review: a node that refuses connections beyond 24 stops the
+// growth (the controller no longer asks for 256 the session cannot open),
+// and the loader still gets what 24 connections carry.
+TEST(WindowControllerTest, RefusedConnectionsStopTheGrowth) {
+  const double per_conn = 4 * 1048576.0 / 0.2;
+  PathRun r = SimulatePath(0.2, 800e6, 4 * 1048576.0, 20, 110e3, {}, 24);
+  SCOPED_TRACE(testing::Message() << "steady " << r.steady / 1e6 << " MB/s, connections max " << r.max_connections
+                                  << " final " << r.final_connections);
+  EXPECT_GT(r.max_connections, 24);  // it did ask for more before the refusal
+  EXPECT_EQ(r.final_connections, 24);
+  EXPECT_LE(r.max_connections_after_refusal, 24);
+  EXPECT_GE(r.steady, 0.9 * 24 * per_conn);
+}
+
+TEST(WindowControllerTest, ConnectionLimitBelowTheCurrentCountLowersIt) {
+  WindowController::Options o;
+  o.initial_connections = 10;
+  WindowController c(o, Clock::now());
+  EXPECT_EQ(c.connections(), 10);
+  c.SetConnectionLimit(6);
+  EXPECT_EQ(c.connections(), 6);
+  c.SetConnectionLimit(0);  // none known: the count stays, growth may resume
+  EXPECT_EQ(c.connections(), 6);
 }
 
 TEST(WindowControllerTest, SettlesNearTheBandwidthDelayProduct) {
@@ -107,7 +280,9 @@ TEST(WindowControllerTest, ConnectionsStopGrowingWhenTheyDoNotPay) {
   auto c = Simulate(p, 60, {}, &mean);
   SCOPED_TRACE(c.Describe());
   EXPECT_GE(mean, 0.95 * p.bw);
-  EXPECT_LE(c.connections(), 4);
+  // Start-up opens connections for the bytes in flight of its first round
+  // trips (2 -> 5 here); they do not grow further.
+  EXPECT_LE(c.connections(), 6);
 }
 
 TEST(WindowControllerTest, AUserCapBelowTheFloorIsKept) {

@@ -1,0 +1,192 @@
+// Copyright (c) cqlstream authors.
+//
+// The loader engine's coalesced reads (loader_impl.h, loader/coalesce.h):
+// small samples of one segment issued together share one request
+// (`WHERE seg = ? AND idx IN ?`), which is one attempt of each of them; the
+// answer's rows go to each sample's own AttemptSink, and each sample is
+// settled on its own.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "loader/attempt_sink.h"
+#include "loader/loader_impl.h"
+#include "net/routing/murmur3.h"
+
+namespace cqlstream {
+
+using loader_impl::AttemptSink;
+using loader_impl::Clock;
+using loader_impl::Launch;
+using loader_impl::Task;
+
+bool Loader::Impl::CoalescibleKey(SampleKey k) const {
+  if (!group_read_stmt) return false;
+  auto it = seg_max_size.find(KeySegment(k));
+  return it != seg_max_size.end() && loader::Coalescible(it->second, ds.chunk_size);
+}
+
+void Loader::Impl::IssueFirst(std::shared_ptr<Task> t, TaskGroups* g, std::vector<Launch>* out) {
+  if (!CoalescibleKey(t->key)) {
+    out->push_back(Launch::First(std::move(t)));
+    return;
+  }
+  const int32_t seg = KeySegment(t->key);
+  const size_t limit = loader::GroupLimitForSize(seg_max_size.at(seg));
+  if (auto full = g->Add(seg, std::move(t), limit)) {
+    // A group of one (a cap of 1) is a single read.
+    out->push_back(full->size() == 1 ? Launch::First(std::move((*full)[0])) : Launch::Group(std::move(*full)));
+  }
+}
+
+void Loader::Impl::FlushGroups(TaskGroups* g, std::vector<Launch>* out) {
+  for (auto& group : g->TakeAll()) {
+    if (group.size() == 1) {
+      out->push_back(Launch::First(std::move(group[0])));
+    } else {
+      out->push_back(Launch::Group(std::move(group)));
+    }
+  }
+}
+
+namespace {
+
+// The routing key of `k` (seg, idx as a composite partition key), so that a
+// group request goes to a replica of its first key: the IN list itself has
+// no single token.
+std::optional<cql::Bytes> RoutingKeyOf(SampleKey k) {
+  const int32_t seg = KeySegment(k), idx = KeyIndex(k);
+  const uint8_t s[4] = {static_cast<uint8_t>(seg >> 24), static_cast<uint8_t>(seg >> 16),
+                        static_cast<uint8_t>(seg >> 8), static_cast<uint8_t>(seg)};
+  const uint8_t i[4] = {static_cast<uint8_t>(idx >> 24), static_cast<uint8_t>(idx >> 16),
+                        static_cast<uint8_t>(idx >> 8), static_cast<uint8_t>(idx)};
+  auto rk = routing::RoutingKey({std::span<const uint8_t>(s, 4), std::span<const uint8_t>(i, 4)});
+  if (!rk.ok()) return std::nullopt;
+  return cql::Bytes(rk->begin(), rk->end());
+}
+
+}  // namespace
+
+void Loader::Impl::LaunchGroup(Launch l) {
+  const auto now = Clock::now();
+  // A key twice in one group (the end of one epoch and the start of the
+  // next issued together, a Fetch of a key twice) is read alone the second
+  // time: a row of the answer goes to one sample.
+  std::vector<std::shared_ptr<Task>> tasks, repeated;
+  std::vector<int> attempts;
+  {
+    std::vector<SampleKey> keys;
+    for (const auto& t : l.group) keys.push_back(t->key);
+    std::sort(keys.begin(), keys.end());
+    if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) {
+      std::vector<std::shared_ptr<Task>> unique;
+      std::set<SampleKey> seen;
+      for (auto& t : l.group) (seen.insert(t->key).second ? unique : repeated).push_back(std::move(t));
+      l.group = std::move(unique);
+    }
+  }
+  for (auto& t : repeated) LaunchOne(Launch::First(std::move(t)));
+  if (l.group.size() == 1) {
+    LaunchOne(Launch::First(std::move(l.group[0])));
+    return;
+  }
+  {
+    MutexLock lock(&mu);
+    if (closed) return;
+    for (auto& t : l.group) {
+      if (t->resolved) continue;
+      const int attempt = t->attempts++;
+      watch.Add(Watch{now, t, attempt});
+      t->outstanding++;
+      tasks.push_back(t);
+      attempts.push_back(attempt);
+    }
+    if (tasks.empty()) return;
+    if (tasks.size() > 1) {  // a group of which one is left unresolved shares nothing
+      m_coalesced_requests++;
+      m_coalesced_samples += static_cast<int64_t>(tasks.size());
+    }
+  }
+  std::vector<Value> idx;
+  std::vector<loader::CoalescedSink::Member> members;
+  std::vector<std::shared_ptr<AttemptSink>> sinks;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    idx.push_back(Value::Int(KeyIndex(tasks[i]->key)));
+    sinks.push_back(std::make_shared<AttemptSink>(this, tasks[i], attempts[i], false));
+    members.push_back({tasks[i]->key, sinks.back()});
+  }
+  auto group = std::make_shared<loader::CoalescedSink>(std::move(members));
+  net::Statement st =
+      net::Statement::Bound(group_read_stmt, {Value::Int(KeySegment(tasks[0]->key)), Value::List(std::move(idx))});
+  st.idempotent = true;
+  st.consistency = cql::Consistency::kLocalOne;
+  // One row per sample: one page holds the group (a page that is full
+  // comes with a paging state even when nothing follows; see OnGroupDone).
+  st.page_size = static_cast<int32_t>(2 * tasks.size() + 1);
+  st.timeout = AttemptTimeout();
+  st.retry = &no_retry;
+  st.routing_key = RoutingKeyOf(tasks[0]->key);
+  st.routing_keyspace = ds.keyspace;
+  st.sink = [group](int) { return group; };
+  session->ExecuteAsync(std::move(st), [this, tasks, attempts, group, sinks, now](StatusOr<net::ResultSet> r) {
+    OnGroupDone(tasks, attempts, group, sinks, now, std::move(r));
+  });
+}
+
+// Each task of the group is settled as after a single read: its rows were
+// passed to its own sink. A task the answer did not hold is missing (that
+// attempt fails, and the normal retry path reads it alone), unless the
+// answer was cut by paging: then it is read again alone at once, as a new
+// attempt that is not a failure.
+void Loader::Impl::OnGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, const std::vector<int>& attempts,
+                               const std::shared_ptr<loader::CoalescedSink>& group,
+                               const std::vector<std::shared_ptr<AttemptSink>>& sinks, Clock::time_point sent,
+                               StatusOr<net::ResultSet> r) {
+  std::vector<Launch> launches;
+  {
+    MutexLock lock(&mu);
+    for (const auto& t : tasks) t->outstanding--;
+    // As for a single read (OnAttemptDone): a failed request's late cells
+    // must claim none of its samples.
+    if (!r.ok()) {
+      for (const auto& s : sinks) EndSink(*s);
+    }
+    if (closed) return;
+    if (!r.ok()) OnRequestFailed(r.status(), sent);
+    const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
+    const Status request_err = r.ok() ? group->error() : r.status();
+    bool paged = false;
+    if (r.ok()) {
+      auto ps = r->paging_state();
+      paged = ps && !ps->empty();
+    }
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const std::shared_ptr<Task>& t = tasks[i];
+      AttemptSink& s = *sinks[i];
+      if (t->resolved) {
+        if (r.ok()) m_dupes++;
+        continue;
+      }
+      s.rows = group->rows_of(i);
+      if (request_err.ok() && paged && s.rows == 0) {
+        // Not reached before the page ended: read alone now (a new attempt,
+        // not a failure), unless another attempt is still out for it.
+        if (t->outstanding == 0) launches.push_back(Launch::First(t));
+        continue;
+      }
+      Status err = request_err.ok() ? CheckAnswer(s) : request_err;
+      if (err.ok() && t->owner != attempts[i]) {
+        m_dupes++;
+        if (t->owner != -1 || t->outstanding > 0) continue;
+        err = Status::ConnectionLost(fmt::format("sample {}: the attempt holding its data failed", FormatKey(t->key)));
+      }
+      if (err.ok()) err = FinishSample(*t);
+      Settle(t, attempts[i], latency, err);
+    }
+    Refill(&launches);
+  }
+  Start(std::move(launches));
+}
+
+}  // namespace cqlstream
