@@ -77,13 +77,17 @@ struct LoaderOptions {
   // fit at its turn gets a buffer of its own, joined with the batch's when
   // the batch is complete (one extra copy): larger batches still load.
   int64_t max_batch_reservation = 0;
-  int max_connections_per_host = 0;   // ceiling for adaptive connections (default 32)
+  int max_connections_per_host = 0;   // ceiling for adaptive connections (default 256, a safety limit)
   // Per attempt. Default: adaptive, 8 x the p99 latency within [2 s, 30 s]
   // (10 s until 200 latencies were seen).
   std::chrono::milliseconds request_timeout{0};
   int max_attempts = 0;               // per sample (default 64; 3 for a missing or corrupt row)
   std::chrono::milliseconds retry_budget{0};    // per sample, from first failure (default 120 s)
   bool hedge = true;                  // hedged requests for slow samples
+  // Coalesced reads of small samples (a segment's max_size at most one chunk
+  // and 16 KiB): keys per request, at most 100; 0: automatic (64, and at
+  // most a quarter of the window), 1: off (every sample its own request).
+  int coalesce = 0;
 };
 
 // A batch: one contiguous buffer holding the samples' bytes, with per-sample
@@ -122,12 +126,15 @@ struct LoaderMetrics {
   int64_t memory_bytes = 0;     // charged against the budget
   int64_t memory_budget = 0;
   double latency_p50_ms = 0, latency_p99_ms = 0;
+  // timeouts: requests that timed out (a coalesced request counts once).
   int64_t retries = 0, hedges = 0, hedge_wins = 0, timeouts = 0, duplicates_dropped = 0;
   int64_t skipped = 0;          // samples skipped (on_missing = skip)
   int64_t dropped = 0;          // samples not delivered because of drop_last
   double stall_s = 0;           // time the consumer waited in Next()
   int64_t direct_bytes = 0;     // received straight into batch memory
   int64_t copied_bytes = 0;     // copied from a receive buffer into batch memory
+  int64_t coalesced_requests = 0;  // requests that read several samples (LoaderOptions::coalesce)
+  int64_t coalesced_samples = 0;   // samples read by them (first attempts)
 };
 
 class Loader {

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace cqlstream::cql {
@@ -20,9 +21,32 @@ constexpr uint8_t kWithNamesForValues = 0x40;
 
 constexpr size_t kMaxShort = std::numeric_limits<uint16_t>::max();
 
-// Starts a frame: a header with stream 0 and a length patched by Finish.
-Bytes StartFrame(Opcode op) {
+// About the encoded size of bind values (their [value]s; collections count
+// 16 bytes an element): what a request buffer reserves before encoding, so
+// that a large blob is copied into it once instead of again by every
+// reallocation of a growing buffer (ingest writes ~100 kB blobs).
+size_t EstimateValues(const std::vector<Value>& values) {
+  size_t n = 2;
+  for (const Value& v : values) {
+    n += 4;
+    switch (v.kind()) {
+      case Value::Kind::kText: n += v.as_text().size(); break;
+      case Value::Kind::kBlob:
+      case Value::Kind::kBlobRef: n += v.as_blob().size(); break;
+      case Value::Kind::kList: n += 4 + 16 * v.as_list().size(); break;
+      case Value::Kind::kMap: n += 4 + 32 * v.as_map().size(); break;
+      default: n += 16; break;
+    }
+  }
+  return n;
+}
+
+// Starts a frame: a header with stream 0 and a length patched by Finish;
+// `reserve` bytes of body (at most the protocol's limit) are allocated up
+// front.
+Bytes StartFrame(Opcode op, size_t reserve = 0) {
   Bytes b;
+  if (reserve) b.reserve(kHeaderSize + std::min<size_t>(reserve, kMaxBodySize));
   b.resize(kHeaderSize);
   FrameHeader h;
   h.opcode = op;
@@ -165,7 +189,7 @@ RequestFrame EncodeRegister(const std::vector<std::string>& event_types) {
 
 StatusOr<RequestFrame> EncodeQuery(std::string_view query, const QueryParameters& params) {
   CQLS_RETURN_IF_ERROR(CheckLongString(query, "query string"));
-  Bytes b = StartFrame(Opcode::kQuery);
+  Bytes b = StartFrame(Opcode::kQuery, query.size() + 32 + EstimateValues(params.values));
   Writer w(&b);
   w.LongString(query);
   CQLS_RETURN_IF_ERROR(WriteQueryParameters(w, &b, params).WithContext("QUERY"));
@@ -183,7 +207,7 @@ StatusOr<RequestFrame> EncodeExecute(ByteView prepared_id, const QueryParameters
     return Status::InvalidArgument(
         fmt::format("EXECUTE: prepared id of {} bytes is longer than [short bytes] can hold", prepared_id.size()));
   }
-  Bytes b = StartFrame(Opcode::kExecute);
+  Bytes b = StartFrame(Opcode::kExecute, prepared_id.size() + 32 + EstimateValues(params.values));
   Writer w(&b);
   w.ShortBytes(prepared_id);
   CQLS_RETURN_IF_ERROR(WriteQueryParameters(w, &b, params).WithContext("EXECUTE"));
@@ -198,7 +222,12 @@ StatusOr<RequestFrame> EncodeBatch(BatchType type, const std::vector<BatchStatem
     return Status::InvalidArgument(
         fmt::format("BATCH of {} statements: at most {} are allowed", statements.size(), kMaxShort));
   }
-  Bytes b = StartFrame(Opcode::kBatch);
+  size_t reserve = 32;
+  for (const BatchStatement& st : statements) {
+    reserve += 3 + (st.query ? st.query->size() + 2 : 0) + (st.prepared_id ? st.prepared_id->size() : 0) +
+               EstimateValues(st.values);
+  }
+  Bytes b = StartFrame(Opcode::kBatch, reserve);
   Writer w(&b);
   w.Byte(static_cast<uint8_t>(type));
   w.Short(static_cast<uint16_t>(statements.size()));

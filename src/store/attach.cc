@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "store/attached_retired.h"
 #include "store/catalog.h"
 #include "store/segments_table.h"
 
@@ -117,23 +118,41 @@ Status InsertCatalogRow(net::Session& s, const std::string& keyspace, const Atta
   return Status::OK();
 }
 
+// The catalog update of an attach into an existing dataset, a lightweight
+// transaction on the generation this attach started from: of two attaches
+// or refreshes of one dataset run at once, the first to commit moves the
+// generation on and the other's update is not applied, so that one stops
+// here with an error before it touches a segment row (exactly one new
+// generation is written).
+// `started_from`: the catalog's generation entry as this attach read it.
 Status UpdateCatalogRow(net::Session& s, const std::string& keyspace, const std::string& dataset,
-                        const AttachedTable& a, const std::vector<std::string>& class_names) {
+                        const AttachedTable& a, const std::vector<std::string>& class_names,
+                        const std::string& started_from) {
   net::Statement up = net::Statement::Query(
-      fmt::format("UPDATE {}.datasets SET source = ?, class_names = ? WHERE name = ? IF EXISTS", keyspace),
-      {TextMap(a.ToSource()), class_names.empty() ? Value::Null() : TextList(class_names), Value::Text(dataset)});
+      fmt::format("UPDATE {}.datasets SET source = ?, class_names = ? WHERE name = ? IF source['generation'] = ?",
+                  keyspace),
+      {TextMap(a.ToSource()), class_names.empty() ? Value::Null() : TextList(class_names), Value::Text(dataset),
+       Value::Text(started_from)});
   up.consistency = cql::Consistency::kLocalQuorum;
   up.timeout = std::chrono::milliseconds(30000);
   auto r = s.Execute(up);
   if (!r.ok()) return r.status().WithContext(fmt::format("updating dataset '{}'", dataset));
   const cql::Rows* rows = r->rows();
   auto applied = rows != nullptr && rows->row_count() > 0 ? rows->Get<bool>(0, 0) : StatusOr<bool>(false);
-  if (!applied.ok() || !*applied) {
+  if (applied.ok() && *applied) return Status::OK();
+  auto now = LoadDataset(s, keyspace, dataset);
+  if (!now.ok() && now.status().IsNotFound()) {
     return Status::NotFound(fmt::format(
         "dataset '{}' was dropped by another process while this attach ran; its snapshot was not registered",
         dataset));
   }
-  return Status::OK();
+  std::string gen = "?";
+  if (now.ok() && now->source.contains("generation")) gen = now->source.at("generation").substr(0, 24);
+  return Status::AlreadyExists(fmt::format(
+      "another attach or refresh of dataset '{}' committed while this one ran (it started from generation {}; the "
+      "catalog is now at generation {}): this attach's snapshot was not registered, nothing of it is visible; run "
+      "it again if it is still needed",
+      dataset, started_from.substr(0, 24), gen));
 }
 
 // The dataset's class names after an attach into it: the old list as it is
@@ -152,13 +171,25 @@ std::vector<std::string> MergeClassNames(const std::vector<std::string>& old, co
 }
 
 // The commit of an attach into an existing dataset (new split or refresh).
+// `replaced` gets the split's committed segments this attach replaced.
 Status CommitIntoExisting(net::Session& s, const std::string& keyspace, const AttachSpec& spec,
                           const DatasetInfo& d, const AttachedTable& a, const KeySnapshot& snap,
-                          AttachReport* report) {
+                          AttachReport* report, std::vector<RetiredSegment>* replaced) {
   std::vector<std::string> names = d.class_names;
   if (a.label_type == "text") names = MergeClassNames(d.class_names, snap.label_texts);
   if (names.size() > kMaxClasses) return Status::InvalidArgument("more than kMaxClasses label texts");
-  CQLS_RETURN_IF_ERROR(UpdateCatalogRow(s, keyspace, spec.dataset, a, names));
+  auto gen = d.source.find("generation");
+  Status updated = UpdateCatalogRow(s, keyspace, spec.dataset, a, names, gen == d.source.end() ? "" : gen->second);
+  if (!updated.ok()) {
+    // This attach's claimed segments (open, count 0: nothing readable) are
+    // removed at once; a failure to do so leaves them to the split's next
+    // attach, which deletes unfinished attach segments.
+    std::vector<net::Statement> own;
+    for (const auto& g : snap.segments) own.push_back(DeleteSegment(keyspace, spec.dataset, g.seg));
+    for (int32_t seg : snap.empty_claims) own.push_back(DeleteSegment(keyspace, spec.dataset, seg));
+    (void)RunSegmentBatch(s, own, "removing this attach's claimed segments");
+    return updated;
+  }
   CQLS_ASSIGN_OR_RETURN(auto batch, SealStatements(s, keyspace, spec.dataset, snap));
   CQLS_ASSIGN_OR_RETURN(auto rows, ReadSegRows(s, keyspace, spec.dataset));
   std::set<int32_t> mine;
@@ -168,6 +199,7 @@ Status CommitIntoExisting(net::Session& s, const std::string& keyspace, const At
     if (g.split != spec.split || mine.contains(g.seg) || !g.source_id.starts_with("attach:")) continue;
     batch.push_back(DeleteSegment(keyspace, spec.dataset, g.seg));
     report->removed_segments.push_back(g.seg);
+    if (g.sealed() && g.c.count > 0) replaced->push_back({g.seg, g.c.count});
   }
   return RunSegmentBatch(s, batch, fmt::format("switching split '{}' of '{}' to its new snapshot", spec.split,
                                                spec.dataset));
@@ -340,7 +372,16 @@ StatusOr<AttachReport> Attach(net::Session& s, const std::string& keyspace, cons
   CQLS_RETURN_IF_ERROR(Ddl(s, KeyTableCql(keyspace, spec.dataset)));
   CQLS_ASSIGN_OR_RETURN(report.snapshot, WriteKeySnapshot(s, keyspace, spec.dataset, a, spec.split, spec.scan));
   if (existing.ok()) {
-    CQLS_RETURN_IF_ERROR(CommitIntoExisting(s, keyspace, spec, *existing, a, report.snapshot, &report));
+    std::vector<RetiredSegment> replaced;
+    CQLS_RETURN_IF_ERROR(CommitIntoExisting(s, keyspace, spec, *existing, a, report.snapshot, &report, &replaced));
+    if (spec.refresh && replaced.size() <= kMaxRetiredSegments) {
+      auto retired = RetireGeneration(s, keyspace, spec.dataset, spec.split, replaced, spec.scan.concurrency);
+      if (retired.ok()) {
+        report.deleted_key_rows = retired->deleted_rows;
+      } else {
+        report.retire_note = retired.status().ToString();
+      }
+    }
   } else {
     CQLS_ASSIGN_OR_RETURN(auto batch, SealStatements(s, keyspace, spec.dataset, report.snapshot));
     CQLS_RETURN_IF_ERROR(RunSegmentBatch(s, batch, fmt::format("sealing the snapshot of '{}'", spec.dataset)));

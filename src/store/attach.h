@@ -26,11 +26,23 @@
 // (another table is refused: attach it under another name, or drop first),
 // in new segments; the old generation's segment rows are deleted (a
 // checkpoint or selection of them is then refused: its segments no longer
-// exist); its k_ rows are left under their old segment numbers (never read
-// again; `cqlstream drop` removes the table).
+// exist). Its k_ rows are kept (a Loader opened before the refresh reads
+// them to the end of its epoch) and those of the generation before it are
+// deleted after the commit (store/attached_retired.h): at most two
+// generations' k_ rows per split.
 //
-// One attach of a dataset at a time (two concurrent refreshes of one dataset
-// may delete each other's segments).
+// Concurrent attaches of one existing dataset (two --refresh, or a refresh
+// and the attach of another split): the catalog update is a lightweight
+// transaction on the generation the attach read when it started (UPDATE ...
+// IF source['generation'] = <read>), made before any segment row changes, so
+// the first to commit wins and every other one fails with AlreadyExists
+// ("another attach or refresh ... committed while this one ran"), removes
+// its claimed segment rows and changes nothing else: exactly one new
+// generation per commit. The loser's k_ rows stay under its never-committed
+// segment numbers (never read). Two concurrent FIRST attaches of one name are
+// decided by the catalog insert's IF NOT EXISTS (the loser's snapshot is not
+// registered) but may delete each other's claimed segments (ClearLeftovers):
+// the winner's dataset can then miss samples; do not race first attaches.
 //
 // Thread-safety: free functions; thread-safe as the Session is.
 #ifndef CQLSTREAM_STORE_ATTACH_H_
@@ -92,6 +104,11 @@ struct AttachReport {
   bool created = false;  // the catalog row was created
   std::vector<int32_t> removed_segments;  // old generation / unfinished segment rows deleted
   std::string keyspace_note;              // EnsureKeyspace's note
+  // --refresh: the k_ rows of the generation before the replaced one,
+  // deleted after the commit (store/attached_retired.h); retire_note says
+  // why some were not (the attach itself succeeded).
+  int64_t deleted_key_rows = 0;
+  std::string retire_note;
 };
 
 StatusOr<AttachReport> Attach(net::Session& s, const std::string& keyspace, const AttachSpec& spec);

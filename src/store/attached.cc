@@ -1,6 +1,8 @@
 // Copyright (c) cqlstream authors.
 #include "store/attached.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <set>
 #include <utility>
@@ -210,6 +212,21 @@ std::string AttachedTable::DataReadCql(const std::string& split) const {
 
 std::string AttachedTable::SourceId(const std::string& split) const {
   return "attach:" + std::to_string(generation) + ":" + split;
+}
+
+StatusOr<std::string> AttachedSegmentTable(const DatasetInfo& d, const AttachedTable& a, const SegmentInfo& g) {
+  auto catalog = a.tables.find(g.split);
+  if (catalog == a.tables.end()) {
+    return Status::Corruption(fmt::format("attached dataset '{}': segment {} is of split '{}', which has no table",
+                                          d.name, g.seg, g.split));
+  }
+  if (g.source.empty()) return catalog->second;
+  if (!SplitTableName(g.source).ok()) {
+    return Status::Corruption(fmt::format("attached dataset '{}': segment {} was snapshot from '{}', which is not a "
+                                          "ks.table name (the catalog's table of split '{}' is {})",
+                                          d.name, g.seg, g.source.substr(0, 200), g.split, catalog->second));
+  }
+  return g.source;
 }
 
 }  // namespace cqlstream::store

@@ -72,6 +72,13 @@ struct AttachedTable {  // the parsed DatasetInfo::source
   std::string SourceId(const std::string& split) const;
 };
 
+// The foreign table segment `g`'s keys are read from: the table its snapshot
+// was taken from (the segment row's `source`), which is the catalog's table
+// of its split unless a refresh to another table is half done; a segment
+// without a recorded source reads the catalog's table. Corruption naming the
+// segment when its split has no table or its source is not a ks.table name.
+StatusOr<std::string> AttachedSegmentTable(const DatasetInfo& d, const AttachedTable& a, const SegmentInfo& g);
+
 // The key snapshot table of a dataset: "k_<dataset>".
 std::string KeyTableName(const std::string& dataset);
 // CREATE TABLE IF NOT EXISTS ks.k_<d> (seg int, idx int, key blob, PRIMARY KEY ((seg, idx))).

@@ -5,6 +5,8 @@
 
 #include <utility>
 
+#include "store/attach.h"
+#include "store/attached_extra.h"
 #include "store/schema.h"
 #include "util/mutex.h"
 
@@ -44,7 +46,8 @@ std::string KeyPath(const Value& key) {
   return key.ToString();
 }
 
-StatusOr<std::unique_ptr<AttachedSamples>> AttachedSamples::Open(net::Session& s, const DatasetInfo& d) {
+StatusOr<std::unique_ptr<AttachedSamples>> AttachedSamples::Open(net::Session& s, const DatasetInfo& d,
+                                                                 bool with_extra) {
   if (!d.attached()) return Status::InvalidArgument(fmt::format("dataset '{}' is not attached", d.name));
   std::unique_ptr<AttachedSamples> out(new AttachedSamples(s, d));
   CQLS_ASSIGN_OR_RETURN(out->a_, AttachedTable::FromSource(d));
@@ -59,14 +62,62 @@ StatusOr<std::unique_ptr<AttachedSamples>> AttachedSamples::Open(net::Session& s
     if (!out->a_.tables.contains(sp)) {
       return Status::Corruption(fmt::format("dataset '{}' has segments of split '{}' but no table for it", d.name, sp));
     }
-    CQLS_ASSIGN_OR_RETURN(out->data_reads_[sp], s.Prepare(out->a_.DataReadCql(sp)));
-    if (UsesLabel(d, out->label_type_)) {
-      CQLS_ASSIGN_OR_RETURN(out->label_reads_[sp],
-                            s.Prepare(fmt::format("SELECT {} FROM {} WHERE {} = ?", QuoteIdentifier(out->a_.label_column),
-                                                  out->a_.QuotedTable(sp), QuoteIdentifier(out->a_.key_column))));
+    CQLS_RETURN_IF_ERROR(out->PrepareTable(out->a_.tables.at(sp)));
+    auto meta = out->a_.metadata_tables.find(sp);
+    if (with_extra && meta != out->a_.metadata_tables.end()) {
+      CQLS_RETURN_IF_ERROR(out->PrepareExtra(sp, meta->second));
     }
   }
+  for (const auto& g : d.segments) {
+    if (g.count <= 0) continue;
+    CQLS_ASSIGN_OR_RETURN(std::string table, AttachedSegmentTable(d, out->a_, g));
+    CQLS_RETURN_IF_ERROR(out->PrepareTable(table));
+    // A split's messages name the table its segments were snapshot from
+    // when they all agree (always, but while a refresh is half done).
+    auto [it, fresh] = out->split_tables_.emplace(g.split, table);
+    if (!fresh && it->second != table) it->second = out->a_.tables.at(g.split);
+    out->seg_tables_[g.seg] = std::move(table);
+  }
   return out;
+}
+
+// The data (and label) read of one foreign table, once.
+Status AttachedSamples::PrepareTable(const std::string& table) {
+  if (data_reads_.contains(table)) return Status::OK();
+  CQLS_ASSIGN_OR_RETURN(auto parts, SplitTableName(table));
+  const std::string quoted = QuoteIdentifier(parts.first) + "." + QuoteIdentifier(parts.second);
+  AttachedTable one = a_;
+  one.tables = {{"_", table}};
+  CQLS_ASSIGN_OR_RETURN(data_reads_[table], s_.Prepare(one.DataReadCql("_")));
+  if (UsesLabel(d_, label_type_)) {
+    CQLS_ASSIGN_OR_RETURN(label_reads_[table],
+                          s_.Prepare(fmt::format("SELECT {} FROM {} WHERE {} = ?", QuoteIdentifier(a_.label_column),
+                                                 quoted, QuoteIdentifier(a_.key_column))));
+  }
+  return Status::OK();
+}
+
+// The metadata table's read (store/attached_extra.h); its columns from
+// system_schema, none of them trusted.
+Status AttachedSamples::PrepareExtra(const std::string& split, const std::string& table) {
+  auto shape = ReadTableShape(s_, table);
+  if (!shape.ok()) return shape.status().WithContext(fmt::format("the metadata table of split '{}'", split));
+  std::vector<std::string> names;
+  for (const auto& [name, c] : *shape) names.push_back(name);
+  const MetadataColumns cols = PickMetadataColumns(names, a_.key_column);
+  if (cols.columns.empty()) return Status::OK();
+  CQLS_ASSIGN_OR_RETURN(auto parts, SplitTableName(table));
+  const std::string quoted = QuoteIdentifier(parts.first) + "." + QuoteIdentifier(parts.second);
+  CQLS_ASSIGN_OR_RETURN(extra_reads_[split], s_.Prepare(MetadataReadCql(quoted, a_.key_column, cols.columns)));
+  return Status::OK();
+}
+
+const std::string& AttachedSamples::TableOf(const std::string& split, SampleKey k) const {
+  auto g = seg_tables_.find(KeySegment(k));
+  if (g != seg_tables_.end()) return g->second;
+  static const std::string kNone;
+  auto t = a_.tables.find(split);
+  return t == a_.tables.end() ? kNone : t->second;
 }
 
 StatusOr<net::ResultSet> AttachedSamples::Run(const net::PreparedPtr& q, std::vector<Value> v, int32_t page) const {
@@ -83,8 +134,9 @@ AttachedRowOptions AttachedSamples::Options(const std::string& split, bool keep)
   o.label_type = label_type_;
   o.class_names = class_index_;
   o.classes = d_.class_names.empty() ? -1 : static_cast<int64_t>(d_.class_names.size());
+  auto seg = split_tables_.find(split);
   auto it = a_.tables.find(split);
-  o.table = it == a_.tables.end() ? split : it->second;
+  o.table = seg != split_tables_.end() ? seg->second : it == a_.tables.end() ? split : it->second;
   o.keep_data = keep;
   o.keep_target = keep;
   return o;
@@ -106,10 +158,15 @@ StatusOr<MetaRow> AttachedSamples::ReadMeta(const std::string& split, SampleKey 
   CQLS_ASSIGN_OR_RETURN(std::optional<Value> key, ForeignKey(k, problem));
   if (!key) return m;
   m.path = KeyPath(*key);
-  auto q = label_reads_.find(split);
+  auto x = extra_reads_.find(split);
+  if (x != extra_reads_.end()) {
+    CQLS_ASSIGN_OR_RETURN(auto e, Run(x->second, {*key}, 2));
+    if (e.rows() != nullptr) m.extra = ExtraFromRows(*e.rows());
+  }
+  const std::string& table = TableOf(split, k);
+  auto q = label_reads_.find(table);
   if (q == label_reads_.end()) return m;
   CQLS_ASSIGN_OR_RETURN(auto r, Run(q->second, {*key}, 2));
-  const std::string& table = a_.tables.at(split);
   const cql::Rows* rows = r.rows();
   if (rows == nullptr || rows->row_count() != 1) {
     const int32_t n = rows == nullptr ? 0 : rows->row_count();
@@ -128,7 +185,7 @@ Status AttachedSamples::ReadData(const std::string& split, SampleKey k, Attached
   CQLS_ASSIGN_OR_RETURN(std::optional<Value> key, ForeignKey(k, problem));
   if (!key) return Status::OK();
   *key_path = KeyPath(*key);
-  auto q = data_reads_.find(split);
+  auto q = data_reads_.find(TableOf(split, k));
   if (q == data_reads_.end()) return Status::InvalidArgument(fmt::format("no table for split '{}'", split));
   CQLS_ASSIGN_OR_RETURN(auto r, Run(q->second, {*key}, 2));
   const cql::Rows* rows = r.rows();
@@ -143,8 +200,8 @@ Status AttachedSamples::ReadData(const std::string& split, SampleKey k, Attached
 Status ScanAttachedMeta(net::Session& s, const DatasetInfo& d, const std::vector<SegmentInfo>& segs, int concurrency,
                         const std::function<Status(const BlockRef&, std::vector<MetaRow>&)>& on_block,
                         const std::function<void(SampleKey, const Status&)>& on_problem,
-                        const std::atomic<bool>* stop) {
-  CQLS_ASSIGN_OR_RETURN(auto reader, AttachedSamples::Open(s, d));
+                        const std::atomic<bool>* stop, bool with_extra) {
+  CQLS_ASSIGN_OR_RETURN(auto reader, AttachedSamples::Open(s, d, with_extra));
   std::map<int32_t, std::string> split_of;
   for (const auto& g : segs) split_of[g.seg] = g.split;
   Mutex mu;  // serializes on_problem

@@ -17,6 +17,16 @@
 //     store::AttachedRow, the loader's own checks (one row, a non-null data
 //     blob, a label of the column's type, text labels among the class names).
 //
+// The label and data reads go to the table the sample's segment was
+// snapshot from (SegmentInfo::source, AttachedSegmentTable), as the loader's
+// do, not to the catalog's current table of the split: keys of an old
+// snapshot are never looked up in another table.
+//
+// With `with_extra` (Dataset.metadata()), ReadMeta also reads the split's
+// metadata table (`attach --metadata-table`), when it has one, into
+// MetaRow::extra (store/attached_extra.h: every column but the key, as
+// bounded text); a key without a metadata row has an empty extra.
+//
 // A sample whose snapshot row or foreign row is missing or malformed is a
 // per-sample problem (NotFound / Corruption naming the sample and the
 // table), returned in the result, never an error of the whole call; an error
@@ -49,7 +59,8 @@ std::string KeyPath(const Value& key);
 class AttachedSamples {
  public:
   // Prepares the key lookup and each split's reads. REQUIRES: d.attached().
-  static StatusOr<std::unique_ptr<AttachedSamples>> Open(net::Session& s, const DatasetInfo& d);
+  static StatusOr<std::unique_ptr<AttachedSamples>> Open(net::Session& s, const DatasetInfo& d,
+                                                         bool with_extra = false);
 
   // The sample's foreign key; *problem set (and nullopt returned) for a
   // per-sample problem.
@@ -70,6 +81,11 @@ class AttachedSamples {
  private:
   AttachedSamples(net::Session& s, const DatasetInfo& d) : s_(s), d_(d) {}
   StatusOr<net::ResultSet> Run(const net::PreparedPtr& q, std::vector<Value> v, int32_t page) const;
+  Status PrepareTable(const std::string& table);
+  Status PrepareExtra(const std::string& split, const std::string& table);
+  // The table sample `k` is read from: its segment's (d_.segments), else the
+  // catalog's of `split`.
+  const std::string& TableOf(const std::string& split, SampleKey k) const;
 
   net::Session& s_;
   const DatasetInfo& d_;
@@ -79,7 +95,10 @@ class AttachedSamples {
   std::string snapshot_table_;
   std::shared_ptr<const ClassNameIndex> class_index_;  // d_.class_names, built once
   net::PreparedPtr lookup_;
-  std::map<std::string, net::PreparedPtr> label_reads_, data_reads_;  // by split
+  std::map<std::string, net::PreparedPtr> label_reads_, data_reads_;  // by "ks.table"
+  std::map<int32_t, std::string> seg_tables_;                          // committed seg -> "ks.table"
+  std::map<std::string, std::string> split_tables_;                    // split -> its segments' common table
+  std::map<std::string, net::PreparedPtr> extra_reads_;                // by split (with_extra)
 };
 
 // ScanMeta for an attached dataset: the committed samples of `segs`, block
@@ -90,7 +109,7 @@ class AttachedSamples {
 Status ScanAttachedMeta(net::Session& s, const DatasetInfo& d, const std::vector<SegmentInfo>& segs, int concurrency,
                         const std::function<Status(const BlockRef&, std::vector<MetaRow>&)>& on_block,
                         const std::function<void(SampleKey, const Status&)>& on_problem,
-                        const std::atomic<bool>* stop = nullptr);
+                        const std::atomic<bool>* stop = nullptr, bool with_extra = false);
 
 }  // namespace cqlstream::store
 

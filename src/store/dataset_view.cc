@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "net/session.h"
+#include "store/attached_scan.h"
 #include "store/catalog.h"
 #include "util/mutex.h"
 
@@ -59,12 +60,26 @@ StatusOr<std::vector<DatasetView::Row>> DatasetView::Metadata(const std::optiona
   }
   std::vector<Row> rows;
   Mutex mu;
-  CQLS_RETURN_IF_ERROR(ScanMeta(*session_, info_, segs, concurrency,
-                                [&](const BlockRef&, std::vector<MetaRow>& block) {
-                                  MutexLock l(&mu);
-                                  for (auto& r : block) rows.push_back(Row{std::move(r), {}});
-                                  return Status::OK();
-                                }));
+  auto on_block = [&](const BlockRef&, std::vector<MetaRow>& block) {
+    MutexLock l(&mu);
+    for (auto& r : block) rows.push_back(Row{std::move(r), {}});
+    return Status::OK();
+  };
+  if (info_.attached()) {
+    // store/attached_scan.h: key, label and the metadata table's columns; a
+    // sample that cannot be read is a row whose extra["_problem"] says why.
+    auto on_problem = [&](SampleKey k, const Status& p) {
+      Row r;
+      r.meta.key = k;
+      r.meta.extra["_problem"] = p.ToString().substr(0, 1024);
+      MutexLock l(&mu);
+      rows.push_back(std::move(r));
+    };
+    CQLS_RETURN_IF_ERROR(
+        ScanAttachedMeta(*session_, info_, segs, concurrency, on_block, on_problem, nullptr, /*with_extra=*/true));
+  } else {
+    CQLS_RETURN_IF_ERROR(ScanMeta(*session_, info_, segs, concurrency, on_block));
+  }
   std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return x.meta.key < y.meta.key; });
   for (auto& r : rows) r.split = split_of[KeySegment(r.meta.key)];
   return rows;

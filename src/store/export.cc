@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <span>
 
 #include "store/attached_scan.h"
+#include "store/preprocess.h"
 #include "store/sample_row.h"
 #include "store/scan.h"
 #include "util/mutex.h"
@@ -380,6 +382,30 @@ std::string SafeRelativePath(const std::string& p) {
   return out.empty() ? "_" : out;
 }
 
+namespace {
+
+// `rel` with the extension of the format the ingest re-encoded the images
+// to (--reencode jpeg:Q -> ".jpg", png -> ".png"), so that an exported file's
+// name says what its bytes are; unchanged when the images kept their format,
+// when the extension already names it, or for blobs. A collision with another
+// sample's name is resolved by the caller as any other (a suffix).
+std::string WithStoredExtension(const DatasetInfo& d, std::string rel) {
+  if (d.sample_kind != SampleKind::kImage || d.preprocess.empty()) return rel;
+  auto spec = PreprocessSpec::Parse(d.preprocess);
+  if (!spec.ok() || spec->reencode == Reencode::kKeep) return rel;
+  const bool jpeg = spec->reencode == Reencode::kJpeg;
+  const size_t slash = rel.rfind('/');
+  const size_t dot = rel.rfind('.');
+  const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
+  std::string ext = has_ext ? rel.substr(dot) : std::string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (jpeg ? (ext == ".jpg" || ext == ".jpeg") : ext == ".png") return rel;
+  return (has_ext ? rel.substr(0, dot) : rel) + (jpeg ? ".jpg" : ".png");
+}
+
+}  // namespace
+
 std::string ExportPath(const DatasetInfo& d, const std::string& split, const std::string& path,
                        std::optional<int32_t> label) {
   if (d.label_kind == LabelKind::kClass) {
@@ -391,9 +417,9 @@ std::string ExportPath(const DatasetInfo& d, const std::string& split, const std
     // file name, SafeRelativePath maps those to '_'.
     const size_t slash = path.rfind('/');
     const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    return SafeRelativePath(split) + "/" + SafeRelativePath(cls) + "/" + SafeRelativePath(base);
+    return WithStoredExtension(d, SafeRelativePath(split) + "/" + SafeRelativePath(cls) + "/" + SafeRelativePath(base));
   }
-  return SafeRelativePath(split) + "/" + SafeRelativePath(path);
+  return WithStoredExtension(d, SafeRelativePath(split) + "/" + SafeRelativePath(path));
 }
 
 Status Export(net::Session& s, const DatasetInfo& d, const ExportOptions& o, ExportReport* report) {

@@ -29,6 +29,28 @@ TEST(ExportTest, PathsFollowTheLabelKind) {
   EXPECT_EQ(ExportPath(d, "train", "../2.jpg", std::nullopt), "train/_/2.jpg");
 }
 
+TEST(ExportTest, ReencodedImagesAreNamedAfterTheirStoredFormat) {
+  DatasetInfo d;
+  d.label_kind = LabelKind::kClass;
+  d.class_names = {"cat"};
+  d.preprocess = "resize-shorter=64,reencode=png";
+  EXPECT_EQ(ExportPath(d, "train", "a/1.jpg", 0), "train/cat/1.png");
+  EXPECT_EQ(ExportPath(d, "train", "a/2.PNG", 0), "train/cat/2.PNG") << "already named after its format";
+  EXPECT_EQ(ExportPath(d, "train", "a/noext", 0), "train/cat/noext.png");
+  EXPECT_EQ(ExportPath(d, "train", "a/.hidden", 0), "train/cat/.hidden.png") << "a leading dot is no extension";
+  d.preprocess = "reencode=jpeg:90";
+  EXPECT_EQ(ExportPath(d, "train", "b/3.png", 0), "train/cat/3.jpg");
+  EXPECT_EQ(ExportPath(d, "train", "b/4.jpeg", 0), "train/cat/4.jpeg");
+  d.label_kind = LabelKind::kNone;
+  EXPECT_EQ(ExportPath(d, "train", "dir.v2/5", std::nullopt), "train/dir.v2/5.jpg")
+      << "a dot in a folder is no extension";
+  d.preprocess = "resize-shorter=64";  // the format is kept
+  EXPECT_EQ(ExportPath(d, "train", "b/3.png", std::nullopt), "train/b/3.png");
+  d.preprocess = "reencode=png";
+  d.sample_kind = SampleKind::kBlob;  // never re-encoded
+  EXPECT_EQ(ExportPath(d, "train", "b/6.npy", std::nullopt), "train/b/6.npy");
+}
+
 // Issue 9 item 8: a stored file name of '.', '..' or nothing used to give
 // an output path naming a folder ("val/cat/..") or ending in '/'.
 TEST(ExportTest, DotAndEmptyFileNamesBecomeSafeNames) {

@@ -6,26 +6,42 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 
 namespace cqlstream::store {
 namespace {
 
-// One decompressor per thread, freed at thread exit.
+// One decompressor per thread, freed at thread exit. Replaced after any
+// failed call (Reset): libjpeg-turbo 2.1's tjDecompressHeader3 returns from
+// an error without aborting the decompressor, and the next header read on
+// the same handle continued the broken one ("two SOF markers", an empty
+// image), so one corrupt file failed every later valid one on the thread.
 struct TjHandle {
   tjhandle h = tjInitDecompress();
+  TjHandle() = default;
+  TjHandle(const TjHandle&) = delete;
+  TjHandle& operator=(const TjHandle&) = delete;
   ~TjHandle() {
     if (h != nullptr) tjDestroy(h);
   }
+  void Reset() {
+    if (h != nullptr) tjDestroy(h);
+    h = tjInitDecompress();
+  }
 };
+
+TjHandle& ThreadTurboJpeg() {
+  thread_local TjHandle tj;
+  return tj;
+}
 
 uint32_t Le16(const uint8_t* p) { return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8); }
 uint32_t Le24(const uint8_t* p) { return Le16(p) | (static_cast<uint32_t>(p[2]) << 16); }
 uint32_t Le32(const uint8_t* p) { return Le24(p) | (static_cast<uint32_t>(p[3]) << 24); }
 
-// Frame dimensions from the first SOFn marker; false when none is found.
-// Used when libjpeg-turbo 2.1 parses the header but refuses to classify an
-// unusual chroma subsampling (e.g. 4:1:1 from old cameras), which is valid.
-bool JpegSofDimensions(std::span<const uint8_t> b, int* w, int* h) {
+// The first frame header (SOFn): dimensions and component count; false when
+// none is found before the first scan or it is cut short.
+bool JpegSof(std::span<const uint8_t> b, JpegHeader* out) {
   size_t i = 2;
   while (i + 4 <= b.size()) {
     if (b[i] != 0xFF) return false;
@@ -42,9 +58,11 @@ bool JpegSofDimensions(std::span<const uint8_t> b, int* w, int* h) {
     if (len < 2) return false;
     const bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
     if (sof) {
-      if (i + 9 > b.size()) return false;
-      *h = (b[i + 5] << 8) | b[i + 6];
-      *w = (b[i + 7] << 8) | b[i + 8];
+      // FF Cn <len:2> <precision:1> <height:2> <width:2> <components:1>
+      if (i + 10 > b.size()) return false;
+      out->height = (b[i + 5] << 8) | b[i + 6];
+      out->width = (b[i + 7] << 8) | b[i + 8];
+      out->components = b[i + 9];
       return true;
     }
     if (m == 0xDA) return false;  // a scan before any frame header
@@ -54,18 +72,10 @@ bool JpegSofDimensions(std::span<const uint8_t> b, int* w, int* h) {
 }
 
 std::string CheckJpeg(std::span<const uint8_t> b, ImageInfo* info) {
-  tjhandle tj = ThreadTurboJpeg();
-  if (tj == nullptr) return "corrupt JPEG header (libjpeg-turbo unavailable)";
-  int w = 0, h = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(tj, b.data(), static_cast<unsigned long>(b.size()), &w, &h, &subsamp, &colorspace) != 0) {
-    const char* err = tjGetErrorStr2(tj);
-    if (err == nullptr || std::strstr(err, "subsampling") == nullptr || !JpegSofDimensions(b, &w, &h)) {
-      return "corrupt JPEG header";
-    }
-  }
-  if (w <= 0 || h <= 0) return "corrupt JPEG header";
-  info->width = w;
-  info->height = h;
+  auto hd = ReadJpegHeader(b);
+  if (!hd.ok()) return "corrupt JPEG header";
+  info->width = hd->width;
+  info->height = hd->height;
   return "";
 }
 
@@ -138,6 +148,31 @@ ImageFormat SniffImage(std::span<const uint8_t> b) {
   return ImageFormat::kUnknown;
 }
 
+StatusOr<JpegHeader> ReadJpegHeader(std::span<const uint8_t> b) {
+  TjHandle& handle = ThreadTurboJpeg();
+  const tjhandle tj = handle.h;
+  if (tj == nullptr) return Status::Internal("cannot create a TurboJPEG decompressor");
+  int w = 0, h = 0, subsamp = 0, colorspace = 0;
+  JpegHeader hd;
+  if (tjDecompressHeader3(tj, b.data(), static_cast<unsigned long>(b.size()), &w, &h, &subsamp, &colorspace) == 0) {
+    hd.width = w;
+    hd.height = h;
+    hd.components = colorspace == TJCS_GRAY ? 1 : (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) ? 4 : 3;
+  } else {
+    const std::string err = tjGetErrorStr2(tj);
+    handle.Reset();
+    // The one refusal of a well-formed header: an unclassified subsampling.
+    if (err.find("subsampling") == std::string::npos || !JpegSof(b, &hd)) {
+      return Status::Corruption("corrupt JPEG header: " + err);
+    }
+    if (hd.components != 1 && hd.components != 3 && hd.components != 4) {
+      return Status::Corruption("corrupt JPEG header: " + std::to_string(hd.components) + " colour components");
+    }
+  }
+  if (hd.width <= 0 || hd.height <= 0) return Status::Corruption("corrupt JPEG header: empty image");
+  return hd;
+}
+
 std::string CheckImage(std::span<const uint8_t> bytes, ImageInfo* info) {
   *info = ImageInfo();
   if (bytes.empty()) return "empty file";
@@ -151,9 +186,20 @@ std::string CheckImage(std::span<const uint8_t> bytes, ImageInfo* info) {
   return "not an image (unknown signature)";
 }
 
-void* ThreadTurboJpeg() {
-  thread_local TjHandle tj;
-  return tj.h;
+Status DecompressJpeg(std::span<const uint8_t> b, uint8_t* dst, int width, int height, int pixel_format,
+                      int flags) {
+  TjHandle& handle = ThreadTurboJpeg();
+  const tjhandle tj = handle.h;
+  if (tj == nullptr) return Status::Internal("cannot create a TurboJPEG decompressor");
+  if (tjDecompress2(tj, b.data(), static_cast<unsigned long>(b.size()), dst, width, 0, height, pixel_format, flags) ==
+      0) {
+    return Status::OK();
+  }
+  const bool fatal = tjGetErrorCode(tj) != TJERR_WARNING;
+  const std::string err = tjGetErrorStr2(tj);
+  handle.Reset();
+  if (fatal) return Status::Corruption("corrupt JPEG data: " + err);
+  return Status::OK();
 }
 
 bool IsImageExtension(std::string_view ext) {

@@ -9,9 +9,9 @@
 //
 // This is the one place of image format knowledge: the loader's decoder
 // (loader/decode.h) sniffs with SniffImage and decompresses with the same
-// per-thread TurboJPEG handle (ThreadTurboJpeg).
+// per-thread TurboJPEG handle (ReadJpegHeader, DecompressJpeg).
 //
-// Thread-safety: CheckImage may be called from any number of threads at once
+// Thread-safety: CheckImage and ReadJpegHeader may be called from any number of threads at once
 // (each thread keeps its own libjpeg-turbo handle).
 #ifndef CQLSTREAM_STORE_IMAGE_CHECK_H_
 #define CQLSTREAM_STORE_IMAGE_CHECK_H_
@@ -20,6 +20,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "cqlstream/status.h"
 
 namespace cqlstream::store {
 
@@ -41,10 +43,36 @@ struct ImageInfo {
 // header", "corrupt WebP header".
 std::string CheckImage(std::span<const uint8_t> bytes, ImageInfo* info);
 
-// This thread's TurboJPEG decompressor (a tjhandle), created on first use and
-// destroyed at thread exit; nullptr when libjpeg-turbo cannot create one.
-// Only for use on the calling thread.
-void* ThreadTurboJpeg();
+// A JPEG's frame as its header declares it.
+struct JpegHeader {
+  int width = 0;
+  int height = 0;
+  int components = 0;  // 1 grayscale, 3 colour (YCbCr or RGB), 4 CMYK/YCCK
+  bool cmyk() const { return components == 4; }
+};
+
+// The header of a JPEG, parsed by libjpeg-turbo (tjDecompressHeader3), which
+// reads the markers up to the first scan. libjpeg-turbo 2.1 refuses to
+// classify chroma subsampling other than 4:4:4, 4:2:2, 4:2:0, 4:4:0 and
+// 4:1:1 (e.g. 4:1:0 or 3x1, written by some cameras and encoders) although
+// it decodes such images: then the size and component count come from the
+// first frame header (SOFn) instead. Corruption "corrupt JPEG header: ..."
+// naming libjpeg-turbo's reason otherwise; Internal when no decompressor can
+// be created. Used by the ingest check, preprocessing and the loader's
+// decoder, so that an image ingest accepts is one they can read.
+StatusOr<JpegHeader> ReadJpegHeader(std::span<const uint8_t> bytes);
+
+// Decompresses the JPEG `bytes` into `dst`: `height` rows of `width`
+// pixels of the TurboJPEG pixel format `pixel_format` (TJPF_*), packed;
+// width x height may be a scaled size (TJSCALED), `flags` are TJFLAG_*.
+// Uses this thread's decompressor, the one ReadJpegHeader uses. Warnings
+// (extraneous bytes, a truncated last scan) leave a usable image, as Pillow
+// and DALI accept them: OK. Corruption "corrupt JPEG data: ..." for a fatal
+// error; Internal when no decompressor can be created. After any failed
+// call the thread's decompressor is replaced, so no state reaches the next
+// image. Used by preprocessing and the loader's decoder.
+Status DecompressJpeg(std::span<const uint8_t> bytes, uint8_t* dst, int width, int height, int pixel_format,
+                      int flags);
 
 // Image file extensions recognised in folders and tar shards (lowercase,
 // without the dot): jpg, jpeg, png, webp.

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "store/jpeg_sampling_fixture.h"
 #include "store/testing_fixtures.h"
 
 namespace cqlstream::store {
@@ -29,6 +30,49 @@ TEST(ImageCheckTest, RealJpegAndPngGiveTheirDimensions) {
   EXPECT_EQ(info.format, ImageFormat::kWebp);
   EXPECT_EQ(info.width, 300);
   EXPECT_EQ(info.height, 200);
+}
+
+TEST(ImageCheckTest, ACorruptJpegHeaderDoesNotSpoilTheNextJpeg) {
+  // The thread's decompressor is reused: a header that fails mid-way once
+  // made every later valid JPEG on the thread fail ("two SOF markers") or
+  // read as empty.
+  const auto good = MakeJpeg(24, 16, 3);
+  for (const auto& bad : testing::CorruptJpegHeaders(MakeJpeg(40, 32, 4))) {
+    ImageInfo info;
+    EXPECT_NE(CheckImage(bad, &info), "");
+    EXPECT_EQ(CheckImage(good, &info), "");
+    EXPECT_EQ(info.width, 24);
+    EXPECT_EQ(info.height, 16);
+  }
+}
+
+TEST(ImageCheckTest, JpegsOfUnclassifiedSubsamplingAreRead) {
+  // 4:1:0 (luma 4x2) and 3x1: libjpeg-turbo 2.1's header call refuses to
+  // classify them, the frame header still gives size and components.
+  std::vector<uint8_t> rgb(static_cast<size_t>(40) * 24 * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>(i * 7);
+  for (auto [yh, yv] : {std::pair{4, 2}, std::pair{3, 1}, std::pair{4, 1}}) {
+    const auto jpeg = testing::MakeJpegWithSampling(rgb, 40, 24, yh, yv);
+    ImageInfo info;
+    EXPECT_EQ(CheckImage(jpeg, &info), "") << yh << "x" << yv;
+    EXPECT_EQ(info.width, 40);
+    EXPECT_EQ(info.height, 24);
+    auto hd = ReadJpegHeader(jpeg);
+    ASSERT_TRUE(hd.ok()) << hd.status().ToString();
+    EXPECT_EQ(hd->width, 40);
+    EXPECT_EQ(hd->height, 24);
+    EXPECT_EQ(hd->components, 3);
+  }
+  auto gray = ReadJpegHeader(MakeJpeg(8, 8, 3));
+  ASSERT_TRUE(gray.ok());
+  EXPECT_EQ(gray->components, 3) << "MakeJpeg writes colour";
+  // A header cut inside the frame header is corrupt, with libjpeg-turbo's reason.
+  auto odd = testing::MakeJpegWithSampling(rgb, 40, 24, 4, 2);
+  odd.resize(30);
+  auto cut = ReadJpegHeader(odd);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.status().code(), Status::Code::kCorruption) << cut.status().ToString();
+  EXPECT_NE(cut.status().message().find("corrupt JPEG header: "), std::string::npos) << cut.status().ToString();
 }
 
 TEST(ImageCheckTest, SkipReasons) {

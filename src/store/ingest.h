@@ -160,6 +160,9 @@ struct IngestReport {
 };
 
 // Runs an ingest. *report is filled as far as the run got, also on errors.
+// With glibc, the first call sets the process's malloc mmap threshold to
+// 32 MiB and its trim threshold to 256 MiB (mallopt), so that the samples'
+// buffers are reused instead of faulted in anew (ingest.cc says why).
 Status Ingest(net::Session& s, const IngestOptions& options, IngestReport* report);
 
 // Bucket of a payload size in segments.size_hist: floor(log2(size)), sizes

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <string>
 
 #include "store/resample.h"
 
@@ -34,8 +35,15 @@ struct Geometry {
 // ingest check's per-thread handle, store/image_check.h).
 struct TjCompressor {
   tjhandle h = tjInitCompress();
+  TjCompressor() = default;
+  TjCompressor(const TjCompressor&) = delete;
+  TjCompressor& operator=(const TjCompressor&) = delete;
   ~TjCompressor() {
     if (h != nullptr) tjDestroy(h);
+  }
+  void Reset() {
+    if (h != nullptr) tjDestroy(h);
+    h = tjInitCompress();
   }
 };
 
@@ -95,16 +103,10 @@ StatusOr<Header> ReadHeader(std::span<const uint8_t> b, uint64_t max_pixels) {
   Header hd;
   hd.format = SniffImage(b);
   if (hd.format == ImageFormat::kJpeg) {
-    const tjhandle tj = ThreadTurboJpeg();
-    if (tj == nullptr) return Status::Internal("cannot create a TurboJPEG decompressor");
-    int subsamp = 0, colorspace = 0;
-    if (tjDecompressHeader3(tj, b.data(), static_cast<unsigned long>(b.size()), &hd.width, &hd.height, &subsamp,
-                            &colorspace) != 0) {
-      return Status::Corruption(fmt::format("corrupt JPEG header: {}", tjGetErrorStr2(tj)));
-    }
-    if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-      return Status::Unsupported("CMYK JPEG images cannot be preprocessed");
-    }
+    CQLS_ASSIGN_OR_RETURN(const JpegHeader jh, ReadJpegHeader(b));
+    if (jh.cmyk()) return Status::Unsupported("CMYK JPEG images cannot be preprocessed");
+    hd.width = jh.width;
+    hd.height = jh.height;
   } else if (hd.format == ImageFormat::kPng) {
     png_image img;
     std::memset(&img, 0, sizeof img);
@@ -129,26 +131,16 @@ StatusOr<Header> ReadHeader(std::span<const uint8_t> b, uint64_t max_pixels) {
 
 // JPEG at 1/scale (scale 1, 2, 4, 8), grayscale or RGB as its colour space.
 Status DecodeJpeg(std::span<const uint8_t> b, int scale, Pixels* out) {
-  const tjhandle tj = ThreadTurboJpeg();
-  int w = 0, h = 0, subsamp = 0, colorspace = 0;
-  const auto size = static_cast<unsigned long>(b.size());
-  if (tj == nullptr || tjDecompressHeader3(tj, b.data(), size, &w, &h, &subsamp, &colorspace) != 0) {
-    return Status::Corruption("corrupt JPEG header");
-  }
+  CQLS_ASSIGN_OR_RETURN(const JpegHeader jh, ReadJpegHeader(b));
   const tjscalingfactor sf{1, scale};
-  out->width = TJSCALED(w, sf);
-  out->height = TJSCALED(h, sf);
-  out->channels = colorspace == TJCS_GRAY ? 1 : 3;
+  out->width = TJSCALED(jh.width, sf);
+  out->height = TJSCALED(jh.height, sf);
+  out->channels = jh.components == 1 ? 1 : 3;
   out->data.resize(static_cast<size_t>(out->width) * static_cast<size_t>(out->height) *
                    static_cast<size_t>(out->channels));
   const int pf = out->channels == 1 ? TJPF_GRAY : TJPF_RGB;
-  if (tjDecompress2(tj, b.data(), size, out->data.data(), out->width, 0, out->height, pf, TJFLAG_LIMITSCANS) != 0 &&
-      tjGetErrorCode(tj) != TJERR_WARNING) {
-    // Warnings (extraneous bytes, a truncated last scan) leave a usable
-    // image, which the loader's decoder accepts too; only fatal errors fail.
-    return Status::Corruption(fmt::format("corrupt JPEG data: {}", tjGetErrorStr2(tj)));
-  }
-  return Status::OK();
+  // Warnings leave a usable image, which the loader's decoder accepts too.
+  return DecompressJpeg(b, out->data.data(), out->width, out->height, pf, TJFLAG_LIMITSCANS);
 }
 
 // PNG with libpng's simplified reader, keeping gray / gray+alpha / RGB / RGBA.
@@ -197,7 +189,9 @@ StatusOr<std::vector<uint8_t>> EncodeJpeg(const Pixels& px, int quality) {
   unsigned long size = 0;
   if (tjCompress2(tj.h, src, px.width, 0, px.height, pf, &buf, &size, subsamp, quality, 0) != 0) {
     tjFree(buf);
-    return Status::Internal(fmt::format("JPEG encoding failed: {}", tjGetErrorStr2(tj.h)));
+    const std::string err = tjGetErrorStr2(tj.h);
+    tj.Reset();  // as for the decompressor (store/image_check.h): no state carried to the next image
+    return Status::Internal(fmt::format("JPEG encoding failed: {}", err));
   }
   std::vector<uint8_t> out(buf, buf + size);
   tjFree(buf);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "store/image_check.h"
+#include "store/jpeg_sampling_fixture.h"
 #include "store/testing_fixtures.h"
 
 namespace cqlstream::store {
@@ -125,6 +126,24 @@ TEST(PreprocessApplyTest, ResizeCropReencodeJpeg) {
   EXPECT_EQ(DecodePngPixels(r->bytes).channels, 3);
 }
 
+TEST(PreprocessApplyTest, JpegOfUnclassifiedSubsamplingIsPreprocessed) {
+  // 4:1:0, which the ingest accepts: preprocessing reads it too.
+  std::vector<uint8_t> rgb(static_cast<size_t>(120) * 80 * 3, 0);
+  for (size_t i = 0; i < rgb.size(); i += 3) rgb[i] = 200;  // red
+  const auto jpeg = testing::MakeJpegWithSampling(rgb, 120, 80, 4, 2);
+  auto r = Apply(Spec("resize-shorter=40,center-crop=32,reencode=png"), jpeg);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->source_width, 120);
+  EXPECT_EQ(r->source_height, 80);
+  const ImageInfo info = Info(r->bytes);
+  EXPECT_EQ(info.width, 32);
+  EXPECT_EQ(info.height, 32);
+  const auto px = DecodePngPixels(r->bytes);
+  ASSERT_EQ(px.channels, 3);
+  EXPECT_NEAR(px.px[0], 200, 12);
+  EXPECT_NEAR(px.px[1], 0, 12);
+}
+
 TEST(PreprocessApplyTest, GrayscalePngStaysGray) {
   auto r = Apply(Spec("center-crop=40,reencode=jpeg:80"), MakePng(50, 80, 3));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -232,6 +251,17 @@ TEST(PreprocessApplyTest, PerSampleErrors) {
   png.resize(png.size() - 30);  // IDAT cut short
   r = Apply(Spec("resize-shorter=8"), png);
   EXPECT_EQ(r.status().code(), Status::Code::kCorruption) << r.status().ToString();
+}
+
+TEST(PreprocessApplyTest, ACorruptJpegDoesNotSpoilTheNextOne) {
+  const auto good = MakeJpeg(40, 20, 10);
+  for (const auto& bad : testing::CorruptJpegHeaders(MakeJpeg(64, 48, 11))) {
+    EXPECT_EQ(Apply(Spec("resize-shorter=8"), bad).status().code(), Status::Code::kCorruption);
+    auto r = Apply(Spec("resize-shorter=10,reencode=jpeg:90"), good);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->width, 20);
+    EXPECT_EQ(r->height, 10);
+  }
 }
 
 TEST(PreprocessApplyTest, TargetNearestKeepsLabelValues) {

@@ -185,6 +185,10 @@ class SampleRowDecoder {
 // reader can check that an answer belongs to the sample it asked for before
 // any data byte is placed.
 std::string DataReadQuery(const DatasetInfo& d);
+// The same columns for several samples of one segment (coalesced reads of
+// one-row samples, loader/coalesce.h): bound values seg int, idx list<int>;
+// the rows of the listed samples that exist, in the server's order.
+std::string DataReadManyQuery(const DatasetInfo& d);
 inline constexpr int kColSeg = 0, kColIdx = 1, kColSize = 2, kColImageSize = 3, kColChecksum = 4, kColLabel = 5,
                      kColLabels = 6, kColData = 7;
 // Writers insert a sample's chunks with these (the static columns ride with

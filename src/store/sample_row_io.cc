@@ -17,6 +17,12 @@ std::string DataReadQuery(const DatasetInfo& d) {
       d.keyspace, d.data_table());
 }
 
+std::string DataReadManyQuery(const DatasetInfo& d) {
+  return fmt::format(
+      "SELECT seg, idx, size, image_size, checksum, label, labels, data FROM {}.{} WHERE seg = ? AND idx IN ?",
+      d.keyspace, d.data_table());
+}
+
 std::string DataInsertQuery(const DatasetInfo& d) {
   return fmt::format("INSERT INTO {}.{} (seg, idx, chunk, data, size, image_size, checksum, label, labels) "
                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -133,7 +133,7 @@ void SegmentWriter::OnDataDone(const SamplePtr& smp, const Status& st, int step)
     if (--block_data_pending_[block] == 0) block_data_pending_.erase(block);
     meta_buf_[block].push_back(smp);
     TakeReadyLocked(&ready);
-    cv_.SignalAll();
+    // Nobody waits for data writes alone (Issue and Drain wait for inflight_).
   }
   for (auto& g : ready) IssueMeta(std::move(g), 0);
 }
@@ -211,7 +211,10 @@ void SegmentWriter::Complete(const SamplePtr& smp) {
   --inflight_;
   ++written_;
   written_bytes_ += smp->size;
-  cv_.SignalAll();
+  // Issue, waiting for a slot, is woken once `refill` slots are free (or
+  // none is in flight: Drain), not for every sample: a wake-up of the
+  // feeder per sample costs more CPU than a small sample's write.
+  if (inflight_ + Refill() <= o_.concurrency || inflight_ == 0) cv_.SignalAll();
 }
 
 void SegmentWriter::Fail(const SamplePtr& smp, const Status& st, bool data_pending) {
@@ -257,13 +260,14 @@ StatusOr<int32_t> SegmentWriter::Issue(std::shared_ptr<const SourceItem> item, P
   smp->item = std::move(item);
   smp->size = static_cast<int64_t>(payload.size);
   smp->image_size = static_cast<int64_t>(payload.image_size);
-  smp->checksum = static_cast<int64_t>(XXH64(payload.data.get(), payload.size, 0));
+  smp->checksum = static_cast<int64_t>(payload.xxh64 ? *payload.xxh64 : XXH64(payload.data.get(), payload.size, 0));
   const int64_t chunk_size = d_.chunk_size;
   smp->chunks = static_cast<int32_t>(std::max<int64_t>(1, (smp->size + chunk_size - 1) / chunk_size));
   smp->payload = std::move(payload);
   smp->reserved = reserved;
   {
     MutexLock l(&mu_);
+    // Complete wakes this once Refill() slots are free (Fail at once).
     while (inflight_ >= o_.concurrency && error_.ok()) cv_.Wait(&mu_);
     if (!error_.ok()) {
       Status e = error_;

@@ -32,6 +32,7 @@
 #ifndef CQLSTREAM_STORE_SEGMENT_WRITER_H_
 #define CQLSTREAM_STORE_SEGMENT_WRITER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -135,6 +136,8 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
   bool Retry(const SamplePtr& smp, const Status& st);
   void AdvanceLocked() REQUIRES(mu_);
   int64_t NextTimestamp();
+  // Free slots that wake an Issue waiting for one: an eighth of concurrency.
+  int Refill() const { return std::max(1, o_.concurrency / 8); }
 
   net::Session& s_;
   const SegmentWriteOptions o_;

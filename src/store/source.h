@@ -137,6 +137,9 @@ struct Payload {
   std::unique_ptr<uint8_t[]> data;
   size_t size = 0;
   size_t image_size = 0;
+  // XXH64 (seed 0) of bytes(), when whoever read them computed it while they
+  // were in its cache (the ingest readers); else the segment writer does.
+  std::optional<uint64_t> xxh64;
   std::span<const uint8_t> bytes() const { return {data.get(), size}; }
 };
 

@@ -48,6 +48,22 @@ inline std::vector<uint8_t> MakeJpeg(int w, int h, uint32_t seed, int quality = 
   return v;
 }
 
+// JPEGs whose header is broken after its frame header (SOF), made from the
+// valid JPEG `jpeg`: cut before the first scan, ended (EOI) before it, and a
+// second SOF. Each leaves libjpeg-turbo 2.1's decompressor mid-header.
+inline std::vector<std::vector<uint8_t>> CorruptJpegHeaders(const std::vector<uint8_t>& jpeg) {
+  size_t sos = 2;
+  while (sos + 1 < jpeg.size() && !(jpeg[sos] == 0xFF && jpeg[sos + 1] == 0xDA)) ++sos;
+  std::vector<std::vector<uint8_t>> out;
+  const std::vector<uint8_t> head(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(sos));
+  out.push_back(head);
+  out.push_back(head);
+  out.back().insert(out.back().end(), {0xFF, 0xD9});
+  out.push_back(head);
+  out.back().insert(out.back().end(), {0xFF, 0xC0, 0x00, 0x02});
+  return out;
+}
+
 // A w x h PNG of libpng's simplified-API `format` (PNG_FORMAT_GRAY, _GA,
 // _RGB, _RGBA) from raw pixels; empty when libpng refuses them.
 inline std::vector<uint8_t> EncodePng(int w, int h, png_uint_32 format, const std::vector<uint8_t>& px) {
