@@ -58,7 +58,7 @@ stderr as the CLI and Python do.)",
 load on a shared cluster. 0: automatic.)",
                     0)
     .AddOptionalArg("max_connections_per_host", R"(Most connections per host the loader may open as it
-adapts (1..1024). 0: automatic (32).)",
+adapts (1..1024). 0: automatic (grows with the path, up to a safety limit of 256).)",
                     0)
     .AddOptionalArg("connect_timeout", "Seconds to open a connection. 0: the default (5).", 0.f)
     .AddOptionalArg("initial_window", "The adaptive window's first size. 0: automatic.", 0)
@@ -67,6 +67,10 @@ adapts (1..1024). 0: automatic (32).)",
     .AddOptionalArg("retry_budget", R"(Seconds a sample may spend in retries before it fails.
 0: automatic.)",
                     0.f)
+    .AddOptionalArg("coalesce", R"(Keys per coalesced read of small samples (at most one chunk and
+16 KiB each): samples of one segment share a request (0..100). 0: automatic (64, at most a quarter
+of the window); 1: off, one request per sample.)",
+                    0)
     .AddOptionalArg("verify_checksums", "Check each sample's xxh64 checksum (a mismatch is an error naming it).",
                     false)
     .AddOptionalArg("memory_bytes", R"(Byte budget of the loader (bytes in flight, assembled

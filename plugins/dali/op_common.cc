@@ -71,6 +71,7 @@ LoaderOptions LoaderOptionsFromSpec(const OpSpec& spec, std::string_view where) 
   seconds("connect_timeout", &a.connect_timeout_s);
   seconds("request_timeout", &a.request_timeout_s);
   seconds("retry_budget", &a.retry_budget_s);
+  num("coalesce", &a.coalesce);  // 0 is automatic here too
   auto r = loader::ResolveOptions(a, loader::OptionSpelling::kKeyword);
   if (!r.ok()) Throw(where, r.status());
   loader::PrintWarnings(r->warnings);

@@ -177,6 +177,7 @@ _INT_ARGS = (
     ("initial_window", 1, _I32, True),
     ("max_connections_per_host", 1, 1024, True),
     ("max_attempts", 1, _I32, True),
+    ("coalesce", 0, 100, True),
 )
 
 
@@ -220,6 +221,8 @@ def _core_args(o: dict[str, Any], dec: dict[str, Any] | None) -> _core.OpenArgs:
     for name in ("selection", "password_file", "tls_ca", "tls_cert", "tls_key", "tls_key_passphrase_file",
                  "secure_bundle"):
         setattr(a, name, _path(o[name]))
+    if o["coalesce"] is not None:  # unset: the core's automatic value
+        a.coalesce = o["coalesce"]
     a.request_timeout_s = _seconds("request_timeout", o["request_timeout"])
     a.retry_budget_s = _seconds("retry_budget", o["retry_budget"])
     hosts = o["hosts"]
@@ -322,6 +325,7 @@ class Loader:
         max_attempts: int | None = None,
         retry_budget: float | None = None,
         hedge: bool = True,
+        coalesce: int | None = None,
         **unexpected: Any,
     ) -> None:
         opts = {k: v for k, v in locals().items() if k not in ("self", "unexpected")}

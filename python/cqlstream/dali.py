@@ -72,7 +72,7 @@ _CONNECTION_ARGS = ("hosts", "port", "keyspace", "username", "password_file", "t
                     "tls_server_name", "tls_key_passphrase_file", "tls_insecure_skip_verify", "secure_bundle",
                     "local_dc", "connections_per_host", "io_threads", "connect_timeout", "max_in_flight",
                     "initial_window", "max_connections_per_host", "max_attempts", "request_timeout",
-                    "retry_budget")
+                    "retry_budget", "coalesce")
 
 
 class PluginNotLoadedError(RuntimeError):
@@ -311,8 +311,9 @@ def reader(
     Connection keywords: hosts, port, keyspace, username, password_file,
     tls_ca, tls_cert, tls_key, tls_server_name, tls_insecure_skip_verify,
     local_dc, connections_per_host, io_threads; throttles: max_in_flight,
-    max_connections_per_host (resolved by the same code as the CLI's flags
-    and Loader's keywords).
+    max_connections_per_host, coalesce (keys per coalesced read of small
+    samples: 0 automatic, 1 off, at most 100) (resolved by the same code as
+    the CLI's flags and Loader's keywords).
     """
     conn = _connection_kwargs(connection)
     if use_plugin is None:

@@ -110,6 +110,11 @@ class Dataset:
         return self._handle().label_kind
 
     @property
+    def attached(self) -> bool:
+        """Whether the dataset is attached (``cqlstream attach``) rather than ingested."""
+        return bool(self._handle().attached)
+
+    @property
     def class_names(self) -> list[str]:
         return list(self._handle().class_names)
 
@@ -140,7 +145,17 @@ class Dataset:
         columns key, split, path, label, size, extra. ``label`` is the class
         index (class datasets), the list of labels (multilabel) or None;
         ``size`` the image's bytes; ``extra`` a dict of text. A pandas
-        DataFrame when pandas is importable, else a list of dicts."""
+        DataFrame when pandas is importable, else a list of dicts.
+
+        Attached datasets (``cqlstream attach``): ``path`` is the key
+        column's value as text (a text key as it is, a uuid as
+        8-4-4-4-12, a number in decimal, a blob in hex), ``size`` is None
+        (not known without reading the bytes), and ``extra`` holds the
+        columns of the split's ``--metadata-table`` other than the key, as
+        text cut to 256 bytes ("...[cut: N bytes]"); a key without a
+        metadata row has an empty ``extra``. A sample that cannot be read
+        (its row deleted, a bad label) is a row with label None and
+        ``extra["_problem"]`` saying why."""
         c = self._columns(split)
         multilabel = self.label_kind == "multilabel"
         labels = list(c.multilabels) if multilabel else list(c.labels)
@@ -154,7 +169,9 @@ class Dataset:
 
     def keys_for_paths(self, paths: Iterable[str | os.PathLike[str]], split: str | None = None) -> list[int]:
         """The key of each path, in the order given (ingest's relative paths,
-        e.g. "cat/1.jpg"). Looks in ``split`` only when given. KeyError naming
+        e.g. "cat/1.jpg"; for an attached dataset the foreign keys' text,
+        as :meth:`metadata`'s ``path``, e.g. a uuid "0f6e...-..."). Looks in
+        ``split`` only when given. KeyError naming
         the first path the dataset does not have; ValueError when a path names
         several samples (the same path in two segments: pass ``split=``)."""
         index = self._paths.get(split)

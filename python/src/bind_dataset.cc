@@ -49,7 +49,7 @@ struct MetaColumns {
   std::vector<std::string> splits, paths;
   std::vector<std::optional<int32_t>> labels;
   std::vector<std::vector<int32_t>> multilabels;
-  std::vector<int64_t> sizes;
+  std::vector<std::optional<int64_t>> sizes;  // nullopt: not known (attached datasets)
   std::vector<std::map<std::string, std::string>> extra;
 };
 
@@ -90,13 +90,18 @@ class DatasetHandle {
       rows = view_->Metadata(split, concurrency);
     }
     MetaColumns cols;
+    const bool attached = info().attached();
     for (auto& r : Unwrap(std::move(rows))) {
       cols.keys.push_back(r.meta.key);
       cols.splits.push_back(std::move(r.split));
       cols.paths.push_back(std::move(r.meta.path));
       cols.labels.push_back(r.meta.label);
       cols.multilabels.push_back(std::move(r.meta.labels));
-      cols.sizes.push_back(r.meta.image_size > 0 ? r.meta.image_size : r.meta.size);
+      if (attached) {
+        cols.sizes.push_back(std::nullopt);  // no blob length without reading the bytes (docs/schema.md)
+      } else {
+        cols.sizes.push_back(r.meta.image_size > 0 ? r.meta.image_size : r.meta.size);
+      }
       cols.extra.push_back(std::move(r.meta.extra));
     }
     return cols;
@@ -173,6 +178,7 @@ void BindDataset(nb::module_& m) {
       .def_prop_ro("keyspace", [](const DatasetHandle& h) { return h.info().keyspace; })
       .def_prop_ro("label_kind", [](const DatasetHandle& h) { return std::string(LabelKindName(h.info().label_kind)); })
       .def_prop_ro("class_names", [](const DatasetHandle& h) { return h.info().class_names; })
+      .def_prop_ro("attached", [](const DatasetHandle& h) { return h.info().attached(); })
       .def("splits", [](const DatasetHandle& h) { return h.info().splits(); })
       .def("count", [](const DatasetHandle& h, const std::string& split) { return h.info().Count(split); }, "split"_a)
       .def("split_keys", &DatasetHandle::SplitKeys, "split"_a,

@@ -161,6 +161,8 @@ nb::dict MetricsDict(Stream& s) {
   d["stall_s"] = m.stall_s;
   d["direct_bytes"] = m.direct_bytes;
   d["copied_bytes"] = m.copied_bytes;
+  d["coalesced_requests"] = m.coalesced_requests;
+  d["coalesced_samples"] = m.coalesced_samples;
   d["decode_skipped"] = s.decode_skipped();
   d["decode_s"] = s.decode_seconds();
   d["wait_s"] = s.wait_seconds();

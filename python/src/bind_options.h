@@ -39,7 +39,7 @@ void DefConnectionOptions(nanobind::class_<T>& c) {
       .def_rw("connect_timeout_s", &T::connect_timeout_s);
 }
 
-// The loader's throttles: max_in_flight ... retry_budget_s.
+// The loader's throttles: max_in_flight ... retry_budget_s, coalesce.
 template <typename T>
 void DefThrottleOptions(nanobind::class_<T>& c) {
   static_assert(std::is_base_of_v<loader::OptionArgs, T>);
@@ -48,7 +48,8 @@ void DefThrottleOptions(nanobind::class_<T>& c) {
       .def_rw("max_connections_per_host", &T::max_connections_per_host)
       .def_rw("max_attempts", &T::max_attempts)
       .def_rw("request_timeout_s", &T::request_timeout_s)
-      .def_rw("retry_budget_s", &T::retry_budget_s);
+      .def_rw("retry_budget_s", &T::retry_budget_s)
+      .def_rw("coalesce", &T::coalesce);
 }
 
 }  // namespace cqlstream::python

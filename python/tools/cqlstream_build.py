@@ -138,8 +138,9 @@ def _with_plugin(cs: dict[str, Any], info: dict[str, str], python: str) -> dict[
         cs[f"cmake.define.{k}"] = v
     cs["build.targets"] = "_core;_core_stub;cqlstream_dali"
     # One build folder per DALI: a rebuild for another DALI does not reuse
-    # (or clobber) the plugin objects of this one.
-    cs.setdefault("build-dir", f"build-py/{{wheel_tag}}-dali-{info['version']}")
+    # (or clobber) the plugin objects of this one. One level below the
+    # repository, as pyproject.toml's build-dir says why.
+    cs.setdefault("build-dir", f"build-py-{{wheel_tag}}-dali-{info['version']}")
     return cs
 
 

@@ -67,8 +67,15 @@ void PrintReport(const store::AttachReport& r, const store::AttachSpec& spec) {
              spec.table, store::Thousands(snap.keys), snap.segments.size() == 1 ? "" : "s",
              segs.empty() ? "-" : segs, r.table.generation);
   if (!r.removed_segments.empty()) {
-    fmt::print("removed {} old segment row{} (their k_ rows stay until cqlstream drop)\n", r.removed_segments.size(),
-               r.removed_segments.size() == 1 ? "" : "s");
+    fmt::print("removed {} old segment row{} (their k_ rows stay for readers opened before this refresh)\n",
+               r.removed_segments.size(), r.removed_segments.size() == 1 ? "" : "s");
+  }
+  if (r.deleted_key_rows > 0) {
+    fmt::print("deleted {} k_ rows of the generation before the replaced one\n", store::Thousands(r.deleted_key_rows));
+  }
+  if (!r.retire_note.empty()) {
+    fmt::print(stderr, "cqlstream: note: older k_ rows were not all deleted (never read; a later refresh or drop "
+                       "removes them): {}\n", PrintableText(r.retire_note));
   }
   if (!snap.label_texts.empty()) fmt::print("{} distinct label texts (class names)\n", snap.label_texts.size());
   const double secs = std::max(snap.seconds, 1e-9);

@@ -3,11 +3,16 @@
 // `cqlstream bench NAME`: reads epochs of a dataset through the loader
 // without decoding and prints throughput, the consumer's wait (stall) and
 // request latency. The first --warmup epochs are excluded from the summary.
+// It also prints the start-up: time-to-90% (see StartupCurve) over the
+// whole run, warm-up included, and with --ramp the rate per second.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "cli/cli.h"
@@ -20,8 +25,9 @@ namespace {
 struct Args {
   std::string dataset, split = "train", selection;
   int batch_size = 256, epochs = 3, warmup = 1, seed = 0, rank = -1, world = -1;
-  bool ordered = false, no_shuffle = false, fixed_window = false, verify = false, json = false, no_hedge = false;
-  int max_in_flight = 0, initial_window = 0, max_connections = 0;
+  bool ordered = false, no_shuffle = false, fixed_window = false, verify = false, json = false, no_hedge = false,
+       ramp = false;
+  int max_in_flight = 0, initial_window = 0, max_connections = 0, coalesce = 0;
   int64_t memory_mb = 0;
   // Per-sample retry bounds; 0: the loader's defaults (include/cqlstream/loader.h).
   int max_attempts = 0, request_timeout_ms = 0, retry_budget_ms = 0;
@@ -49,11 +55,72 @@ LoaderOptions MakeOptions(const ConnectionOptions& connection, const Args& a) {
   o.max_connections_per_host = a.max_connections;
   o.memory_bytes = a.memory_mb * (1 << 20);
   o.hedge = !a.no_hedge;
+  o.coalesce = a.coalesce;
   o.max_attempts = a.max_attempts;
   o.request_timeout = std::chrono::milliseconds(a.request_timeout_ms);
   o.retry_budget = std::chrono::milliseconds(a.retry_budget_ms);
   return o;
 }
+
+// Bytes delivered over time from the first request (the first Next(): the
+// loader issues nothing before it), one point per batch. A batch's bytes
+// count as arriving evenly since the previous batch (the loader fills
+// batches continuously), so the cumulative curve is piecewise linear and
+// rates over short windows are not quantized by whole batches.
+class StartupCurve {
+ public:
+  // Steady state: the median rate over 1-s windows starting in the last
+  // half of the run. Time-to-90%: the earliest time T (100 ms steps) such
+  // that every 1-s window starting in [T, T + 1 s] carries >= 90% of it —
+  // the rate reaches 90% and holds it. Both need a run of >= 4 s.
+  static constexpr double kWindowS = 1.0, kStepS = 0.1, kHoldS = 1.0, kMinRunS = 4.0;
+
+  void Add(double t, double bytes) {
+    total_ += bytes;
+    points_.emplace_back(t, total_);
+  }
+  double duration() const { return points_.empty() ? 0 : points_.back().first; }
+  // Bytes delivered by time t: interpolated between the batches around it
+  // (a binary search: a run has one point per batch, hundreds of thousands
+  // in a long run of small batches, and At is called for every 100 ms step).
+  double At(double t) const {
+    auto it = std::lower_bound(points_.begin(), points_.end(), t,
+                               [](const std::pair<double, double>& p, double x) { return p.first < x; });
+    if (it == points_.end()) return points_.empty() ? 0.0 : points_.back().second;
+    const auto [t1, c1] = *it;
+    const auto [t0, c0] = it == points_.begin() ? std::pair<double, double>{0.0, 0.0} : *std::prev(it);
+    return t1 > t0 ? c0 + (c1 - c0) * (t - t0) / (t1 - t0) : c1;
+  }
+  double Rate(double a, double b) const { return (At(b) - At(a)) / (b - a); }
+  std::optional<double> Steady() const {
+    const double end = duration();
+    if (end < kMinRunS) return std::nullopt;
+    std::vector<double> r;
+    for (double a = end / 2; a + kWindowS <= end; a += kStepS) r.push_back(Rate(a, a + kWindowS));
+    return r.empty() ? std::nullopt : std::optional<double>(Median(r));
+  }
+  std::optional<double> TimeTo90() const {
+    const auto steady = Steady();
+    if (!steady) return std::nullopt;
+    const double end = duration();
+    for (double t = 0; t + kHoldS + kWindowS <= end; t += kStepS) {
+      bool holds = true;
+      for (double a = t; a <= t + kHoldS + 1e-9 && holds; a += kStepS) holds = Rate(a, a + kWindowS) >= 0.9 * *steady;
+      if (holds) return t;
+    }
+    return std::nullopt;
+  }
+  // The rate in each whole second from the first request.
+  std::vector<double> PerSecond() const {
+    std::vector<double> r;
+    for (double a = 0; a + 1 <= duration(); a += 1) r.push_back(Rate(a, a + 1));
+    return r;
+  }
+
+ private:
+  double total_ = 0;
+  std::vector<std::pair<double, double>> points_;  // (seconds since the first request, cumulative bytes)
+};
 
 struct EpochResult {
   double seconds, images, bytes, stall, cpu;
@@ -62,7 +129,7 @@ struct EpochResult {
 };
 
 // Reads one epoch to its end, timing each Next().
-StatusOr<EpochResult> ReadEpoch(Loader& loader) {
+StatusOr<EpochResult> ReadEpoch(Loader& loader, std::chrono::steady_clock::time_point start, StartupCurve* curve) {
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = ProcessCpuSeconds();
   const auto m0 = loader.Metrics();
@@ -76,6 +143,8 @@ StatusOr<EpochResult> ReadEpoch(Loader& loader) {
     r.waits_ms.push_back(wait_ms);
     r.images += static_cast<double>((*b)->size());
     r.bytes += static_cast<double>((*b)->data().size());
+    curve->Add(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+               static_cast<double>((*b)->data().size()));
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.cpu = ProcessCpuSeconds() - cpu0;
@@ -97,7 +166,9 @@ void PrintEpoch(int e, bool warm, const EpochResult& r) {
 
 // The summary over the measured epochs: medians per epoch, waits over all.
 void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const std::vector<double>& all_waits,
-                  const LoaderMetrics& m) {
+                  const LoaderMetrics& m, const StartupCurve& curve) {
+  const auto steady = curve.Steady();
+  const auto t90 = curve.TimeTo90();
   std::vector<double> ips, mbps, cpu_per_gb, stall;
   for (const auto& r : measured) {
     ips.push_back(r.images / r.seconds);
@@ -106,21 +177,45 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
     stall.push_back(r.stall);
   }
   if (a.json) {
-    fmt::print("{{\"loader\": \"cqlstream{}\", \"images_per_s\": {:.1f}, \"mb_per_s\": {:.2f}, \"cpu_s_per_gb\": {:.3f}, "
-               "\"p50_wait_ms\": {:.3f}, \"p99_wait_ms\": {:.3f}, \"peak_rss_mb\": {:.1f}, \"epochs\": {}, "
+    fmt::print("{{\"loader\": \"cqlstream{}\", \"images_per_s\": {:.1f}, \"mb_per_s\": {:.2f}, "
+               "\"cpu_s_per_gb\": {:.3f}, \"p50_wait_ms\": {:.3f}, \"p99_wait_ms\": {:.3f}, "
+               "\"peak_rss_mb\": {:.1f}, \"epochs\": {}, "
                "\"stall_s\": {:.3f}, \"window\": {}, \"connections\": {}, \"retries\": {}, \"hedges\": {}, "
-               "\"latency_p50_ms\": {:.3f}, \"latency_p99_ms\": {:.3f}, \"direct_bytes\": {}, \"copied_bytes\": {}}}\n",
+               "\"latency_p50_ms\": {:.3f}, \"latency_p99_ms\": {:.3f}, \"direct_bytes\": {}, \"copied_bytes\": {}, "
+               "\"time_to_90_s\": {}, \"steady_mb_per_s\": {}, \"coalesced_requests\": {}, "
+               "\"coalesced_samples\": {}}}\n",
                a.ordered ? "-ordered" : "", Median(ips), Median(mbps), Median(cpu_per_gb), Percentile(all_waits, 50),
                Percentile(all_waits, 99), PeakRssMb(), measured.size(), Median(stall), m.window, m.connections,
-               m.retries, m.hedges, m.latency_p50_ms, m.latency_p99_ms, m.direct_bytes, m.copied_bytes);
+               m.retries, m.hedges, m.latency_p50_ms, m.latency_p99_ms, m.direct_bytes, m.copied_bytes,
+               t90 ? fmt::format("{:.1f}", *t90) : "null", steady ? fmt::format("{:.2f}", *steady / 1e6) : "null",
+               m.coalesced_requests, m.coalesced_samples);
   } else if (!measured.empty()) {
     fmt::print("summary over {} epoch{} (median): {:.0f} images/s, {:.1f} MB/s, {:.3f} CPU s/GB, stall {:.2f} s, "
-               "batch wait p50 {:.2f} ms p99 {:.2f} ms, peak RSS {:.0f} MB; {:.0f}% of sample bytes received in place\n",
+               "batch wait p50 {:.2f} ms p99 {:.2f} ms, peak RSS {:.0f} MB; "
+               "{:.0f}% of sample bytes received in place\n",
                measured.size(), measured.size() == 1 ? "" : "s", Median(ips), Median(mbps), Median(cpu_per_gb),
                Median(stall), Percentile(all_waits, 50), Percentile(all_waits, 99), PeakRssMb(),
                m.direct_bytes + m.copied_bytes > 0
-                   ? 100.0 * static_cast<double>(m.direct_bytes) / static_cast<double>(m.direct_bytes + m.copied_bytes)
+                   ? 100.0 * static_cast<double>(m.direct_bytes) /
+                         static_cast<double>(m.direct_bytes + m.copied_bytes)
                    : 0.0);
+  }
+  if (a.json) return;
+  fmt::print("coalesced reads: {} requests, {:.1f} samples per request\n", m.coalesced_requests,
+             m.coalesced_requests > 0
+                 ? static_cast<double>(m.coalesced_samples) / static_cast<double>(m.coalesced_requests)
+                 : 0.0);
+  if (t90) {
+    fmt::print("time to 90%: {:.1f} s from the first request (steady state {:.1f} MB/s: the median rate over 1-s "
+               "windows in the last half of the run; 90% reached and held for 1 s)\n",
+               *t90, *steady / 1e6);
+  } else {
+    fmt::print("time to 90%: n/a ({})\n", steady ? "90% of the steady state was not reached and held"
+                                                 : "the run is shorter than 4 s");
+  }
+  if (a.ramp) {
+    const auto ps = curve.PerSecond();
+    for (size_t i = 0; i < ps.size(); ++i) fmt::print("ramp {}-{} s: {:.1f} MB/s\n", i, i + 1, ps[i] / 1e6);
   }
 }
 
@@ -137,8 +232,10 @@ int Run(const ConnectionFlags& flags, const Args& a) {
   }
   std::vector<EpochResult> measured;
   std::vector<double> all_waits;
+  StartupCurve curve;
+  const auto start = std::chrono::steady_clock::now();
   for (int e = 0; e < a.epochs + a.warmup; ++e) {
-    auto r = ReadEpoch(loader);
+    auto r = ReadEpoch(loader, start, &curve);
     if (!r.ok()) return ReportError(r.status());
     const bool warm = e < a.warmup;
     if (!a.json) PrintEpoch(e, warm, *r);
@@ -147,7 +244,7 @@ int Run(const ConnectionFlags& flags, const Args& a) {
       measured.push_back(std::move(*r));
     }
   }
-  PrintSummary(a, measured, all_waits, loader.Metrics());
+  PrintSummary(a, measured, all_waits, loader.Metrics(), curve);
   loader.Close();
   return 0;
 }
@@ -174,9 +271,12 @@ void RegisterBench(CLI::App& app, Action* action) {
   cmd->add_option("--max-in-flight", a->max_in_flight, "Cap on requests in flight (default: adaptive up to 16384)");
   cmd->add_option("--initial-window", a->initial_window, "First window (default 32)");
   cmd->add_flag("--fixed-window", a->fixed_window, "Keep the window at --max-in-flight (no adaptation)");
-  cmd->add_option("--max-connections", a->max_connections, "Cap on connections per host (default 32)");
+  cmd->add_option("--max-connections", a->max_connections,
+                  "Cap on connections per host (default: adaptive, up to a safety limit of 256)");
   cmd->add_option("--memory-mb", a->memory_mb, "Byte budget in MiB (default max(1 GiB, 8 batches))");
   cmd->add_flag("--no-hedge", a->no_hedge, "Do not hedge slow requests");
+  cmd->add_option("--coalesce", a->coalesce,
+                  "Keys per request for small samples (0: automatic, 64; 1: off; at most 100)");
   cmd->add_option("--max-attempts", a->max_attempts, "Attempts per sample before it fails (default 64)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--request-timeout-ms", a->request_timeout_ms,
@@ -185,6 +285,10 @@ void RegisterBench(CLI::App& app, Action* action) {
   cmd->add_option("--retry-budget-ms", a->retry_budget_ms,
                   "Time a sample may spend in retries after its first failure (default 120000)")
       ->check(CLI::Range(1, 86400000));
+  cmd->add_flag("--ramp", a->ramp,
+                "Also print the rate in each second from the first request (time to 90% is always printed: the "
+                "first time from which every 1-s window for the next second carries >= 90% of the steady state, "
+                "the median 1-s rate of the run's last half)");
   cmd->add_flag("--json", a->json, "Print one JSON summary line (for bench/run)");
   cmd->callback([action, flags, a] { *action = [flags, a] { return Run(*flags, *a); }; });
 }

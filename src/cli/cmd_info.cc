@@ -62,6 +62,13 @@ void PrintHeader(const DatasetInfo& d) {
   fmt::print("checksums and chunking: native-only (attached rows are read as they are)\n");
 }
 
+// A byte count as info shows it: "-" for an attached dataset, whose sizes
+// are not known (Cassandra 5.0 has no blob length function for the attach
+// scan to run on the server; docs/schema.md "Metadata rows and paths").
+std::string Bytes(const DatasetInfo& d, double bytes) {
+  return d.attached() ? std::string("-") : store::HumanBytes(bytes);
+}
+
 void PrintSplits(const DatasetInfo& d) {
   fmt::print("\nsplits\n");
   fmt::print("  {:<12} {:>12} {:>12} {:>9}   {}\n", "split", "samples", "bytes", "segments", "sizes");
@@ -83,13 +90,13 @@ void PrintSplits(const DatasetInfo& d) {
                                      store::HumanBytes(static_cast<double>(sum.p99)),
                                      store::HumanBytes(static_cast<double>(sum.max)));
     fmt::print("  {:<12} {:>12} {:>12} {:>9}   {}\n", PrintableText(sp), store::Thousands(d.Count(sp)),
-               store::HumanBytes(static_cast<double>(d.Bytes(sp))),
+               Bytes(d, static_cast<double>(d.Bytes(sp))),
                open ? fmt::format("{} ({} open)", segs, open) : std::to_string(segs), sizes);
   }
   fmt::print("\nsegments\n");
   for (const auto& g : d.segments) {
     fmt::print("  {:>4}  {:<10} {:>10} {:>10}  {:<6}  {}\n", g.seg, PrintableText(g.split), store::Thousands(g.count),
-               store::HumanBytes(static_cast<double>(g.bytes)), PrintableText(g.state), PrintableText(g.source));
+               Bytes(d, static_cast<double>(g.bytes)), PrintableText(g.state), PrintableText(g.source));
   }
 }
 
