@@ -17,7 +17,8 @@
 //  - the header check reports the format the sniffer names;
 //  - a full-size decode that succeeds implies the header check accepted the
 //    image with the same dimensions (the check is what ingest trusts);
-//  - a decode never yields more pixels than the bound it was given.
+//  - a decode never yields more pixels than the bound it was given;
+//  - the thread's JPEG decompressor reads a valid JPEG as itself afterwards.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 
 #include "loader/decode.h"
 #include "store/image_check.h"
+#include "image_state_check.h"
 
 namespace {
 
@@ -69,5 +71,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(why.empty());
     Check(info.width == img.width && info.height == img.height);
   }
+  cqlstream::fuzz::CheckThreadJpegDecoderIsClean();
   return 0;
 }

@@ -17,7 +17,10 @@
 //  - a result passes CheckImage with the size Apply reports, in the format
 //    Apply reports, and within the pixel bound;
 //  - with a crop, the result is crop x crop;
-//  - text that parses prints canonically and parses again to the same text.
+//  - text that parses prints canonically and parses again to the same text;
+//  - the thread's JPEG decompressor reads a valid JPEG as itself afterwards
+//    (a failed header read once left it mid-header: a valid image after a
+//    corrupt one was refused or misread).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -25,6 +28,7 @@
 #include <string_view>
 
 #include "store/image_check.h"
+#include "image_state_check.h"
 #include "store/preprocess.h"
 
 namespace {
@@ -55,10 +59,8 @@ void FuzzText(std::string_view text) {
   Check(again.ok() && again->ToString() == canonical);
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 4) return 0;
+void OneInput(const uint8_t* data, size_t size) {
+  if (size < 4) return;
   PreprocessSpec spec;
   spec.resize_shorter = data[0] < 64 ? 0 : 1 + data[0] % 48;
   spec.center_crop = data[1] < 128 ? 0 : 1 + data[1] % 32;
@@ -69,10 +71,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_pixels = uint64_t{1} << (6 + ((data[2] >> 2) & 15));
   const std::span<const uint8_t> bytes(data + 4, size - 4);
   FuzzText(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  if (!spec.Validate().ok() || spec.empty()) return 0;
+  if (!spec.Validate().ok() || spec.empty()) return;
 
   auto r = cqlstream::store::Apply(spec, bytes, limits);
-  if (!r.ok()) return 0;
+  if (!r.ok()) return;
   CheckResult(spec, limits, *r);
   spec.resize_target = true;
   auto t = cqlstream::store::ApplyToTarget(spec, bytes, r->source_width, r->source_height, limits);
@@ -81,5 +83,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(t->format == cqlstream::store::ImageFormat::kPng);
     Check(t->width == r->width && t->height == r->height);
   }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  OneInput(data, size);
+  cqlstream::fuzz::CheckThreadJpegDecoderIsClean();
   return 0;
 }

@@ -95,7 +95,7 @@ struct FaultProxy::Impl {
       out.assign(pending.begin(), pending.begin() + static_cast<long>(len));
       pending.erase(pending.begin(), pending.begin() + static_cast<long>(len));
       Faults f;
-      double r[6];
+      double r[7];
       {
         MutexLock l(&p->mu);
         f = p->faults;
@@ -140,6 +140,25 @@ struct FaultProxy::Impl {
           self->NextFrame();
         });
       };
+      if (r[6] < f.stall_p && f.stall_for.count() > 0 && out.size() > 9) {
+        p->stats.stalls++;
+        // The header and the result kind: the client has bound the frame
+        // to its request (and its sink), no cell has come yet.
+        const size_t half = std::min<size_t>(out.size() - 1, 13);
+        asio::async_write(client, asio::buffer(out.data(), half), [self, half, f](std::error_code ec, size_t) {
+          if (ec || self->closed) return self->Close();
+          self->timer.expires_after(f.stall_for);
+          self->timer.async_wait([self, half](std::error_code ec) {
+            if (ec || self->closed) return;
+            asio::async_write(self->client, asio::buffer(self->out.data() + half, self->out.size() - half),
+                              [self](std::error_code ec, size_t) {
+                                if (ec) return self->Close();
+                                self->NextFrame();
+                              });
+          });
+        });
+        return;
+      }
       if (r[4] < f.delay_p && f.delay_max.count() > 0) {
         p->stats.delays++;
         timer.expires_after(

@@ -9,7 +9,8 @@
 //
 // Faults are drawn per CQL frame sent by the server (responses): a
 // duplicate is a whole frame sent twice (a replayed answer), a truncation cuts
-// a frame short and closes the connection. Besides, a connection may be given
+// a frame short and closes the connection, a stall sends a frame's start and
+// the rest later. Besides, a connection may be given
 // a byte budget (reset_after_min/max_bytes): after a uniformly drawn number of
 // bytes sent to the client it is cut there, mid-frame as a rule, and closed
 // (a link that fails every few MB); each new connection draws its own.
@@ -36,12 +37,18 @@ class FaultProxy {
     double truncate_p = 0;                      // forward half the frame, then close
     double duplicate_p = 0;                     // forward the frame twice
     double blackhole_p = 0;                     // stop forwarding this connection
+    // Forward the frame's header and first 4 body bytes, hold the rest for
+    // stall_for, then go on (an answer that outlives its request's timeout
+    // mid-frame; later frames of the connection wait behind it).
+    double stall_p = 0;
+    std::chrono::milliseconds stall_for{0};
     // When max > 0: each connection is cut after a uniform draw in [min, max]
     // bytes sent to the client (counted in resets).
     uint64_t reset_after_min_bytes = 0, reset_after_max_bytes = 0;
   };
   struct Stats {
-    std::atomic<uint64_t> connections{0}, delays{0}, resets{0}, truncations{0}, duplicates{0}, blackholes{0};
+    std::atomic<uint64_t> connections{0}, delays{0}, resets{0}, truncations{0}, duplicates{0}, blackholes{0},
+        stalls{0};
   };
 
   // Listens on listen_host:port and forwards to target_host:port.

@@ -78,15 +78,18 @@ TEST_F(PreprocessTest, CliIngestResizesCropsAndReencodes) {
   ASSERT_EQ(irc, 0) << info;
   EXPECT_NE(info.find("preprocess   " + canonical), std::string::npos) << info;
 
-  // Read back: every sample a 56x56 JPEG, exactly what Apply makes of its source.
+  // Read back: every sample a 56x56 JPEG, exactly what Apply makes of its
+  // source, exported under the stored format's extension (img03.png -> .jpg).
   TempDir exported("pp-export");
   const auto files = Exported("ppa", &exported);
   ASSERT_EQ(files.size(), 20u);
   const store::PreprocessSpec spec = store::PreprocessSpec::Parse(canonical).value();
   tjhandle tj = tjInitDecompress();
   for (const auto& [rel, bytes] : files) {
-    const std::string source = "train/" + fs::path(rel).parent_path().filename().string() + "/" +
-                               fs::path(rel).filename().string();
+    EXPECT_EQ(fs::path(rel).extension(), ".jpg") << rel;
+    const std::string stem = "train/" + fs::path(rel).parent_path().filename().string() + "/" +
+                             fs::path(rel).stem().string();
+    const std::string source = sources.count(stem + ".jpg") ? stem + ".jpg" : stem + ".png";
     ASSERT_TRUE(sources.count(source)) << rel;
     int w = 0, h = 0, subsamp = 0, cs = 0;
     ASSERT_EQ(tjDecompressHeader3(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), &w, &h, &subsamp, &cs), 0)

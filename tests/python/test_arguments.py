@@ -59,6 +59,8 @@ def test_timeouts_must_be_numbers(name, value):
         ("initial_window", 0),
         ("max_connections_per_host", -5),
         ("max_attempts", 1 << 32),
+        ("coalesce", -1),
+        ("coalesce", 101),
         ("prefetch", 0),
         ("decode_threads", -1),
     ],
@@ -72,7 +74,7 @@ def test_out_of_range_ints_name_the_parameter(name, value):
 @pytest.mark.parametrize(
     "name, value",
     [("seed", 1.5), ("seed", "7"), ("batch_size", 16.0), ("rank", 0.0), ("epochs", True), ("port", "9042"),
-     ("max_in_flight", 2.5), ("world_size", 1.0)],
+     ("max_in_flight", 2.5), ("world_size", 1.0), ("coalesce", 8.0)],
 )
 def test_wrong_types_name_the_parameter(name, value):
     with pytest.raises(TypeError, match=rf"^{name} must be an int"):

@@ -134,3 +134,41 @@ def test_attach_refusals_say_what_and_why(third_party):
     r = run_cli("attach", "--dataset", unique_name("py_bad"), "--table", f"{keyspace}.metadata_train",
                 "--key-column", "id", "--data-column", "or_label", check=False)
     assert r.returncode != 0 and "must be a blob" in r.stderr, r.stderr
+
+
+def test_attached_metadata_joins_the_metadata_table_and_maps_key_texts(third_party):
+    """Dataset.metadata() of an attached dataset: path is the key's text, size
+    is None (not known), extra the metadata table's other columns as text;
+    keys_for_paths takes the keys' texts."""
+    session, keyspace, _, rows = third_party
+    name = unique_name("py_attm")
+    run_cli("attach", "--dataset", name, "--table", f"{keyspace}.data_train", "--key-column", "id",
+            "--data-column", "data", "--label-column", "label", "--metadata-table", f"{keyspace}.metadata_train")
+    try:
+        with cqlstream.Dataset(name, hosts=HOSTS) as ds:
+            assert ds.attached
+            md = ds.metadata("train")
+            recs = md.to_dict("records") if hasattr(md, "to_dict") else md
+            # The fixture's rows may have grown by a refresh test's 30: every
+            # data row of the table is one metadata row.
+            assert len(recs) == ds.count("train") >= 150
+            want = {u: lab for u, lab in rows.values()}
+            by_path = {}
+            for r in recs:
+                u = uuid.UUID(r["path"])
+                by_path[r["path"]] = int(r["key"])
+                assert r["split"] == "train"
+                assert r["size"] is None or r["size"] != r["size"], r  # None (NaN once pandas made it float)
+                assert r["extra"]["or_label"] == f"class{r['label']}", r
+                assert r["extra"]["or_split"] == "train" and r["extra"]["label"] == str(r["label"]), r
+                assert "id" not in r["extra"] and "_problem" not in r["extra"], r
+                if u in want:
+                    assert r["label"] == want[u]
+            assert set(str(u) for u in want) <= set(by_path)
+            some = [str(u) for u in list(want)[:5]]
+            assert ds.keys_for_paths(some) == [by_path[p] for p in some]
+            assert ds.keys_for_paths(some, split="train") == [by_path[p] for p in some]
+            with pytest.raises(KeyError, match="is not in"):
+                ds.keys_for_paths([str(uuid.UUID(int=1))])
+    finally:
+        run_cli("drop", name, "--yes", check=False)

@@ -239,3 +239,164 @@ def test_parquet_integer_label_past_the_most_classes_is_refused(spark, dataset, 
     with pytest.raises(SystemExit, match="class index 1000000000"):
         spark_ingest.main(["--dataset", dataset, "--parquet", str(parquet), "--label-column", "label",
                            "--job", "big-job", "--hosts", HOSTS])
+
+
+# -- WebDataset shards ----------------------------------------------------------------
+
+WDS_SHARDS = 6
+
+
+def write_tar(path, members: list[tuple[str, bytes]]) -> None:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz" if str(path).endswith((".tar.gz", ".tgz")) else "w") as tf:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+
+
+@pytest.fixture()
+def wds(folder, tmp_path):
+    """The folder's 300 images as WebDataset shards (WDS_SHARDS tars, one of
+    them gzipped; each sample <key>.<jpg|png> + <key>.cls + an ignored
+    <key>.json), in an order that mixes the classes: (shard folder,
+    {sample path: (bytes, class index)})."""
+    root, files = folder
+    classes = ["cat", "dog", "fish"]
+    shard_dir = tmp_path / "wds"
+    shard_dir.mkdir()
+    order = sorted(files, key=lambda p: (p.split("/")[1], p))  # 000.png of every class, then 001 ...
+    expected = {}
+    for s in range(WDS_SHARDS):
+        name = f"shard-{s:03d}.tar" + (".gz" if s == 2 else "")
+        members = []
+        for i, p in enumerate(order[s::WDS_SHARDS]):
+            key, ext = f"sub/{s:02d}{i:04d}", p.rsplit(".", 1)[1]
+            label = classes.index(p.split("/")[0])
+            members += [(f"{key}.{ext}", files[p]), (f"{key}.cls", f"{label}\n".encode()),
+                        (f"{key}.json", b'{"from": "%s"}' % p.encode())]
+            expected[f"{name}/{key}.{ext}"] = (files[p], label)
+        write_tar(shard_dir / name, members)
+    assert len(expected) == len(files)
+    return shard_dir, expected
+
+
+def test_spark_ingest_webdataset_exactly_once_after_a_failed_task(spark, wds, dataset, tmp_path):
+    shard_dir, expected = wds
+    shards = spark_ingest.list_shards(str(shard_dir))
+    assert [n for n, _ in shards] == sorted(n for n, _ in shards) and len(shards) == WDS_SHARDS
+    classes = spark_ingest.webdataset_classes(spark, shards, "cls", PARTITIONS)
+    assert classes == ["0", "1", "2"]
+    cfg = spark_ingest.IngestConfig(dataset=dataset, split="train", job="wds-job", classes=tuple(classes),
+                                    hosts=HOSTS)
+    marker = tmp_path / "crashed"
+    results = spark_ingest.ingest_shards(spark, shards, cfg, PARTITIONS,
+                                         after_add=crash_once(str(marker), FAIL_PARTITION, FAIL_AFTER))
+    assert marker.exists(), "the injected failure never ran"
+    assert [r.partition for r in results] == list(range(PARTITIONS))
+    assert sum(r.rows for r in results) == len(expected)
+    for r in results:
+        assert r.written + r.resumed == r.rows, r
+        if r.partition == FAIL_PARTITION:
+            assert r.attempt == 1 and r.resumed >= FAIL_AFTER, f"not retried, or the retry rewrote: {r}"
+        else:
+            assert (r.attempt, r.resumed) == (0, 0), r
+
+    got, seen = read_back(dataset, "train")
+    assert set(got) == set(expected), (sorted(set(expected) - set(got))[:5], sorted(set(got) - set(expected))[:5])
+    assert [p for p, c in seen.items() if c != 1] == []
+    assert [p for p in expected if got[p] != expected[p][0]] == []
+    with cqlstream.Dataset(dataset, hosts=HOSTS) as ds:
+        assert ds.count("train") == len(expected) and ds.class_names == classes
+        meta = ds.metadata("train")
+        rows = meta.to_dict("records") if hasattr(meta, "to_dict") else meta
+        assert sorted((r["path"], r["label"]) for r in rows) == sorted((p, v[1]) for p, v in expected.items())
+
+    again = spark_ingest.ingest_shards(spark, shards, cfg, PARTITIONS)
+    assert sum(r.written for r in again) == 0 and sum(r.resumed for r in again) == len(expected), again
+
+
+def test_spark_ingest_webdataset_command_line_from_a_shard_list(spark, wds, dataset, tmp_path):
+    """--webdataset with a text file naming the shards (relative to its folder), as blobs without labels."""
+    shard_dir, expected = wds
+    listing = shard_dir / "shards.txt"
+    listing.write_text("# the shards\n" + "".join(f"{p.name}\n" for p in sorted(shard_dir.glob("shard-*"))))
+    assert spark_ingest.main(["--dataset", dataset, "--webdataset", str(listing), "--no-labels", "--kind", "blob",
+                              "--job", "wds-cli", "--partitions", "4", "--hosts", HOSTS]) == 0
+    got, seen = read_back(dataset, "train")
+    assert set(got) == set(expected) and all(c == 1 for c in seen.values())
+    assert [p for p in expected if got[p] != expected[p][0]] == []
+    with cqlstream.Dataset(dataset, hosts=HOSTS) as ds:
+        assert ds.label_kind == "none"
+
+
+@pytest.mark.parametrize("members, message", [
+    ([("a.jpg", b"x"), ("a.cls", b"0"), ("b.jpg", b"y"), ("b.cls", b"1"), ("a.txt", b"z")],
+     "key 'a' comes back after other keys"),
+    ([("a.jpg", b"x"), ("a.cls", b"0"), ("a.cls", b"1")], "sample 'a' has two 'cls' members"),
+    ([("a.jpg", b"x")], "sample 'a' has no .cls member"),
+    ([("a.jpg", b"x"), ("a.cls", b"three")], r"a\.cls is not a class index: b'three'"),
+    ([("a.jpg", b"x"), ("a.cls", b"-1")], r"a\.cls is class -1: expected 0\.\.1048575"),
+    ([("a.txt", b"x"), ("a.cls", b"0")], "sample 'a' has 0 members with extension jpg or jpeg or png, not one"),
+    ([("a.jpg", b"x"), ("a.png", b"y"), ("a.cls", b"0")], "sample 'a' has 2 members with extension"),
+])
+def test_webdataset_shard_problems_name_the_shard_and_sample(tmp_path, members, message):
+    shard = tmp_path / "bad.tar"
+    write_tar(shard, members)
+    cfg = spark_ingest.IngestConfig(dataset="x", split="train", job="j", classes=("0", "1"))
+    with pytest.raises(ValueError, match=f"WebDataset shard bad.tar: .*{message}"):
+        list(spark_ingest.shard_samples(cfg, [("bad.tar", str(shard))]))
+
+
+def test_webdataset_damaged_tar_and_key_rules(tmp_path):
+    shard = tmp_path / "cut.tar"
+    write_tar(shard, [("a.jpg", b"x" * 5000), ("a.cls", b"0")])
+    shard.write_bytes(shard.read_bytes()[:3000])  # cut inside a.jpg's data
+    cfg = spark_ingest.IngestConfig(dataset="x", split="train", job="j", classes=("0",))
+    with pytest.raises(ValueError, match="WebDataset shard cut.tar: cannot read it as a tar file"):
+        list(spark_ingest.shard_samples(cfg, [("cut.tar", str(shard))]))
+    assert spark_ingest.split_key("d/e/000017.seg.PNG") == ("d/e/000017", "seg.png")
+    assert spark_ingest.split_key("d.x/noext") is None and spark_ingest.split_key(".hidden") is None
+    # Members without a dot are skipped; keys in sub-folders keep their folder.
+    ok = tmp_path / "ok.tar"
+    write_tar(ok, [("README", b"r"), ("d/k.PNG", b"p"), ("d/k.cls", b" 0 \n")])
+    assert list(spark_ingest.shard_samples(cfg, [("ok.tar", str(ok))])) == [
+        {"path": "ok.tar/d/k.PNG", "label": "0", "data": b"p"}]
+    with pytest.raises(SystemExit, match="no such shard file"):
+        spark_ingest.list_shards(str(tmp_path / "missing.tar"))
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_webdataset_damaged_shards_are_value_errors_never_crashes(tmp_path, gz):
+    """A shard is outside input: 400 seeded mutations of a valid (plain or
+    gzipped) shard — cut anywhere, or 1-8 bytes overwritten — each either
+    reads as well-formed samples or raises ValueError naming the shard."""
+    import gzip
+    import random
+
+    good = tmp_path / "good.tar"
+    write_tar(good, [("a.jpg", b"x" * 700), ("a.cls", b"1"), ("b.png", b"y" * 50), ("b.cls", b"0")])
+    clean = good.read_bytes()
+    clean = gzip.compress(clean) if gz else clean
+    cfg = spark_ingest.IngestConfig(dataset="x", split="train", job="j", classes=("0", "1"))
+    rng = random.Random(5)
+    shard = tmp_path / "m.tar"
+    outcomes = collections.Counter()
+    for _ in range(400):
+        data = bytearray(clean)
+        if rng.randrange(3) == 0:
+            data = data[:rng.randrange(len(data))]
+        else:
+            for _ in range(rng.randint(1, 8)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        shard.write_bytes(bytes(data))
+        try:
+            for r in spark_ingest.shard_samples(cfg, [("m.tar", str(shard))]):
+                assert isinstance(r["data"], bytes) and r["label"] in ("0", "1") and r["path"].startswith("m.tar/")
+            outcomes["read"] += 1
+        except ValueError as e:
+            assert str(e).startswith("WebDataset shard m.tar: "), e
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 0 and sum(outcomes.values()) == 400, outcomes
