@@ -9,8 +9,11 @@
 # Needs the local node (scripts/cassandra up), the bench build (build-bench,
 # as bench/run makes it) and the `jpeg` dataset of bench/run in keyspace
 # cqlstream_bench. It starts its own cqlstream-wan (W = 4 MiB, uncapped) on
-# 127.0.9.1 and stops it at the end. Node and emulator CPU come from
-# /proc/PID/stat (utime + stime); the loader's from the shell's `times`.
+# 127.0.9.1 (or $CQLSTREAM_BENCH_PROXY_IP) and stops it at the end. Node
+# and emulator CPU come from /proc/PID/stat (utime + stime); the loader's
+# from the shell's `times`.
+# bench/run --tolerance takes the same split for every point of its table,
+# 3 runs each, with medians.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${CQLSTREAM_BENCH_BUILD_DIR:-$ROOT/build-bench}
@@ -18,9 +21,14 @@ rtt=${1:?usage: bench/cpu_split.sh RTT_MS [EPOCHS] [-- bench options]}
 epochs=${2:-4}
 shift $(( $# >= 2 ? 2 : 1 ))
 [[ ${1:-} == -- ]] && shift
-node=$(pgrep -f CassandraDaemon | head -1) || { echo "no Cassandra node running: scripts/cassandra up" >&2; exit 1; }
+# The default profile's node (the one the emulator forwards to), from its pid
+# file: other profiles' nodes (secure, cluster, scratch) may run beside it.
+pidfile=$ROOT/.state/cassandra/default/node1/cassandra.pid
+node=$(cat "$pidfile" 2>/dev/null) && [[ -r /proc/$node/stat ]] ||
+  { echo "no default Cassandra node running: scripts/cassandra up" >&2; exit 1; }
+proxy=${CQLSTREAM_BENCH_PROXY_IP:-127.0.9.1}
 tmp=$(mktemp)
-"$BUILD/bench/cqlstream-wan" --rtt-ms "$rtt" --window 4MiB --map 127.0.9.1:9042=127.0.0.1:9042 >/dev/null 2>&1 &
+"$BUILD/bench/cqlstream-wan" --rtt-ms "$rtt" --window 4MiB --map "$proxy:9042=127.0.0.1:9042" >/dev/null 2>&1 &
 wan=$!
 trap 'kill $wan 2>/dev/null || true; rm -f "$tmp"' EXIT
 sleep 1
@@ -36,7 +44,7 @@ children_cpu() {
   REPLY=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, k, /[ms]/); printf "%.2f", u[1] * 60 + u[2] + k[1] * 60 + k[2] }' "$tmp")
 }
 children_cpu; c0=$REPLY
-"$BUILD/src/cli/cqlstream" bench jpeg --hosts 127.0.9.1 --keyspace cqlstream_bench --epochs "$epochs" --warmup 1 \
+"$BUILD/src/cli/cqlstream" bench jpeg --hosts "$proxy" --keyspace cqlstream_bench --epochs "$epochs" --warmup 1 \
   "$@" 2>&1 | grep -E "^summary"
 children_cpu; c1=$REPLY
 n1=$(cpu "$node"); w1=$(cpu "$wan"); s1=$(date +%s.%N)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Attach scan rate: how fast `cqlstream attach` enumerates the keys of a table
-it did not write (docs/benchmarks.md, "Attach: key scan rate").
+it did not write (docs/benchmarks-ingest.md, "Attach: key scan rate").
 
   .venv/bin/python bench/ingest/attach_scan.py [--keys 50000] [--runs 3] [--cli build/src/cli/cqlstream]
 
@@ -31,6 +31,7 @@ import uuid
 
 import node_cpu
 
+T_START = time.monotonic()
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 KEYSPACE = "attbench"
 TABLE = "data_train"
@@ -147,6 +148,7 @@ def main() -> int:
         node_med = f"{statistics.median(nodes):.1f}" if nodes else "-"
         print(f"| {len(ok)} | {med['keys_per_s']:,.0f} | {med['wall_s']:.1f} | {med['scan_keys_per_s']:,.0f} | "
               f"{med['scan_s']:.2f} | {med['cpu_s']:.1f} | {node_med} | {', '.join(r['load_before'] for r in ok)} |")
+    print(f"\nwall time of this command: {time.monotonic() - T_START:.0f} s")
     return 0 if len(ok) == len(rows) else 1
 
 

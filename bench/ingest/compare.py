@@ -2,7 +2,7 @@
 """Ingest throughput, one run: `cqlstream ingest` and the Python
 scylla-driver (bench/ingest/driver_ingest.py) writing the same image folder
 into the local node, alternating, each into a freshly dropped keyspace.
-Prints a Markdown table (docs/benchmarks.md, "Ingest: cqlstream and the
+Prints a Markdown table (docs/benchmarks-ingest.md, "Ingest: cqlstream and the
 Python driver") and writes the raw lines to bench/results/raw/.
 
   .venv/bin/python bench/ingest/compare.py bench/data/jpeg [--runs 2]

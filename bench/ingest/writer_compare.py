@@ -2,7 +2,7 @@
 """Ingest throughput: `cqlstream ingest` (the CLI) and cqlstream.Writer (Python)
 writing the same image folder into the local node, alternating, each into a
 freshly dropped keyspace. Prints one line per run and a Markdown table of the
-medians (docs/benchmarks.md, "Ingest: the CLI and cqlstream.Writer"); the raw
+medians (docs/benchmarks-ingest.md, "Ingest: the CLI and cqlstream.Writer"); the raw
 lines go to bench/results/raw/.
 
   .venv/bin/python bench/ingest/writer_compare.py FOLDER [--runs 3] [--cli build/src/cli/cqlstream]
@@ -29,6 +29,7 @@ import time
 
 import node_cpu
 
+T_START = time.monotonic()
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DATASET = "wcmp"
 
@@ -149,6 +150,7 @@ def compare(a: argparse.Namespace) -> int:
         print(f"| {tool} | {len(rs)} | {med['images_per_s']:,.0f} | {med['mb_per_s']:.1f} | {med['wall_s']:.1f} | "
               f"{med['cpu_s']:.1f} | {med['cpu_s_per_gb']:.2f} | {node_med} | "
               f"{', '.join(r['load_before'] for r in rs)} |")
+    print(f"\nwall time of this command: {time.monotonic() - T_START:.0f} s")
     return 0 if all(r["rc"] == 0 for r in rows) else 1
 
 

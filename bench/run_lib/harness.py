@@ -43,7 +43,9 @@ LOADERS = os.path.join(ROOT, "bench", "loaders")
 DATA = os.path.join(ROOT, "bench", "data")
 
 NODE = ("127.0.0.1", 9042)      # the running node (scripts/cassandra up)
-PROXY_IP = "127.0.9.1"          # where every loader connects
+# Where every loader connects; another address lets two runs (of two people)
+# go side by side.
+PROXY_IP = os.environ.get("CQLSTREAM_BENCH_PROXY_IP", "127.0.9.1")
 S3 = ("127.0.0.1", 9570)        # moto_server
 
 # --------------------------------------------------------------------------
@@ -210,7 +212,10 @@ class Proxy:
             time.sleep(0.05)
         if self.listening < 2:
             self.stop()
-            raise RuntimeError("cqlstream-wan did not start listening")
+            with open(self.logf.name) as f:
+                why = (f.read().strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"cqlstream-wan did not start listening ({why}); another run's emulator on "
+                               f"{PROXY_IP}? set CQLSTREAM_BENCH_PROXY_IP to another 127.x address")
 
     def _read(self):
         for line in self.p.stdout:

@@ -1,7 +1,7 @@
 // Copyright (c) cqlstream authors.
 //
 // cqlstream-wan: a user-space WAN emulator (TCP proxy). See proxy.h and
-// wan_model.h for the model, docs/benchmarks.md ("WAN emulator") for usage
+// wan_model.h for the model, docs/wan.md for usage
 // and its measured accuracy.
 #include <fmt/format.h>
 #include <signal.h>
