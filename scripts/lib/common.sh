@@ -67,6 +67,20 @@ python_bin() {
 #    (stage sanitize);
 #  - libFuzzer coverage on every object and the tests/fuzz targets
 #    (-DCQLSTREAM_FUZZ=ON) for scripts/fuzz (stage fuzz).
+# ccache_launcher ARRAY: sets the named array to the CMake launcher flags for
+# ccache when it is installed (empty otherwise; nothing depends on it) and
+# makes its paths relative to the repository, so clones and build folders
+# share objects. Asked when a tree is configured, not when a script starts:
+# on a fresh machine scripts/install puts ccache there mid-run.
+ccache_launcher() {
+  local -n out=$1
+  out=()
+  if command -v ccache >/dev/null; then
+    out=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    export CCACHE_BASEDIR=$CQLSTREAM_ROOT CCACHE_NOHASHDIR=1
+  fi
+}
+
 # One tree instead of three compiles the library once instead of three times
 # (about half of CI's build time). -O1 -g1 with assertions on: much faster to
 # compile than -O2 -g, close to it under ASan, and traces keep file:line.
@@ -75,10 +89,7 @@ configure_check_build() {
   shift
   command -v clang++-14 >/dev/null || die "clang++-14 is needed (apt-get install clang-14)"
   local launcher=()
-  if command -v ccache >/dev/null; then
-    launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-    export CCACHE_BASEDIR=$CQLSTREAM_ROOT CCACHE_NOHASHDIR=1
-  fi
+  ccache_launcher launcher
   cmake -S "$CQLSTREAM_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
