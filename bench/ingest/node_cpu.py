@@ -10,6 +10,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "run_lib"))
+from bench_common import process_cpu_s as cpu_seconds  # noqa: E402,F401  (utime + stime, None once gone)
 
 
 def node_pid(host: str, port: int = 9042) -> int | None:
@@ -25,15 +29,3 @@ def node_pid(host: str, port: int = 9042) -> int | None:
             if m:
                 return int(m.group(1))
     return None
-
-
-def cpu_seconds(pid: int | None) -> float | None:
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    # After the ")" that ends comm: state is field 3, utime 14 and stime 15.
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -23,14 +23,13 @@ import subprocess
 import sys
 import time
 
-from bench_common import loadavg, log
+from bench_common import loadavg, log, process_cpu_s
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CASSANDRA = os.path.join(ROOT, "scripts", "cassandra")
 PROFILE = "scratch"
 HOST = "127.0.4.1"
 KEYSPACE = "cqlstream_node_settings"
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def node_pid():
@@ -39,10 +38,11 @@ def node_pid():
 
 
 def proc_cpu(pid):
-    """utime + stime of a running process, in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    """utime + stime of the running node, in seconds."""
+    cpu = process_cpu_s(pid)
+    if cpu is None:
+        raise RuntimeError(f"the {PROFILE} node (pid {pid}) is gone")
+    return cpu
 
 
 def timed(cmd):

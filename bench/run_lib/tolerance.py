@@ -34,23 +34,10 @@ import threading
 import time
 
 import harness
-from bench_common import loadavg, log
+from bench_common import loadavg, log, process_cpu_s as proc_cpu
 from summary import fmt
 
 ROOT = harness.ROOT
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def proc_cpu(pid):
-    """utime + stime of a running process, in seconds; None once it is gone."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def node_pid():
