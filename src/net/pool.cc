@@ -70,11 +70,14 @@ void HostPool::Fill() {
   const int wanted = owner->ConnectionsPerHost();
   uint16_t port = port_;
   std::vector<ToOpen> to_open;
+  bool surplus = false;
   {
     MutexLock l(&mu_);
     if (closed_) return;
     to_open = Missing(&port, wanted);
+    surplus = NoteSurplus(wanted);
   }
+  if (surplus) ScheduleTrim(*owner);
   auto self = shared_from_this();
   for (ToOpen& t : to_open) {
     Connection::Options o = owner->ConnectionOptionsFor(address_, port);
@@ -114,6 +117,11 @@ void HostPool::OnConnectionClosed(const std::shared_ptr<PoolOwner>& owner, const
         ++i;
       }
     }
+    std::erase_if(retiring_, [&gone](const std::shared_ptr<Connection>& c) {
+      if (!c->closed()) return false;
+      gone.push_back(c);
+      return true;
+    });
     if (conns_.empty()) {
       up_ = false;
       growth_limit_.store(0, std::memory_order_relaxed);  // down: the limit is learnt anew
@@ -238,14 +246,86 @@ void HostPool::ScheduleGrowthProbe(PoolOwner& owner) {
   });
 }
 
+bool HostPool::NoteSurplus(int wanted) {
+  // A shard-aware ScyllaDB pool spreads its connections over the shards: a
+  // count alone cannot say which of them are surplus, so it is not shrunk.
+  const bool shard_aware = sharding_ && config_.shard_aware && ShardAwarePort(*sharding_, config_.tls);
+  const bool surplus = config_.idle_close.count() > 0 && !shard_aware && static_cast<int>(conns_.size()) > wanted;
+  if (!surplus) {
+    surplus_since_.reset();
+  } else if (!surplus_since_) {
+    surplus_since_ = std::chrono::steady_clock::now();
+  }
+  return surplus || !retiring_.empty();
+}
+
+void HostPool::ScheduleTrim(PoolOwner& owner) {
+  if (owner.closed()) return;
+  asio::io_context& io = owner.NextIo();
+  MutexLock l(&mu_);
+  if (closed_ || trim_scheduled_) return;
+  trim_scheduled_ = true;
+  if (!trim_timer_) trim_timer_ = std::make_unique<asio::steady_timer>(io);
+  // Retired connections are checked often; a surplus when it is due.
+  if (!retiring_.empty() || !surplus_since_) {
+    trim_timer_->expires_after(kRetireCheck);
+  } else {
+    trim_timer_->expires_at(*surplus_since_ + config_.idle_close);
+  }
+  auto self = shared_from_this();
+  trim_timer_->async_wait([self](std::error_code ec) {
+    {
+      MutexLock l(&self->mu_);
+      self->trim_scheduled_ = false;
+    }
+    if (!ec) self->Trim();
+  });
+}
+
+void HostPool::Trim() {
+  auto owner = owner_.lock();
+  if (!owner || owner->closed()) return;
+  const int wanted = owner->ConnectionsPerHost();
+  std::vector<std::shared_ptr<Connection>> idle;
+  bool again = false;
+  {
+    MutexLock l(&mu_);
+    if (closed_) return;
+    // First the connections retired at an earlier check: no Pick() can hand
+    // them out any more, so once nothing is in flight nothing will be. They
+    // leave retiring_ when they have closed (OnConnectionClosed, which also
+    // moves their byte counts to the owner).
+    for (const auto& c : retiring_) {
+      if (c->in_flight() == 0 && !c->closed()) idle.push_back(c);
+    }
+    const bool surplus = NoteSurplus(wanted);
+    if (surplus && surplus_since_ && std::chrono::steady_clock::now() >= *surplus_since_ + config_.idle_close) {
+      // The newest go: the oldest have proven they stay up.
+      while (static_cast<int>(conns_.size()) > wanted) {
+        retiring_.push_back(conns_.back());
+        conns_.pop_back();
+        conn_shard_.pop_back();
+        conn_aware_.pop_back();
+      }
+      surplus_since_.reset();
+    }
+    again = NoteSurplus(wanted);
+  }
+  // Cancelled: not a failure of the host (last_error_ keeps its cause).
+  for (const auto& c : idle) c->Close(Status::Cancelled("closed: more connections open than wanted"));
+  if (again) ScheduleTrim(*owner);
+}
+
 void HostPool::Close(const Status& why) {
   std::vector<std::shared_ptr<Connection>> conns;
   {
     MutexLock l(&mu_);
     closed_ = true;
     conns = conns_;
+    conns.insert(conns.end(), retiring_.begin(), retiring_.end());
     if (timer_) timer_->cancel();
     if (growth_timer_) growth_timer_->cancel();
+    if (trim_timer_) trim_timer_->cancel();
   }
   for (auto& c : conns) c->Close(why);
 }
@@ -277,6 +357,7 @@ HostPool::State HostPool::state() const {
   State s;
   s.open_connections = static_cast<int>(conns_.size());
   for (const auto& c : conns_) s.in_flight += c->in_flight();
+  for (const auto& c : retiring_) s.in_flight += c->in_flight();
   s.shards = sharding_ ? sharding_->nr_shards : 0;
   s.last_error = last_error_;
   s.growth_limit = growth_limit_.load(std::memory_order_relaxed);
@@ -287,6 +368,7 @@ int HostPool::InFlight() const {
   MutexLock l(&mu_);
   int n = 0;
   for (const auto& c : conns_) n += c->in_flight();
+  for (const auto& c : retiring_) n += c->in_flight();
   return n;
 }
 
@@ -298,6 +380,7 @@ std::string HostPool::last_error() const {
 void HostPool::ForEachConnection(const std::function<void(const Connection&)>& f) const {
   MutexLock l(&mu_);
   for (const auto& c : conns_) f(*c);
+  for (const auto& c : retiring_) f(*c);
 }
 
 }  // namespace cqlstream::net

@@ -8,10 +8,15 @@
 //    shard, opened through the shard-aware port with a source port the
 //    server maps to that shard (connections that landed on a shard by chance
 //    through the regular port stay in use but do not count).
-//  * Growth is immediate (Fill() after the owner raises the number);
-//    shrinking leaves the extra connections open and idle (Pick() prefers the
-//    least loaded, so they keep serving), which never fails a request in
-//    flight.
+//  * Growth is immediate (Fill() after the owner raises the number).
+//    Shrinking waits: a surplus over the wanted number (Fill() after the
+//    owner lowers it) keeps serving until it has lasted
+//    PoolConfig::idle_close, so a number that falls and rises again costs no
+//    reopening. Then the newest surplus connections are retired: Pick() no
+//    longer hands them out, and each is closed once its requests in flight
+//    have completed (checked every kRetireCheck), so a shrink never fails a
+//    request. A ScyllaDB pool on the shard-aware port is not shrunk (its
+//    connections are spread over the shards).
 //  * A connection that closes leaves the pool; a failed open of a pool
 //    without connections counts as a failure, and the pool reopens after
 //    the owner's reconnection backoff (ExponentialBackoff, jittered) for
@@ -87,6 +92,9 @@ struct PoolConfig {
   ExponentialBackoff reconnect{std::chrono::milliseconds(100), std::chrono::milliseconds(10000)};
   // Before probing past a growth limit, per refusal in a row (see above).
   ExponentialBackoff growth_retry{std::chrono::milliseconds(2000), std::chrono::milliseconds(60000)};
+  // How long a surplus of open connections over the wanted number lasts
+  // before it is closed (see above); zero or less: never closed.
+  std::chrono::milliseconds idle_close{30000};
 };
 
 class HostPool : public std::enable_shared_from_this<HostPool> {
@@ -117,14 +125,17 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
     std::string last_error;  // why the last open failed or connection closed
   };
   State state() const;
-  // Requests in flight over the pool's connections.
+  // Requests in flight over the pool's connections (retired ones included).
   int InFlight() const;
   std::string last_error() const;
-  // Calls `f` for every open connection (under the pool's lock: f must not
-  // call back into the pool).
+  // Calls `f` for every open connection, retired ones included (under the
+  // pool's lock: f must not call back into the pool).
   void ForEachConnection(const std::function<void(const Connection&)>& f) const;
 
   HostPool(std::string address, uint16_t port, PoolConfig config, std::weak_ptr<PoolOwner> owner);
+
+  // How often retired connections are checked for requests in flight.
+  static constexpr std::chrono::milliseconds kRetireCheck{100};
 
  private:
   struct ToOpen {
@@ -136,6 +147,11 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   void OnConnectionClosed(const std::shared_ptr<PoolOwner>& owner, const Status& why);
   void ScheduleReconnect(PoolOwner& owner);
   void ScheduleGrowthProbe(PoolOwner& owner);
+  // Shrinking (see above): notes whether the pool has a surplus over
+  // `wanted`, and whether a trim is due now or later.
+  bool NoteSurplus(int wanted) REQUIRES(mu_);
+  void ScheduleTrim(PoolOwner& owner);
+  void Trim();
 
   const std::string address_;
   const uint16_t port_;
@@ -161,6 +177,12 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   bool growth_probe_ GUARDED_BY(mu_) = false;
   bool growth_probe_scheduled_ GUARDED_BY(mu_) = false;
   std::unique_ptr<asio::steady_timer> growth_timer_ GUARDED_BY(mu_);
+  // Shrinking: since when the surplus has lasted, the connections retired
+  // from Pick() and not yet closed, and the timer of both.
+  std::optional<std::chrono::steady_clock::time_point> surplus_since_ GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Connection>> retiring_ GUARDED_BY(mu_);
+  bool trim_scheduled_ GUARDED_BY(mu_) = false;
+  std::unique_ptr<asio::steady_timer> trim_timer_ GUARDED_BY(mu_);
   std::string last_error_ GUARDED_BY(mu_);
 };
 

@@ -1,8 +1,9 @@
 // Copyright (c) cqlstream authors.
 //
 // HostPool on its own, against in-process fake servers: it opens the wanted
-// number of connections, grows when asked and leaves extra ones idle when
-// the number falls, marks a refused host down with the reason and keeps
+// number of connections, grows when asked and leaves extra ones open when
+// the number falls for a while, closes a surplus that lasts once its
+// requests are answered, marks a refused host down with the reason and keeps
 // reopening with backoff, caps itself at what a host accepts and probes past
 // the cap later, drops a connection that dies and reopens it, keeps
 // one connection per ScyllaDB shard through the shard-aware port, and does
@@ -14,10 +15,14 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "cql/request.h"
 #include "net/fake_server_test_util.h"
 #include "net/io_pool.h"
 #include "net/routing/murmur3.h"
@@ -71,7 +76,7 @@ bool Eventually(const std::function<bool()>& f, std::chrono::milliseconds within
   return f();
 }
 
-TEST(HostPoolTest, OpensTheWantedConnectionsGrowsAndLeavesExtraOnesIdle) {
+TEST(HostPoolTest, OpensTheWantedConnectionsGrowsAndKeepsExtraOnesForAWhile) {
   FakeServer srv;
   IoPool io(1);
   auto owner = std::make_shared<FakeOwner>(&io);
@@ -87,7 +92,7 @@ TEST(HostPoolTest, OpensTheWantedConnectionsGrowsAndLeavesExtraOnesIdle) {
   ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 4; }));
   EXPECT_EQ(srv.connections(), 4);
 
-  // Fewer wanted: nothing is closed (requests in flight keep their connection).
+  // Fewer wanted: nothing is closed before idle_close (30 s by default).
   owner->per_host = 1;
   pool->Fill();
   std::this_thread::sleep_for(50ms);
@@ -96,6 +101,86 @@ TEST(HostPoolTest, OpensTheWantedConnectionsGrowsAndLeavesExtraOnesIdle) {
 
   pool->Close(Status::Cancelled("test over"));
   ASSERT_TRUE(Eventually([&] { return owner->closed_connections == 4; }));
+}
+
+// A surplus over the wanted number: one shorter than idle_close is kept (no
+// reopening when the number rises again); one that lasts is retired from
+// Pick() at once, but each retired connection is closed only after its
+// request in flight was answered, and the answer reaches the request.
+TEST(HostPoolTest, ASurplusThatLastsIsClosedOnceItsRequestsAreAnswered) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request&) { return std::nullopt; });  // answered by the test
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  owner->per_host = 3;
+  PoolConfig config = FastReconnect();
+  config.idle_close = 200ms;
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), config, owner);
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 3; }));
+
+  // A request in flight on each connection.
+  std::vector<std::shared_ptr<Connection>> conns;
+  std::vector<const Connection*> used;
+  std::vector<std::future<StatusOr<Reply>>> replies;
+  for (int i = 0; i < 3; ++i) {
+    auto c = pool->Pick(std::nullopt, used);
+    ASSERT_NE(c, nullptr);
+    used.push_back(c.get());
+    conns.push_back(c);
+    auto done = std::make_shared<std::promise<StatusOr<Reply>>>();
+    replies.push_back(done->get_future());
+    auto frame = cql::EncodeQuery("Q" + std::to_string(i), cql::QueryParameters{});
+    ASSERT_TRUE(frame.ok());
+    c->Send(std::move(*frame), nullptr, 10000ms, [done](StatusOr<Reply> r) { done->set_value(std::move(r)); });
+  }
+  ASSERT_TRUE(Eventually([&] { return srv.requests().size() >= 3 && pool->InFlight() == 3; }));
+
+  // Short: fewer wanted for 50 ms, then as many as before.
+  owner->per_host = 1;
+  pool->Fill();
+  std::this_thread::sleep_for(50ms);
+  owner->per_host = 3;
+  pool->Fill();
+  std::this_thread::sleep_for(400ms);
+  EXPECT_EQ(pool->state().open_connections, 3);
+  EXPECT_EQ(owner->closed_connections, 0);
+  EXPECT_EQ(owner->opens, 3);
+
+  // Lasting: two are retired (out of Pick) but stay open while answered late.
+  owner->per_host = 1;
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 1; }));
+  std::this_thread::sleep_for(4 * HostPool::kRetireCheck);
+  EXPECT_EQ(owner->closed_connections, 0);
+  EXPECT_EQ(pool->InFlight(), 3);
+  for (const auto& c : conns) EXPECT_FALSE(c->closed());
+  auto kept = pool->Pick(std::nullopt, {});
+  ASSERT_NE(kept, nullptr);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(pool->Pick(std::nullopt, {}), kept);
+
+  // Answered: every request gets its answer; then the two retired close.
+  cql::Bytes void_result;
+  cql::Writer(&void_result).Int(0x0001);
+  for (const auto& r : srv.requests()) {
+    if (r.query.rfind("Q", 0) == 0) srv.Send(r.connection, testing::Frame(cql::Opcode::kResult, r.header.stream, void_result));
+  }
+  for (auto& f : replies) {
+    ASSERT_EQ(f.wait_for(3s), std::future_status::ready);
+    auto r = f.get();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+  }
+  ASSERT_TRUE(Eventually([&] { return owner->closed_connections == 2; }));
+  int closed = 0;
+  for (const auto& c : conns) closed += c->closed() ? 1 : 0;
+  EXPECT_EQ(closed, 2);
+  EXPECT_FALSE(kept->closed());
+  EXPECT_EQ(pool->state().open_connections, 1);
+  EXPECT_EQ(owner->opens, 3);  // nothing reopened
+  EXPECT_TRUE(pool->up());
+
+  pool->Close(Status::Cancelled("test over"));
+  ASSERT_TRUE(Eventually([&] { return owner->closed_connections == 3; }));
 }
 
 TEST(HostPoolTest, PickPrefersConnectionsTheRequestHasNotUsed) {
