@@ -298,8 +298,8 @@ void HostPool::Trim() {
     for (const auto& c : retiring_) {
       if (c->in_flight() == 0 && !c->closed()) idle.push_back(c);
     }
-    const bool surplus = NoteSurplus(wanted);
-    if (surplus && surplus_since_ && std::chrono::steady_clock::now() >= *surplus_since_ + config_.idle_close) {
+    NoteSurplus(wanted);
+    if (surplus_since_ && std::chrono::steady_clock::now() >= *surplus_since_ + config_.idle_close) {
       // The newest go: the oldest have proven they stay up.
       while (static_cast<int>(conns_.size()) > wanted) {
         retiring_.push_back(conns_.back());

@@ -147,8 +147,9 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   void OnConnectionClosed(const std::shared_ptr<PoolOwner>& owner, const Status& why);
   void ScheduleReconnect(PoolOwner& owner);
   void ScheduleGrowthProbe(PoolOwner& owner);
-  // Shrinking (see above): notes whether the pool has a surplus over
-  // `wanted`, and whether a trim is due now or later.
+  // Shrinking (see above): notes since when the pool has had a surplus over
+  // `wanted` (surplus_since_); true when a trim is pending (a surplus, or
+  // retired connections not yet closed).
   bool NoteSurplus(int wanted) REQUIRES(mu_);
   void ScheduleTrim(PoolOwner& owner);
   void Trim();
