@@ -59,14 +59,6 @@ python_bin() {
   fi
 }
 
-# configure_check_build DIR [CMAKE ARGS...]: the one clang-14 "check" build
-# that three stages of scripts/test share, configured (idempotently) in DIR:
-#  - its compile with -Wthread-safety -Werror is the lock-annotation check
-#    (stage threads);
-#  - ASan + UBSan (-DCQLSTREAM_SANITIZE=ON) for the unit and integration tests
-#    (stage sanitize);
-#  - libFuzzer coverage on every object and the tests/fuzz targets
-#    (-DCQLSTREAM_FUZZ=ON) for scripts/fuzz (stage fuzz).
 # ccache_launcher ARRAY: sets the named array to the CMake launcher flags for
 # ccache when it is installed (empty otherwise; nothing depends on it) and
 # makes its paths relative to the repository, so clones and build folders
@@ -81,6 +73,14 @@ ccache_launcher() {
   fi
 }
 
+# configure_check_build DIR [CMAKE ARGS...]: the one clang-14 "check" build
+# that three stages of scripts/test share, configured (idempotently) in DIR:
+#  - its compile with -Wthread-safety -Werror is the lock-annotation check
+#    (stage threads);
+#  - ASan + UBSan (-DCQLSTREAM_SANITIZE=ON) for the unit and integration tests
+#    (stage sanitize);
+#  - libFuzzer coverage on every object and the tests/fuzz targets
+#    (-DCQLSTREAM_FUZZ=ON) for scripts/fuzz (stage fuzz).
 # One tree instead of three compiles the library once instead of three times
 # (about half of CI's build time). -O1 -g1 with assertions on: much faster to
 # compile than -O2 -g, close to it under ASan, and traces keep file:line.
