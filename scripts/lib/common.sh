@@ -73,6 +73,21 @@ ccache_launcher() {
   fi
 }
 
+# pip_ccache_args ARRAY: the same for a `pip install` of the package
+# (scikit-build-core's -C cmake.define.*), with the compilers named cc/c++
+# as CMake names them for build/: scikit-build-core would name them gcc/g++,
+# the same compilers, but ccache hashes the name, and no library object of
+# build/ would be reused.
+pip_ccache_args() {
+  local -n pip_out=$1
+  local launcher=()
+  ccache_launcher launcher
+  pip_out=()
+  ((${#launcher[@]})) || return 0
+  pip_out=(-C cmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache -C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache
+    -C cmake.define.CMAKE_C_COMPILER=cc -C cmake.define.CMAKE_CXX_COMPILER=c++)
+}
+
 # configure_check_build DIR [CMAKE ARGS...]: the one clang-14 "check" build
 # that three stages of scripts/test share, configured (idempotently) in DIR:
 #  - its compile with -Wthread-safety -Werror is the lock-annotation check
