@@ -130,8 +130,11 @@ TEST_F(ConnectionTest, TimedOutStreamIdIsRetiredUntilItsLateAnswer) {
 TEST_F(ConnectionTest, ASharedFrameIsSentManyTimesOnOwnStreamsAndNeverModified) {
   // The attempts and hedges of one execution send one shared frame: each send
   // gets its own stream id in its own header, and the shared bytes keep id 0.
+  // The server holds its answers until all four sends are on the wire: an
+  // answer frees its stream id, so an early one would let a later send reuse it.
   FakeServer srv;
   srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    if (r.query == "SHARED") return std::nullopt;
     return Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query));
   });
   auto c1 = Open(srv), c2 = Open(srv);
@@ -146,6 +149,10 @@ TEST_F(ConnectionTest, ASharedFrameIsSentManyTimesOnOwnStreamsAndNeverModified) 
     auto p = std::make_shared<std::promise<StatusOr<Reply>>>();
     replies.push_back(p->get_future());
     c->Send(shared, nullptr, 2000ms, [p](StatusOr<Reply> r) { p->set_value(std::move(r)); });
+  }
+  WaitFor([&] { return Seen(srv, "SHARED").size() == 4u; });
+  for (const auto& r : Seen(srv, "SHARED")) {
+    srv.Send(r.connection, Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query)));
   }
   for (auto& f : replies) {
     auto r = f.get();
