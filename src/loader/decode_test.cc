@@ -7,7 +7,9 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -497,11 +499,28 @@ TEST(DecodePoolTest, RunsEveryIndexOnceAndReportsTheFirstError) {
   std::vector<std::atomic<int>> hits(1000);
   std::mutex mu;
   std::set<std::thread::id> ids;
+  const std::thread::id caller = std::this_thread::get_id();
+  auto a_worker_ran = [&] {
+    std::lock_guard<std::mutex> l(mu);
+    for (const auto& id : ids) {
+      if (id != caller) return true;
+    }
+    return false;
+  };
   Status s = pool.ParallelFor(hits.size(), [&](size_t i) {
     hits[i]++;
     {
       std::lock_guard<std::mutex> l(mu);
       ids.insert(std::this_thread::get_id());
+    }
+    // The caller runs items too: the first item waits (at most 10 s) until a
+    // worker ran one, so that the workers' part does not hang on how soon
+    // the scheduler starts them.
+    if (i == 0) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!a_worker_ran() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
     return Status::OK();

@@ -65,8 +65,14 @@ class ConnectionTest : public ::testing::Test {
     }
     return out;
   }
-  static void WaitFor(const std::function<bool()>& f) {
-    for (int i = 0; i < 400 && !f(); ++i) std::this_thread::sleep_for(5ms);
+  // Whether `f` became true within 10 s (generous: sanitizer builds on a
+  // loaded machine are slow); callers assert it.
+  [[nodiscard]] static bool WaitFor(const std::function<bool()>& f) {
+    for (int i = 0; i < 2000; ++i) {
+      if (f()) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return f();
   }
   IoPool io_{1};
 };
@@ -77,7 +83,7 @@ TEST_F(ConnectionTest, AnswersAreMatchedByStreamIdInAnyOrder) {
   auto c = Open(srv);
   ASSERT_NE(c, nullptr);
   auto a = Query(*c, "A"), b = Query(*c, "B"), d = Query(*c, "C");
-  WaitFor([&] { return Seen(srv, "C").size() == 1; });
+  ASSERT_TRUE(WaitFor([&] { return Seen(srv, "C").size() == 1; }));
   ASSERT_EQ(Seen(srv, "A").size(), 1u);
   // Answer in reverse order; each answer names its request.
   for (const char* q : {"C", "B", "A"}) {
@@ -102,7 +108,9 @@ TEST_F(ConnectionTest, TimedOutStreamIdIsRetiredUntilItsLateAnswer) {
   });
   auto c = Open(srv, /*max_streams=*/2);
   ASSERT_NE(c, nullptr);
-  auto a = Query(*c, "A", 100ms);
+  // A's timeout leaves room for C's round trip on a slow (sanitizer) build:
+  // if nothing at all were read before it fires, the connection would close.
+  auto a = Query(*c, "A", 1000ms);
   // Other answers keep arriving after A was sent, so the connection is alive
   // (a connection that hears nothing at all is closed instead: see below).
   ASSERT_TRUE(Query(*c, "C").get().ok());
@@ -118,7 +126,7 @@ TEST_F(ConnectionTest, TimedOutStreamIdIsRetiredUntilItsLateAnswer) {
   // delivered to anyone, and the id becomes usable again.
   auto late = Seen(srv, "A")[0];
   srv.Send(late.connection, Frame(cql::Opcode::kResult, late.header.stream, SetKeyspaceBody("LATE")));
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(WaitFor([&] { return c->load() == 0; })) << "the late answer frees the retired id";
   auto rc = Query(*c, "C").get();
   ASSERT_TRUE(rc.ok()) << rc.status().ToString();
   EXPECT_EQ(Seen(srv, "C").back().header.stream, a_stream) << "the freed id is used again";
@@ -150,7 +158,7 @@ TEST_F(ConnectionTest, ASharedFrameIsSentManyTimesOnOwnStreamsAndNeverModified) 
     replies.push_back(p->get_future());
     c->Send(shared, nullptr, 2000ms, [p](StatusOr<Reply> r) { p->set_value(std::move(r)); });
   }
-  WaitFor([&] { return Seen(srv, "SHARED").size() == 4u; });
+  ASSERT_TRUE(WaitFor([&] { return Seen(srv, "SHARED").size() == 4u; }));
   for (const auto& r : Seen(srv, "SHARED")) {
     srv.Send(r.connection, Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query)));
   }
@@ -184,20 +192,23 @@ TEST_F(ConnectionTest, RequestsWaitForAFreeStreamIdInOrder) {
   auto c = Open(srv, /*max_streams=*/4);
   ASSERT_NE(c, nullptr);
   std::vector<std::future<StatusOr<Reply>>> fs;
-  for (int i = 0; i < 10; ++i) fs.push_back(Query(*c, "Q" + std::to_string(i)));
-  std::this_thread::sleep_for(100ms);
-  // Only four requests may be on the wire.
+  // A request's timeout counts from its submission, waiting included: ten
+  // serial round trips on a slow build get room.
+  for (int i = 0; i < 10; ++i) fs.push_back(Query(*c, "Q" + std::to_string(i), 20000ms));
   auto seen = [&] {
     int n = 0;
     for (auto& r : srv.requests()) n += r.query.rfind("Q", 0) == 0;
     return n;
   };
+  // Only four requests may be on the wire: once four are, a fifth does not follow.
+  ASSERT_TRUE(WaitFor([&] { return seen() >= 4; }));
+  std::this_thread::sleep_for(50ms);
   EXPECT_EQ(seen(), 4);
   EXPECT_EQ(c->in_flight(), 10);
   // Answering frees ids; the waiting requests go out in submission order.
   std::set<std::string> answered;
   for (int round = 0; round < 10; ++round) {
-    WaitFor([&] { return seen() > static_cast<int>(answered.size()); });
+    ASSERT_TRUE(WaitFor([&] { return seen() > static_cast<int>(answered.size()); }));
     for (auto& r : srv.requests()) {
       if (r.query.rfind("Q", 0) == 0 && answered.insert(r.query).second) {
         srv.Send(r.connection, Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query)));
@@ -225,14 +236,14 @@ TEST_F(ConnectionTest, MalformedFrameClosesTheConnectionAndFailsWhatIsPending) {
   auto c = Open(srv);
   ASSERT_NE(c, nullptr);
   auto a = Query(*c, "A");
-  WaitFor([&] { return Seen(srv, "A").size() == 1; });
+  ASSERT_TRUE(WaitFor([&] { return Seen(srv, "A").size() == 1; }));
   // Version byte of a request (no response bit): a protocol violation.
   srv.Send(Seen(srv, "A")[0].connection, cql::Bytes{0x04, 0, 0, 0, 0x08, 0, 0, 0, 0});
   auto r = a.get();
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsConnectionLost()) << r.status().ToString();
   EXPECT_NE(r.status().message().find("ProtocolError"), std::string::npos) << r.status().ToString();
-  WaitFor([&] { return c->closed(); });
+  ASSERT_TRUE(WaitFor([&] { return c->closed(); }));
   EXPECT_TRUE(c->closed());
   auto later = Query(*c, "B").get();
   EXPECT_FALSE(later.ok());
@@ -264,7 +275,7 @@ TEST_F(ConnectionTest, ASilentPeerMakesTheConnectionDefunct) {
   ASSERT_NE(c, nullptr);
   auto r = Query(*c, "A", 100ms).get();
   EXPECT_TRUE(r.status().IsTimeout());
-  WaitFor([&] { return c->closed(); });
+  ASSERT_TRUE(WaitFor([&] { return c->closed(); }));
   EXPECT_TRUE(c->closed()) << "nothing came back at all: the connection should be closed";
 }
 

@@ -194,7 +194,9 @@ TEST(ControlConnectionTest, AFailedOpenLeavesNoReconnectionBehind) {
   IoPool io(1);
   auto owner = std::make_shared<FakeControlOwner>(&io);
   ControlConfig config = Config({"127.0.0.1"}, srv.port());
-  config.request_timeout = 200ms;
+  // Short enough to fail the first Open soon, long enough for the retried
+  // Open's system-table queries on a slow (sanitizer) build.
+  config.request_timeout = 1000ms;
   auto control = ControlConnection::Make(config, owner);
   EXPECT_FALSE(OpenSync(*control).ok());
   srv.SetAnswerSystemTables(true);

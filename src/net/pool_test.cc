@@ -114,7 +114,9 @@ TEST(HostPoolTest, ASurplusThatLastsIsClosedOnceItsRequestsAreAnswered) {
   auto owner = std::make_shared<FakeOwner>(&io);
   owner->per_host = 3;
   PoolConfig config = FastReconnect();
-  config.idle_close = 200ms;
+  // Far above the short phase's 50 ms, so that a slow (sanitizer) build
+  // that oversleeps does not make it a lasting one.
+  config.idle_close = 1000ms;
   auto pool = HostPool::Make("127.0.0.1", srv.port(), config, owner);
   pool->Fill();
   ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 3; }));
@@ -150,7 +152,7 @@ TEST(HostPoolTest, ASurplusThatLastsIsClosedOnceItsRequestsAreAnswered) {
   // Lasting: two are retired (out of Pick) but stay open while answered late.
   owner->per_host = 1;
   pool->Fill();
-  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 1; }));
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 1; }, 10000ms));
   std::this_thread::sleep_for(4 * HostPool::kRetireCheck);
   EXPECT_EQ(owner->closed_connections, 0);
   EXPECT_EQ(pool->InFlight(), 3);
@@ -238,7 +240,11 @@ TEST(HostPoolTest, AHostThatRefusesMoreConnectionsCapsThePool) {
   IoPool io(1);
   auto owner = std::make_shared<FakeOwner>(&io);
   owner->per_host = 2;
-  auto pool = HostPool::Make("127.0.0.1", srv.port(), FastReconnect(), owner);
+  // No probe during the test (probing is the next test's), however slow the
+  // build: the first probe would come a minute after the first refusal.
+  PoolConfig config = FastReconnect();
+  config.growth_retry = ExponentialBackoff(60s, 60s);
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), config, owner);
   pool->Fill();
   ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 2; }));
   EXPECT_EQ(pool->growth_limit(), 0);
@@ -278,10 +284,13 @@ TEST(HostPoolTest, AGrowthLimitIsProbedAndLiftedOnceTheHostTakesMore) {
   ASSERT_TRUE(Eventually([&] { return pool->growth_limit() == 3 && pool->state().open_connections == 3; }));
   // Still refused: each probe is one open, not the three missing ones.
   const int opens = owner->opens.load();
-  std::this_thread::sleep_for(700ms);
+  const auto since = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Eventually([&] { return owner->opens.load() - opens >= 2; }, 10000ms));
+  std::this_thread::sleep_for(300ms);
   const int probes = owner->opens.load() - opens;
-  EXPECT_GE(probes, 2);
-  EXPECT_LE(probes, 8);  // one per delay: 50-100 ms, then 100-200 ms
+  const auto waited = std::chrono::steady_clock::now() - since;
+  // One per delay (50-100 ms, then 100-200 ms): never more than one per 50 ms.
+  EXPECT_LE(probes, 1 + static_cast<int>(waited / 50ms)) << "probes in " << (waited / 1ms) << " ms";
   EXPECT_EQ(pool->state().open_connections, 3);
   const int limit = pool->growth_limit();
   EXPECT_TRUE(limit == 3 || limit == 4) << limit;  // 4 while a probe is out
