@@ -7,9 +7,14 @@
 // A sample may share a request when its dataset is native (layout 1) and its
 // segment's max_size hint is at most one chunk (so it is exactly one row) and
 // at most kCoalesceMaxSampleBytes. Samples issued together (one Refill: the
-// same window opening) that live in the same segment are grouped, in issue
-// order, into one `SELECT ... WHERE seg = ? AND idx IN ?` of at most
-// `cap` keys (CoalesceCap); the plan order (the per-sample shuffle) is not
+// same window opening) that live in the same segment and on the same
+// replicas (net::Session::ReplicaSetOf of their partition's token; one set
+// on a single node) are grouped, in issue order, into one
+// `SELECT ... WHERE seg = ? AND idx IN ?` of at most `cap` keys
+// (CoalesceCap), sent to one of those replicas: the node that answers holds
+// every key it was asked for, so no key costs a hop between nodes (a
+// coordinator fetches the keys it does not hold from their replicas, one
+// internal read each). The plan order (the per-sample shuffle) is not
 // changed, only samples issued at the same moment share a request. A group
 // holds at most kCoalesceMaxGroupBytes of samples by its segment's max_size
 // hint (GroupLimitForSize), so that its answer fits in one page of the
@@ -33,6 +38,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -75,17 +81,20 @@ Status CheckCoalesceOption(int option);
 // keeps several requests in flight; at least 1.
 int CoalesceCap(int option, int window);
 
-// Groups items (tasks) by segment, in the order they are added; a group
-// is handed out when it reaches `cap` items, the rest by TakeAll().
+// Groups items (tasks) by segment and replica set, in the order they are
+// added; a group is handed out when it reaches `cap` items, the rest by
+// TakeAll().
 template <class T>
 class SegmentGrouper {
  public:
   explicit SegmentGrouper(int cap) : cap_(cap < 1 ? 1 : static_cast<size_t>(cap)) {}
 
-  // Adds `item` of segment `seg`; returns the group it completes, if any.
-  // `limit` (> 0): the segment's groups are full at min(cap, limit) items.
-  std::optional<std::vector<T>> Add(int32_t seg, T item, size_t limit = 0) {
-    auto [it, fresh] = open_.try_emplace(seg, groups_.size());
+  // Adds `item` of segment `seg` whose partition lives on the replicas
+  // `replicas` (an id; 0: unknown, one set); returns the group it
+  // completes, if any. `limit` (> 0): the groups of `seg` are full at
+  // min(cap, limit) items.
+  std::optional<std::vector<T>> Add(int32_t seg, T item, size_t limit = 0, uint64_t replicas = 0) {
+    auto [it, fresh] = open_.try_emplace(Key{seg, replicas}, groups_.size());
     if (fresh) groups_.emplace_back();
     std::vector<T>& g = groups_[it->second];
     g.push_back(std::move(item));
@@ -109,8 +118,19 @@ class SegmentGrouper {
   }
 
  private:
+  struct Key {
+    int32_t seg;
+    uint64_t replicas;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      const uint64_t seg = static_cast<uint32_t>(k.seg);
+      return std::hash<uint64_t>()(k.replicas ^ (seg * 0x9e3779b97f4a7c15ULL));
+    }
+  };
   size_t cap_;
-  std::unordered_map<int32_t, size_t> open_;  // segment -> its open group in groups_
+  std::unordered_map<Key, size_t, KeyHash> open_;  // (segment, replicas) -> its open group in groups_
   std::vector<std::vector<T>> groups_;
 };
 

@@ -53,6 +53,28 @@ TEST(CoalesceTest, GroupsBySegmentInIssueOrder) {
   EXPECT_TRUE(one.TakeAll().empty());
 }
 
+TEST(CoalesceTest, GroupsBySegmentAndReplicaSet) {
+  // Segment 0 on replica sets 7 and 9, segment 1 on 7: three groups; the
+  // same replica set in another segment is another group (one seg = ? each).
+  SegmentGrouper<int> g(2);
+  std::vector<std::vector<int>> full;
+  const std::pair<int32_t, uint64_t> where[] = {{0, 7}, {0, 9}, {1, 7}, {0, 9}, {1, 7}, {0, 7}};
+  for (int i = 0; i < 6; ++i) {
+    if (auto f = g.Add(where[i].first, i, 0, where[i].second)) full.push_back(*f);
+  }
+  ASSERT_EQ(full.size(), 3u);
+  EXPECT_EQ(full[0], (std::vector<int>{1, 3}));
+  EXPECT_EQ(full[1], (std::vector<int>{2, 4}));
+  EXPECT_EQ(full[2], (std::vector<int>{0, 5}));
+  EXPECT_TRUE(g.TakeAll().empty());
+  // Unknown replicas (0) group by segment alone, as on one node.
+  SegmentGrouper<int> one(8);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(one.Add(5, i));
+  auto rest = one.TakeAll();
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0], (std::vector<int>{0, 1, 2}));
+}
+
 TEST(CoalesceTest, GroupsHoldAtMostHalfAMebibyteOfSamples) {
   // 16 KiB samples: 32 per group, not 64 or 100 (1.6 MiB, cut by a 1 MiB page).
   EXPECT_EQ(GroupLimitForSize(kCoalesceMaxSampleBytes), 32u);

@@ -1,13 +1,15 @@
 // Copyright (c) cqlstream authors.
 //
 // The loader engine's coalesced reads (loader_impl.h, loader/coalesce.h):
-// small samples of one segment issued together share one request
-// (`WHERE seg = ? AND idx IN ?`), which is one attempt of each of them; the
+// small samples of one segment and one replica set issued together share
+// one request (`WHERE seg = ? AND idx IN ?`), sent to one of those replicas,
+// which is one attempt of each of them; the
 // answer's rows go to each sample's own AttemptSink, and each sample is
 // settled on its own.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "loader/attempt_sink.h"
@@ -20,6 +22,34 @@ using loader_impl::AttemptSink;
 using loader_impl::Clock;
 using loader_impl::Launch;
 using loader_impl::Task;
+
+namespace {
+
+// An int cell's bytes (big-endian).
+std::array<uint8_t, 4> IntCell(int32_t v) {
+  return {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16), static_cast<uint8_t>(v >> 8),
+          static_cast<uint8_t>(v)};
+}
+
+// The routing key of `k` (seg, idx as a composite partition key), so that a
+// group request goes to a replica of its first key: the IN list itself has
+// no single token.
+std::optional<cql::Bytes> RoutingKeyOf(SampleKey k) {
+  const auto s = IntCell(KeySegment(k)), i = IntCell(KeyIndex(k));
+  auto rk = routing::RoutingKey({std::span<const uint8_t>(s), std::span<const uint8_t>(i)});
+  if (!rk.ok()) return std::nullopt;
+  return cql::Bytes(rk->begin(), rk->end());
+}
+
+// The token of `k`'s partition (that of RoutingKeyOf).
+std::optional<int64_t> TokenOf(SampleKey k) {
+  const auto s = IntCell(KeySegment(k)), i = IntCell(KeyIndex(k));
+  auto t = routing::PartitionKeyToken({std::span<const uint8_t>(s), std::span<const uint8_t>(i)});
+  if (!t.ok()) return std::nullopt;
+  return *t;
+}
+
+}  // namespace
 
 bool Loader::Impl::CoalescibleKey(SampleKey k) const {
   if (!group_read_stmt) return false;
@@ -34,7 +64,10 @@ void Loader::Impl::IssueFirst(std::shared_ptr<Task> t, TaskGroups* g, std::vecto
   }
   const int32_t seg = KeySegment(t->key);
   const size_t limit = loader::GroupLimitForSize(seg_max_size.at(seg));
-  if (auto full = g->Add(seg, std::move(t), limit)) {
+  // Keys of one group live on the same replicas (loader/coalesce.h).
+  const std::optional<int64_t> token = TokenOf(t->key);
+  const uint64_t replicas = token ? session->ReplicaSetOf(ds.keyspace, *token) : 0;
+  if (auto full = g->Add(seg, std::move(t), limit, replicas)) {
     // A group of one (a cap of 1) is a single read.
     out->push_back(full->size() == 1 ? Launch::First(std::move((*full)[0])) : Launch::Group(std::move(*full)));
   }
@@ -50,23 +83,6 @@ void Loader::Impl::FlushGroups(TaskGroups* g, std::vector<Launch>* out) {
   }
 }
 
-namespace {
-
-// The routing key of `k` (seg, idx as a composite partition key), so that a
-// group request goes to a replica of its first key: the IN list itself has
-// no single token.
-std::optional<cql::Bytes> RoutingKeyOf(SampleKey k) {
-  const int32_t seg = KeySegment(k), idx = KeyIndex(k);
-  const uint8_t s[4] = {static_cast<uint8_t>(seg >> 24), static_cast<uint8_t>(seg >> 16),
-                        static_cast<uint8_t>(seg >> 8), static_cast<uint8_t>(seg)};
-  const uint8_t i[4] = {static_cast<uint8_t>(idx >> 24), static_cast<uint8_t>(idx >> 16),
-                        static_cast<uint8_t>(idx >> 8), static_cast<uint8_t>(idx)};
-  auto rk = routing::RoutingKey({std::span<const uint8_t>(s, 4), std::span<const uint8_t>(i, 4)});
-  if (!rk.ok()) return std::nullopt;
-  return cql::Bytes(rk->begin(), rk->end());
-}
-
-}  // namespace
 
 void Loader::Impl::LaunchGroup(Launch l) {
   const auto now = Clock::now();

@@ -398,6 +398,10 @@ const ConnectionOptions& Session::options() const { return impl_->opts; }
 
 int Session::InFlight() const { return metrics().in_flight; }
 
+uint64_t Session::ReplicaSetOf(const std::string& keyspace, int64_t token) const {
+  return impl_->ReplicaSetOf(keyspace, token);
+}
+
 void Session::SetConnectionsPerHost(int n) {
   n = std::clamp(n, 1, 1024);  // as max_connections_per_host allows (the loader's own limit is lower)
   if (impl_->conns_per_host.exchange(n) == n) return;

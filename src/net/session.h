@@ -223,6 +223,13 @@ class Session : public std::enable_shared_from_this<Session> {
   const ConnectionOptions& options() const;
   // Requests currently in flight over all connections.
   int InFlight() const;
+  // An id of the replicas, in the local data center, of the partitions of
+  // `keyspace` whose token (net/routing/murmur3.h) is `token`: partitions
+  // with the same id live on the same replicas, so one request to one of
+  // them reads them all without a hop between nodes (net/topology.h
+  // ReplicaIndex::ReplicaSet). 0 when the keyspace cannot be routed
+  // (unknown, no tokens, a strategy not placed).
+  uint64_t ReplicaSetOf(const std::string& keyspace, int64_t token) const;
   // Changes the number of connections kept per host (per shard on ScyllaDB);
   // more are opened in the background, extra ones are left to idle.
   void SetConnectionsPerHost(int n);

@@ -171,6 +171,11 @@ std::vector<HostPtr> Session::Impl::Replicas(const std::shared_ptr<const Topolog
   return ring ? ring->Replicas(token) : std::vector<HostPtr>{};
 }
 
+uint64_t Session::Impl::ReplicaSetOf(const std::string& keyspace, int64_t token) {
+  auto ring = Ring(Topo(), keyspace);
+  return ring ? ring->ReplicaSet(token, LocalDc()) : 0;
+}
+
 RoutingInfo RoutingOf(const Statement& st) {
   RoutingInfo r;
   r.target_host = st.target_host;

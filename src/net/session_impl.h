@@ -88,6 +88,8 @@ struct Session::Impl final : PoolOwner, ControlOwner, std::enable_shared_from_th
   // per keyspace while `topology` is the published one).
   std::vector<HostPtr> Replicas(const std::shared_ptr<const Topology>& topology, const std::string& keyspace,
                                 int64_t token);
+  // Session::ReplicaSetOf on the published topology.
+  uint64_t ReplicaSetOf(const std::string& keyspace, int64_t token);
   // The statement's plan from the load-balancing policy; its token in `token`.
   std::vector<HostPtr> QueryPlan(const Statement& st, std::optional<int64_t>* token);
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cqlstream/status.h"
@@ -55,6 +56,12 @@ class ReplicaIndex {
                                                    const std::map<std::string, std::string>& replication);
   // Replicas of `token` in placement order.
   std::vector<HostPtr> Replicas(int64_t token) const;
+  // An id of the set of `token`'s replicas in data center `dc` (all its
+  // replicas when `dc` is empty or holds none of them): tokens with the same
+  // set get the same id, whatever the order of their replicas; 0 when the
+  // token has no replica. Two different sets may share an id only by a
+  // 64-bit hash collision. No allocation.
+  uint64_t ReplicaSet(int64_t token, std::string_view dc) const;
 
   struct Rep;
   explicit ReplicaIndex(std::shared_ptr<const Rep> rep) : rep_(std::move(rep)) {}
