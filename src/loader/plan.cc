@@ -6,28 +6,18 @@
 #include <algorithm>
 #include <cassert>
 
+#include "util/mix.h"
+
 namespace cqlstream::loader {
-namespace {
-
-uint64_t Mix(uint64_t x) {
-  // splitmix64 finalizer: a good 64-bit mixing function.
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 Permutation::Permutation(uint64_t n, uint64_t seed, uint64_t epoch, bool shuffle) : n_(n), shuffle_(shuffle) {
   if (!shuffle_ || n_ < 2) return;
   int bits = 2;
   while (bits < 64 && (uint64_t{1} << bits) < n_) bits += 2;  // even: balanced halves
   half_bits_ = bits / 2;
   half_mask_ = (uint64_t{1} << half_bits_) - 1;
-  uint64_t k = Mix(seed ^ Mix(epoch + 0x632be59bd9b4e019ULL));
+  uint64_t k = SplitMix64(seed ^ SplitMix64(epoch + 0x632be59bd9b4e019ULL));
   for (auto& key : keys_) {
-    k = Mix(k);
+    k = SplitMix64(k);
     key = k;
   }
 }
@@ -36,7 +26,7 @@ uint64_t Permutation::Feistel(uint64_t x) const {
   uint64_t l = (x >> half_bits_) & half_mask_;
   uint64_t r = x & half_mask_;
   for (uint64_t key : keys_) {
-    const uint64_t f = Mix(r ^ key) & half_mask_;
+    const uint64_t f = SplitMix64(r ^ key) & half_mask_;
     const uint64_t nl = r;
     r = l ^ f;
     l = nl;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "net/routing/token_ring.h"
+#include "util/mix.h"
 
 namespace cqlstream::net {
 
@@ -43,24 +44,13 @@ std::vector<HostPtr> ReplicaIndex::Replicas(int64_t token) const {
   return out;
 }
 
-namespace {
-
-// SplitMix64's finalizer: spreads host ids over 64 bits before they are summed.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 uint64_t ReplicaIndex::ReplicaSet(int64_t token, std::string_view dc) const {
-  // A sum of mixed ids does not depend on the replicas' order.
+  // A sum of mixed ids (spread over 64 bits first) does not depend on the
+  // replicas' order.
   uint64_t all = 0, in_dc = 0;
   for (int id : rep_->map.Replicas(token)) {
     if (id < 0 || static_cast<size_t>(id) >= rep_->hosts.size()) continue;
-    const uint64_t m = Mix(static_cast<uint64_t>(id));
+    const uint64_t m = SplitMix64(static_cast<uint64_t>(id));
     all += m;
     if (!dc.empty() && rep_->hosts[static_cast<size_t>(id)]->datacenter == dc) in_dc += m;
   }
