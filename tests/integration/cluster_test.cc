@@ -89,6 +89,36 @@ class ClusterTest : public ::testing::Test {
     return s.ok() ? *s : nullptr;
   }
 
+  // The test keyspace of replication factor `rf` (SimpleStrategy), created
+  // when missing.
+  std::string KeyspaceOfRf(net::Session& s, int rf) const {
+    const std::string ks = fmt::format("{}_rf{}", keyspace_, rf);
+    testing::MustRun(s, fmt::format("CREATE KEYSPACE IF NOT EXISTS {} WITH replication = "
+                                    "{{'class': 'SimpleStrategy', 'replication_factor': {}}}",
+                                    ks, rf));
+    return ks;
+  }
+
+  // A loader of `dataset`'s train split in `ks` through the cluster.
+  LoaderOptions LoaderOf(const std::string& ks, const std::string& dataset, uint64_t seed) const {
+    LoaderOptions o;
+    o.connection = Options();
+    o.connection.keyspace = ks;
+    o.dataset = dataset;
+    o.split = "train";
+    o.batch_size = 50;
+    o.seed = seed;
+    return o;
+  }
+
+  // An epoch that ended without error and delivered each of `samples` once.
+  static void ExpectExactlyOnce(const Delivered& d, size_t samples) {
+    ASSERT_TRUE(d.error.empty()) << "epoch failed: " << d.error;
+    const std::set<SampleKey> unique(d.keys.begin(), d.keys.end());
+    EXPECT_EQ(unique.size(), d.keys.size()) << "samples delivered more than once";
+    EXPECT_EQ(unique.size(), samples);
+  }
+
   pid_t NodePid(int i) const {
     std::ifstream in(fmt::format("{}/node{}/cassandra.pid", state_, i));
     pid_t pid = 0;
@@ -115,10 +145,7 @@ TEST_F(ClusterTest, DiscoversEveryNodeAndRoutesEachKeyToItsOwner) {
 
   // RF 1: each key lives on exactly one node, so the node that answers a
   // token-aware request must be that node.
-  const std::string ks = keyspace_ + "_rf1";
-  testing::MustRun(*s, fmt::format("CREATE KEYSPACE IF NOT EXISTS {} WITH replication = "
-                                   "{{'class': 'SimpleStrategy', 'replication_factor': 1}}",
-                                   ks));
+  const std::string ks = KeyspaceOfRf(*s, 1);
   testing::MustRun(*s, fmt::format("CREATE TABLE IF NOT EXISTS {}.t (k int PRIMARY KEY, v blob)", ks));
   constexpr int kKeys = 300;
   for (int k = 0; k < kKeys; ++k) {
@@ -207,10 +234,7 @@ int64_t InternodeMessages(net::Session& s) {
 TEST_F(ClusterTest, CoalescedReadsGoToTheNodeHoldingEveryKey) {
   auto s = Connect();
   ASSERT_NE(s, nullptr);
-  const std::string ks = keyspace_ + "_rf1";
-  testing::MustRun(*s, fmt::format("CREATE KEYSPACE IF NOT EXISTS {} WITH replication = "
-                                   "{{'class': 'SimpleStrategy', 'replication_factor': 1}}",
-                                   ks));
+  const std::string ks = KeyspaceOfRf(*s, 1);
   SyntheticSpec spec;
   spec.name = "small";
   spec.samples = 1500;
@@ -220,13 +244,7 @@ TEST_F(ClusterTest, CoalescedReadsGoToTheNodeHoldingEveryKey) {
   const SyntheticDataset data = MakeSyntheticDataset(*s, ks, spec);
   ASSERT_EQ(data.payload.size(), 1500u);
 
-  LoaderOptions o;
-  o.connection = Options();
-  o.connection.keyspace = ks;
-  o.dataset = "small";
-  o.split = "train";
-  o.batch_size = 50;
-  o.seed = 11;
+  LoaderOptions o = LoaderOf(ks, "small", 11);
   // A first window of 512 issues a third of the epoch at once: large groups
   // from the start, as a long epoch has once its window has grown.
   o.initial_window = 512;
@@ -238,10 +256,7 @@ TEST_F(ClusterTest, CoalescedReadsGoToTheNodeHoldingEveryKey) {
   const Delivered epoch = ReadEpoch(l, data);
   const int64_t after = InternodeMessages(*s);
   const double epoch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_TRUE(epoch.error.empty()) << epoch.error;
-  const std::set<SampleKey> unique(epoch.keys.begin(), epoch.keys.end());
-  EXPECT_EQ(unique.size(), epoch.keys.size()) << "samples delivered more than once";
-  EXPECT_EQ(unique.size(), data.payload.size());
+  ExpectExactlyOnce(epoch, data.payload.size());
   const LoaderMetrics m = l.Metrics();
   l.Close();
   s->Close();
@@ -263,10 +278,7 @@ TEST_F(ClusterTest, CoalescedReadsGoToTheNodeHoldingEveryKey) {
 TEST_F(ClusterTest, LoaderEpochIsExactlyOnceWhileAReplicaHangs) {
   auto s = Connect();
   ASSERT_NE(s, nullptr);
-  const std::string ks = keyspace_ + "_rf3";
-  testing::MustRun(*s, fmt::format("CREATE KEYSPACE IF NOT EXISTS {} WITH replication = "
-                                   "{{'class': 'SimpleStrategy', 'replication_factor': 3}}",
-                                   ks));
+  const std::string ks = KeyspaceOfRf(*s, 3);
   SyntheticSpec spec;
   spec.name = "hung";
   spec.samples = 3000;
@@ -281,24 +293,12 @@ TEST_F(ClusterTest, LoaderEpochIsExactlyOnceWhileAReplicaHangs) {
   ASSERT_GT(victim, 0) << "no pid file for node 2 under " << state_;
   ASSERT_EQ(::kill(victim, 0), 0) << "node 2 (pid " << victim << ") is not running";
 
-  LoaderOptions o;
-  o.connection = Options();
-  o.connection.keyspace = ks;
-  o.dataset = "hung";
-  o.split = "train";
-  o.batch_size = 50;
+  LoaderOptions o = LoaderOf(ks, "hung", 5);
   o.epochs = 2;
-  o.seed = 5;
   auto opened = Loader::Open(o);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   Loader& l = **opened;
 
-  auto check_exactly_once = [&](const Delivered& d) {
-    ASSERT_TRUE(d.error.empty()) << "epoch failed: " << d.error;
-    const std::set<SampleKey> unique(d.keys.begin(), d.keys.end());
-    EXPECT_EQ(unique.size(), d.keys.size()) << "samples delivered more than once";
-    EXPECT_EQ(unique.size(), data.payload.size());
-  };
 
   // Epoch 1: node 2 hangs after the third batch and stays hung to the end.
   std::optional<Resume> resume;
@@ -312,7 +312,7 @@ TEST_F(ClusterTest, LoaderEpochIsExactlyOnceWhileAReplicaHangs) {
   epoch1.keys.insert(epoch1.keys.end(), rest.keys.begin(), rest.keys.end());
   epoch1.error = rest.error;
   const double hung_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  check_exactly_once(epoch1);
+  ExpectExactlyOnce(epoch1, data.payload.size());
   const LoaderMetrics m1 = l.Metrics();
   // Requests to the hung node were in flight when it stopped: they must have
   // been hedged or retried elsewhere (that is how the epoch finished).
@@ -323,7 +323,7 @@ TEST_F(ClusterTest, LoaderEpochIsExactlyOnceWhileAReplicaHangs) {
 
   // Epoch 2: node 2 is back.
   resume.reset();
-  check_exactly_once(ReadEpoch(l, data));
+  ExpectExactlyOnce(ReadEpoch(l, data), data.payload.size());
   EXPECT_TRUE(l.Done());
   l.Close();
 }
