@@ -229,7 +229,7 @@ int64_t InternodeMessages(net::Session& s) {
 // Grouped by replica set, every key of a request lives on the node it is
 // sent to: with RF 1 on three nodes an epoch of 1,500 small samples costs
 // the nodes no internal reads (grouped by segment alone, about two thirds
-// of the keys in groups: 1,430 messages in a run here, against 4 to 15 by
+// of the keys in groups: 1,430 messages in a run here, against 0 to 66 by
 // replica set). What remains is gossip, a few messages per second.
 TEST_F(ClusterTest, CoalescedReadsGoToTheNodeHoldingEveryKey) {
   auto s = Connect();
@@ -243,6 +243,9 @@ TEST_F(ClusterTest, CoalescedReadsGoToTheNodeHoldingEveryKey) {
   spec.size = [](int i) -> int64_t { return 300 + (i * 53) % 900; };
   const SyntheticDataset data = MakeSyntheticDataset(*s, ks, spec);
   ASSERT_EQ(data.payload.size(), 1500u);
+  // The dataset's tables are new: their schema reaches every node before
+  // the count starts (its messages are not the epoch's).
+  ASSERT_TRUE(s->WaitForSchemaAgreement().ok());
 
   LoaderOptions o = LoaderOf(ks, "small", 11);
   // A first window of 512 issues a third of the epoch at once: large groups
@@ -270,9 +273,12 @@ TEST_F(ClusterTest, CoalescedReadsGoToTheNodeHoldingEveryKey) {
   // have cost about 1.3 messages (1,430 messages for 1,151 samples).
   EXPECT_GT(m.coalesced_samples, 300) << "samples read in groups";
   EXPECT_LT(m.coalesced_requests * 2, m.coalesced_samples);
-  // Gossip: each node a few messages per second (and the round of reads of
-  // the counters themselves); a group across replicas would cost two per key.
-  EXPECT_LT(after - before, 60 + static_cast<int64_t>(30 * epoch_s)) << "the nodes read keys for each other";
+  // Allowed: gossip, each node a few messages per second, and whatever
+  // else the nodes say to each other meanwhile (66 messages in one 0.6 s
+  // epoch here), up to a quarter of a message per grouped sample: a group
+  // across replicas costs about 1.3 (two per key read elsewhere).
+  EXPECT_LT(after - before, 60 + static_cast<int64_t>(30 * epoch_s) + m.coalesced_samples / 4)
+      << "the nodes read keys for each other";
 }
 
 TEST_F(ClusterTest, LoaderEpochIsExactlyOnceWhileAReplicaHangs) {
