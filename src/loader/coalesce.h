@@ -38,7 +38,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -48,6 +47,7 @@
 #include "cql/frame_decoder.h"
 #include "cqlstream/dataset.h"
 #include "cqlstream/status.h"
+#include "util/mix.h"
 
 namespace cqlstream::loader {
 
@@ -124,10 +124,7 @@ class SegmentGrouper {
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
-    size_t operator()(const Key& k) const {
-      const uint64_t seg = static_cast<uint32_t>(k.seg);
-      return std::hash<uint64_t>()(k.replicas ^ (seg * 0x9e3779b97f4a7c15ULL));
-    }
+    size_t operator()(const Key& k) const { return SplitMix64(static_cast<uint32_t>(k.seg)) ^ k.replicas; }
   };
   size_t cap_;
   std::unordered_map<Key, size_t, KeyHash> open_;  // (segment, replicas) -> its open group in groups_

@@ -83,7 +83,6 @@ void Loader::Impl::FlushGroups(TaskGroups* g, std::vector<Launch>* out) {
   }
 }
 
-
 void Loader::Impl::LaunchGroup(Launch l) {
   const auto now = Clock::now();
   // A key twice in one group (the end of one epoch and the start of the
