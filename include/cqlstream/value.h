@@ -5,10 +5,14 @@
 // boolean, timestamp, double, and list/set/map of these). Other types decode
 // to their raw bytes (Value::Kind::kBlob with DataType giving the real type).
 //
-// Ownership: a Value owns its contents, except a BlobRef, which is a
-// non-owning view: the caller keeps the referenced memory alive until the
-// call that takes the Value returns (requests are serialized before
-// Session::Execute* returns, so a BlobRef never outlives that call).
+// Ownership: a Value owns its contents, except a BlobRef. Made by
+// Value::Ref, a BlobRef is a non-owning view: the caller keeps the
+// referenced memory alive until the call that takes the Value returns
+// (requests are serialized before Session::Execute* returns, so such a
+// BlobRef never outlives that call). Made by Value::Shared, it also holds
+// an owner of the bytes, which keeps them alive for as long as the Value or
+// a request encoded from it exists; the bytes must not change meanwhile (an
+// encoded request may refer to them instead of copying them).
 // Thread-safety: value types; no shared state.
 #ifndef CQLSTREAM_VALUE_H_
 #define CQLSTREAM_VALUE_H_
@@ -106,9 +110,11 @@ struct Timestamp {
   bool operator==(const Timestamp&) const = default;
 };
 
-// A non-owning blob to bind without copying it into a Value first.
+// A blob to bind without copying it into a Value first. `keep`, when set,
+// owns the memory `bytes` lies in (see Value::Shared).
 struct BlobRef {
   std::span<const uint8_t> bytes;
+  std::shared_ptr<const void> keep;
 };
 
 class Value;
@@ -126,7 +132,7 @@ class Value {
     kDouble,
     kText,       // text / varchar / ascii
     kBlob,       // blob, or the raw bytes of a type cqlstream does not model
-    kBlobRef,    // non-owning blob (binding only)
+    kBlobRef,    // referenced blob, owned or not (binding only)
     kUuid,       // uuid / timeuuid
     kTimestamp,
     kList,       // list or set
@@ -145,7 +151,13 @@ class Value {
   static Value Blob(std::string_view b) {
     return Value(std::vector<uint8_t>(b.begin(), b.end()));
   }
-  static Value Ref(std::span<const uint8_t> b) { return Value(BlobRef{b}); }
+  static Value Ref(std::span<const uint8_t> b) { return Value(BlobRef{b, nullptr}); }
+  // A blob whose bytes `keep` owns: a request encoder may write them to the
+  // socket from where they lie instead of copying them into the request
+  // (cql/request.h, Splice), holding `keep` until the request is done.
+  static Value Shared(std::span<const uint8_t> b, std::shared_ptr<const void> keep) {
+    return Value(BlobRef{b, std::move(keep)});
+  }
   static Value FromUuid(Uuid u) { return Value(u); }
   static Value FromTimestamp(Timestamp t) { return Value(t); }
   static Value List(ValueList l) { return Value(ListBox{std::make_shared<ValueList>(std::move(l))}); }
@@ -164,6 +176,12 @@ class Value {
   std::span<const uint8_t> as_blob() const {
     if (auto* r = std::get_if<BlobRef>(&v_)) return r->bytes;
     return std::get<std::vector<uint8_t>>(v_);
+  }
+  // The owner of a blob made by Value::Shared; null for any other value.
+  const std::shared_ptr<const void>& blob_owner() const {
+    static const std::shared_ptr<const void> kNone;
+    auto* r = std::get_if<BlobRef>(&v_);
+    return r ? r->keep : kNone;
   }
   const Uuid& as_uuid() const { return std::get<Uuid>(v_); }
   Timestamp as_timestamp() const { return std::get<Timestamp>(v_); }

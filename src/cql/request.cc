@@ -31,8 +31,11 @@ size_t EstimateValues(const std::vector<Value>& values) {
     n += 4;
     switch (v.kind()) {
       case Value::Kind::kText: n += v.as_text().size(); break;
-      case Value::Kind::kBlob:
-      case Value::Kind::kBlobRef: n += v.as_blob().size(); break;
+      case Value::Kind::kBlob: n += v.as_blob().size(); break;
+      case Value::Kind::kBlobRef:
+        // A blob that will be spliced needs no room in the buffer.
+        if (v.blob_owner() == nullptr || v.as_blob().size() < kSplicedBlobBytes) n += v.as_blob().size();
+        break;
       case Value::Kind::kList: n += 4 + 16 * v.as_list().size(); break;
       case Value::Kind::kMap: n += 4 + 32 * v.as_map().size(); break;
       default: n += 16; break;
@@ -54,18 +57,26 @@ Bytes StartFrame(Opcode op, size_t reserve = 0) {
   return b;
 }
 
-RequestFrame Finish(Opcode op, Bytes b) {
-  StoreU32(b.data() + 5, static_cast<uint32_t>(b.size() - kHeaderSize));
-  return RequestFrame{op, std::move(b)};
+size_t SplicedBytes(const std::vector<Splice>& splices) {
+  size_t n = 0;
+  for (const Splice& s : splices) n += s.bytes.size();
+  return n;
 }
 
-StatusOr<RequestFrame> FinishChecked(Opcode op, Bytes b) {
-  size_t body = b.size() - kHeaderSize;
+RequestFrame Finish(Opcode op, Bytes b, std::vector<Splice> splices = {}) {
+  StoreU32(b.data() + 5, static_cast<uint32_t>(b.size() + SplicedBytes(splices) - kHeaderSize));
+  return RequestFrame{op, std::move(b), std::move(splices)};
+}
+
+StatusOr<RequestFrame> FinishChecked(Opcode op, Bytes b, std::vector<Splice> splices = {}) {
+  // Each spliced blob is below 2^28 bytes (WriteValue), at most 65,535
+  // values in each of at most 65,535 statements: the sum stays below 2^60.
+  size_t body = b.size() + SplicedBytes(splices) - kHeaderSize;
   if (body > kMaxBodySize) {
     return Status::InvalidArgument(fmt::format("{} request body of {} bytes exceeds the protocol's limit of {}",
                                                OpcodeName(op), body, kMaxBodySize));
   }
-  return Finish(op, std::move(b));
+  return Finish(op, std::move(b), std::move(splices));
 }
 
 Status CheckString(std::string_view s, std::string_view what) {
@@ -85,14 +96,28 @@ Status CheckLongString(std::string_view s, std::string_view what) {
 }
 
 // Writes one [value]: null and unset as lengths -1/-2, anything else as
-// its cell bytes, with the bind marker's type when known.
-Status WriteValue(Writer& w, Bytes* out, const Value& v, const DataType* type, size_t index) {
+// its cell bytes, with the bind marker's type when known. A blob bound with
+// Value::Shared, of at least kSplicedBlobBytes, for a blob marker (or an
+// untyped one) gets its length here and its bytes as a splice.
+Status WriteValue(Writer& w, Bytes* out, std::vector<Splice>* splices, const Value& v, const DataType* type,
+                  size_t index) {
   if (v.kind() == Value::Kind::kNull) {
     w.BytesValue(std::nullopt);
     return Status::OK();
   }
   if (v.kind() == Value::Kind::kUnset) {
     w.UnsetValue();
+    return Status::OK();
+  }
+  if (v.blob_owner() != nullptr && v.as_blob().size() >= kSplicedBlobBytes &&
+      (type == nullptr || type->id == TypeId::kBlob)) {
+    const std::span<const uint8_t> b = v.as_blob();
+    if (b.size() > kMaxBodySize) {
+      return Status::InvalidArgument(fmt::format("bind value {} of {} bytes exceeds the protocol's limit of {}",
+                                                 index, b.size(), kMaxBodySize));
+    }
+    w.Int(static_cast<int32_t>(b.size()));
+    splices->push_back(Splice{out->size(), b, v.blob_owner()});
     return Status::OK();
   }
   size_t at = w.size();
@@ -120,18 +145,18 @@ Status CheckValueTypes(const std::vector<Value>& values, const std::vector<DataT
   return Status::OK();
 }
 
-Status WriteValues(Writer& w, Bytes* out, const std::vector<Value>& values,
+Status WriteValues(Writer& w, Bytes* out, std::vector<Splice>* splices, const std::vector<Value>& values,
                    const std::vector<std::string>* names, const std::vector<DataType>* types) {
   w.Short(static_cast<uint16_t>(values.size()));
   const bool typed = types && !types->empty();
   for (size_t i = 0; i < values.size(); ++i) {
     if (names) w.String((*names)[i]);
-    CQLS_RETURN_IF_ERROR(WriteValue(w, out, values[i], typed ? &(*types)[i] : nullptr, i));
+    CQLS_RETURN_IF_ERROR(WriteValue(w, out, splices, values[i], typed ? &(*types)[i] : nullptr, i));
   }
   return Status::OK();
 }
 
-Status WriteQueryParameters(Writer& w, Bytes* out, const QueryParameters& p) {
+Status WriteQueryParameters(Writer& w, Bytes* out, std::vector<Splice>* splices, const QueryParameters& p) {
   CQLS_RETURN_IF_ERROR(CheckValueTypes(p.values, p.value_types));
   const bool named = !p.value_names.empty();
   if (named) {
@@ -156,7 +181,7 @@ Status WriteQueryParameters(Writer& w, Bytes* out, const QueryParameters& p) {
   w.Consistency(static_cast<uint16_t>(p.consistency));
   w.Byte(flags);
   if (flags & kValues) {
-    CQLS_RETURN_IF_ERROR(WriteValues(w, out, p.values, named ? &p.value_names : nullptr, p.value_types));
+    CQLS_RETURN_IF_ERROR(WriteValues(w, out, splices, p.values, named ? &p.value_names : nullptr, p.value_types));
   }
   if (flags & kPageSize) w.Int(p.page_size);
   if (flags & kWithPagingState) w.BytesValue(ByteView(*p.paging_state));
@@ -192,8 +217,9 @@ StatusOr<RequestFrame> EncodeQuery(std::string_view query, const QueryParameters
   Bytes b = StartFrame(Opcode::kQuery, query.size() + 32 + EstimateValues(params.values));
   Writer w(&b);
   w.LongString(query);
-  CQLS_RETURN_IF_ERROR(WriteQueryParameters(w, &b, params).WithContext("QUERY"));
-  return FinishChecked(Opcode::kQuery, std::move(b));
+  std::vector<Splice> splices;
+  CQLS_RETURN_IF_ERROR(WriteQueryParameters(w, &b, &splices, params).WithContext("QUERY"));
+  return FinishChecked(Opcode::kQuery, std::move(b), std::move(splices));
 }
 
 RequestFrame EncodePrepare(std::string_view query) {
@@ -210,8 +236,9 @@ StatusOr<RequestFrame> EncodeExecute(ByteView prepared_id, const QueryParameters
   Bytes b = StartFrame(Opcode::kExecute, prepared_id.size() + 32 + EstimateValues(params.values));
   Writer w(&b);
   w.ShortBytes(prepared_id);
-  CQLS_RETURN_IF_ERROR(WriteQueryParameters(w, &b, params).WithContext("EXECUTE"));
-  return FinishChecked(Opcode::kExecute, std::move(b));
+  std::vector<Splice> splices;
+  CQLS_RETURN_IF_ERROR(WriteQueryParameters(w, &b, &splices, params).WithContext("EXECUTE"));
+  return FinishChecked(Opcode::kExecute, std::move(b), std::move(splices));
 }
 
 StatusOr<RequestFrame> EncodeBatch(BatchType type, const std::vector<BatchStatement>& statements,
@@ -229,6 +256,7 @@ StatusOr<RequestFrame> EncodeBatch(BatchType type, const std::vector<BatchStatem
   }
   Bytes b = StartFrame(Opcode::kBatch, reserve);
   Writer w(&b);
+  std::vector<Splice> splices;
   w.Byte(static_cast<uint8_t>(type));
   w.Short(static_cast<uint16_t>(statements.size()));
   for (size_t i = 0; i < statements.size(); ++i) {
@@ -249,7 +277,7 @@ StatusOr<RequestFrame> EncodeBatch(BatchType type, const std::vector<BatchStatem
       w.ShortBytes(*st.prepared_id);
     }
     if (Status s = CheckValueTypes(st.values, st.value_types); !s.ok()) return context(s);
-    if (Status s = WriteValues(w, &b, st.values, nullptr, st.value_types); !s.ok()) return context(s);
+    if (Status s = WriteValues(w, &b, &splices, st.values, nullptr, st.value_types); !s.ok()) return context(s);
   }
   uint8_t flags = 0;
   if (serial_consistency) flags |= kWithSerialConsistency;
@@ -258,7 +286,16 @@ StatusOr<RequestFrame> EncodeBatch(BatchType type, const std::vector<BatchStatem
   w.Byte(flags);
   if (serial_consistency) w.Consistency(static_cast<uint16_t>(*serial_consistency));
   if (default_timestamp) w.Long(*default_timestamp);
-  return FinishChecked(Opcode::kBatch, std::move(b));
+  return FinishChecked(Opcode::kBatch, std::move(b), std::move(splices));
+}
+
+size_t RequestFrame::size() const { return bytes.size() + SplicedBytes(splices); }
+
+Bytes RequestFrame::Flatten() const {
+  Bytes b;
+  b.reserve(size());
+  ForEachPiece(0, [&b](std::span<const uint8_t> p) { b.insert(b.end(), p.begin(), p.end()); });
+  return b;
 }
 
 Bytes PlainSaslToken(std::string_view user, std::string_view password) {

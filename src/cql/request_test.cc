@@ -172,6 +172,102 @@ TEST(Requests, StreamIdIsZeroAndPatchable) {
   EXPECT_EQ(ToHex(f.bytes), H("04 00 012c 05 00000000"));
 }
 
+// A blob of `n` bytes that count up, owned by a shared_ptr.
+std::shared_ptr<const Bytes> CountingBlob(size_t n) {
+  auto b = std::make_shared<Bytes>(n);
+  for (size_t i = 0; i < n; ++i) (*b)[i] = static_cast<uint8_t>(i * 7);
+  return b;
+}
+
+Value SharedOf(const std::shared_ptr<const Bytes>& b) { return Value::Shared(*b, b); }
+
+// The bytes ForEachPiece gives from `from` on, as one buffer.
+Bytes PiecesFrom(const RequestFrame& f, size_t from) {
+  Bytes out;
+  f.ForEachPiece(from, [&out](std::span<const uint8_t> p) {
+    EXPECT_FALSE(p.empty()) << "no empty pieces";
+    out.insert(out.end(), p.begin(), p.end());
+  });
+  return out;
+}
+
+TEST(Requests, LargeSharedBlobsAreSplicedNotCopied) {
+  const auto big = CountingBlob(20000), small = CountingBlob(100), unowned = CountingBlob(kSplicedBlobBytes);
+  std::vector<DataType> types = {DataType::Simple(TypeId::kInt), DataType::Simple(TypeId::kBlob),
+                                 DataType::Simple(TypeId::kBlob), DataType::Simple(TypeId::kBlob)};
+  QueryParameters shared, copied;
+  shared.values = {Value::Int(1), SharedOf(big), SharedOf(small), Value::Ref(*unowned)};
+  copied.values = {Value::Int(1), Value::Ref(*big), Value::Ref(*small), Value::Ref(*unowned)};
+  shared.value_types = copied.value_types = &types;
+  auto f = EncodeExecute(Hex("beef"), shared);
+  auto g = EncodeExecute(Hex("beef"), copied);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_TRUE(g->splices.empty()) << "blobs bound with Value::Ref are copied";
+  // Only the large owned blob is spliced: the small one and the unowned one
+  // are copied into the buffer.
+  ASSERT_EQ(f->splices.size(), 1u);
+  EXPECT_EQ(f->splices[0].bytes.data(), big->data()) << "the blob's own bytes, not a copy";
+  EXPECT_EQ(f->splices[0].bytes.size(), big->size());
+  EXPECT_EQ(f->bytes.size() + big->size(), g->bytes.size());
+  EXPECT_EQ(f->size(), g->bytes.size());
+  // Its length prefix is the last thing before it, and the header counts it.
+  EXPECT_EQ(LoadU32(f->bytes.data() + f->splices[0].at - 4), big->size());
+  EXPECT_EQ(LoadU32(f->bytes.data() + 5), g->bytes.size() - kHeaderSize);
+  EXPECT_EQ(f->Flatten(), g->bytes);
+  const size_t at = f->splices[0].at;
+  for (size_t from : {size_t{0}, kHeaderSize, at, at + 5, at + big->size(), at + big->size() + 3, f->size()}) {
+    EXPECT_EQ(PiecesFrom(*f, from), Bytes(g->bytes.begin() + static_cast<std::ptrdiff_t>(from), g->bytes.end()))
+        << "from " << from;
+  }
+}
+
+TEST(Requests, SplicedBlobsOfABatchAndAQueryFlattenToTheCopiedEncoding) {
+  const auto a = CountingBlob(kSplicedBlobBytes), b = CountingBlob(3 * kSplicedBlobBytes + 1);
+  std::vector<BatchStatement> shared(2), copied(2);
+  shared[0].prepared_id = copied[0].prepared_id = Hex("01");
+  shared[1].prepared_id = copied[1].prepared_id = Hex("02");
+  shared[0].values = {SharedOf(a), Value::Int(3)};
+  shared[1].values = {Value::Int(4), SharedOf(b)};
+  copied[0].values = {Value::Ref(*a), Value::Int(3)};
+  copied[1].values = {Value::Int(4), Value::Ref(*b)};
+  auto f = EncodeBatch(BatchType::kUnlogged, shared, Consistency::kOne);
+  auto g = EncodeBatch(BatchType::kUnlogged, copied, Consistency::kOne);
+  ASSERT_TRUE(f.ok() && g.ok());
+  ASSERT_EQ(f->splices.size(), 2u);
+  EXPECT_LT(f->splices[0].at, f->splices[1].at);
+  EXPECT_EQ(f->Flatten(), g->bytes);
+  // A QUERY's values have their natural types: a shared blob is a blob.
+  QueryParameters q;
+  q.values = {SharedOf(b)};
+  auto h = EncodeQuery("INSERT", q);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->splices.size(), 1u);
+  q.values = {Value::Ref(*b)};
+  EXPECT_EQ(h->Flatten(), EncodeQuery("INSERT", q)->bytes);
+}
+
+TEST(Requests, ASharedBlobForAnotherTypeIsNotSplicedAndTheFrameHoldsItsOwner) {
+  auto blob = CountingBlob(kSplicedBlobBytes);
+  std::weak_ptr<const Bytes> watch = blob;
+  std::vector<DataType> text = {DataType::Simple(TypeId::kVarchar)};
+  QueryParameters p;
+  p.values = {SharedOf(blob)};
+  p.value_types = &text;
+  auto bad = EncodeExecute(Hex("01"), p);
+  ASSERT_FALSE(bad.ok()) << "the marker's type decides, as for any blob";
+  EXPECT_EQ(bad.status().message(), "EXECUTE: bind value 0: cannot encode a blob value as CQL type text");
+  std::vector<DataType> types = {DataType::Simple(TypeId::kBlob)};
+  p.value_types = &types;
+  auto f = EncodeExecute(Hex("01"), p);
+  ASSERT_TRUE(f.ok());
+  p.values.clear();
+  blob.reset();
+  EXPECT_FALSE(watch.expired()) << "the frame keeps the spliced bytes alive";
+  f = Status::Internal("dropped");
+  EXPECT_TRUE(watch.expired()) << "and lets them go with it";
+}
+
 TEST(Requests, TooManyValuesAreRejected) {
   QueryParameters p;
   p.values.assign(70000, Value::Int(1));

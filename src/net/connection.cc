@@ -158,15 +158,15 @@ void Connection::SendInternal(cql::RequestFrame f, std::function<void(StatusOr<R
 
 void Connection::Send(cql::RequestFrame frame, std::shared_ptr<cql::CellSink> sink,
                       std::chrono::milliseconds timeout, ReplyCallback callback) {
-  Send(std::make_shared<const cql::Bytes>(std::move(frame.bytes)), std::move(sink), timeout, std::move(callback));
+  Send(std::make_shared<const cql::RequestFrame>(std::move(frame)), std::move(sink), timeout, std::move(callback));
 }
 
-void Connection::Send(std::shared_ptr<const cql::Bytes> frame, std::shared_ptr<cql::CellSink> sink,
+void Connection::Send(std::shared_ptr<const cql::RequestFrame> frame, std::shared_ptr<cql::CellSink> sink,
                       std::chrono::milliseconds timeout, ReplyCallback callback) {
-  if (frame == nullptr || frame->size() < cql::kHeaderSize) {
+  if (frame == nullptr || frame->bytes.size() < cql::kHeaderSize) {
     // An encoder's bug, never the server's: nothing is sent.
-    Status why = Status::Internal(
-        fmt::format("request to {}: a frame of {} bytes has no header", peer_, frame == nullptr ? 0 : frame->size()));
+    Status why = Status::Internal(fmt::format("request to {}: a frame of {} bytes has no header", peer_,
+                                              frame == nullptr ? 0 : frame->bytes.size()));
     asio::post(executor_, [cb = std::move(callback), why = std::move(why)]() mutable { cb(std::move(why)); });
     return;
   }
@@ -224,12 +224,15 @@ void Connection::Admit(Request&& r) {
   s.callback = std::move(r.callback);
   s.deadline = r.deadline;
   deadlines_[r.timeout.count()].push_back(Deadline{r.deadline, id, s.generation});
-  const cql::Bytes& frame = *r.frame;
+  const cql::RequestFrame& frame = *r.frame;
   const bool copy = frame.size() <= kCopiedFrameBytes;
   cql::Bytes& owned = OwnedPiece(copy ? frame.size() : cql::kHeaderSize);
   const size_t at = owned.size();
-  const size_t n = copy ? frame.size() : cql::kHeaderSize;
-  owned.insert(owned.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(n));
+  if (copy) {
+    frame.ForEachPiece(0, [&owned](std::span<const uint8_t> p) { owned.insert(owned.end(), p.begin(), p.end()); });
+  } else {
+    owned.insert(owned.end(), frame.bytes.begin(), frame.bytes.begin() + cql::kHeaderSize);
+  }
   cql::PatchStreamId(owned.data() + at, id);
   if (!copy) write_queue_.push_back(WritePiece{{}, std::move(r.frame)});
   stats_.requests.fetch_add(1, std::memory_order_relaxed);
@@ -253,8 +256,9 @@ void Connection::StartWrite() {
   for (const auto& p : writing_) {
     if (p.shared == nullptr) {
       bufs.emplace_back(p.owned.data(), p.owned.size());
-    } else if (p.shared->size() > cql::kHeaderSize) {
-      bufs.emplace_back(p.shared->data() + cql::kHeaderSize, p.shared->size() - cql::kHeaderSize);
+    } else {
+      p.shared->ForEachPiece(cql::kHeaderSize,
+                             [&bufs](std::span<const uint8_t> b) { bufs.emplace_back(b.data(), b.size()); });
     }
   }
   write_in_progress_ = true;

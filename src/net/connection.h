@@ -117,11 +117,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
             std::chrono::milliseconds timeout, ReplyCallback callback);
   // Same, for a frame shared with other sends (the attempts and hedges of one
   // execution, on any connections): the bytes are never modified. A small
-  // frame (up to 4 KiB) is copied into the write buffer with its stream id;
-  // of a larger one only the 9-byte header is, and its body is written from
-  // the shared bytes, which the connection holds until they are written. A
-  // frame shorter than a header fails the request (Internal).
-  void Send(std::shared_ptr<const cql::Bytes> frame, std::shared_ptr<cql::CellSink> sink,
+  // frame (up to 4 KiB, splices included) is copied into the write buffer
+  // with its stream id; of a larger one only the 9-byte header is, and its
+  // body is written from the shared bytes and its splices, which the
+  // connection holds until they are written. A frame shorter than a header
+  // fails the request (Internal).
+  void Send(std::shared_ptr<const cql::RequestFrame> frame, std::shared_ptr<cql::CellSink> sink,
             std::chrono::milliseconds timeout, ReplyCallback callback);
 
   // Closes the connection; pending requests complete with `why`.
@@ -146,7 +147,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   struct Request {
-    std::shared_ptr<const cql::Bytes> frame;  // stream id 0, shared, never modified
+    std::shared_ptr<const cql::RequestFrame> frame;  // stream id 0, shared, never modified
     std::shared_ptr<cql::CellSink> sink;
     std::chrono::steady_clock::time_point deadline;
     std::chrono::milliseconds timeout;
@@ -210,7 +211,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // stays one buffer, not two per request.
   struct WritePiece {
     cql::Bytes owned;
-    std::shared_ptr<const cql::Bytes> shared;  // set: write shared[kHeaderSize..]
+    std::shared_ptr<const cql::RequestFrame> shared;  // set: write it after its header
   };
   // Frames up to this size are copied into an owned piece (cheaper than a
   // buffer of their own); larger ones are written from the shared frame.

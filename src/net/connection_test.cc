@@ -151,7 +151,7 @@ TEST_F(ConnectionTest, ASharedFrameIsSentManyTimesOnOwnStreamsAndNeverModified) 
   auto frame = cql::EncodeQuery("SHARED", cql::QueryParameters{});
   ASSERT_TRUE(frame.ok());
   const cql::Bytes original = frame->bytes;
-  auto shared = std::make_shared<const cql::Bytes>(std::move(frame->bytes));
+  auto shared = std::make_shared<const cql::RequestFrame>(std::move(*frame));
   std::vector<std::future<StatusOr<Reply>>> replies;
   for (Connection* c : {c1.get(), c1.get(), c1.get(), c2.get()}) {
     auto p = std::make_shared<std::promise<StatusOr<Reply>>>();
@@ -172,11 +172,12 @@ TEST_F(ConnectionTest, ASharedFrameIsSentManyTimesOnOwnStreamsAndNeverModified) 
   std::set<std::pair<int, int16_t>> streams;
   for (const auto& r : seen) streams.emplace(r.connection, r.header.stream);
   EXPECT_EQ(streams.size(), 4u) << "each send has its own stream on its connection";
-  EXPECT_EQ(*shared, original) << "the shared frame is never patched";
+  EXPECT_EQ(shared->bytes, original) << "the shared frame is never patched";
   // A frame without a header is refused without being sent.
   auto p = std::make_shared<std::promise<StatusOr<Reply>>>();
   auto bad = p->get_future();
-  c1->Send(std::make_shared<const cql::Bytes>(cql::Bytes{0x04, 0}), nullptr, 2000ms,
+  c1->Send(std::make_shared<const cql::RequestFrame>(cql::RequestFrame{cql::Opcode::kQuery, cql::Bytes{0x04, 0}, {}}),
+           nullptr, 2000ms,
            [p](StatusOr<Reply> r) { p->set_value(std::move(r)); });
   auto rb = bad.get();
   ASSERT_FALSE(rb.ok());
@@ -184,6 +185,66 @@ TEST_F(ConnectionTest, ASharedFrameIsSentManyTimesOnOwnStreamsAndNeverModified) 
   EXPECT_NE(rb.status().message().find("has no header"), std::string::npos) << rb.status().ToString();
   EXPECT_EQ(c1->in_flight(), 0);
   ASSERT_TRUE(Query(*c1, "AFTER").get().ok()) << "the connection still works";
+}
+
+TEST_F(ConnectionTest, SplicedBlobsReachTheServerAsTheFlatFrameAndAreLetGoOnceWritten) {
+  // Frames with splices, large (written from the blob where it lies) and
+  // small (copied whole), between plain frames: the server sees each body as
+  // its flat encoding; the connection holds a blob no longer than its frame.
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    return Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query));
+  });
+  auto c = Open(srv);
+  ASSERT_NE(c, nullptr);
+  auto blob = std::make_shared<cql::Bytes>(3 * cql::kSplicedBlobBytes);
+  for (size_t i = 0; i < blob->size(); ++i) (*blob)[i] = static_cast<uint8_t>(i * 13);
+  std::weak_ptr<const cql::Bytes> watch = blob;
+  cql::QueryParameters p;
+  p.values = {Value::Int(1), Value::Shared(*blob, blob), Value::Int(2)};
+  auto large = cql::EncodeQuery("LARGE", p);
+  ASSERT_TRUE(large.ok());
+  ASSERT_EQ(large->splices.size(), 1u);
+  const cql::Bytes large_flat = large->Flatten();
+  // A small frame with a splice: a 100-byte blob cut out of its encoding.
+  p.values = {Value::Ref(std::span<const uint8_t>(*blob).first(100))};
+  auto small = cql::EncodeQuery("SMALL", p);
+  ASSERT_TRUE(small.ok());
+  const cql::Bytes small_flat = small->bytes;
+  const size_t cut = small->bytes.size() - 100;  // the blob is the last thing in the body
+  ASSERT_TRUE(std::equal(blob->begin(), blob->begin() + 100, small_flat.begin() + static_cast<std::ptrdiff_t>(cut)));
+  small->bytes.erase(small->bytes.begin() + static_cast<std::ptrdiff_t>(cut),
+                     small->bytes.begin() + static_cast<std::ptrdiff_t>(cut + 100));
+  small->splices.push_back(cql::Splice{cut, std::span<const uint8_t>(*blob).first(100), blob});
+  ASSERT_EQ(small->Flatten(), small_flat);
+  blob.reset();
+  auto shared = std::make_shared<const cql::RequestFrame>(std::move(*large));
+  std::vector<std::future<StatusOr<Reply>>> replies;
+  auto send = [&](std::shared_ptr<const cql::RequestFrame> f) {
+    auto pr = std::make_shared<std::promise<StatusOr<Reply>>>();
+    replies.push_back(pr->get_future());
+    c->Send(std::move(f), nullptr, 10000ms, [pr](StatusOr<Reply> r) { pr->set_value(std::move(r)); });
+  };
+  replies.push_back(Query(*c, "PLAIN", 10000ms));
+  send(shared);
+  send(std::make_shared<const cql::RequestFrame>(std::move(*small)));
+  send(shared);
+  replies.push_back(Query(*c, "PLAIN", 10000ms));
+  for (auto& f : replies) {
+    auto r = f.get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  const auto want = [](const cql::Bytes& flat) { return cql::Bytes(flat.begin() + cql::kHeaderSize, flat.end()); };
+  ASSERT_EQ(Seen(srv, "LARGE").size(), 2u);
+  for (const auto& r : Seen(srv, "LARGE")) {
+    EXPECT_EQ(r.header.length, large_flat.size() - cql::kHeaderSize);
+    EXPECT_EQ(r.body, want(large_flat));
+  }
+  ASSERT_EQ(Seen(srv, "SMALL").size(), 1u);
+  EXPECT_EQ(Seen(srv, "SMALL")[0].body, want(small_flat));
+  EXPECT_EQ(Seen(srv, "PLAIN").size(), 2u);
+  shared.reset();
+  EXPECT_TRUE(WaitFor([&] { return watch.expired(); })) << "every write is done: nothing holds the blob";
 }
 
 TEST_F(ConnectionTest, RequestsWaitForAFreeStreamIdInOrder) {

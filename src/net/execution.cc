@@ -238,7 +238,7 @@ void Run(const std::shared_ptr<Session::Impl>& impl, const Statement& st, cql::R
   auto ex = std::make_shared<Execution>();
   ex->s = impl;
   ex->st = st;
-  ex->frame = std::make_shared<const cql::Bytes>(std::move(frame.bytes));
+  ex->frame = std::make_shared<const cql::RequestFrame>(std::move(frame));
   ex->cb = std::move(callback);
   ex->plan = impl->QueryPlan(st, &ex->token);
   ex->retry = (st.retry ? st.retry : impl->sopts.retry.get())->NewSession();

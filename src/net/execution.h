@@ -34,7 +34,7 @@ struct Execution : std::enable_shared_from_this<Execution> {
   std::shared_ptr<Session::Impl> s;
   Statement st;
   // The encoded request (stream id 0), shared by every attempt and hedge.
-  std::shared_ptr<const cql::Bytes> frame;
+  std::shared_ptr<const cql::RequestFrame> frame;
   ResultCallback cb;
   std::vector<HostPtr> plan;
   std::optional<int64_t> token;
