@@ -32,7 +32,9 @@ struct SegmentWriter::Sample {
   int64_t pos = 0;
   int32_t idx = 0;
   std::shared_ptr<const SourceItem> item;
-  Payload payload;
+  // The payload's bytes, shared with the requests that write them (they
+  // are spliced into the frames, not copied: cql/request.h).
+  std::shared_ptr<const uint8_t[]> bytes;
   int64_t size = 0;
   int64_t image_size = 0;
   int64_t checksum = 0;
@@ -65,7 +67,7 @@ net::Statement SegmentWriter::DataStatement(const Sample& smp, int32_t chunk, bo
   const int64_t off = static_cast<int64_t>(chunk) * cs;
   const int64_t len = std::min<int64_t>(cs, smp.size - off);
   std::vector<Value> v = {Value::Int(target_.seg), Value::Int(smp.idx), Value::Int(chunk),
-                          Value::Ref({smp.payload.data.get() + off, static_cast<size_t>(len)})};
+                          Value::Shared({smp.bytes.get() + off, static_cast<size_t>(len)}, smp.bytes)};
   if (statics) {
     v.push_back(Value::Bigint(smp.size));
     v.push_back(Value::Bigint(smp.image_size));
@@ -122,8 +124,9 @@ void SegmentWriter::OnDataDone(const SamplePtr& smp, const Status& st, int step)
     ++smp->next_chunk;
     return IssueChunked(smp);
   }
-  // The payload is no longer needed: give its memory back.
-  smp->payload = Payload();
+  // The payload is no longer needed: give its memory back (a hedge's frame
+  // still queued on another connection holds it until it is written).
+  smp->bytes.reset();
   budget_->Give(std::exchange(smp->reserved, 0));
   std::vector<Group> ready;
   {
@@ -263,7 +266,7 @@ StatusOr<int32_t> SegmentWriter::Issue(std::shared_ptr<const SourceItem> item, P
   smp->checksum = static_cast<int64_t>(payload.xxh64 ? *payload.xxh64 : XXH64(payload.data.get(), payload.size, 0));
   const int64_t chunk_size = d_.chunk_size;
   smp->chunks = static_cast<int32_t>(std::max<int64_t>(1, (smp->size + chunk_size - 1) / chunk_size));
-  smp->payload = std::move(payload);
+  smp->bytes = std::move(payload.data);
   smp->reserved = reserved;
   {
     MutexLock l(&mu_);
