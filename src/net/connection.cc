@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 namespace cqlstream::net {
 namespace {
@@ -78,10 +80,25 @@ void Connection::OpenOn(std::unique_ptr<Transport> transport, Options options, O
   });
 }
 
-// --- Handshake: OPTIONS -> SUPPORTED, STARTUP -> READY | AUTHENTICATE ...,
-// then REGISTER when events are wanted.
+// --- Handshake: OPTIONS -> SUPPORTED and STARTUP -> READY | AUTHENTICATE
+// ..., then REGISTER when events are wanted. OPTIONS and STARTUP go out
+// together: what STARTUP asks for does not depend on SUPPORTED, and a new
+// connection then carries data one round trip sooner (two after its TCP
+// connect instead of three: at 200 ms RTT, 200 ms of every connection the
+// loader adds while it ramps up). A server reads a connection's frames in
+// order (Cassandra decodes OPTIONS, then STARTUP, from one buffer); ScyllaDB
+// may answer them in either order, so STARTUP's answer waits for SUPPORTED.
 void Connection::Handshake(OpenCallback cb) {
   auto self = shared_from_this();
+  // The steps' shared state; every callback runs on this connection's I/O
+  // thread, one at a time.
+  // (When the connection closes, both pending requests fail; STARTUP's
+  // failure, held behind OPTIONS', is dropped with it: cb hears once.)
+  struct Steps {
+    bool supported = false;  // SUPPORTED (or OPTIONS' other answer) is in
+    std::optional<StatusOr<Reply>> startup;  // STARTUP's answer, while SUPPORTED is not
+  };
+  auto steps = std::make_shared<Steps>();
   auto fail = [self, cb](Status s) {
     self->CloseOnIoThread(s);
     cb(std::move(s));
@@ -138,15 +155,22 @@ void Connection::Handshake(OpenCallback cb) {
     }
     fail(Status::ProtocolError("unexpected answer to STARTUP"));
   };
-  SendInternal(cql::EncodeOptions(), [self, fail, on_startup](StatusOr<Reply> r) {
+  SendInternal(cql::EncodeOptions(), [self, fail, on_startup, steps](StatusOr<Reply> r) {
     if (!r.ok()) return fail(r.status().WithContext("OPTIONS"));
     if (r->response) {
       if (auto* s = std::get_if<cql::Supported>(&r->response->message)) self->supported_ = s->options;
     }
-    std::map<std::string, std::string> startup{{"CQL_VERSION", "3.0.0"},
-                                               {"DRIVER_NAME", kDriverName},
-                                               {"DRIVER_VERSION", kDriverVersion}};
-    self->SendInternal(cql::EncodeStartup(startup), on_startup);
+    steps->supported = true;
+    if (steps->startup) on_startup(*std::exchange(steps->startup, std::nullopt));
+  });
+  const std::map<std::string, std::string> startup{
+      {"CQL_VERSION", "3.0.0"}, {"DRIVER_NAME", kDriverName}, {"DRIVER_VERSION", kDriverVersion}};
+  SendInternal(cql::EncodeStartup(startup), [on_startup, steps](StatusOr<Reply> r) {
+    if (!steps->supported) {
+      steps->startup = std::move(r);
+      return;
+    }
+    on_startup(std::move(r));
   });
 }
 

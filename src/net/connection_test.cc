@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <set>
@@ -245,6 +246,53 @@ TEST_F(ConnectionTest, SplicedBlobsReachTheServerAsTheFlatFrameAndAreLetGoOnceWr
   EXPECT_EQ(Seen(srv, "PLAIN").size(), 2u);
   shared.reset();
   EXPECT_TRUE(WaitFor([&] { return watch.expired(); })) << "every write is done: nothing holds the blob";
+}
+
+TEST_F(ConnectionTest, StartupGoesOutWithOptionsAndWaitsForSupported) {
+  // A new connection sends STARTUP without waiting for SUPPORTED (one round
+  // trip less before it carries data). This server answers OPTIONS only
+  // after it has read STARTUP, and then after READY: the connection opens,
+  // and with the server's SUPPORTED options.
+  FakeServer srv;
+  srv.SetHoldSupportedUntilStartup(true);
+  srv.SetSupported({{"SCYLLA_SHARD", {"3"}}});
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    return Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query));
+  });
+  auto c = Open(srv);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->supported().count("SCYLLA_SHARD"), 1u) << "SUPPORTED arrived after READY and still counts";
+  EXPECT_EQ(c->supported().at("SCYLLA_SHARD"), std::vector<std::string>{"3"});
+  const auto seen = srv.requests();
+  ASSERT_GE(seen.size(), 2u);
+  EXPECT_EQ(seen[0].header.opcode, cql::Opcode::kOptions);
+  EXPECT_EQ(seen[1].header.opcode, cql::Opcode::kStartup);
+  auto r = Query(*c, "AFTER").get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(std::get<cql::ResultSetKeyspace>(std::get<cql::Result>(r->response->message)).keyspace, "AFTER");
+}
+
+TEST_F(ConnectionTest, AHandshakeThatFailsTwiceReportsOnce) {
+  // OPTIONS and STARTUP are both pending when the server hangs up: both
+  // fail, and Open's callback hears one error (OPTIONS'; STARTUP's answer
+  // waits behind it and is dropped).
+  FakeServer srv;
+  srv.SetMaxConnections(0);
+  Connection::Options o;
+  o.transport.host = "127.0.0.1";
+  o.transport.port = srv.port();
+  o.transport.connect_timeout = 2000ms;
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto first = std::make_shared<std::promise<Status>>();
+  Connection::Open(io_.Next(), o, [calls, first](StatusOr<std::shared_ptr<Connection>> c) {
+    if (calls->fetch_add(1) == 0) first->set_value(c.status());
+  });
+  const Status st = first->get_future().get();
+  EXPECT_FALSE(st.ok());
+  // Give a second call time to happen (the second failure follows the
+  // first on the same I/O thread, at once).
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(calls->load(), 1) << st.ToString();
 }
 
 TEST_F(ConnectionTest, RequestsWaitForAFreeStreamIdInOrder) {

@@ -128,6 +128,13 @@ class FakeServer {
     MutexLock l(&mu_);
     require_auth_ = on;
   }
+  // On: a connection's SUPPORTED is held back until its STARTUP has been
+  // read, then sent after STARTUP's answer (a client that waits for
+  // SUPPORTED before it sends STARTUP never gets either).
+  void SetHoldSupportedUntilStartup(bool on) {
+    MutexLock l(&mu_);
+    hold_supported_ = on;
+  }
   // Off: queries of the system tables go to the handler too (to answer
   // them wrongly on purpose).
   void SetAnswerSystemTables(bool on) {
@@ -176,6 +183,7 @@ class FakeServer {
     explicit Conn(asio::io_context& io) : sock(io) {}
     asio::ip::tcp::socket sock;
     cql::Bytes in;
+    std::optional<cql::Bytes> held_supported;
     uint8_t buf[65536];
     int id = 0;
     uint16_t accepted_port = 0;
@@ -233,9 +241,19 @@ class FakeServer {
           if (rd.LongString(&q).ok()) r.query = std::string(q);
         }
         auto reply = Answer(r);
+        bool hold;
         {
           MutexLock l(&mu_);
           requests_.push_back(r);
+          hold = hold_supported_;
+        }
+        if (hold && r.header.opcode == cql::Opcode::kOptions) {
+          c->held_supported = std::move(reply);
+          reply.reset();
+        }
+        if (reply && r.header.opcode == cql::Opcode::kStartup && c->held_supported) {
+          reply->insert(reply->end(), c->held_supported->begin(), c->held_supported->end());
+          c->held_supported.reset();
         }
         if (reply) {
           auto buf = std::make_shared<cql::Bytes>(std::move(*reply));
@@ -401,6 +419,7 @@ class FakeServer {
   std::vector<std::pair<std::string, uint16_t>> peers_ GUARDED_BY(mu_);
   bool answer_system_tables_ GUARDED_BY(mu_) = true;
   bool require_auth_ GUARDED_BY(mu_) = false;
+  bool hold_supported_ GUARDED_BY(mu_) = false;
   int max_connections_ GUARDED_BY(mu_) = -1;
   std::vector<Request> requests_ GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Conn>> conns_ GUARDED_BY(mu_);
