@@ -114,8 +114,8 @@ void WindowController::GrowConnections() {
                       : completions_ > 0 ? static_cast<double>(bytes_) / static_cast<double>(completions_)
                                          : 0.0;
   if (mean <= 0) return;
-  // For 1.5x the window: a connection needs about three round trips to
-  // open, while the window doubles in one.
+  // For 1.5x the window: a connection needs two round trips to open and a
+  // third to bring answers, while the window doubles in one.
   const double want = std::ceil(1.5 * static_cast<double>(window_) * mean / kBytesPerConnection);
   const int target = static_cast<int>(std::min(want, static_cast<double>(MaxConnections())));
   const int before = connections_;

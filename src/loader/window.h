@@ -10,8 +10,9 @@
 //    whatever the latency, and the connections grow with it at each round
 //    trip that paid: one per kBytesPerConnection of 1.5x the bytes in
 //    flight (one TCP connection carries at most its window per round trip,
-//    Linux's default is 4 MiB; a connection takes about three round trips to
-//    open while the window doubles in one), up to max_connections. Once per
+//    Linux's default is 4 MiB; a connection takes two round trips to open,
+//    TCP's and OPTIONS+STARTUP's, and a third to bring answers, while the
+//    window doubles in one), up to max_connections. Once per
 //    measured round trip (an interval of max(startup_interval, the smoothed
 //    latency)) goodput is checked: the
 //    climb goes on while each round trip raises it by >= kStartupGain. The
@@ -167,10 +168,11 @@ class WindowController {
   int startup_cap_ = 0;                   // the 3-BDP cap of the last interval (0: none yet)
   int interval_window_ = 0;               // the window when the interval began
   int rounds_since_connections_ = 1000;   // start-up verdicts since connections were last added
-  // A new connection carries requests only after its TCP handshake,
-  // OPTIONS and STARTUP (3 round trips) and its first PREPARE: start-up does
-  // not end on a flat round trip this soon after asking for connections.
-  static constexpr int kConnectionOpenRounds = 4;
+  // A new connection brings answers only after its TCP handshake, OPTIONS
+  // and STARTUP (sent together: 2 round trips) and its first request's
+  // round trip: start-up does not end on a flat round trip this soon after
+  // asking for connections.
+  static constexpr int kConnectionOpenRounds = 3;
   double mean_bytes_ = 0;                 // per completion (smoothed)
   // The window never exceeds kBdpFactor bandwidth-delay products (goodput x
   // the lowest latency seen, in requests), nor goes below kMinCap for it.
