@@ -21,6 +21,12 @@ constexpr uint8_t kWithNamesForValues = 0x40;
 
 constexpr size_t kMaxShort = std::numeric_limits<uint16_t>::max();
 
+// Whether the encoders leave `v`'s bytes where they lie, as a Splice (for a
+// blob marker or an untyped one: WriteValue).
+bool Spliceable(const Value& v) {
+  return v.blob_owner() != nullptr && v.as_blob().size() >= kSplicedBlobBytes;
+}
+
 // About the encoded size of bind values (their [value]s; collections count
 // 16 bytes an element): what a request buffer reserves before encoding, so
 // that a large blob is copied into it once instead of again by every
@@ -34,7 +40,7 @@ size_t EstimateValues(const std::vector<Value>& values) {
       case Value::Kind::kBlob: n += v.as_blob().size(); break;
       case Value::Kind::kBlobRef:
         // A blob that will be spliced needs no room in the buffer.
-        if (v.blob_owner() == nullptr || v.as_blob().size() < kSplicedBlobBytes) n += v.as_blob().size();
+        if (!Spliceable(v)) n += v.as_blob().size();
         break;
       case Value::Kind::kList: n += 4 + 16 * v.as_list().size(); break;
       case Value::Kind::kMap: n += 4 + 32 * v.as_map().size(); break;
@@ -109,8 +115,7 @@ Status WriteValue(Writer& w, Bytes* out, std::vector<Splice>* splices, const Val
     w.UnsetValue();
     return Status::OK();
   }
-  if (v.blob_owner() != nullptr && v.as_blob().size() >= kSplicedBlobBytes &&
-      (type == nullptr || type->id == TypeId::kBlob)) {
+  if (Spliceable(v) && (type == nullptr || type->id == TypeId::kBlob)) {
     const std::span<const uint8_t> b = v.as_blob();
     if (b.size() > kMaxBodySize) {
       return Status::InvalidArgument(fmt::format("bind value {} of {} bytes exceeds the protocol's limit of {}",
