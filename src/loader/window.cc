@@ -33,7 +33,14 @@ void WindowController::OnComplete(int64_t bytes, std::chrono::microseconds laten
     // round trip, so the window never outruns what was measured.
     int limit = std::min(o_.max_window, 2 * std::max(interval_window_, 1));
     if (startup_cap_ > 0) limit = std::min(limit, startup_cap_);
-    if (window_ < limit) ++window_;
+    if (startup_growth_cap_ > 0) limit = std::min(limit, startup_growth_cap_);
+    // Requests that wait a quarter round trip longer than the fastest ones
+    // are queueing: the window is past the bandwidth-delay product, and
+    // more of it would only lengthen the queue (HyStart's delay signal).
+    // Windows below the floor stay free to grow (at sub-millisecond round
+    // trips the latency's noise is larger than a quarter of it).
+    const bool queued = min_rtt_us_ > 0 && srtt_us_ > kStartupDelayGrowth * min_rtt_us_ && window_ >= kMinCap;
+    if (window_ < limit && !queued) ++window_;
   }
 }
 
@@ -105,6 +112,10 @@ bool WindowController::Tick(Clock::time_point now) {
   const int cap = std::clamp(static_cast<int>(std::min(kBdpFactor * bdp, 1e9)), floor, o_.max_window);
   window_ = std::min(window_, cap);
   startup_cap_ = cap;
+  // Start-up grows the window to at most kStartupBdpFactor bandwidth-delay
+  // products of what the last round trip delivered.
+  const double last_bdp = goodput * (min_rtt_us_ / 1e6) / std::max(1.0, mean_bytes_);
+  startup_growth_cap_ = std::clamp(static_cast<int>(std::min(kStartupBdpFactor * last_bdp, 1e9)), floor, o_.max_window);
   interval_window_ = window_;
   return window_ != w0 || connections_ != c0;
 }
@@ -143,10 +154,23 @@ void WindowController::EvaluateStartup(double g) {
     GrowConnections();  // for the bytes the grown window keeps in flight
     return;
   }
-  // One flat round trip may be noise (or the connections just asked for
-  // are still opening): hold the window and judge the next one. Heavy
-  // queueing (4x the fastest latency) is a clear enough signal.
-  const bool queueing = srtt_us_ > 4.0 * min_rtt_us_;
+  // A flat round trip without queueing (latency within a quarter of the
+  // lowest) is the lag of the measure: the answers to what the window
+  // added arrive a round trip later, in waves that one round trip's
+  // interval cuts unevenly. The window keeps growing — the delay signal
+  // (OnComplete) stops it once requests queue — and start-up ends after
+  // kStartupFlatRounds such round trips in a row.
+  if (srtt_us_ <= kStartupDelayGrowth * min_rtt_us_) {
+    ++rounds_since_connections_;
+    startup_paused_ = false;
+    if (++flat_intervals_ < kStartupFlatRounds) return;
+    EndStartup(g);
+    return;
+  }
+  // A flat round trip with requests queueing may still be noise (or the
+  // connections just asked for are still opening): hold the window and
+  // judge the next one. Heavy queueing is a clear enough signal.
+  const bool queueing = srtt_us_ > kStartupQueueing * min_rtt_us_;
   if (++rounds_since_connections_ <= kConnectionOpenRounds) {
     startup_paused_ = true;  // connections still opening: wait for them
     return;

@@ -12,17 +12,26 @@
 //    flight (one TCP connection carries at most its window per round trip,
 //    Linux's default is 4 MiB; a connection takes two round trips to open,
 //    TCP's and OPTIONS+STARTUP's, and a third to bring answers, while the
-//    window doubles in one), up to max_connections. Once per
-//    measured round trip (an interval of max(startup_interval, the smoothed
-//    latency)) goodput is checked: the
-//    climb goes on while each round trip raises it by >= kStartupGain. The
-//    first round trip that does not pauses the growth; a second one in a
-//    row, or one with heavy queueing (latency 4x the lowest), ends
-//    start-up at the measured bandwidth-delay product plus 25% headroom —
-//    but not within kConnectionOpenRounds round trips of asking for more
-//    connections (they are still opening: the growth only pauses). A
-//    timeout or an overload answer ends it at once (see below), and the
-//    3-BDP cap bounds it all along.
+//    window doubles in one), up to max_connections. The window stops
+//    growing while requests queue (the smoothed latency above 1.25x the
+//    lowest: HyStart's delay signal, for windows of kMinCap and more) and
+//    never grows past 3 bandwidth-delay products of the last round trip's
+//    goodput. Once per measured round trip (an interval of
+//    max(startup_interval, the smoothed latency)) goodput is checked: the
+//    climb goes on while each round trip raises it by >= kStartupGain. A
+//    round trip that does not, without queueing, is the lag of the measure
+//    (the answers to what the window added come a round trip later): the
+//    window keeps growing, and three such in a row end start-up. With
+//    queueing, the first one pauses the growth; a second one in a row, or
+//    one with heavy queueing (latency 2x the lowest: a whole
+//    bandwidth-delay product waiting), ends start-up at the measured
+//    bandwidth-delay product plus 25% headroom — but not within
+//    kConnectionOpenRounds round trips of asking for more connections
+//    (they are still opening: the growth only pauses). A timeout or an
+//    overload answer ends it at once (see below), and the 3-BDP cap bounds
+//    it all along. (Before the delay signal, the window through a 200 ms
+//    path to one node overshot to 4,000-5,600 requests, about 3 BDPs, and
+//    the node then nearly stopped for 1-2 s: docs/loader.md.)
 //  * Steady state: it keeps probing — a larger window (x1.25) and, when
 //    requests wait much longer than the fastest ones (the path, not the
 //    server, is the limit: one TCP connection carries at most window/RTT),
@@ -166,6 +175,7 @@ class WindowController {
   bool connections_help_ = true;
   bool startup_paused_ = false;           // a round trip did not pay: wait for the next verdict
   int startup_cap_ = 0;                   // the 3-BDP cap of the last interval (0: none yet)
+  int startup_growth_cap_ = 0;            // kStartupBdpFactor x the last interval's BDP (0: none yet)
   int interval_window_ = 0;               // the window when the interval began
   int rounds_since_connections_ = 1000;   // start-up verdicts since connections were last added
   // A new connection brings answers only after its TCP handshake, OPTIONS
@@ -177,6 +187,19 @@ class WindowController {
   // The window never exceeds kBdpFactor bandwidth-delay products (goodput x
   // the lowest latency seen, in requests), nor goes below kMinCap for it.
   static constexpr double kBdpFactor = 3.0;
+  // Start-up: the window grows to at most this many bandwidth-delay
+  // products of the last round trip's goodput (the cap's factor, but of
+  // the last measure, not the best: one burst of answers must not license
+  // a window the path cannot carry).
+  static constexpr double kStartupBdpFactor = 3.0;
+  // Start-up ends on a flat round trip whose latency is this many times the
+  // lowest: a whole bandwidth-delay product waits in queues.
+  static constexpr double kStartupQueueing = 2.0;
+  // Start-up stops growing the window while the smoothed latency is above
+  // this many times the lowest.
+  static constexpr double kStartupDelayGrowth = 1.25;
+  // Flat round trips without queueing that end start-up.
+  static constexpr int kStartupFlatRounds = 3;
   static constexpr int kMinCap = 64;
 };
 
