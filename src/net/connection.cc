@@ -39,11 +39,18 @@ Connection::Connection(std::unique_ptr<Transport> t, Options o)
                  s.sink_taken = true;
                  return s.sink;
                }),
+      max_streams_(std::clamp(opts_.max_streams, 1, cql::kMaxStreams)),
       timer_(executor_) {
-  const int n = std::clamp(opts_.max_streams, 1, cql::kMaxStreams);
-  slots_.resize(static_cast<size_t>(n));
-  free_ids_.reserve(static_cast<size_t>(n));
-  for (int i = n - 1; i >= 0; --i) free_ids_.push_back(static_cast<int16_t>(i));
+  GrowSlots();
+}
+
+void Connection::GrowSlots() {
+  const size_t from = slots_.size();
+  const size_t to = std::min(static_cast<size_t>(max_streams_), std::max<size_t>(kInitialStreamSlots, 2 * from));
+  slots_.resize(to);
+  // The lowest new id is handed out first.
+  for (size_t i = to; i > from; --i) free_ids_.push_back(static_cast<int16_t>(i - 1));
+  stream_slots_.store(static_cast<int>(to), std::memory_order_relaxed);
 }
 
 Connection::~Connection() = default;
@@ -59,6 +66,7 @@ ConnectionStats Connection::stats() const {
   // 64-bit counters used for metrics only.
   s.direct_bytes = direct_bytes_.load(std::memory_order_relaxed);
   s.copied_bytes = copied_bytes_.load(std::memory_order_relaxed);
+  s.stream_slots = stream_slots_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -232,6 +240,7 @@ void Connection::Admit(Request&& r) {
     r.callback(close_reason_);
     return;
   }
+  if (free_ids_.empty() && slots_.size() < static_cast<size_t>(max_streams_)) GrowSlots();
   if (free_ids_.empty()) {
     // Backpressure: wait for a stream id, still bounded by the deadline.
     deadlines_[r.timeout.count()].push_back(Deadline{r.deadline, -1, 0});
@@ -496,7 +505,7 @@ void Connection::OnTimer() {
     return CloseOnIoThread(Status::ConnectionLost(
         fmt::format("connection to {} is defunct: requests timed out while nothing arrived", peer_)));
   }
-  if (retired_ >= std::max(2, static_cast<int>(slots_.size()) / 4)) {
+  if (retired_ >= std::max(2, max_streams_ / 4)) {
     return CloseOnIoThread(Status::ConnectionLost(fmt::format(
         "connection to {} is defunct: {} requests timed out without an answer", peer_, retired_)));
   }

@@ -339,6 +339,55 @@ TEST_F(ConnectionTest, RequestsWaitForAFreeStreamIdInOrder) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(order[static_cast<size_t>(i)], "Q" + std::to_string(i));
 }
 
+TEST_F(ConnectionTest, StreamSlotsGrowOnDemandUpToMaxStreams) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request&) { return std::nullopt; });  // answer later, by hand
+  auto c = Open(srv, /*max_streams=*/300);
+  ASSERT_NE(c, nullptr);
+  // A new connection makes room for a few ids, not for all it may use.
+  EXPECT_LE(c->stats().stream_slots, 64);
+  std::vector<std::future<StatusOr<Reply>>> fs;
+  for (int i = 0; i < 400; ++i) fs.push_back(Query(*c, "Q" + std::to_string(i), 20000ms));
+  auto seen = [&] {
+    std::vector<testing::Request> out;
+    for (auto& r : srv.requests()) {
+      if (r.query.rfind("Q", 0) == 0) out.push_back(r);
+    }
+    return out;
+  };
+  // 300 go out on 300 distinct ids below the limit; 100 wait for one.
+  ASSERT_TRUE(WaitFor([&] { return seen().size() >= 300; }));
+  std::this_thread::sleep_for(50ms);
+  auto out = seen();
+  ASSERT_EQ(out.size(), 300u);
+  std::set<int16_t> ids;
+  for (auto& r : out) {
+    EXPECT_GE(r.header.stream, 0);
+    EXPECT_LT(r.header.stream, 300);
+    ids.insert(r.header.stream);
+  }
+  EXPECT_EQ(ids.size(), 300u);
+  EXPECT_EQ(c->stats().stream_slots, 300);
+  // Every request is answered on its own id, the waiting ones included.
+  std::set<std::string> answered;
+  while (answered.size() < 400) {
+    ASSERT_TRUE(WaitFor([&] { return seen().size() > answered.size(); }));
+    for (auto& r : seen()) {
+      if (answered.insert(r.query).second) {
+        srv.Send(r.connection, Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query)));
+      }
+    }
+  }
+  for (int i = 0; i < 400; ++i) {
+    auto r = fs[static_cast<size_t>(i)].get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(std::get<cql::ResultSetKeyspace>(std::get<cql::Result>(r->response->message)).keyspace,
+              "Q" + std::to_string(i));
+  }
+  EXPECT_EQ(c->stats().stream_slots, 300);
+  EXPECT_FALSE(c->closed());
+}
+
 TEST_F(ConnectionTest, MalformedFrameClosesTheConnectionAndFailsWhatIsPending) {
   FakeServer srv;
   srv.SetHandler([](const testing::Request&) { return std::nullopt; });
