@@ -30,8 +30,8 @@
 //    (they are still opening: the growth only pauses). A timeout or an
 //    overload answer ends it at once (see below), and the 3-BDP cap bounds
 //    it all along. (Before the delay signal, the window through a 200 ms
-//    path to one node overshot to 4,000-5,600 requests, about 3 BDPs, and
-//    the node then nearly stopped for 1-2 s: docs/loader.md.)
+//    path to one node overshot to up to 5,600 requests, about 3 BDPs, and
+//    the rate then fell by two thirds for a second or two: docs/loader.md.)
 //  * Steady state: it keeps probing — a larger window (x1.25) and, when
 //    requests wait much longer than the fastest ones (the path, not the
 //    server, is the limit: one TCP connection carries at most window/RTT),
