@@ -41,6 +41,7 @@ std::vector<HostPtr> DefaultLoadBalancingPolicy::Plan(const RoutingInfo& request
   if (request.token && !request.keyspace.empty() && cluster.replicas) {
     plan = LocalReplicas(cluster.replicas(request.keyspace, *request.token), cluster.local_dc);
   }
+  const size_t replicas = plan.size();
   // By endpoint, not by object: the replicas may come from a newer topology
   // snapshot than `hosts`, whose changed hosts are other objects.
   std::set<std::string> in_plan;
@@ -61,9 +62,16 @@ std::vector<HostPtr> DefaultLoadBalancingPolicy::Plan(const RoutingInfo& request
       }
     }
   }
-  if (request.plan_offset > 0 && plan.size() > 1) {
-    const size_t offset = static_cast<size_t>(request.plan_offset) % plan.size();
-    std::rotate(plan.begin(), plan.begin() + static_cast<long>(offset), plan.end());
+  // The offset turns the replicas when there are any: a hedge or retry of a
+  // read sent to a host that does not hold the data is coordinated there
+  // and read from the same replicas, a hop longer, so it cannot be faster
+  // (with one local replica, as at RF 1, it stays on that replica, on
+  // whichever of its connections is least busy). Without replicas it turns
+  // the whole plan.
+  const size_t turned = replicas > 0 ? replicas : plan.size();
+  if (request.plan_offset > 0 && turned > 1) {
+    const size_t offset = static_cast<size_t>(request.plan_offset) % turned;
+    std::rotate(plan.begin(), plan.begin() + static_cast<long>(offset), plan.begin() + static_cast<long>(turned));
   }
   return plan;
 }

@@ -13,7 +13,10 @@
 //     busy first (ties kept in ring order);
 //  3. the other up hosts of the local data center, round-robin;
 //  4. up hosts of remote data centers; 5. hosts seen down;
-//  then the plan is rotated by the request's plan_offset.
+//  then the replicas of step 2 are rotated by the request's plan_offset (the
+//  whole plan when there are none): hedges and retries go to another
+//  replica, or stay on the only one; never to a host that would only
+//  forward the read to the same replicas.
 // Without a token (or a keyspace whose replicas cannot be placed) the plan
 // starts at step 3.
 //

@@ -99,20 +99,53 @@ TEST(LoadBalancingTest, ATargetHostIsTheWholePlan) {
   EXPECT_TRUE(policy.Plan(r, c.View()).empty());
 }
 
-TEST(LoadBalancingTest, ThePlanOffsetRotatesThePlan) {
+TEST(LoadBalancingTest, ThePlanOffsetTurnsTheReplicas) {
+  // dc1: .1 .2 .3 up, the token's replicas .3 and .1; .2 holds nothing.
+  std::vector<HostPtr> hosts{MakeHost("10.0.0.1", "dc1"), MakeHost("10.0.0.2", "dc1"), MakeHost("10.0.0.3", "dc1")};
+  ClusterView view{hosts, "dc1", [&hosts](const std::string&, int64_t) {
+                     return std::vector<HostPtr>{hosts[2], hosts[0]};
+                   }};
+  DefaultLoadBalancingPolicy policy;
+  RoutingInfo r;
+  r.token = 42;
+  r.keyspace = "ks";
+  auto base = Addresses(policy.Plan(r, view));
+  ASSERT_EQ(base.size(), 3u);
+  EXPECT_EQ(std::set<std::string>(base.begin(), base.begin() + 2), (std::set<std::string>{"10.0.0.1", "10.0.0.3"}));
+  EXPECT_EQ(base[2], "10.0.0.2");
+  r.plan_offset = 1;  // a hedge: the other replica first, the non-replica still last
+  auto turned = Addresses(policy.Plan(r, view));
+  EXPECT_EQ(turned, (std::vector<std::string>{base[1], base[0], "10.0.0.2"}));
+  r.plan_offset = 2;  // wraps over the two replicas: the same as 0
+  EXPECT_EQ(Addresses(policy.Plan(r, view)), base);
+}
+
+TEST(LoadBalancingTest, WithOneLocalReplicaAHedgeStaysOnIt) {
+  // As at RF 1: the only local replica (.2) is the only host with the
+  // data; any other would coordinate the read and fetch it from .2.
   TwoDcs c;
   DefaultLoadBalancingPolicy policy;
   RoutingInfo r;
   r.token = 42;
   r.keyspace = "ks";
   auto base = Addresses(policy.Plan(r, c.View()));
-  r.plan_offset = 1;
-  auto rotated = Addresses(policy.Plan(r, c.View()));
-  ASSERT_EQ(rotated.size(), base.size());
-  EXPECT_EQ(rotated[0], base[1]);
-  EXPECT_EQ(rotated.back(), base[0]);
-  r.plan_offset = 5;  // wraps: the same as 0
-  EXPECT_EQ(Addresses(policy.Plan(r, c.View()))[0], "10.0.0.2");
+  for (int offset : {1, 2, 5}) {
+    r.plan_offset = offset;
+    auto plan = Addresses(policy.Plan(r, c.View()));
+    ASSERT_EQ(plan.size(), base.size());
+    EXPECT_EQ(plan[0], "10.0.0.2") << offset;
+    EXPECT_EQ(plan.back(), "10.0.0.3") << offset;  // down: still last
+  }
+}
+
+TEST(LoadBalancingTest, WithoutATokenThePlanOffsetTurnsTheWholePlan) {
+  std::vector<HostPtr> hosts{MakeHost("10.0.0.1", "dc1"), MakeHost("10.0.0.2", "dc1"), MakeHost("10.0.0.3", "dc1")};
+  ClusterView view{hosts, "dc1", nullptr};
+  DefaultLoadBalancingPolicy policy;  // a fresh round-robin: .1, then .2, ...
+  RoutingInfo r;                      // no token: no replicas
+  EXPECT_EQ(Addresses(policy.Plan(r, view)), (std::vector<std::string>{"10.0.0.1", "10.0.0.2", "10.0.0.3"}));
+  r.plan_offset = 1;  // round-robin from .2, turned by one
+  EXPECT_EQ(Addresses(policy.Plan(r, view)), (std::vector<std::string>{"10.0.0.3", "10.0.0.1", "10.0.0.2"}));
 }
 
 TEST(LoadBalancingTest, AnEmptyClusterHasAnEmptyPlanAndNoDcMeansAllLocal) {
