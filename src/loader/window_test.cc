@@ -197,14 +197,20 @@ void Round(WindowController* c, Clock::time_point* now, int n, std::chrono::mill
   c->Tick(*now);
 }
 
+// A controller in start-up after one round trip of 200 ms that delivered
+// its whole window of 100: the window doubled to 200.
+WindowController AfterOnePayingRound(Clock::time_point* now) {
+  WindowController::Options o;
+  o.initial_window = 100;
+  WindowController c(o, *now);
+  Round(&c, now, 100, std::chrono::milliseconds(200));
+  return c;
+}
+
 TEST(WindowControllerTest, StartupStopsGrowingWhileRequestsQueue) {
   using std::chrono::milliseconds;
   auto now = Clock::now();
-  WindowController::Options o;
-  o.initial_window = 100;
-  WindowController c(o, now);
-  // A round trip of 200 ms that delivers the whole window: it doubles.
-  Round(&c, &now, 100, milliseconds(200));
+  WindowController c = AfterOnePayingRound(&now);
   ASSERT_EQ(c.phase(), WindowController::Phase::kStartup);
   ASSERT_EQ(c.window(), 200);
   // Answers now wait twice the round trip: once the smoothed latency is
@@ -222,10 +228,7 @@ TEST(WindowControllerTest, StartupStopsGrowingWhileRequestsQueue) {
 TEST(WindowControllerTest, FlatRoundTripsWithoutQueueingKeepTheWindowGrowingThenEndStartup) {
   using std::chrono::milliseconds;
   auto now = Clock::now();
-  WindowController::Options o;
-  o.initial_window = 100;
-  WindowController c(o, now);
-  Round(&c, &now, 100, milliseconds(200));  // pays: goodput from nothing
+  WindowController c = AfterOnePayingRound(&now);
   ASSERT_EQ(c.window(), 200);
   // About the same goodput again (+10%), at the lowest latency: the
   // answers to what the window added are still on their way. The window
@@ -248,10 +251,7 @@ TEST(WindowControllerTest, FlatRoundTripsWithoutQueueingKeepTheWindowGrowingThen
 TEST(WindowControllerTest, AFlatRoundTripWithQueueingPausesTheWindow) {
   using std::chrono::milliseconds;
   auto now = Clock::now();
-  WindowController::Options o;
-  o.initial_window = 100;
-  WindowController c(o, now);
-  Round(&c, &now, 100, milliseconds(200));
+  WindowController c = AfterOnePayingRound(&now);
   ASSERT_EQ(c.window(), 200);
   // Flat, with answers at 1.5x the lowest latency (a round trip of
   // 300 ms): paused, not ended (connections asked for a round trip ago
