@@ -148,7 +148,7 @@ void WindowController::EvaluateStartup(double g) {
   if (g >= best_goodput_ * kStartupGain) {
     best_goodput_ = g;
     best_window_ = window_;
-    flat_intervals_ = 0;
+    flat_intervals_ = queued_flat_intervals_ = 0;
     startup_paused_ = false;
     ++rounds_since_connections_;
     GrowConnections();  // for the bytes the grown window keeps in flight
@@ -158,24 +158,29 @@ void WindowController::EvaluateStartup(double g) {
   // lowest) is the lag of the measure: the answers to what the window
   // added arrive a round trip later, in waves that one round trip's
   // interval cuts unevenly. The window keeps growing — the delay signal
-  // (OnComplete) stops it once requests queue — and start-up ends after
-  // kStartupFlatRounds such round trips in a row.
+  // (OnComplete) stops it once requests queue — with connections for it,
+  // and start-up ends after kStartupFlatRounds flat round trips in a row
+  // (of either kind).
   if (srtt_us_ <= kStartupDelayGrowth * min_rtt_us_) {
     ++rounds_since_connections_;
     startup_paused_ = false;
+    queued_flat_intervals_ = 0;
+    GrowConnections();
     if (++flat_intervals_ < kStartupFlatRounds) return;
     EndStartup(g);
     return;
   }
   // A flat round trip with requests queueing may still be noise (or the
   // connections just asked for are still opening): hold the window and
-  // judge the next one. Heavy queueing is a clear enough signal.
+  // judge the next one; a second in a row ends start-up. Heavy queueing
+  // is a clear enough signal at once.
   const bool queueing = srtt_us_ > kStartupQueueing * min_rtt_us_;
   if (++rounds_since_connections_ <= kConnectionOpenRounds) {
     startup_paused_ = true;  // connections still opening: wait for them
     return;
   }
-  if (++flat_intervals_ < 2 && !queueing) {
+  ++flat_intervals_;
+  if (++queued_flat_intervals_ < 2 && !queueing && flat_intervals_ < kStartupFlatRounds) {
     startup_paused_ = true;
     return;
   }

@@ -21,9 +21,10 @@
 //    climb goes on while each round trip raises it by >= kStartupGain. A
 //    round trip that does not, without queueing, is the lag of the measure
 //    (the answers to what the window added come a round trip later): the
-//    window keeps growing, and three such in a row end start-up. With
-//    queueing, the first one pauses the growth; a second one in a row, or
-//    one with heavy queueing (latency 2x the lowest: a whole
+//    window keeps growing, with connections for it, and three flat round
+//    trips in a row (of either kind) end start-up. With queueing, the
+//    first one pauses the growth; a second one in a row, or one with
+//    heavy queueing (latency 2x the lowest: a whole
 //    bandwidth-delay product waiting), ends start-up at the measured
 //    bandwidth-delay product plus 25% headroom — but not within
 //    kConnectionOpenRounds round trips of asking for more connections
@@ -163,7 +164,8 @@ class WindowController {
 
   double best_goodput_ = 0;
   int best_window_ = 0;
-  int flat_intervals_ = 0;
+  int flat_intervals_ = 0;         // start-up: flat round trips in a row
+  int queued_flat_intervals_ = 0;  // start-up: of those, in a row with requests queueing
   // Steady-state probing.
   Probe probe_ = Probe::kNone;
   double baseline_ = 0;   // goodput before the probe
@@ -193,12 +195,13 @@ class WindowController {
   // a window the path cannot carry).
   static constexpr double kStartupBdpFactor = 3.0;
   // Start-up ends on a flat round trip whose latency is this many times the
-  // lowest: a whole bandwidth-delay product waits in queues.
+  // lowest (a whole bandwidth-delay product waits in queues), once
+  // kConnectionOpenRounds have passed since connections were asked for.
   static constexpr double kStartupQueueing = 2.0;
   // Start-up stops growing the window while the smoothed latency is above
   // this many times the lowest.
   static constexpr double kStartupDelayGrowth = 1.25;
-  // Flat round trips without queueing that end start-up.
+  // Flat round trips in a row (with or without queueing) that end start-up.
   static constexpr int kStartupFlatRounds = 3;
   static constexpr int kMinCap = 64;
 };

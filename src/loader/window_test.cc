@@ -199,8 +199,7 @@ void Round(WindowController* c, Clock::time_point* now, int n, std::chrono::mill
 
 // A controller in start-up after one round trip of 200 ms that delivered
 // its whole window of 100: the window doubled to 200.
-WindowController AfterOnePayingRound(Clock::time_point* now) {
-  WindowController::Options o;
+WindowController AfterOnePayingRound(Clock::time_point* now, WindowController::Options o = {}) {
   o.initial_window = 100;
   WindowController c(o, *now);
   Round(&c, now, 100, std::chrono::milliseconds(200));
@@ -248,18 +247,37 @@ TEST(WindowControllerTest, FlatRoundTripsWithoutQueueingKeepTheWindowGrowingThen
   EXPECT_EQ(c.window(), 125);
 }
 
+TEST(WindowControllerTest, AFlatRoundTripWithoutQueueingThenOneWithQueueingOnlyPauses) {
+  using std::chrono::milliseconds;
+  auto now = Clock::now();
+  WindowController::Options o;
+  o.initial_connections = o.max_connections = 2;  // no connections to wait for
+  WindowController c = AfterOnePayingRound(&now, o);
+  Round(&c, &now, 100, milliseconds(200));  // flat, no queueing
+  // Flat with queueing (answers at 1.5x the lowest latency): the first of
+  // its kind pauses, whatever came before (before the kinds were counted
+  // apart, the two together ended start-up here)...
+  Round(&c, &now, 150, milliseconds(300), milliseconds(300));
+  EXPECT_EQ(c.phase(), WindowController::Phase::kStartup);
+  // ...the second in a row ends it.
+  Round(&c, &now, 150, milliseconds(300), milliseconds(300));
+  EXPECT_EQ(c.phase(), WindowController::Phase::kSteady);
+}
+
 TEST(WindowControllerTest, AFlatRoundTripWithQueueingPausesTheWindow) {
   using std::chrono::milliseconds;
   auto now = Clock::now();
   WindowController c = AfterOnePayingRound(&now);
   ASSERT_EQ(c.window(), 200);
-  // Flat, with answers at 1.5x the lowest latency (a round trip of
-  // 300 ms): paused, not ended (connections asked for a round trip ago
-  // may still be opening)...
-  Round(&c, &now, 100, milliseconds(300), milliseconds(300));
+  // Flat (the same 50 MB/s), with answers at 1.5x the lowest latency (a
+  // round trip of 300 ms): paused, not ended (connections asked for a
+  // round trip ago may still be opening)...
+  Round(&c, &now, 150, milliseconds(300), milliseconds(300));
   EXPECT_EQ(c.phase(), WindowController::Phase::kStartup);
-  // ...and a paused window does not grow even when latency falls back.
+  // ...and a paused window does not grow even when latency falls back,
+  // though its caps would let it (3 x 100 requests).
   const int w = c.window();
+  ASSERT_LT(w, 290);
   for (int i = 0; i < 50; ++i) c.OnComplete(100000, milliseconds(200));
   EXPECT_EQ(c.window(), w);
 }

@@ -205,10 +205,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // All 32,768 up front cost 2.5 MB per connection (measured peak RSS of
   // a loader with 64 connections: +140-190 MB over one with 6-9), paid by
   // every connection though a loader's keep a few dozen requests each.
-  // Only Admit grows it, and it holds no reference to a slot across that.
+  // The constructor and Admit grow it; nothing holds a reference to a slot
+  // across a growth.
   static constexpr int kInitialStreamSlots = 64;
   void GrowSlots();
-  int max_streams_;
+  const int max_streams_;
   std::vector<Slot> slots_;
   std::vector<int16_t> free_ids_;
   int retired_ = 0;

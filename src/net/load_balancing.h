@@ -14,9 +14,12 @@
 //  3. the other up hosts of the local data center, round-robin;
 //  4. up hosts of remote data centers; 5. hosts seen down;
 //  then the replicas of step 2 are rotated by the request's plan_offset (the
-//  whole plan when there are none): hedges and retries go to another
-//  replica, or stay on the only one; never to a host that would only
-//  forward the read to the same replicas.
+//  whole plan when there are none): a hedge or retry goes first to another
+//  replica, or stays on the only one, rather than to a host that would
+//  only forward the read to the same replicas. (The hosts after the
+//  replicas stay in the plan as failover. On the only replica the hedge
+//  takes that host's least busy connection, which can be the slow
+//  attempt's own: the loader's hedge does not know its connection.)
 // Without a token (or a keyspace whose replicas cannot be placed) the plan
 // starts at step 3.
 //
@@ -43,7 +46,7 @@ struct RoutingInfo {
   std::optional<int64_t> token;  // of the partition key, when known
   std::string keyspace;          // whose replication places the token
   std::string target_host;       // address or endpoint: that host only
-  int plan_offset = 0;           // start the plan at its n-th host (wrapping)
+  int plan_offset = 0;           // turn the replicas by n (the whole plan without replicas)
 };
 
 // The cluster as a policy sees it for one call; borrowed from the session.

@@ -101,8 +101,9 @@ struct Statement {
   // Policies for this statement; nullptr: the session's defaults.
   const RetryPolicy* retry = nullptr;
   const SpeculativePolicy* speculative = nullptr;
-  // Start the query plan at its n-th host (wrapping): callers that retry or
-  // hedge themselves use it to reach another replica.
+  // Start the query plan at its n-th local replica (wrapping; at its n-th
+  // host when the statement has no replicas): callers that retry or hedge
+  // themselves use it to reach another replica (net/load_balancing.h).
   int plan_offset = 0;
   // Run only on this host (its address as in HostInfo::address); no failover.
   std::string target_host;
