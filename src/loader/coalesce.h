@@ -17,9 +17,12 @@
 // internal read each). The plan order (the per-sample shuffle) is not
 // changed, only samples issued at the same moment share a request. A group
 // holds at most kCoalesceMaxGroupBytes of samples by its segment's max_size
-// hint (GroupLimitForSize), so that its answer fits in one page of the
-// server (ScyllaDB cuts pages at 1 MiB) and is not cut by paging. A group
-// of one is read as a single sample, not as an IN of one key.
+// hint (GroupLimitForSize). The read is sent unpaged with PER PARTITION
+// LIMIT 2 (store::DataReadManyQuery): a paged IN costs the node more per
+// key, and the limit bounds the answer to two rows per key; a group's
+// bytes stay well below ScyllaDB's soft limit for unpaged reads (1 MiB,
+// above which it warns). A group of one is read as a single sample, not as
+// an IN of one key.
 //
 // CoalescedSink receives the rows of such an answer and passes each row to
 // the sink of the sample whose key the row carries (the row's first two
@@ -59,7 +62,8 @@ inline constexpr int64_t kCoalesceMaxSampleBytes = 16 << 10;
 inline constexpr int kDefaultCoalesce = 64;
 inline constexpr int kMaxCoalesce = 100;
 // The sample bytes one group may hold (by the max_size hint): half of
-// ScyllaDB's 1 MiB page, leaving room for the rows' other cells.
+// ScyllaDB's 1 MiB (its page size, and its soft limit for an unpaged
+// read's memory), leaving room for the rows' other cells.
 inline constexpr int64_t kCoalesceMaxGroupBytes = 512 << 10;
 
 // Keys per group for samples of at most `seg_max_size` bytes:

@@ -136,9 +136,12 @@ void Loader::Impl::LaunchGroup(Launch l) {
       net::Statement::Bound(group_read_stmt, {Value::Int(KeySegment(tasks[0]->key)), Value::List(std::move(idx))});
   st.idempotent = true;
   st.consistency = cql::Consistency::kLocalOne;
-  // One row per sample: one page holds the group (a page that is full
-  // comes with a paging state even when nothing follows; see OnGroupDone).
-  st.page_size = static_cast<int32_t>(2 * tasks.size() + 1);
+  // Unpaged: the query's PER PARTITION LIMIT bounds the answer to two rows
+  // per key, and a paged IN costs the node more per key (Cassandra reads the
+  // keys of a paged IN one after another through its multi-partition pager;
+  // unpaged, it starts every key's read at once). See docs/benchmarks.md
+  // "Tiny samples: unpaged groups".
+  st.page_size = 0;
   st.timeout = AttemptTimeout();
   st.retry = &no_retry;
   st.routing_key = RoutingKeyOf(tasks[0]->key);
@@ -151,9 +154,9 @@ void Loader::Impl::LaunchGroup(Launch l) {
 
 // Each task of the group is settled as after a single read: its rows were
 // passed to its own sink. A task the answer did not hold is missing (that
-// attempt fails, and the normal retry path reads it alone), unless the
-// answer was cut by paging: then it is read again alone at once, as a new
-// attempt that is not a failure.
+// attempt fails, and the normal retry path reads it alone). The read is
+// sent unpaged, so only a server that pages it anyway leaves samples out
+// for that reason; they take the same path.
 void Loader::Impl::OnGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, const std::vector<int>& attempts,
                                const std::shared_ptr<loader::CoalescedSink>& group,
                                const std::vector<std::shared_ptr<AttemptSink>>& sinks, Clock::time_point sent,
@@ -171,11 +174,6 @@ void Loader::Impl::OnGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, 
     if (!r.ok()) OnRequestFailed(r.status(), sent);
     const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
     const Status request_err = r.ok() ? group->error() : r.status();
-    bool paged = false;
-    if (r.ok()) {
-      auto ps = r->paging_state();
-      paged = ps && !ps->empty();
-    }
     for (size_t i = 0; i < tasks.size(); ++i) {
       const std::shared_ptr<Task>& t = tasks[i];
       AttemptSink& s = *sinks[i];
@@ -184,12 +182,6 @@ void Loader::Impl::OnGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, 
         continue;
       }
       s.rows = group->rows_of(i);
-      if (request_err.ok() && paged && s.rows == 0) {
-        // Not reached before the page ended: read alone now (a new attempt,
-        // not a failure), unless another attempt is still out for it.
-        if (t->outstanding == 0) launches.push_back(Launch::First(t));
-        continue;
-      }
       Status err = request_err.ok() ? CheckAnswer(s) : request_err;
       if (err.ok() && t->owner != attempts[i]) {
         m_dupes++;

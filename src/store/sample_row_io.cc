@@ -17,9 +17,15 @@ std::string DataReadQuery(const DatasetInfo& d) {
       d.keyspace, d.data_table());
 }
 
+// PER PARTITION LIMIT 2: the samples read this way are one row each (see
+// loader/coalesce.h); a second row is enough to show that a partition holds
+// more (its sample's own check then finds chunks past its size), and the
+// limit bounds the answer to two rows per key, which lets the loader send
+// the read unpaged.
 std::string DataReadManyQuery(const DatasetInfo& d) {
   return fmt::format(
-      "SELECT seg, idx, size, image_size, checksum, label, labels, data FROM {}.{} WHERE seg = ? AND idx IN ?",
+      "SELECT seg, idx, size, image_size, checksum, label, labels, data FROM {}.{} WHERE seg = ? AND idx IN ? "
+      "PER PARTITION LIMIT 2",
       d.keyspace, d.data_table());
 }
 

@@ -233,10 +233,11 @@ TEST_F(DamagedCoalesceTest, ACorruptedRowFailsOnlyItsSample) {
   EXPECT_EQ(skipped, 2);
 }
 
-TEST_F(DamagedCoalesceTest, AnAnswerCutByPagingIsFinishedBySingleReads) {
-  // Sample 0:50 gains 300 extra chunk rows: a group holding it fills its
-  // page with them, so the answer is paged and the group's other samples
-  // are read again alone; 0:50 itself is corrupt (chunks past its size).
+TEST_F(DamagedCoalesceTest, ASampleWithExtraRowsFailsAloneInItsGroup) {
+  // Sample 0:50 gains 300 extra chunk rows. The group read is unpaged with
+  // PER PARTITION LIMIT 2, so its answer holds two of 0:50's rows, which
+  // show 0:50 corrupt (chunks past its size), and every other sample of
+  // the group arrives.
   for (int c = 1; c <= 300; ++c) Run(fmt::format("INSERT INTO {{}}.d_coal_dmg (seg, idx, chunk, data) VALUES (0, 50, {}, 0x00)", c));
   int64_t skipped = 0;
   auto [err, got] = ReadAll(OnMissing::kSkip, &skipped);
