@@ -10,8 +10,15 @@ Per run it prints images/s (the bench's median over its measured epochs),
 client CPU per image twice: the bench's own figure for the measured epochs
 (cpu_s_per_gb x bytes per image) and user+sys of the whole process from
 /usr/bin/time divided by every image it delivered (warm-up included), the
-coalesced samples per request, and the load average (1 min) before and
+coalesced samples per request, the node's CPU per image (utime + stime of
+its process from /proc over the run, warm-up included: meaningful only
+when nothing else uses the node), and the load average (1 min) before and
 after; then the median per (RTT, mode) and the on/off ratio.
+
+--cli-before PATH adds a second CLI (a build without the change being
+measured); each run of each point then runs the build's CLI and this one
+in turn, and the medians and the after/before ratios are printed per CLI.
+--modes on (or off) measures one mode only.
 
 Needs: the node at 127.0.0.1:9042 with the dataset ingested (bench/run's
 data step puts `fashion` into keyspace cqlstream_bench), a build with the
@@ -20,7 +27,8 @@ Wall time: about 12 runs x (4 epochs of 60,000 images + start-up), 3-6 min
 on a quiet machine, longer at 100 ms without coalescing.
 
   bench/tiny.py [--runs 3] [--rtts 0,100] [--keyspace cqlstream_bench]
-                [--dataset fashion] [--batch-size 512] [--json out.json]
+                [--dataset fashion] [--batch-size 512] [--modes off,on]
+                [--cli-before PATH] [--json out.json]
 """
 import argparse
 import json
@@ -33,6 +41,10 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench", "run_lib"))
+from bench_common import process_cpu_s  # noqa: E402
+
+NODE_PID_FILE = os.path.join(ROOT, ".state", "cassandra", "default", "node1", "cassandra.pid")
 NODE = "127.0.0.1"
 PROXY_IP = "127.0.9.1"
 PORT = 9042
@@ -44,6 +56,17 @@ def binary(build, name):
         if os.path.exists(p):
             return p
     sys.exit(f"tiny: {name} not found under {build}/ (build the CLI and the bench tools first)")
+
+
+def node_pid():
+    try:
+        with open(NODE_PID_FILE) as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        sys.exit(f"tiny: no node pid in {NODE_PID_FILE}: start the node with scripts/cassandra up")
+    if process_cpu_s(pid) is None:
+        sys.exit(f"tiny: the node process {pid} of {NODE_PID_FILE} is not running")
+    return pid
 
 
 def loadavg():
@@ -86,14 +109,18 @@ class Proxy:
             self.p.wait(10)
 
 
-def one_run(a, cli, host, coalesce, n_train):
+def one_run(a, cli, host, coalesce, n_train, pid):
     with tempfile.NamedTemporaryFile("r") as tf:
         cmd = ["/usr/bin/time", "-f", "%U %S", "-o", tf.name, cli, "bench", a.dataset, "--hosts", host, "--keyspace",
                a.keyspace, "--epochs", str(a.epochs), "--warmup", str(a.warmup), "--batch-size", str(a.batch_size),
                "--coalesce", str(coalesce), "--json"]
         l0 = loadavg()
+        n0 = process_cpu_s(pid)
         out = subprocess.run(cmd, capture_output=True, text=True)
+        n1 = process_cpu_s(pid)
         l1 = loadavg()
+        if n0 is None or n1 is None:
+            sys.exit(f"tiny: the node process {pid} went away during the run")
         if out.returncode != 0:
             sys.exit(f"tiny: {' '.join(cmd)} failed:\n{out.stderr}")
         rec = json.loads(out.stdout.strip().splitlines()[-1])
@@ -104,9 +131,48 @@ def one_run(a, cli, host, coalesce, n_train):
     return dict(images_per_s=images, mb_per_s=rec["mb_per_s"],
                 bench_cpu_us_per_image=rec["cpu_s_per_gb"] * bytes_per_image / 1e9 * 1e6,
                 process_cpu_us_per_image=(user + sys_) / total_images * 1e6,
+                node_cpu_us_per_image=(n1 - n0) / total_images * 1e6,
                 samples_per_request=(rec.get("coalesced_samples", 0) / rec["coalesced_requests"]
                                      if rec.get("coalesced_requests") else 1.0),
                 load_before=l0, load_after=l1)
+
+
+KEYS = ("images_per_s", "bench_cpu_us_per_image", "process_cpu_us_per_image", "node_cpu_us_per_image",
+        "samples_per_request")
+
+
+def describe(m):
+    """The figures of one run or of a point's medians, as one line's tail."""
+    return (f"{m['images_per_s']:9.0f} images/s  CPU/image {m['bench_cpu_us_per_image']:6.2f} us (bench) "
+            f"{m['process_cpu_us_per_image']:6.2f} us (process) {m['node_cpu_us_per_image']:6.2f} us (node)  "
+            f"{m['samples_per_request']:5.1f} samples/request")
+
+
+def ratio(a, b, key):
+    return a[key] / max(b[key], 1e-9)
+
+
+def print_medians(records, rtt, modes, clis):
+    med = {}
+    for mode, _ in modes:
+        for which, _ in clis:
+            rs = [r for r in records if r["rtt_ms"] == rtt and r["mode"] == mode and r["cli"] == which]
+            med[(mode, which)] = m = {k: statistics.median(r[k] for r in rs) for k in KEYS}
+            label = f" {which:>6}" if len(clis) > 1 else ""
+            loads = ", ".join(f"{r['load_before']:.2f}" for r in rs)
+            print(f"  rtt {rtt:>3} ms coalesce {mode:>3}{label}: {describe(m)}  load at start: {loads}")
+    for which, _ in clis:
+        off, on = med.get(("off", which)), med.get(("on", which))
+        if off and on:
+            label = f" ({which})" if len(clis) > 1 else ""
+            print(f"  rtt {rtt:>3} ms on/off{label}: {ratio(on, off, 'images_per_s'):.2f}x images/s, "
+                  f"{ratio(on, off, 'process_cpu_us_per_image'):.2f}x CPU per image")
+    if len(clis) > 1:
+        for mode, _ in modes:
+            after, before = med[(mode, "build")], med[(mode, "before")]
+            print(f"  rtt {rtt:>3} ms coalesce {mode:>3} build/before: {ratio(after, before, 'images_per_s'):.2f}x "
+                  f"images/s, {ratio(after, before, 'node_cpu_us_per_image'):.2f}x node CPU per image, "
+                  f"{ratio(after, before, 'process_cpu_us_per_image'):.2f}x client CPU per image")
 
 
 def main():
@@ -118,12 +184,24 @@ def main():
     ap.add_argument("--batch-size", type=int, default=512)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--modes", default="off,on", help="coalescing off, on or both (default off,on)")
+    ap.add_argument("--cli-before", help="a second CLI to compare with (runs interleaved)")
     ap.add_argument("--json", help="write every run's record here")
     a = ap.parse_args()
     build = os.environ.get("CQLSTREAM_BUILD_DIR", "build")
     cli, wan = binary(build, "cqlstream"), binary(build, "cqlstream-wan")
+    known = {"off": 1, "on": 0}
+    names = [m.strip() for m in a.modes.split(",") if m.strip()]
+    if not names or any(m not in known for m in names):
+        sys.exit(f"tiny: --modes takes off, on or off,on (got {a.modes!r})")
+    modes = [(m, known[m]) for m in names]
+    clis = [("build", cli)]
+    if a.cli_before:
+        if not os.access(a.cli_before, os.X_OK):
+            sys.exit(f"tiny: --cli-before {a.cli_before} is not an executable")
+        clis.append(("before", a.cli_before))
+    pid = node_pid()
     n_train = train_images(cli, a.keyspace, a.dataset)
-    modes = (("off", 1), ("on", 0))
     records = []
     for rtt in (int(x) for x in a.rtts.split(",")):
         proxy = Proxy(wan, rtt) if rtt > 0 else None
@@ -131,36 +209,23 @@ def main():
         try:
             for run in range(a.runs):
                 for mode, coalesce in modes:
-                    r = one_run(a, cli, host, coalesce, n_train)
-                    r.update(rtt_ms=rtt, mode=mode, run=run)
-                    records.append(r)
-                    print(f"rtt {rtt:>3} ms coalesce {mode:>3} run {run}: {r['images_per_s']:>9.0f} images/s "
-                          f"{r['mb_per_s']:7.1f} MB/s  CPU/image {r['bench_cpu_us_per_image']:6.2f} us (bench) "
-                          f"{r['process_cpu_us_per_image']:6.2f} us (process)  {r['samples_per_request']:5.1f} "
-                          f"samples/request  load {r['load_before']:.2f} -> {r['load_after']:.2f}", flush=True)
+                    for which, path in clis:
+                        r = one_run(a, path, host, coalesce, n_train, pid)
+                        r.update(rtt_ms=rtt, mode=mode, run=run, cli=which)
+                        records.append(r)
+                        label = f" {which:>6}" if len(clis) > 1 else ""
+                        print(f"rtt {rtt:>3} ms coalesce {mode:>3}{label} run {run}: {describe(r)}  load "
+                              f"{r['load_before']:.2f} -> {r['load_after']:.2f}", flush=True)
         finally:
             if proxy:
                 proxy.stop()
-    print(f"\nmedians of {a.runs} runs ({a.dataset}, batch {a.batch_size}, {a.epochs} epochs after {a.warmup} warm-up):")
-    med = {}
+    print(f"\nmedians of {a.runs} runs ({a.dataset}, batch {a.batch_size}, {a.epochs} epochs after "
+          f"{a.warmup} warm-up):")
     for rtt in sorted({r["rtt_ms"] for r in records}):
-        for mode, _ in modes:
-            rs = [r for r in records if r["rtt_ms"] == rtt and r["mode"] == mode]
-            m = {k: statistics.median(r[k] for r in rs) for k in ("images_per_s", "bench_cpu_us_per_image",
-                                                                  "process_cpu_us_per_image", "samples_per_request")}
-            med[(rtt, mode)] = m
-            loads = ", ".join(f"{r['load_before']:.2f}" for r in rs)
-            print(f"  rtt {rtt:>3} ms coalesce {mode:>3}: {m['images_per_s']:9.0f} images/s  CPU/image "
-                  f"{m['bench_cpu_us_per_image']:6.2f} us (bench) {m['process_cpu_us_per_image']:6.2f} us (process)  "
-                  f"{m['samples_per_request']:5.1f} samples/request  load at start: {loads}")
-        off, on = med[(rtt, "off")], med[(rtt, "on")]
-        if off["images_per_s"] > 0:
-            print(f"  rtt {rtt:>3} ms on/off: {on['images_per_s'] / off['images_per_s']:.2f}x images/s, "
-                  f"{on['process_cpu_us_per_image'] / max(off['process_cpu_us_per_image'], 1e-9):.2f}x CPU per image")
+        print_medians(records, rtt, modes, clis)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(records, f, indent=1)
-
 
 if __name__ == "__main__":
     main()
