@@ -19,10 +19,12 @@
 // holds at most kCoalesceMaxGroupBytes of samples by its segment's max_size
 // hint (GroupLimitForSize). The read is sent unpaged with PER PARTITION
 // LIMIT 2 (store::DataReadManyQuery): a paged IN costs the node more per
-// key, and the limit bounds the answer to two rows per key; a group's
-// bytes stay well below ScyllaDB's soft limit for unpaged reads (1 MiB,
-// above which it warns). A group of one is read as a single sample, not as
-// an IN of one key.
+// key, and the limit bounds the answer to two rows per key. By the hint, a
+// group's bytes stay below ScyllaDB's soft limit for unpaged reads (1 MiB,
+// above which it warns); rows that break the hint (a wrong max_size, a
+// damaged sample's second row) can pass it, and past the hard limit (100
+// MiB by default) the read fails and its samples are read alone. A group
+// of one is read as a single sample, not as an IN of one key.
 //
 // CoalescedSink receives the rows of such an answer and passes each row to
 // the sink of the sample whose key the row carries (the row's first two

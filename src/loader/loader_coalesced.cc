@@ -156,7 +156,7 @@ void Loader::Impl::LaunchGroup(Launch l) {
 // passed to its own sink. A task the answer did not hold is missing (that
 // attempt fails, and the normal retry path reads it alone). The read is
 // sent unpaged, so only a server that pages it anyway leaves samples out
-// for that reason; they take the same path.
+// for that reason; they take the same path (a failed attempt each).
 void Loader::Impl::OnGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, const std::vector<int>& attempts,
                                const std::shared_ptr<loader::CoalescedSink>& group,
                                const std::vector<std::shared_ptr<AttemptSink>>& sinks, Clock::time_point sent,

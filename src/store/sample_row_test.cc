@@ -260,5 +260,17 @@ TEST(SampleRowTest, DecoderRefusesWhatTheLoaderRefuses) {
   EXPECT_EQ(none.rows(), 0);
 }
 
+// The coalesced read (loader/coalesce.h): the key cells first (the row
+// demultiplexer reads them before any data cell), and at most two rows per
+// key, the bound that lets the loader send it unpaged.
+TEST(SampleRowTest, TheGroupReadPutsTheKeyFirstAndBoundsRowsPerKey) {
+  DatasetInfo d;
+  d.keyspace = "ks";
+  d.name = "tiny";
+  EXPECT_EQ(DataReadManyQuery(d),
+            "SELECT seg, idx, size, image_size, checksum, label, labels, data FROM ks.d_tiny "
+            "WHERE seg = ? AND idx IN ? PER PARTITION LIMIT 2");
+}
+
 }  // namespace
 }  // namespace cqlstream::store

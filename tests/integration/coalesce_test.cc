@@ -3,8 +3,8 @@
 // Coalesced reads of small samples (loader/coalesce.h) against the real
 // node: exactly-once over several epochs, the same plan order as single
 // reads, ranks, resume mid-epoch, Fetch, a sample deleted after planning
-// (missing: named or skipped, as for single reads), corrupted rows and an
-// answer cut by paging.
+// (missing: named or skipped, as for single reads), corrupted rows and a
+// sample with extra rows (the group read's per-partition limit).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
