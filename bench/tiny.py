@@ -17,12 +17,15 @@ after; then the median per (RTT, mode) and the on/off ratio.
 
 --cli-before PATH adds a second CLI (a build without the change being
 measured); each run of each point then runs the build's CLI and this one
-in turn, and the medians and the after/before ratios are printed per CLI.
+in turn (which goes first alternates between runs), and the medians and
+the build/before ratios are printed per CLI.
 --modes on (or off) measures one mode only.
 
 Needs: the node at 127.0.0.1:9042 with the dataset ingested (bench/run's
 data step puts `fashion` into keyspace cqlstream_bench), a build with the
-CLI and the bench tools (CQLSTREAM_BUILD_DIR, default build).
+CLI and the bench tools (CQLSTREAM_BUILD_DIR, default build). The node's
+CPU is read when scripts/cassandra started it (its pid file); otherwise
+it is shown as "-".
 Wall time: about 12 runs x (4 epochs of 60,000 images + start-up), 3-6 min
 on a quiet machine, longer at 100 ms without coalescing.
 
@@ -59,14 +62,14 @@ def binary(build, name):
 
 
 def node_pid():
+    """The local node's pid (scripts/cassandra's pid file), or None: then the
+    node's CPU is not reported (a node this script cannot see)."""
     try:
         with open(NODE_PID_FILE) as f:
             pid = int(f.read().strip())
     except (OSError, ValueError):
-        sys.exit(f"tiny: no node pid in {NODE_PID_FILE}: start the node with scripts/cassandra up")
-    if process_cpu_s(pid) is None:
-        sys.exit(f"tiny: the node process {pid} of {NODE_PID_FILE} is not running")
-    return pid
+        return None
+    return pid if process_cpu_s(pid) is not None else None
 
 
 def loadavg():
@@ -119,19 +122,18 @@ def one_run(a, cli, host, coalesce, n_train, pid):
         out = subprocess.run(cmd, capture_output=True, text=True)
         n1 = process_cpu_s(pid)
         l1 = loadavg()
-        if n0 is None or n1 is None:
-            sys.exit(f"tiny: the node process {pid} went away during the run")
+        node_s = n1 - n0 if n0 is not None and n1 is not None else None
         if out.returncode != 0:
             sys.exit(f"tiny: {' '.join(cmd)} failed:\n{out.stderr}")
         rec = json.loads(out.stdout.strip().splitlines()[-1])
         user, sys_ = (float(x) for x in tf.read().split()[:2])
     images = rec["images_per_s"]
     bytes_per_image = rec["mb_per_s"] * 1e6 / images if images else 0
-    total_images = (a.epochs + a.warmup) * n_train
+    total_images = max((a.epochs + a.warmup) * n_train, 1)
     return dict(images_per_s=images, mb_per_s=rec["mb_per_s"],
                 bench_cpu_us_per_image=rec["cpu_s_per_gb"] * bytes_per_image / 1e9 * 1e6,
                 process_cpu_us_per_image=(user + sys_) / total_images * 1e6,
-                node_cpu_us_per_image=(n1 - n0) / total_images * 1e6,
+                node_cpu_us_per_image=node_s / total_images * 1e6 if node_s is not None else None,
                 samples_per_request=(rec.get("coalesced_samples", 0) / rec["coalesced_requests"]
                                      if rec.get("coalesced_requests") else 1.0),
                 load_before=l0, load_after=l1)
@@ -144,11 +146,22 @@ KEYS = ("images_per_s", "bench_cpu_us_per_image", "process_cpu_us_per_image", "n
 def describe(m):
     """The figures of one run or of a point's medians, as one line's tail."""
     return (f"{m['images_per_s']:9.0f} images/s  CPU/image {m['bench_cpu_us_per_image']:6.2f} us (bench) "
-            f"{m['process_cpu_us_per_image']:6.2f} us (process) {m['node_cpu_us_per_image']:6.2f} us (node)  "
+            f"{m['process_cpu_us_per_image']:6.2f} us (process) {us(m['node_cpu_us_per_image'])} (node)  "
             f"{m['samples_per_request']:5.1f} samples/request")
 
 
+def us(x):
+    return f"{x:6.2f} us" if x is not None else "     - us"
+
+
+def median(xs):
+    xs = list(xs)
+    return None if any(x is None for x in xs) else statistics.median(xs)
+
+
 def ratio(a, b, key):
+    if a[key] is None or b[key] is None:
+        return float("nan")
     return a[key] / max(b[key], 1e-9)
 
 
@@ -157,7 +170,7 @@ def print_medians(records, rtt, modes, clis):
     for mode, _ in modes:
         for which, _ in clis:
             rs = [r for r in records if r["rtt_ms"] == rtt and r["mode"] == mode and r["cli"] == which]
-            med[(mode, which)] = m = {k: statistics.median(r[k] for r in rs) for k in KEYS}
+            med[(mode, which)] = m = {k: median(r[k] for r in rs) for k in KEYS}
             label = f" {which:>6}" if len(clis) > 1 else ""
             loads = ", ".join(f"{r['load_before']:.2f}" for r in rs)
             print(f"  rtt {rtt:>3} ms coalesce {mode:>3}{label}: {describe(m)}  load at start: {loads}")
@@ -191,7 +204,7 @@ def main():
     build = os.environ.get("CQLSTREAM_BUILD_DIR", "build")
     cli, wan = binary(build, "cqlstream"), binary(build, "cqlstream-wan")
     known = {"off": 1, "on": 0}
-    names = [m.strip() for m in a.modes.split(",") if m.strip()]
+    names = list(dict.fromkeys(m.strip() for m in a.modes.split(",") if m.strip()))
     if not names or any(m not in known for m in names):
         sys.exit(f"tiny: --modes takes off, on or off,on (got {a.modes!r})")
     modes = [(m, known[m]) for m in names]
@@ -209,7 +222,9 @@ def main():
         try:
             for run in range(a.runs):
                 for mode, coalesce in modes:
-                    for which, path in clis:
+                    # The order alternates between runs, so that neither CLI
+                    # always runs on the machine the other one just warmed.
+                    for which, path in (clis if run % 2 == 0 else clis[::-1]):
                         r = one_run(a, path, host, coalesce, n_train, pid)
                         r.update(rtt_ms=rtt, mode=mode, run=run, cli=which)
                         records.append(r)
@@ -226,6 +241,7 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(records, f, indent=1)
+
 
 if __name__ == "__main__":
     main()
