@@ -45,9 +45,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench", "run_lib"))
-from bench_common import process_cpu_s  # noqa: E402
+from bench_common import default_node_pid, process_cpu_s  # noqa: E402
 
-NODE_PID_FILE = os.path.join(ROOT, ".state", "cassandra", "default", "node1", "cassandra.pid")
 NODE = "127.0.0.1"
 PROXY_IP = "127.0.9.1"
 PORT = 9042
@@ -62,13 +61,9 @@ def binary(build, name):
 
 
 def node_pid():
-    """The local node's pid (scripts/cassandra's pid file), or None: then the
-    node's CPU is not reported (a node this script cannot see)."""
-    try:
-        with open(NODE_PID_FILE) as f:
-            pid = int(f.read().strip())
-    except (OSError, ValueError):
-        return None
+    """The local node's pid, or None: then the node's CPU is not reported
+    (no node that scripts/cassandra started, or it is not running)."""
+    pid = default_node_pid()
     return pid if process_cpu_s(pid) is not None else None
 
 

@@ -4,6 +4,8 @@ knows, its log lines, the load average and a process's CPU seconds."""
 import os
 import time
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 NETWORK_LOADERS = ["cqlstream", "cqlstream-ordered", "driver", "acsylla", "streaming"]
 LOCAL_LOADERS = ["torch-files", "dali-files"]
 
@@ -30,3 +32,12 @@ def process_cpu_s(pid):
         return None
     # After the ")" that ends comm: state is field 3, utime 14 and stime 15.
     return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def default_node_pid():
+    """The pid of the default profile's node (scripts/cassandra's pid file); None while it has none."""
+    try:
+        with open(os.path.join(ROOT, ".state", "cassandra", "default", "node1", "cassandra.pid")) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None

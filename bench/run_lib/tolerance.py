@@ -34,19 +34,10 @@ import threading
 import time
 
 import harness
-from bench_common import loadavg, log, process_cpu_s as proc_cpu
+from bench_common import default_node_pid as node_pid, loadavg, log, process_cpu_s as proc_cpu
 from summary import fmt
 
 ROOT = harness.ROOT
-
-
-def node_pid():
-    """The default profile's node (the one bench/run reads through the proxy); None while it has none."""
-    try:
-        with open(os.path.join(ROOT, ".state", "cassandra", "default", "node1", "cassandra.pid")) as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None
 
 
 def run_cqlstream(cmd, timeout):

@@ -18,8 +18,10 @@
 // changed, only samples issued at the same moment share a request. A group
 // holds at most kCoalesceMaxGroupBytes of samples by its segment's max_size
 // hint (GroupLimitForSize). The read is sent unpaged with PER PARTITION
-// LIMIT 2 (store::DataReadManyQuery): a paged IN costs the node more per
-// key, and the limit bounds the answer to two rows per key. By the hint, a
+// LIMIT 2 (store::DataReadManyQuery): Cassandra reads the keys of a paged
+// IN one after another through its multi-partition pager, and starts them
+// all at once unpaged (docs/benchmarks.md "Tiny samples: unpaged groups");
+// the limit bounds the answer to two rows per key. By the hint, a
 // group's bytes stay below ScyllaDB's soft limit for unpaged reads (1 MiB,
 // above which it warns); rows that break the hint (a wrong max_size, a
 // damaged sample's second row) can pass it, and past the hard limit (100

@@ -136,12 +136,7 @@ void Loader::Impl::LaunchGroup(Launch l) {
       net::Statement::Bound(group_read_stmt, {Value::Int(KeySegment(tasks[0]->key)), Value::List(std::move(idx))});
   st.idempotent = true;
   st.consistency = cql::Consistency::kLocalOne;
-  // Unpaged: the query's PER PARTITION LIMIT bounds the answer to two rows
-  // per key, and a paged IN costs the node more per key (Cassandra reads the
-  // keys of a paged IN one after another through its multi-partition pager;
-  // unpaged, it starts every key's read at once). See docs/benchmarks.md
-  // "Tiny samples: unpaged groups".
-  st.page_size = 0;
+  st.page_size = 0;  // unpaged, bounded by PER PARTITION LIMIT: loader/coalesce.h
   st.timeout = AttemptTimeout();
   st.retry = &no_retry;
   st.routing_key = RoutingKeyOf(tasks[0]->key);
