@@ -3,9 +3,9 @@
 // The epoch plan: which samples a rank reads in an epoch, and in what order.
 //
 //  * Permutation: a keyed pseudo-random permutation of [0, n) computed on
-//    demand (a 4-round Feistel network over the smallest even power of two
-//    >= n, with cycle walking). perm(i) costs a few hash evaluations; nothing
-//    is materialized, so a plan over 10^9 samples takes a few bytes.
+//    demand (util/permutation.h: a 4-round Feistel network with cycle
+//    walking); nothing is materialized, so a plan over 10^9 samples takes a
+//    few bytes. (With LoaderOptions::packed, loader/packed_order.h.)
 //  * The permutation of epoch e is keyed by (seed, e) only: every rank
 //    computes the same global order whatever its own randomness.
 //  * Ranks take contiguous, disjoint slices of the global order: rank r of W
@@ -30,25 +30,12 @@
 
 #include "cqlstream/dataset.h"
 #include "cqlstream/status.h"
+#include "util/permutation.h"
 
 namespace cqlstream::loader {
 
-class Permutation {
- public:
-  // Identity when !shuffle.
-  Permutation(uint64_t n, uint64_t seed, uint64_t epoch, bool shuffle);
-  uint64_t size() const { return n_; }
-  // REQUIRES: i < size()
-  uint64_t operator()(uint64_t i) const;
-
- private:
-  uint64_t Feistel(uint64_t x) const;
-  uint64_t n_;
-  bool shuffle_;
-  int half_bits_ = 1;
-  uint64_t half_mask_ = 1;
-  uint64_t keys_[4] = {};
-};
+// The epoch's permutation: KeyedPermutation(n, seed, epoch, shuffle).
+using Permutation = KeyedPermutation;
 
 // A half-open range of global plan positions.
 struct PositionRange {
