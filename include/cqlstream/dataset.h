@@ -77,6 +77,8 @@ struct DatasetInfo {
 
   std::string data_table() const { return "d_" + name; }
   std::string meta_table() const { return "m_" + name; }
+  // The packed copy of small samples (`cqlstream pack`, docs/schema.md).
+  std::string pack_table() const { return "p_" + name; }
   std::vector<std::string> splits() const;
   // Segments of one split with at least one committed sample, ascending seg.
   std::vector<SegmentInfo> SplitSegments(std::string_view split) const;

@@ -62,6 +62,7 @@ void RegisterInfo(CLI::App& app, Action* action);
 void RegisterSelect(CLI::App& app, Action* action);
 void RegisterSplit(CLI::App& app, Action* action);
 void RegisterVerify(CLI::App& app, Action* action);
+void RegisterPack(CLI::App& app, Action* action);
 void RegisterExport(CLI::App& app, Action* action);
 void RegisterDrop(CLI::App& app, Action* action);
 void RegisterBench(CLI::App& app, Action* action);

@@ -22,6 +22,7 @@ int Main(int argc, char** argv) {
   cqlstream::cli::RegisterSelect(app, &action);
   cqlstream::cli::RegisterSplit(app, &action);
   cqlstream::cli::RegisterVerify(app, &action);
+  cqlstream::cli::RegisterPack(app, &action);
   cqlstream::cli::RegisterExport(app, &action);
   cqlstream::cli::RegisterDrop(app, &action);
   cqlstream::cli::RegisterBench(app, &action);

@@ -272,8 +272,10 @@ StatusOr<std::vector<std::string>> OrphanTables(net::Session& s, const std::stri
                             [&](const cql::Rows& r) {
                               for (int32_t i = 0; i < r.row_count(); ++i) {
                                 const std::string t = TextCell(r, i, 0);
-                                // k_: an attach's key snapshot whose catalog row was never written.
-                                const bool ours = t.rfind("d_", 0) == 0 || t.rfind("m_", 0) == 0 || t.rfind("k_", 0) == 0;
+                                // k_: an attach's key snapshot whose catalog row was never written;
+                                // p_: a packed copy (store/pack.h).
+                                const bool ours = t.rfind("d_", 0) == 0 || t.rfind("m_", 0) == 0 ||
+                                                  t.rfind("k_", 0) == 0 || t.rfind("p_", 0) == 0;
                                 if (t.size() > 2 && ours &&
                                     names.count(t.substr(2)) == 0) {
                                   out.push_back(t);
@@ -488,7 +490,16 @@ StatusOr<DropReport> DropDataset(net::Session& s, const std::string& keyspace, c
       if (!d.ok()) return d.status().WithContext(fmt::format("removing the segments of dataset '{}'", name));
     }
   }
-  for (const std::string& t : {"d_" + name, "m_" + name, "k_" + name}) {  // k_: an attached dataset's key snapshot
+  if (tables.count("packs")) {  // which segments are packed (store/pack.h)
+    net::Statement dp = net::Statement::Query(fmt::format("DELETE FROM {}.packs WHERE dataset = ?", keyspace),
+                                              {Value::Text(name)});
+    dp.consistency = cql::Consistency::kLocalQuorum;
+    dp.idempotent = true;
+    auto d = s.Execute(dp);
+    if (!d.ok()) return d.status().WithContext(fmt::format("removing the packs of dataset '{}'", name));
+  }
+  // k_: an attached dataset's key snapshot; p_: the packed copy (store/pack.h).
+  for (const std::string& t : {"d_" + name, "m_" + name, "k_" + name, "p_" + name}) {
     if (!tables.count(t)) continue;
     CQLS_RETURN_IF_ERROR(RunDdl(s, fmt::format("DROP TABLE IF EXISTS {}.{}", keyspace, t)));
     rep.tables.push_back(t);

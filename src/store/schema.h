@@ -107,7 +107,7 @@ struct DropReport {
   std::vector<std::string> tables;  // tables dropped
 };
 // Removes the catalog row (first, so the dataset disappears at once), the
-// segment rows, then the tables. Works on half-created or half-dropped
+// segment rows and packs rows (store/pack.h), then the tables (d_, m_, k_, p_). Works on half-created or half-dropped
 // datasets and on datasets of other layout versions. NotFound when nothing
 // of the name exists.
 StatusOr<DropReport> DropDataset(net::Session& s, const std::string& keyspace, const std::string& name);
@@ -127,7 +127,7 @@ inline constexpr size_t kMaxDescriptionBytes = size_t{64} << 10;
 inline constexpr size_t kMaxLabelsPerSample = size_t{1} << 16;
 Status CheckSpecSizes(const DatasetSpec& spec);
 
-// Tables named d_<x> or m_<x> in `keyspace` whose dataset <x> has no catalog
+// Tables named d_<x>, m_<x>, k_<x> or p_<x> in `keyspace` whose dataset <x> has no catalog
 // row (`known`: the catalog's dataset names), e.g. left by an ingest that
 // failed after its DDL or an interrupted drop. Sorted. `cqlstream drop <x>`
 // removes them.
