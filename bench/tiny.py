@@ -6,7 +6,8 @@ to the node) and through cqlstream-wan at 100 ms (W = 4 MiB per connection),
 RUNS runs of each, interleaved (off, on, off, on, ...) so that a change in
 the machine's load hits both alike.
 
-Per run it prints images/s (the bench's median over its measured epochs),
+Per run it prints images/s (the bench's images over the time of all its
+measured epochs together; an older CLI: the median over its epochs),
 client CPU per image twice: the bench's own figure for the measured epochs
 (cpu_s_per_gb x bytes per image) and user+sys of the whole process from
 /usr/bin/time divided by every image it delivered (warm-up included), the
@@ -19,7 +20,10 @@ after; then the median per (RTT, mode) and the on/off ratio.
 measured); each run of each point then runs the build's CLI and this one
 in turn (which goes first alternates between runs), and the medians and
 the build/before ratios are printed per CLI.
---modes on (or off) measures one mode only.
+--modes on (or off) measures one mode only; --modes packed adds packed
+reads (`cqlstream bench --packed`: one request per pack of the packed copy
+that `cqlstream pack DATASET` writes; it must have been run), with the
+packed/on ratio.
 
 Needs: the node at 127.0.0.1:9042 with the dataset ingested (bench/run's
 data step puts `fashion` into keyspace cqlstream_bench), a build with the
@@ -30,7 +34,7 @@ Wall time: about 12 runs x (4 epochs of 60,000 images + start-up), 3-6 min
 on a quiet machine, longer at 100 ms without coalescing.
 
   bench/tiny.py [--runs 3] [--rtts 0,100] [--keyspace cqlstream_bench]
-                [--dataset fashion] [--batch-size 512] [--modes off,on]
+                [--dataset fashion] [--batch-size 512] [--modes off,on,packed]
                 [--cli-before PATH] [--json out.json]
 """
 import argparse
@@ -107,11 +111,11 @@ class Proxy:
             self.p.wait(10)
 
 
-def one_run(a, cli, host, coalesce, n_train, pid):
+def one_run(a, cli, host, mode_args, n_train, pid):
     with tempfile.NamedTemporaryFile("r") as tf:
         cmd = ["/usr/bin/time", "-f", "%U %S", "-o", tf.name, cli, "bench", a.dataset, "--hosts", host, "--keyspace",
                a.keyspace, "--epochs", str(a.epochs), "--warmup", str(a.warmup), "--batch-size", str(a.batch_size),
-               "--coalesce", str(coalesce), "--json"]
+               *mode_args, "--json"]
         l0 = loadavg()
         n0 = process_cpu_s(pid)
         out = subprocess.run(cmd, capture_output=True, text=True)
@@ -122,8 +126,12 @@ def one_run(a, cli, host, coalesce, n_train, pid):
             sys.exit(f"tiny: {' '.join(cmd)} failed:\n{out.stderr}")
         rec = json.loads(out.stdout.strip().splitlines()[-1])
         user, sys_ = (float(x) for x in tf.read().split()[:2])
-    images = rec["images_per_s"]
-    bytes_per_image = rec["mb_per_s"] * 1e6 / images if images else 0
+    median_images = rec["images_per_s"]
+    bytes_per_image = rec["mb_per_s"] * 1e6 / median_images if median_images else 0
+    # All measured epochs together (a CLI without the field: the median of
+    # the epochs); with packed reads the window can hold a whole epoch, and
+    # epochs then alternate between waiting and arriving at once.
+    images = rec.get("images_per_s_overall", median_images)
     total_images = max((a.epochs + a.warmup) * n_train, 1)
     return dict(images_per_s=images, mb_per_s=rec["mb_per_s"],
                 bench_cpu_us_per_image=rec["cpu_s_per_gb"] * bytes_per_image / 1e9 * 1e6,
@@ -168,17 +176,23 @@ def print_medians(records, rtt, modes, clis):
             med[(mode, which)] = m = {k: median(r[k] for r in rs) for k in KEYS}
             label = f" {which:>6}" if len(clis) > 1 else ""
             loads = ", ".join(f"{r['load_before']:.2f}" for r in rs)
-            print(f"  rtt {rtt:>3} ms coalesce {mode:>3}{label}: {describe(m)}  load at start: {loads}")
+            print(f"  rtt {rtt:>3} ms {mode:>6}{label}: {describe(m)}  load at start: {loads}")
     for which, _ in clis:
         off, on = med.get(("off", which)), med.get(("on", which))
         if off and on:
             label = f" ({which})" if len(clis) > 1 else ""
             print(f"  rtt {rtt:>3} ms on/off{label}: {ratio(on, off, 'images_per_s'):.2f}x images/s, "
                   f"{ratio(on, off, 'process_cpu_us_per_image'):.2f}x CPU per image")
+        packed = med.get(("packed", which))
+        if packed and on:
+            label = f" ({which})" if len(clis) > 1 else ""
+            print(f"  rtt {rtt:>3} ms packed/on{label}: {ratio(packed, on, 'images_per_s'):.2f}x images/s, "
+                  f"{ratio(packed, on, 'node_cpu_us_per_image'):.2f}x node CPU per image, "
+                  f"{ratio(packed, on, 'process_cpu_us_per_image'):.2f}x client CPU per image")
     if len(clis) > 1:
         for mode, _ in modes:
             after, before = med[(mode, "build")], med[(mode, "before")]
-            print(f"  rtt {rtt:>3} ms coalesce {mode:>3} build/before: {ratio(after, before, 'images_per_s'):.2f}x "
+            print(f"  rtt {rtt:>3} ms {mode:>6} build/before: {ratio(after, before, 'images_per_s'):.2f}x "
                   f"images/s, {ratio(after, before, 'node_cpu_us_per_image'):.2f}x node CPU per image, "
                   f"{ratio(after, before, 'process_cpu_us_per_image'):.2f}x client CPU per image")
 
@@ -192,16 +206,17 @@ def main():
     ap.add_argument("--batch-size", type=int, default=512)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--modes", default="off,on", help="coalescing off, on or both (default off,on)")
+    ap.add_argument("--modes", default="off,on",
+                    help="any of off (coalescing off), on (automatic), packed (--packed) (default off,on)")
     ap.add_argument("--cli-before", help="a second CLI to compare with (runs interleaved)")
     ap.add_argument("--json", help="write every run's record here")
     a = ap.parse_args()
     build = os.environ.get("CQLSTREAM_BUILD_DIR", "build")
     cli, wan = binary(build, "cqlstream"), binary(build, "cqlstream-wan")
-    known = {"off": 1, "on": 0}
+    known = {"off": ["--coalesce", "1"], "on": ["--coalesce", "0"], "packed": ["--coalesce", "0", "--packed"]}
     names = list(dict.fromkeys(m.strip() for m in a.modes.split(",") if m.strip()))
     if not names or any(m not in known for m in names):
-        sys.exit(f"tiny: --modes takes off, on or off,on (got {a.modes!r})")
+        sys.exit(f"tiny: --modes takes a list of off, on, packed (got {a.modes!r})")
     modes = [(m, known[m]) for m in names]
     clis = [("build", cli)]
     if a.cli_before:
@@ -216,15 +231,15 @@ def main():
         host = PROXY_IP if proxy else NODE
         try:
             for run in range(a.runs):
-                for mode, coalesce in modes:
+                for mode, mode_args in modes:
                     # The order alternates between runs, so that neither CLI
                     # always runs on the machine the other one just warmed.
                     for which, path in (clis if run % 2 == 0 else clis[::-1]):
-                        r = one_run(a, path, host, coalesce, n_train, pid)
+                        r = one_run(a, path, host, mode_args, n_train, pid)
                         r.update(rtt_ms=rtt, mode=mode, run=run, cli=which)
                         records.append(r)
                         label = f" {which:>6}" if len(clis) > 1 else ""
-                        print(f"rtt {rtt:>3} ms coalesce {mode:>3}{label} run {run}: {describe(r)}  load "
+                        print(f"rtt {rtt:>3} ms {mode:>6}{label} run {run}: {describe(r)}  load "
                               f"{r['load_before']:.2f} -> {r['load_after']:.2f}", flush=True)
         finally:
             if proxy:

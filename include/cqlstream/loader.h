@@ -68,7 +68,7 @@ struct LoaderOptions {
   bool verify_checksums = false;
 
   // Caps; 0 means automatic. They should not be needed.
-  int max_in_flight = 0;              // requests in flight (the adaptive window's ceiling; default 16384)
+  int max_in_flight = 0;              // samples in flight (the adaptive window's ceiling; default 16384; packed: 16384 x P / 16)
   int initial_window = 0;             // first window (default 32)
   bool adaptive = true;               // false: window fixed at max_in_flight (benchmarks)
   int64_t memory_bytes = 0;           // byte budget (default: max(1 GiB, 8 batches))
@@ -88,6 +88,14 @@ struct LoaderOptions {
   // and 16 KiB): keys per request, at most 100; 0: automatic (64, and at
   // most a quarter of the window), 1: off (every sample its own request).
   int coalesce = 0;
+  // Packed reads (docs/loader.md, "Packed reads"): read the split's packed
+  // segments (`cqlstream pack`) one pack of up to 100 small samples per
+  // request, in the packed order: each epoch reads the packs in a fresh
+  // order and each pack's members in a fresh order, and which samples
+  // share a pack (and so arrive together) is fixed when the dataset is
+  // packed. false (the default): the per-sample global shuffle. A split
+  // without packs, or a selection, is an error.
+  bool packed = false;
 };
 
 // A batch: one contiguous buffer holding the samples' bytes, with per-sample
@@ -135,6 +143,7 @@ struct LoaderMetrics {
   int64_t copied_bytes = 0;     // copied from a receive buffer into batch memory
   int64_t coalesced_requests = 0;  // requests that read several samples (LoaderOptions::coalesce)
   int64_t coalesced_samples = 0;   // samples read by them (first attempts)
+  int64_t packed_requests = 0;     // of those, reads of one pack (LoaderOptions::packed)
 };
 
 class Loader {

@@ -215,7 +215,7 @@ def _core_args(o: dict[str, Any], dec: dict[str, Any] | None) -> _core.OpenArgs:
                  "port", "keyspace", "username", "tls_server_name", "local_dc", "connections_per_host",
                  "io_threads", "prefetch"):
         setattr(a, name, o[name])
-    for name in ("shuffle", "ordered", "drop_last", "verify_checksums", "adaptive", "hedge",
+    for name in ("shuffle", "ordered", "drop_last", "verify_checksums", "adaptive", "hedge", "packed",
                  "tls_insecure_skip_verify"):
         setattr(a, name, bool(o[name]))
     for name in ("selection", "password_file", "tls_ca", "tls_cert", "tls_key", "tls_key_passphrase_file",
@@ -326,6 +326,7 @@ class Loader:
         retry_budget: float | None = None,
         hedge: bool = True,
         coalesce: int | None = None,
+        packed: bool = False,
         **unexpected: Any,
     ) -> None:
         opts = {k: v for k, v in locals().items() if k not in ("self", "unexpected")}

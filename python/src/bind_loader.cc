@@ -56,6 +56,7 @@ struct OpenArgs : loader::OptionArgs {
   std::optional<int64_t> memory_bytes;
   bool adaptive = true;
   bool hedge = true;
+  bool packed = false;  // LoaderOptions::packed
   // Decoding (decode_size None: raw bytes).
   std::optional<std::pair<int, int>> decode_size;
   int decode_channels = 3;
@@ -107,6 +108,7 @@ StatusOr<std::pair<LoaderOptions, StreamOptions>> Resolve(const OpenArgs& a) {
   if (a.memory_bytes) lo.memory_bytes = *a.memory_bytes;
   lo.adaptive = a.adaptive;
   lo.hedge = a.hedge;
+  lo.packed = a.packed;
 
   StreamOptions so;
   if (a.decode_size) {
@@ -163,6 +165,7 @@ nb::dict MetricsDict(Stream& s) {
   d["copied_bytes"] = m.copied_bytes;
   d["coalesced_requests"] = m.coalesced_requests;
   d["coalesced_samples"] = m.coalesced_samples;
+  d["packed_requests"] = m.packed_requests;
   d["decode_skipped"] = s.decode_skipped();
   d["decode_s"] = s.decode_seconds();
   d["wait_s"] = s.wait_seconds();
@@ -212,6 +215,7 @@ void BindOpenArgs(nb::module_& m) {
       .def_rw("memory_bytes", &OpenArgs::memory_bytes)
       .def_rw("adaptive", &OpenArgs::adaptive)
       .def_rw("hedge", &OpenArgs::hedge)
+      .def_rw("packed", &OpenArgs::packed)
       .def_rw("decode_size", &OpenArgs::decode_size)
       .def_rw("decode_channels", &OpenArgs::decode_channels)
       .def_rw("decode_mode", &OpenArgs::decode_mode)

@@ -101,12 +101,21 @@ class SegmentGrouper {
   // `replicas` (an id; 0: unknown, one set); returns the group it
   // completes, if any. `limit` (> 0): the groups of `seg` are full at
   // min(cap, limit) items.
-  std::optional<std::vector<T>> Add(int32_t seg, T item, size_t limit = 0, uint64_t replicas = 0) {
-    auto [it, fresh] = open_.try_emplace(Key{seg, replicas}, groups_.size());
+  //
+  // `pack` >= 0 (packed reads, loader/packed_order.h): the item is a member
+  // of that pack of `seg`, grouped with the other members only (`replicas`
+  // unused: a pack is one partition) and full at `limit` (its pack size)
+  // whatever the cap: a pack read is one partition at the node however
+  // many members it names.
+  std::optional<std::vector<T>> Add(int32_t seg, T item, size_t limit = 0, uint64_t replicas = 0,
+                                    int32_t pack = -1) {
+    const Key key = pack >= 0 ? Key{seg, 0, pack} : Key{seg, replicas, -1};
+    auto [it, fresh] = open_.try_emplace(key, groups_.size());
     if (fresh) groups_.emplace_back();
     std::vector<T>& g = groups_[it->second];
     g.push_back(std::move(item));
-    if (g.size() < (limit > 0 ? std::min(cap_, limit) : cap_)) return std::nullopt;
+    const size_t size = pack >= 0 ? std::max<size_t>(limit, 1) : (limit > 0 ? std::min(cap_, limit) : cap_);
+    if (g.size() < size) return std::nullopt;
     std::vector<T> full = std::move(g);
     g.clear();
     open_.erase(it);  // the next item of this segment starts a new group
@@ -129,10 +138,14 @@ class SegmentGrouper {
   struct Key {
     int32_t seg;
     uint64_t replicas;
+    int32_t pack;  // -1: not a pack group
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
-    size_t operator()(const Key& k) const { return SplitMix64(static_cast<uint32_t>(k.seg)) ^ k.replicas; }
+    size_t operator()(const Key& k) const {
+      return SplitMix64(static_cast<uint32_t>(k.seg) ^ (static_cast<uint64_t>(static_cast<uint32_t>(k.pack)) << 32)) ^
+             k.replicas;
+    }
   };
   size_t cap_;
   std::unordered_map<Key, size_t, KeyHash> open_;  // (segment, replicas) -> its open group in groups_

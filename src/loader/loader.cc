@@ -232,7 +232,7 @@ std::string Loader::State() const {
   Impl& L = *impl_;
   MutexLock lock(&L.mu);
   loader::Checkpoint cp;
-  cp.fingerprint = L.source.Fingerprint();
+  cp.fingerprint = L.order_fingerprint;
   cp.seed = L.o.seed;
   cp.shuffle = L.o.shuffle;
   cp.drop_last = L.o.drop_last;
@@ -263,9 +263,15 @@ Status Loader::Restore(const std::vector<std::string>& states) {
   }
   if (cps.empty()) return Status::InvalidArgument("no checkpoint given");
   const auto& a = cps.front();
-  if (a.fingerprint != L.source.Fingerprint() || a.n != L.source.size()) {
+  if (a.fingerprint != L.order_fingerprint || a.n != L.source.size()) {
+    if (L.packed_layout && a.n == L.source.size() && a.fingerprint == L.source.Fingerprint()) {
+      return Status::InvalidArgument(
+          "the checkpoint was taken in the per-sample order; this loader reads packs (LoaderOptions::packed): "
+          "resume it with packed off");
+    }
     return Status::InvalidArgument(
-        "the checkpoint was taken over another sample set (different dataset, split, selection or segments)");
+        "the checkpoint was taken over another sample set or order (different dataset, split, selection or "
+        "segments; packed reads or not, or other packs)");
   }
   if (a.seed != L.o.seed || a.shuffle != L.o.shuffle) {
     return Status::InvalidArgument(fmt::format("the checkpoint was taken with seed {} shuffle {}; this loader has "
@@ -311,6 +317,7 @@ LoaderMetrics Loader::Metrics() const {
   m.hedges = L.m_hedges;
   m.hedge_wins = L.m_hedge_wins;
   m.coalesced_requests = L.m_coalesced_requests;
+  m.packed_requests = L.m_packed_requests;
   m.coalesced_samples = L.m_coalesced_samples;
   m.timeouts = L.m_timeouts;
   m.duplicates_dropped = L.m_dupes;

@@ -58,6 +58,14 @@ bool Loader::Impl::CoalescibleKey(SampleKey k) const {
 }
 
 void Loader::Impl::IssueFirst(std::shared_ptr<Task> t, TaskGroups* g, std::vector<Launch>* out) {
+  if (t->pack >= 0 && pack_read_stmt) {
+    // A member of a pack: grouped with the pack's other members issued now.
+    const int32_t seg = KeySegment(t->key), pack = t->pack;
+    if (auto full = g->Add(seg, std::move(t), static_cast<size_t>(packed_layout->pack_size()), 0, pack)) {
+      out->push_back(full->size() == 1 ? Launch::First(std::move((*full)[0])) : Launch::Group(std::move(*full)));
+    }
+    return;
+  }
   if (!CoalescibleKey(t->key)) {
     out->push_back(Launch::First(std::move(t)));
     return;
@@ -121,6 +129,7 @@ void Loader::Impl::LaunchGroup(Launch l) {
     if (tasks.size() > 1) {  // a group of which one is left unresolved shares nothing
       m_coalesced_requests++;
       m_coalesced_samples += static_cast<int64_t>(tasks.size());
+      if (tasks[0]->pack >= 0) m_packed_requests++;
     }
   }
   std::vector<Value> idx;
@@ -132,14 +141,21 @@ void Loader::Impl::LaunchGroup(Launch l) {
     members.push_back({tasks[i]->key, sinks.back()});
   }
   auto group = std::make_shared<loader::CoalescedSink>(std::move(members));
+  // A pack group (every task of one pack: the grouper's key) reads the pack's
+  // partition of p_<name>, the others the samples' partitions of d_<name>;
+  // both answers carry the data read's columns (store/pack.h).
+  const int32_t seg = KeySegment(tasks[0]->key), pack = tasks[0]->pack;
+  const bool packed = pack >= 0 && pack_read_stmt != nullptr;
   net::Statement st =
-      net::Statement::Bound(group_read_stmt, {Value::Int(KeySegment(tasks[0]->key)), Value::List(std::move(idx))});
+      packed ? net::Statement::Bound(pack_read_stmt, {Value::Int(seg), Value::Int(pack), Value::List(std::move(idx))})
+             : net::Statement::Bound(group_read_stmt, {Value::Int(seg), Value::List(std::move(idx))});
   st.idempotent = true;
   st.consistency = cql::Consistency::kLocalOne;
-  st.page_size = 0;  // unpaged, bounded by PER PARTITION LIMIT: loader/coalesce.h
+  st.page_size = 0;  // unpaged: bounded by PER PARTITION LIMIT, or by the pack (loader/coalesce.h)
   st.timeout = AttemptTimeout();
   st.retry = &no_retry;
-  st.routing_key = RoutingKeyOf(tasks[0]->key);
+  // (seg, pack) is a composite partition key of two ints, as (seg, idx) is.
+  st.routing_key = RoutingKeyOf(packed ? MakeKey(seg, pack) : tasks[0]->key);
   st.routing_keyspace = ds.keyspace;
   st.sink = [group](int) { return group; };
   session->ExecuteAsync(std::move(st), [this, tasks, attempts, group, sinks, now](StatusOr<net::ResultSet> r) {

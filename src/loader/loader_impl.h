@@ -74,6 +74,7 @@
 #include "loader/congestion_gate.h"
 #include "loader/hedge_budget.h"
 #include "loader/hedge_watch.h"
+#include "loader/packed_order.h"
 #include "loader/plan.h"
 #include "loader/window.h"
 #include "net/policies.h"
@@ -113,6 +114,7 @@ struct Epoch {
       : number(number), perm(perm), plan(std::move(plan)), batches(std::move(batches)) {}
   int64_t number;
   loader::Permutation perm;
+  std::optional<loader::PackedOrder> packed;  // LoaderOptions::packed: the order (perm unused)
   loader::RankPlan plan;
   uint64_t next_seq = 0;  // the next sequence number to issue
   loader::BatchAssembler batches;
@@ -125,6 +127,7 @@ struct Task {
   Epoch* ep = nullptr;
   uint64_t seq = 0;
   SampleKey key = 0;
+  int32_t pack = -1;             // packed reads: the pack of key's segment that holds it (-1: read alone)
   loader::Slot slot;             // reserved by the first attempt that claims the data
   int64_t size = -1;             // the claimed size (every attempt must agree)
   int owner = -1;                // attempt that owns the slot
@@ -225,6 +228,10 @@ struct Loader::Impl {
   DatasetInfo ds;
   net::PreparedPtr read_stmt;
   net::PreparedPtr group_read_stmt;  // coalesced reads: seg, list of idx (null: off)
+  net::PreparedPtr pack_read_stmt;   // packed reads: seg, pack, list of idx (null: off)
+  std::shared_ptr<const loader::PackedLayout> packed_layout;  // LoaderOptions::packed (null: off)
+  // A checkpoint's fingerprint: the sample set's, and the packed layout's.
+  uint64_t order_fingerprint = 0;
   net::PreparedPtr path_stmt;
   std::unique_ptr<loader_impl::AttachedReads> attached;  // null for a native dataset
   std::string split;
@@ -273,6 +280,7 @@ struct Loader::Impl {
           m_timeouts GUARDED_BY(mu) = 0, m_dupes GUARDED_BY(mu) = 0, m_skipped GUARDED_BY(mu) = 0,
           m_dropped GUARDED_BY(mu) = 0;
   int64_t m_coalesced_requests GUARDED_BY(mu) = 0, m_coalesced_samples GUARDED_BY(mu) = 0;
+  int64_t m_packed_requests GUARDED_BY(mu) = 0;
   double m_stall_s GUARDED_BY(mu) = 0;
   double rate_images GUARDED_BY(mu) = 0, rate_bytes GUARDED_BY(mu) = 0;
   int64_t rate_last_images GUARDED_BY(mu) = 0, rate_last_bytes GUARDED_BY(mu) = 0;
@@ -287,6 +295,7 @@ struct Loader::Impl {
   Status LoadSampleSet();
   Status LoadSelection();
   Status PrepareStatements();
+  Status LoadPacks();
   Status PrepareAttached();
   Status SizeMemory() REQUIRES(mu);
   void ConfigureWindow(int connections, int max_connections) REQUIRES(mu);

@@ -30,19 +30,36 @@ using loader_impl::AttemptSink;
 
 // Samples issued here together may share requests (IssueFirst): the plan
 // order is kept, only samples of one segment issued now are grouped.
+//
+// Packed reads: a pack whose first member is issued is issued whole in the
+// same Refill (its members take consecutive positions, singletons between
+// them), so that it is read with one request even when the window opened
+// by fewer places: the window is exceeded by less than a pack. (Issued a
+// few places at a time, packs were read 3 members to a request at RTT 0.)
 void Loader::Impl::Refill(std::vector<Launch>* out) {
   if (!started || closed) return;
+  // (Pack groups are full at their pack size whatever the cap: loader/coalesce.h.)
   TaskGroups groups(group_read_stmt ? loader::CoalesceCap(o.coalesce, ctl.window()) : 1);
-  while (in_flight < ctl.window()) {
+  Epoch* open_pack = nullptr;  // the epoch whose pack is not all issued yet
+  while (in_flight < ctl.window() || open_pack != nullptr) {
     Epoch* e = OverBudget() ? nullptr : IssuingEpoch();
     if (e == nullptr) {
-      ctl.OnHeldBack();
+      if (open_pack == nullptr) ctl.OnHeldBack();
       break;
     }
+    if (open_pack != nullptr && e != open_pack) break;  // the rank's part ended inside the pack
     auto t = std::make_shared<Task>();
     t->ep = e;
     t->seq = e->next_seq++;
-    t->key = source.KeyAt(e->perm(e->plan.PositionAt(t->seq)));
+    const uint64_t position = e->plan.PositionAt(t->seq);
+    if (e->packed) {
+      const auto x = e->packed->At(position);
+      t->key = source.KeyAt(x.ordinal);
+      t->pack = x.pack;
+      if (x.pack >= 0) open_pack = x.last ? nullptr : e;
+    } else {
+      t->key = source.KeyAt(e->perm(position));
+    }
     in_flight++;
     in_flight_unslotted++;
     IssueFirst(std::move(t), &groups, out);

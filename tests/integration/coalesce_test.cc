@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <future>
 #include <set>
 
 #include "cqlstream/loader.h"
@@ -99,25 +98,7 @@ TEST_F(CoalesceTest, ExactlyOnceOverEpochsInTheOrderOfSingleReads) {
 }
 
 TEST_F(CoalesceTest, RanksAreDisjointAndCoverTheSplit) {
-  const int world = 3;
-  std::vector<std::future<Delivered>> ranks;
-  for (int r = 0; r < world; ++r) {
-    ranks.push_back(std::async(std::launch::async, [r] {
-      LoaderOptions o = Options(0);
-      o.rank = r;
-      o.world_size = world;
-      auto l = Loader::Open(o);
-      EXPECT_TRUE(l.ok());
-      return l.ok() ? ReadEpoch(**l, *data_) : Delivered{};
-    }));
-  }
-  std::set<SampleKey> all;
-  for (auto& f : ranks) {
-    Delivered d = f.get();
-    EXPECT_TRUE(d.error.empty()) << d.error;
-    for (SampleKey k : d.keys) EXPECT_TRUE(all.insert(k).second) << "two ranks: " << FormatKey(k);
-  }
-  EXPECT_EQ(all.size(), data_->payload.size());
+  EXPECT_EQ(testing::ReadAllRanks(Options(0), 3, *data_).size(), data_->payload.size());
 }
 
 TEST_F(CoalesceTest, ResumeMidEpoch) {
@@ -128,15 +109,9 @@ TEST_F(CoalesceTest, ResumeMidEpoch) {
   ASSERT_EQ(first.keys.size(), 7u * 32u);
   const std::string state = (*a)->State();
   (*a)->Close();
-  auto b = Loader::Open(o);
-  ASSERT_TRUE(b.ok());
-  ASSERT_TRUE((*b)->Restore({state}).ok());
-  Delivered rest = ReadEpoch(**b, *data_);
-  ASSERT_TRUE(rest.error.empty()) << rest.error;
-  std::set<SampleKey> all(first.keys.begin(), first.keys.end());
-  for (SampleKey k : rest.keys) EXPECT_TRUE(all.insert(k).second) << "delivered twice: " << FormatKey(k);
-  EXPECT_EQ(all.size(), data_->payload.size());
-  EXPECT_GT((*b)->Metrics().coalesced_requests, 0);
+  LoaderMetrics m;
+  EXPECT_EQ(testing::ResumeEpoch(o, state, first.keys, *data_, &m).size(), data_->payload.size());
+  EXPECT_GT(m.coalesced_requests, 0);
 }
 
 TEST_F(CoalesceTest, FetchGroupsKeysAndKeepsTheirOrder) {

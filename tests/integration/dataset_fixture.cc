@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -188,6 +189,45 @@ LoaderOptions TestLoaderOptions(const std::string& dataset, const std::string& s
   o.dataset = dataset;
   o.split = split;
   return o;
+}
+
+std::set<SampleKey> ReadAllRanks(const LoaderOptions& o, int world, const SyntheticDataset& d) {
+  std::vector<std::future<Delivered>> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.push_back(std::async(std::launch::async, [&o, &d, r, world] {
+      LoaderOptions ro = o;
+      ro.rank = r;
+      ro.world_size = world;
+      auto l = Loader::Open(ro);
+      EXPECT_TRUE(l.ok()) << l.status().ToString();
+      return l.ok() ? ReadEpoch(**l, d) : Delivered{};
+    }));
+  }
+  std::set<SampleKey> all;
+  for (auto& f : ranks) {
+    Delivered got = f.get();
+    EXPECT_TRUE(got.error.empty()) << got.error;
+    for (SampleKey k : got.keys) EXPECT_TRUE(all.insert(k).second) << "two ranks: " << FormatKey(k);
+  }
+  return all;
+}
+
+std::set<SampleKey> ResumeEpoch(const LoaderOptions& o, const std::string& state,
+                                const std::vector<SampleKey>& before, const SyntheticDataset& d,
+                                LoaderMetrics* metrics) {
+  std::set<SampleKey> all(before.begin(), before.end());
+  EXPECT_EQ(all.size(), before.size()) << "delivered twice before the checkpoint";
+  auto l = Loader::Open(o);
+  EXPECT_TRUE(l.ok()) << l.status().ToString();
+  if (!l.ok()) return all;
+  Status restored = (*l)->Restore({state});
+  EXPECT_TRUE(restored.ok()) << restored.ToString();
+  if (!restored.ok()) return all;
+  Delivered rest = ReadEpoch(**l, d);
+  EXPECT_TRUE(rest.error.empty()) << rest.error;
+  for (SampleKey k : rest.keys) EXPECT_TRUE(all.insert(k).second) << "delivered twice: " << FormatKey(k);
+  if (metrics) *metrics = (*l)->Metrics();
+  return all;
 }
 
 }  // namespace cqlstream::testing

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,20 @@ struct Delivered {
 // batches of it, and checks every sample's bytes and label against the
 // fixture (test failures, not an error).
 Delivered ReadEpoch(Loader& l, const SyntheticDataset& d, int max_batches = -1);
+
+// Runs ranks 0 .. world-1 of `o` at once, one epoch each (ReadEpoch), and
+// checks that no key reaches two ranks and that no rank ended in an error;
+// returns the union of what they delivered.
+std::set<SampleKey> ReadAllRanks(const LoaderOptions& o, int world, const SyntheticDataset& d);
+
+// Opens a loader of `o`, restores `state` and reads the rest of the epoch
+// (ReadEpoch); checks that no key of `before` (what was delivered before
+// the checkpoint) or of the rest arrives twice and that the rest ended
+// without an error. Returns every key delivered, and the metrics of the
+// resumed loader in `*metrics` (if given).
+std::set<SampleKey> ResumeEpoch(const LoaderOptions& o, const std::string& state,
+                                const std::vector<SampleKey>& before, const SyntheticDataset& d,
+                                LoaderMetrics* metrics = nullptr);
 
 // Loader options for `dataset`'s `split` on the test node and keyspace; the
 // tests set the rest.

@@ -127,6 +127,28 @@ def test_core_refuses_out_of_range_coalesce_too():
         _core.Loader(a)
 
 
+def test_loader_packed_reads_each_key_once_by_pack(small, hosts):
+    # Before `cqlstream pack`, packed=True names the missing step.
+    with pytest.raises(cqlstream.Error, match=r"has no packs: run `cqlstream pack"):
+        cqlstream.Loader(small.name, batch_size=16, hosts=hosts, packed=True)
+    out = run_cli("pack", small.name, "--pack-size", "8").stdout
+    assert "packed 120 samples into 15 packs" in out, out
+    with cqlstream.Loader(small.name, batch_size=16, shuffle=True, seed=5, hosts=hosts, packed=True,
+                          epochs=2) as loader:
+        for _ in range(2):
+            keys: list[int] = []
+            contents: set[bytes] = set()
+            for b in loader:
+                keys += [int(k) for k in b.keys]
+                contents |= {bytes(b[i]) for i in range(len(b))}
+            assert len(keys) == N and len(set(keys)) == N
+            assert contents == set(small.by_content)
+        m = loader.metrics()
+    # 15 packs of 8 per epoch, each read whole with one request.
+    assert m["packed_requests"] == 30
+    assert m["coalesced_samples"] >= 240
+
+
 # --- DALI -------------------------------------------------------------------
 
 
