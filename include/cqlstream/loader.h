@@ -144,6 +144,7 @@ struct LoaderMetrics {
   int64_t coalesced_requests = 0;  // requests that read several samples (LoaderOptions::coalesce)
   int64_t coalesced_samples = 0;   // samples read by them (first attempts)
   int64_t packed_requests = 0;     // of those, reads of one pack (LoaderOptions::packed)
+  int64_t pack_fallbacks = 0;      // samples a pack lacked or held damaged, read alone from the data table
 };
 
 class Loader {

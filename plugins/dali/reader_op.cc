@@ -36,6 +36,7 @@ ReaderOp::ReaderOp(const OpSpec& spec) : ::dali::Operator<::dali::CPUBackend>(sp
   o.shuffle = spec.GetArgument<bool>("shuffle");
   o.seed = static_cast<uint64_t>(spec.GetArgument<int64_t>("shuffle_seed"));
   o.ordered = spec.GetArgument<bool>("ordered");
+  o.packed = spec.GetArgument<bool>("packed");
   const std::string on_missing = spec.GetArgument<std::string>("on_missing");
   if (on_missing == "raise") {
     o.on_missing = OnMissing::kRaise;
@@ -195,6 +196,11 @@ the split.)",
 is): the shards cut one permutation. Deliberately not named ``seed``: DALI fills an operator's
 ``seed`` from each pipeline's own seed, which differs between shards and would make them overlap.)",
                     int64_t{0})
+    .AddOptionalArg("packed", R"(Read the split's packed copy (``cqlstream pack``) one pack of up to 100
+small samples per request, in the packed order: each epoch reads the packs, and each pack's
+members, in a fresh order, but which samples arrive together is fixed when the dataset is packed
+(docs/loader.md, "Packed reads"). False: the per-sample global shuffle.)",
+                    false)
     .AddOptionalArg("shard_id", "Index of this shard, in [0, num_shards).", 0)
     .AddOptionalArg("num_shards", "Number of shards (e.g. the data-parallel world size).", 1)
     .AddOptionalArg("ordered", R"(Deliver batches in the exact plan order and composition (bit-for-bit

@@ -285,6 +285,7 @@ def reader(
     shard_id: int = 0,
     num_shards: int = 1,
     ordered: bool = False,
+    packed: bool = False,
     name: str = "Reader",
     on_missing: str = "raise",
     verify_checksums: bool = False,
@@ -306,6 +307,8 @@ def reader(
     error instead with CQLSTREAM_DALI_FALLBACK=error). ``seed`` is the shuffle seed, the same in every shard (passed to
     the operator as ``shuffle_seed``: DALI would overwrite an argument named
     ``seed`` with a per-pipeline value and the shards would overlap).
+    ``packed``: read the split's packs (``cqlstream pack``) one per request,
+    in the packed order (docs/loader.md, "Packed reads").
     ``output`` / ``target_output``: "bytes" or "npy" (typed tensors decoded
     from .npy blobs; native plugin only, see docs/dali.md).
     Connection keywords: hosts, port, keyspace, username, password_file,
@@ -327,7 +330,7 @@ def reader(
 
         kw: dict[str, Any] = dict(
             dataset=dataset, split=split, shuffle=shuffle, shuffle_seed=int(seed), shard_id=shard_id,
-            num_shards=num_shards, ordered=ordered, name=name, on_missing=on_missing,
+            num_shards=num_shards, ordered=ordered, packed=packed, name=name, on_missing=on_missing,
             verify_checksums=verify_checksums, memory_bytes=int(memory_bytes), output_target=output_target,
             output_keys=output_keys, zero_copy=zero_copy, output=output, target_output=target_output, **conn)
         if selection is not None:
@@ -338,7 +341,8 @@ def reader(
         raise ValueError("output='npy' / target_output='npy' need the native plugin (the external_source "
                          f"fallback hands out bytes): {plugin_error() or 'use_plugin=False'}")
     return _fallback_reader(dataset, split=split, selection=selection, shuffle=shuffle, seed=seed,
-                            shard_id=shard_id, num_shards=num_shards, ordered=ordered, on_missing=on_missing,
+                            shard_id=shard_id, num_shards=num_shards, ordered=ordered, packed=packed,
+                            on_missing=on_missing,
                             verify_checksums=verify_checksums, memory_bytes=memory_bytes,
                             output_target=output_target, output_keys=output_keys, name=name, conn=conn)
 
@@ -438,7 +442,8 @@ class LoaderSource:
 
 
 def _fallback_reader(dataset: str, *, split: str, selection: Any, shuffle: bool, seed: int, shard_id: int,
-                     num_shards: int, ordered: bool, on_missing: str, verify_checksums: bool, memory_bytes: int,
+                     num_shards: int, ordered: bool, packed: bool, on_missing: str, verify_checksums: bool,
+                     memory_bytes: int,
                      output_target: bool, output_keys: bool, name: str, conn: dict[str, Any]) -> tuple[Any, ...]:
     global _used_fallback
     from nvidia.dali import fn
@@ -450,8 +455,8 @@ def _fallback_reader(dataset: str, *, split: str, selection: Any, shuffle: bool,
     outputs = ["data", "labels"] + (["target"] if output_target else []) + (["keys"] if output_keys else [])
     source = LoaderSource(dataset, batch_size=pipe.max_batch_size, outputs=outputs, split=split,
                           selection=selection, shuffle=shuffle, seed=seed, rank=shard_id, world_size=num_shards,
-                          ordered=ordered, on_missing=on_missing, verify_checksums=verify_checksums,
-                          memory_bytes=memory_bytes or None, **conn)
+                          ordered=ordered, packed=packed, on_missing=on_missing,
+                          verify_checksums=verify_checksums, memory_bytes=memory_bytes or None, **conn)
     _used_fallback = True
     nodes = fn.external_source(source=source, num_outputs=len(outputs), batch=True)
     return tuple(nodes)

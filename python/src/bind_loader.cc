@@ -166,6 +166,7 @@ nb::dict MetricsDict(Stream& s) {
   d["coalesced_requests"] = m.coalesced_requests;
   d["coalesced_samples"] = m.coalesced_samples;
   d["packed_requests"] = m.packed_requests;
+  d["pack_fallbacks"] = m.pack_fallbacks;
   d["decode_skipped"] = s.decode_skipped();
   d["decode_s"] = s.decode_seconds();
   d["wait_s"] = s.wait_seconds();

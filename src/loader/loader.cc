@@ -318,6 +318,7 @@ LoaderMetrics Loader::Metrics() const {
   m.hedge_wins = L.m_hedge_wins;
   m.coalesced_requests = L.m_coalesced_requests;
   m.packed_requests = L.m_packed_requests;
+  m.pack_fallbacks = L.m_pack_fallbacks;
   m.coalesced_samples = L.m_coalesced_samples;
   m.timeouts = L.m_timeouts;
   m.duplicates_dropped = L.m_dupes;

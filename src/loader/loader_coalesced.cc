@@ -185,6 +185,7 @@ void Loader::Impl::OnGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, 
     if (!r.ok()) OnRequestFailed(r.status(), sent);
     const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
     const Status request_err = r.ok() ? group->error() : r.status();
+    const bool pack_group = tasks[0]->pack >= 0 && pack_read_stmt != nullptr;
     for (size_t i = 0; i < tasks.size(); ++i) {
       const std::shared_ptr<Task>& t = tasks[i];
       AttemptSink& s = *sinks[i];
@@ -200,6 +201,17 @@ void Loader::Impl::OnGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, 
         err = Status::ConnectionLost(fmt::format("sample {}: the attempt holding its data failed", FormatKey(t->key)));
       }
       if (err.ok()) err = FinishSample(*t);
+      if (!err.ok() && request_err.ok() && pack_group && !t->pack_fallback) {
+        // A member its pack lacks (left out when packed, deleted since) or
+        // holds damaged: the copy failed, not the sample. It is read alone
+        // from the data table at once, without counting a failed attempt
+        // (once per sample: a failure of that read counts as usual).
+        if (t->owner == attempts[i]) t->owner = -1;  // the slot stays reserved
+        t->pack_fallback = true;
+        m_pack_fallbacks++;
+        if (t->outstanding == 0) launches.push_back(Launch::Retry(t, 0));
+        continue;
+      }
       Settle(t, attempts[i], latency, err);
     }
     Refill(&launches);

@@ -128,6 +128,7 @@ struct Task {
   uint64_t seq = 0;
   SampleKey key = 0;
   int32_t pack = -1;             // packed reads: the pack of key's segment that holds it (-1: read alone)
+  bool pack_fallback = false;    // its pack lacked it or held it damaged: read alone since, uncounted once
   loader::Slot slot;             // reserved by the first attempt that claims the data
   int64_t size = -1;             // the claimed size (every attempt must agree)
   int owner = -1;                // attempt that owns the slot
@@ -280,7 +281,7 @@ struct Loader::Impl {
           m_timeouts GUARDED_BY(mu) = 0, m_dupes GUARDED_BY(mu) = 0, m_skipped GUARDED_BY(mu) = 0,
           m_dropped GUARDED_BY(mu) = 0;
   int64_t m_coalesced_requests GUARDED_BY(mu) = 0, m_coalesced_samples GUARDED_BY(mu) = 0;
-  int64_t m_packed_requests GUARDED_BY(mu) = 0;
+  int64_t m_packed_requests GUARDED_BY(mu) = 0, m_pack_fallbacks GUARDED_BY(mu) = 0;
   double m_stall_s GUARDED_BY(mu) = 0;
   double rate_images GUARDED_BY(mu) = 0, rate_bytes GUARDED_BY(mu) = 0;
   int64_t rate_last_images GUARDED_BY(mu) = 0, rate_last_bytes GUARDED_BY(mu) = 0;

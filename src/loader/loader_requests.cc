@@ -32,16 +32,19 @@ using loader_impl::AttemptSink;
 // order is kept, only samples of one segment issued now are grouped.
 //
 // Packed reads: a pack whose first member is issued is issued whole in the
-// same Refill (its members take consecutive positions, singletons between
-// them), so that it is read with one request even when the window opened
-// by fewer places: the window is exceeded by less than a pack. (Issued a
-// few places at a time, packs were read 3 members to a request at RTT 0.)
+// same Refill (its members take consecutive positions: loader/packed_order.h),
+// so that it is read with one request even when the window opened by fewer
+// places; the window is exceeded by less than a pack (the loop stops at
+// window + P whatever happens, e.g. a resumed rank's range that starts
+// inside a pack). (Issued a few places at a time, packs were read 3
+// members to a request at RTT 0.)
 void Loader::Impl::Refill(std::vector<Launch>* out) {
   if (!started || closed) return;
   // (Pack groups are full at their pack size whatever the cap: loader/coalesce.h.)
   TaskGroups groups(group_read_stmt ? loader::CoalesceCap(o.coalesce, ctl.window()) : 1);
   Epoch* open_pack = nullptr;  // the epoch whose pack is not all issued yet
-  while (in_flight < ctl.window() || open_pack != nullptr) {
+  const int64_t pack_room = packed_layout ? packed_layout->pack_size() : 0;
+  while (in_flight < ctl.window() || (open_pack != nullptr && in_flight < ctl.window() + pack_room)) {
     Epoch* e = OverBudget() ? nullptr : IssuingEpoch();
     if (e == nullptr) {
       if (open_pack == nullptr) ctl.OnHeldBack();
@@ -56,7 +59,7 @@ void Loader::Impl::Refill(std::vector<Launch>* out) {
       const auto x = e->packed->At(position);
       t->key = source.KeyAt(x.ordinal);
       t->pack = x.pack;
-      if (x.pack >= 0) open_pack = x.last ? nullptr : e;
+      open_pack = x.pack >= 0 && !x.last ? e : nullptr;
     } else {
       t->key = source.KeyAt(e->perm(position));
     }

@@ -65,23 +65,33 @@ PackedOrder::PackedOrder(std::shared_ptr<const PackedLayout> layout, uint64_t se
       pi_(layout_->packs(), seed ^ kPackKey, epoch, shuffle),
       sigma_(layout_->singletons(), seed ^ kSingleKey, epoch, shuffle) {}
 
+uint64_t PackedOrder::BlockStart(uint64_t k) const {
+  const uint64_t f = layout_->packs(), r = layout_->singletons();
+  const uint64_t singles_before = static_cast<uint64_t>(static_cast<unsigned __int128>(k) * r / f);
+  return k * static_cast<uint64_t>(layout_->pack_size()) + singles_before;
+}
+
 PackedLayout::Sample PackedOrder::At(uint64_t i) const {
-  const uint64_t n = layout_->size(), r = layout_->singletons();
-  assert(i < n);
-  // Slots before position x: #{j < r : floor(j * n / r) < x} = ceil(x * r / n).
-  auto slots_before = [&](uint64_t x) -> uint64_t {
-    if (r == 0) return 0;
-    const unsigned __int128 num = static_cast<unsigned __int128>(x) * r + (n - 1);
-    return static_cast<uint64_t>(num / n);
-  };
-  const uint64_t before = slots_before(i);
-  if (r > 0 && slots_before(i + 1) > before) return layout_->Singleton(sigma_(before));
-  const uint64_t q = i - before;
+  const uint64_t f = layout_->packs(), r = layout_->singletons();
+  assert(i < layout_->size());
+  if (f == 0) return layout_->Singleton(sigma_(i));
+  // The block holding i: the last k in [0, F) with BlockStart(k) <= i
+  // (BlockStart grows with k; BlockStart(0) = 0).
+  uint64_t lo = 0, hi = f;  // BlockStart(lo) <= i < BlockStart(hi)
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (BlockStart(mid) <= i ? lo : hi) = mid;
+  }
+  const uint64_t offset = i - BlockStart(lo);
   const uint64_t p = static_cast<uint64_t>(layout_->pack_size());
-  const uint64_t g = pi_(q / p);
+  if (offset >= p) {
+    const uint64_t singles_before = static_cast<uint64_t>(static_cast<unsigned __int128>(lo) * r / f);
+    return layout_->Singleton(sigma_(singles_before + offset - p));
+  }
+  const uint64_t g = pi_(lo);
   const KeyedPermutation tau(p, seed_ ^ kMemberKey ^ SplitMix64(g), epoch_, shuffle_);
-  PackedLayout::Sample x = layout_->PackMember(g, static_cast<int32_t>(tau(q % p)));
-  x.last = q % p == p - 1;
+  PackedLayout::Sample x = layout_->PackMember(g, static_cast<int32_t>(tau(offset)));
+  x.last = offset == p - 1;
   return x;
 }
 

@@ -10,12 +10,13 @@
 //                    segments, and every sample of a segment not packed, or
 //                    packed with another P)
 //
-//   Position i of epoch e:
-//     * R singleton slots lie evenly spread over the epoch: slot j at
-//       position floor(j * N / R); slot j holds singleton sigma_e(j).
-//     * The other positions, numbered q = 0 .. F*P-1 in order, hold the packs:
-//       q / P is the pack's rank, pack pi_e(q / P) is read there, and its
-//       member tau_(e,pack)(q % P).
+//   Epoch e is F blocks; block k (k < F) is P positions holding pack
+//   pi_e(k), member tau_(e,pack)(m) at its m-th position, followed by the
+//   floor((k+1)*R/F) - floor(k*R/F) singleton slots of gap k. Block k
+//   starts at position k*P + floor(k*R/F); singleton slot j holds
+//   singleton sigma_e(j). A pack's members are consecutive positions and
+//   the singletons lie evenly spread between packs. Without packs (F = 0)
+//   every position is a singleton slot.
 //   pi, sigma and tau are keyed permutations (util/permutation.h) of the
 //   loader's seed and the epoch: each epoch reads the packs in a fresh
 //   order, and each pack's members in a fresh order; which samples share a
@@ -95,6 +96,9 @@ class PackedOrder {
   PackedLayout::Sample At(uint64_t i) const;
 
  private:
+  // The first position of block k (k <= F; block F starts at N).
+  uint64_t BlockStart(uint64_t k) const;
+
   std::shared_ptr<const PackedLayout> layout_;
   uint64_t seed_, epoch_;
   bool shuffle_;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -55,7 +56,7 @@ TEST(PackedOrderTest, IsABijectionOverManyShapes) {
   }
 }
 
-TEST(PackedOrderTest, APacksMembersTakeConsecutivePositionsBesideSpreadSingletons) {
+TEST(PackedOrderTest, APacksMembersTakeConsecutivePositionsAndSingletonsLieBetweenPacks) {
   // 3 segments: 10 packs of 64 + 5 leftovers, 20 samples not packed, 2 packs.
   auto layout = Layout({{645, true}, {20, false}, {128, true}}, 64);
   EXPECT_EQ(layout->packs(), 12u);
@@ -72,15 +73,23 @@ TEST(PackedOrderTest, APacksMembersTakeConsecutivePositionsBesideSpreadSingleton
     }
   }
   EXPECT_EQ(positions.size(), 12u);
+  std::vector<uint64_t> starts;
   for (const auto& [pack, pos] : positions) {
     ASSERT_EQ(pos.size(), 64u);
-    // Consecutive but for the singleton slots between them: a pack spans
-    // at most 64 + ceil(64 * R / (N - R)) + 1 positions.
-    EXPECT_LE(pos.back() - pos.front(), 64u + 4u) << pack.first << ":" << pack.second;
+    EXPECT_EQ(pos.back() - pos.front(), 63u) << pack.first << ":" << pack.second;  // consecutive
+    EXPECT_TRUE(order.At(pos.back()).last);
+    EXPECT_FALSE(order.At(pos.front()).last);
+    starts.push_back(pos.front());
   }
+  std::sort(starts.begin(), starts.end());
   ASSERT_EQ(singles.size(), 25u);
-  // Evenly spread: slot j at floor(j * N / R).
-  for (size_t j = 0; j < singles.size(); ++j) EXPECT_EQ(singles[j], j * layout->size() / 25);
+  // Gap k after block k's pack holds floor((k+1)*25/12) - floor(k*25/12)
+  // singletons: 2 or 3, evenly spread.
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const uint64_t gap = (k + 1 < starts.size() ? starts[k + 1] : layout->size()) - starts[k] - 64;
+    EXPECT_EQ(gap, (k + 1) * 25 / 12 - k * 25 / 12) << "gap " << k;
+  }
+  EXPECT_EQ(starts.front(), 0u);
 }
 
 TEST(PackedOrderTest, EachEpochReadsThePacksAndTheirMembersInAFreshOrder) {

@@ -11,6 +11,7 @@
 #include "store/sample_row.h"
 #include "store/scan.h"
 #include "store/schema.h"
+#include "store/segments_table.h"
 #include "util/mutex.h"
 
 namespace cqlstream::store {
@@ -86,8 +87,12 @@ std::string PackReadQuery(const DatasetInfo& d) {
 std::string PackInsertQuery(const DatasetInfo& d) {
   return fmt::format(
       "INSERT INTO {}.{} (seg, pack, idx, size, image_size, checksum, label, labels, data) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?",
       d.keyspace, d.pack_table());
+}
+
+std::string PackClearQuery(const DatasetInfo& d) {
+  return fmt::format("DELETE FROM {}.{} USING TIMESTAMP ? WHERE seg = ? AND pack = ?", d.keyspace, d.pack_table());
 }
 
 StatusOr<PackInfo> DecodePackRow(const cql::Rows& r, int32_t row) {
@@ -127,17 +132,20 @@ StatusOr<bool> HasPacksTable(net::Session& s, const std::string& keyspace) {
   return found;
 }
 
-// The pack seed of a segment: fixed by the dataset's name (a re-run writes
-// the same packs; the membership permutation is also keyed by the segment).
+// The pack seed of a segment: fixed by the dataset's name and creation
+// time (a re-run writes the same packs; a dataset dropped and made again
+// under the same name gets other ones). The membership permutation is also
+// keyed by the segment.
 int64_t SeedFor(const DatasetInfo& d) {
-  return static_cast<int64_t>(XXH64(d.name.data(), d.name.size(), 0x7061636b));  // "pack"
+  const uint64_t name = XXH64(d.name.data(), d.name.size(), 0x7061636b);  // "pack"
+  return static_cast<int64_t>(XXH64(&d.created_ms, sizeof(d.created_ms), name));
 }
 
 // Reads and checks one sample for its pack: the insert of its row, or
 // nullopt when the sample fails its check (left out of the pack).
 StatusOr<std::optional<net::Statement>> PackRow(net::Session& s, const net::PreparedPtr& read,
                                                 const net::PreparedPtr& insert, SampleKey key, int32_t pack,
-                                                const SampleHints& hints) {
+                                                const SampleHints& hints, int64_t timestamp_us) {
   SampleRowDecoder dec(key, hints, /*keep_bytes=*/true);
   net::Statement q = net::Statement::Bound(read, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
   q.idempotent = true;
@@ -163,12 +171,13 @@ StatusOr<std::optional<net::Statement>> PackRow(net::Session& s, const net::Prep
                  for (int32_t x : st.labels) l.push_back(Value::Int(x));
                  return Value::List(std::move(l));
                }(),
-               Value::Blob(std::vector<uint8_t>(bytes.begin(), bytes.end()))});
+               Value::Blob(std::vector<uint8_t>(bytes.begin(), bytes.end())), Value::Bigint(timestamp_us)});
   return std::optional<net::Statement>(std::move(ins));
 }
 
 // Deletes the partitions of an earlier packing of segment `old.seg` (another
-// pack size or seed), so that a pack partition holds only its members.
+// pack size or seed) that the new packing does not overwrite (each pack it
+// writes clears its own partition first: PackClearQuery).
 Status DeleteOldPacks(net::Session& s, const DatasetInfo& d, const PackInfo& old) {
   if (old.pack_size <= 0) return Status::OK();
   const int64_t packs = std::max<int64_t>(old.count, 0) / old.pack_size;
@@ -237,15 +246,39 @@ Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, 
   std::vector<Work> work;
   int64_t to_pack = 0;
   const int64_t seed = SeedFor(d);
+  // One pack size per split (the loader's packed order takes one): that of
+  // its segments packed before (unless --force), else the largest at most
+  // o.pack_size that every packable segment of the split allows.
+  std::map<std::string, int32_t> split_p;
+  if (!o.force) {
+    for (const auto& g : d.segments) {  // ascending seg: the loader's "first packed segment"
+      auto it = old.find(g.seg);
+      if (it != old.end() && ValidatePack(it->second, &g, d).ok()) split_p.try_emplace(g.split, it->second.pack_size);
+    }
+  }
+  std::map<std::string, int32_t> fits_all;  // splits without packs: the largest size all segments allow
+  for (const auto& g : segs) {
+    const int32_t own = PackSizeFor(g.max_size, d.chunk_size, o.pack_size);
+    if (g.state != "sealed" || own == 0 || split_p.count(g.split)) continue;
+    auto [it, fresh] = fits_all.try_emplace(g.split, own);
+    if (!fresh) it->second = std::min(it->second, own);
+  }
+  split_p.insert(fits_all.begin(), fits_all.end());
   for (const auto& g : segs) {
     PackedSegment ps{g.seg, g.split, "", {}};
-    const int32_t p = PackSizeFor(g.max_size, d.chunk_size, o.pack_size);
+    const int32_t own = PackSizeFor(g.max_size, d.chunk_size, o.pack_size);
+    const int32_t p = split_p.count(g.split) ? split_p.at(g.split) : own;
     auto it = old.find(g.seg);
     if (g.state != "sealed") {
       ps.outcome = "not packed: open (an ingest may still add samples)";
-    } else if (p == 0) {
+    } else if (own == 0) {
       ps.outcome = fmt::format("not packed: samples of up to {} bytes (packs hold one-row samples of at most {})",
                                g.max_size, kMaxPackSampleBytes);
+    } else if (PackSizeFor(g.max_size, d.chunk_size, p) != p) {
+      ps.outcome = fmt::format(
+          "not packed: samples of up to {} bytes do not fit the split's packs of {} (`--force` packs the split "
+          "again with a smaller size)",
+          g.max_size, p);
     } else if (g.count < p) {
       ps.outcome = fmt::format("not packed: {} samples, fewer than a pack of {}", g.count, p);
     } else if (!o.force && it != old.end() && it->second.pack_size == p && it->second.count == g.count &&
@@ -264,6 +297,7 @@ Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, 
   }
   CQLS_ASSIGN_OR_RETURN(net::PreparedPtr read, s.Prepare(DataReadQuery(d)));
   CQLS_ASSIGN_OR_RETURN(net::PreparedPtr insert, s.Prepare(PackInsertQuery(d)));
+  CQLS_ASSIGN_OR_RETURN(net::PreparedPtr clear, s.Prepare(PackClearQuery(d)));
   CQLS_ASSIGN_OR_RETURN(net::PreparedPtr mark,
                         s.Prepare(fmt::format("INSERT INTO {}.packs (dataset, seg, count, pack_size, seed, packed, "
                                               "left_out, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -288,25 +322,30 @@ Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, 
     CQLS_RETURN_IF_ERROR(ParallelFor(
         static_cast<size_t>(w.members.packs()), o.concurrency,
         [&](size_t j) -> Status {
+          // The partition is cleared just below the rows' timestamp in the
+          // same batch: it holds exactly the rows written now.
+          const int64_t ts = NowMicros();
           std::vector<net::Statement> rows;
+          rows.push_back(net::Statement::Bound(
+              clear, {Value::Bigint(ts - 1), Value::Int(g.seg), Value::Int(static_cast<int32_t>(j))}));
           int64_t bad = 0;
           for (int32_t m = 0; m < p; ++m) {
             const SampleKey key = MakeKey(g.seg, w.members.Member(static_cast<int64_t>(j), m));
-            CQLS_ASSIGN_OR_RETURN(auto row, PackRow(s, read, insert, key, static_cast<int32_t>(j), hints));
+            CQLS_ASSIGN_OR_RETURN(auto row, PackRow(s, read, insert, key, static_cast<int32_t>(j), hints, ts));
             if (row) {
               rows.push_back(std::move(*row));
             } else {
               bad++;
             }
           }
-          if (!rows.empty()) {
+          {
             // One partition: one mutation, applied at once.
             auto r = s.ExecuteBatch(cql::BatchType::kUnlogged, rows, cql::Consistency::kLocalQuorum,
                                     std::chrono::milliseconds(30000));
             if (!r.ok()) return r.status().WithContext(fmt::format("writing pack {} of segment {}", j, g.seg));
           }
           MutexLock l(&mu);
-          packed += static_cast<int64_t>(rows.size());
+          packed += static_cast<int64_t>(rows.size()) - 1;  // (less the clearing delete)
           left_out += bad;
           report->packs_written++;
           done += p;

@@ -20,7 +20,7 @@
 //
 // Only sealed segments whose samples are one row each (max_size at most a
 // chunk and at most kMaxPackSampleBytes) are packed; P * max_size stays
-// within kMaxPackBytes. A sample whose row fails its checks when packed
+// within kMaxPackBytes, and a split has one P (the packed order needs one). A sample whose row fails its checks when packed
 // (size, checksum) is left out of its pack (PackReport counts it); the
 // loader reads it alone, where its own check names it.
 //
@@ -113,8 +113,14 @@ std::string PackTableCql(const DatasetInfo& d);
 // per member that the pack holds, so the coalesced reader's row demultiplexer
 // applies unchanged.
 std::string PackReadQuery(const DatasetInfo& d);
-// Bound values: seg, pack, idx, size, image_size, checksum, label, labels, data.
+// Bound values: seg, pack, idx, size, image_size, checksum, label, labels,
+// data, and the write's timestamp (us).
 std::string PackInsertQuery(const DatasetInfo& d);
+// Bound values: the timestamp (us), seg, pack: the pack's partition as it
+// was before a write at a later timestamp (PackDataset sends it first in
+// each pack's batch, so that a pack partition holds only the rows written
+// with it, whatever an earlier, failed run left there).
+std::string PackClearQuery(const DatasetInfo& d);
 
 // One row of `SELECT seg, count, pack_size, seed, packed, left_out FROM
 // packs`: the typed getters refuse cells of another type; nulls read as 0
@@ -127,7 +133,10 @@ StatusOr<std::vector<PackInfo>> ReadPacks(net::Session& s, const std::string& ke
 // --- cqlstream pack ----------------------------------------------------------
 struct PackOptions {
   std::string split;                    // empty: every split
-  int32_t pack_size = kDefaultPackSize;  // wanted P (PackSizeFor may lower it)
+  // Wanted P. A split has one pack size (the packed order needs one): that
+  // of its segments packed earlier, else the largest at most this that
+  // fits all its packable segments (PackSizeFor of their largest max_size).
+  int32_t pack_size = kDefaultPackSize;
   int concurrency = 8;                  // packs built at a time
   bool force = false;                   // re-pack segments already packed
   const std::atomic<bool>* stop = nullptr;
@@ -151,7 +160,7 @@ struct PackReport {
 };
 
 // Builds the packs of every sealed, packable segment of `d` (one split or
-// all) that is not packed yet with this pack size, reading each sample with
+// all) that is not packed yet with its split's pack size, reading each sample with
 // the loader's data read and checking it (one row, size, checksum), writing
 // each pack as one single-partition batch, and the segment's packs row
 // last, so that a loader never sees a half-written segment as packed.

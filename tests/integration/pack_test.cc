@@ -204,10 +204,25 @@ class DamagedPackTest : public ::testing::Test {
   void Run(const std::string& cql) {
     testing::MustRun(*s_, fmt::format(fmt::runtime(cql), testing::TestKeyspace()));
   }
+  // The pack of segment 0 that holds idx (by the packs row's seed).
+  int32_t PackOf(int32_t idx) {
+    auto rows = store::ReadPacks(*s_, testing::TestKeyspace(), "pack_dmg");
+    EXPECT_TRUE(rows.ok() && rows->size() == 1u);
+    if (!rows.ok() || rows->size() != 1u) return -1;
+    store::PackMembership members(320, kPackSize, (*rows)[0].seed, 0);
+    for (int64_t j = 0; j < members.packs(); ++j) {
+      for (int32_t k = 0; k < kPackSize; ++k) {
+        if (members.Member(j, k) == idx) return static_cast<int32_t>(j);
+      }
+    }
+    ADD_FAILURE() << "idx " << idx << " is in no pack";
+    return -1;
+  }
   // One epoch, packed, checksums verified; every delivered sample's bytes
   // are checked against the fixture.
-  std::pair<std::string, size_t> ReadAll(LoaderMetrics* m) {
+  std::pair<std::string, size_t> ReadAll(LoaderMetrics* m, int max_attempts = 0) {
     LoaderOptions o = testing::TestLoaderOptions("pack_dmg");
+    o.max_attempts = max_attempts;
     o.packed = true;
     o.batch_size = 20;
     o.verify_checksums = true;
@@ -222,32 +237,32 @@ class DamagedPackTest : public ::testing::Test {
   SyntheticDataset d_;
 };
 
-TEST_F(DamagedPackTest, ADamagedOrMissingPackRowIsReadFromTheDataTable) {
+TEST_F(DamagedPackTest, ADamagedOrMissingCopyIsReadFromTheDataTableUncounted) {
   // Member 0:7's copy in its pack gets other bytes of the same size; 0:9's
-  // is deleted. Both are read again alone from d_, with their own bytes.
-  int32_t pack7 = -1, pack9 = -1;
-  auto rows = store::ReadPacks(*s_, testing::TestKeyspace(), "pack_dmg");
-  ASSERT_TRUE(rows.ok());
-  ASSERT_EQ(rows->size(), 1u);
-  store::PackMembership members(320, kPackSize, (*rows)[0].seed, 0);
-  for (int64_t j = 0; j < members.packs(); ++j) {
-    for (int32_t k = 0; k < kPackSize; ++k) {
-      if (members.Member(j, k) == 7) pack7 = static_cast<int32_t>(j);
-      if (members.Member(j, k) == 9) pack9 = static_cast<int32_t>(j);
-    }
-  }
-  ASSERT_GE(pack7, 0);
-  ASSERT_GE(pack9, 0);
+  // is deleted. Both are read again alone from d_, at once and without
+  // counting a failed attempt: with one attempt per sample, every sample
+  // arrives with its own bytes.
+  const int32_t pack7 = PackOf(7), pack9 = PackOf(9);
   const size_t size7 = d_.payload.at(MakeKey(0, 7)).size();
   Run(fmt::format("UPDATE {{}}.p_pack_dmg SET data = 0x{} WHERE seg = 0 AND pack = {} AND idx = 7",
                   std::string(2 * size7, 'a'), pack7));
   Run(fmt::format("DELETE FROM {{}}.p_pack_dmg WHERE seg = 0 AND pack = {} AND idx = 9", pack9));
   LoaderMetrics metrics;
-  auto [err, got] = ReadAll(&metrics);
+  auto [err, got] = ReadAll(&metrics, /*max_attempts=*/1);
   EXPECT_TRUE(err.empty()) << err;
   EXPECT_EQ(got, 320u);
-  EXPECT_EQ(metrics.retries, 2);
+  EXPECT_EQ(metrics.pack_fallbacks, 2);
+  EXPECT_EQ(metrics.retries, 0);
   EXPECT_EQ(metrics.packed_requests, 20);
+}
+
+TEST_F(DamagedPackTest, ASampleDamagedInTheDataTableTooIsNamed) {
+  // The copy missing and the data row damaged: the fallback read's failure
+  // counts as usual and names the sample.
+  Run(fmt::format("DELETE FROM {{}}.p_pack_dmg WHERE seg = 0 AND pack = {} AND idx = 11", PackOf(11)));
+  Run("UPDATE {}.d_pack_dmg SET size = 5 WHERE seg = 0 AND idx = 11");
+  auto [err, got] = ReadAll(nullptr, /*max_attempts=*/1);
+  EXPECT_NE(err.find("0:11"), std::string::npos) << err;
 }
 
 TEST_F(DamagedPackTest, LyingPacksRowsAreNamed) {

@@ -185,6 +185,31 @@ def test_dali_reader_refuses_out_of_range_coalesce(small, hosts):
         _dali_keys(small, hosts, coalesce=101)
 
 
+@pytest.mark.parametrize("use_plugin", [True, False])
+def test_dali_reader_takes_packed(small, hosts, use_plugin):
+    pytest.importorskip("nvidia.dali")
+    run_cli("pack", small.name, "--pack-size", "8")  # (already packed when the Loader test ran first)
+    if use_plugin:
+        keys = _dali_keys(small, hosts, packed=True)
+    else:
+        dali = pytest.importorskip("nvidia.dali")
+        import cqlstream.dali as cd
+
+        @dali.pipeline_def(batch_size=8, num_threads=1, device_id=None)
+        def pipe():
+            data, labels, k = cd.reader(small.name, hosts=hosts.split(","), output_keys=True, use_plugin=False,
+                                        packed=True)
+            return data, k
+
+        p = pipe()
+        p.build()
+        keys = []
+        for _ in range(N // 8):
+            _, k = p.run()
+            keys += [int(np.array(k[i]).reshape(-1)[0]) for i in range(len(k))]
+    assert len(keys) == N and len(set(keys)) == N
+
+
 def test_dali_fallback_takes_coalesce(small, hosts):
     dali = pytest.importorskip("nvidia.dali")
     import cqlstream.dali as cd
