@@ -301,3 +301,55 @@ TEST_F(DamagedPackTest, DropRemovesThePacks) {
 
 }  // namespace
 }  // namespace cqlstream
+
+namespace cqlstream {
+namespace {
+
+TEST(PackSizeTest, ASplitGetsOnePackSizeThatFitsAllItsSegments) {
+  auto s = testing::TestSession();
+  ASSERT_NE(s, nullptr);
+  // Segments 0 and 1 hold samples of 500 bytes, segment 2 of up to 12,000:
+  // 512 KiB / 12,000 = 43 samples per pack for the whole split.
+  SyntheticSpec spec;
+  spec.name = "pack_sizes";
+  spec.samples = 300;
+  spec.segments = 3;
+  spec.chunk_size = 16384;
+  spec.size = [](int i) -> int64_t { return i < 200 ? 500 : 12000; };
+  SyntheticDataset d = MakeSyntheticDataset(*s, testing::TestKeyspace(), spec);
+  store::PackReport r = Pack(*s, "pack_sizes", /*force=*/true);  // (Pack asks for 16)
+  ASSERT_EQ(r.segments.size(), 3u);
+  for (const auto& g : r.segments) {
+    EXPECT_EQ(g.outcome, "packed") << g.seg;
+    EXPECT_EQ(g.info.pack_size, kPackSize) << g.seg;
+  }
+  auto d2 = store::LoadDataset(*s, testing::TestKeyspace(), "pack_sizes");
+  ASSERT_TRUE(d2.ok());
+  store::PackOptions o;
+  o.pack_size = 64;
+  o.force = true;
+  ASSERT_TRUE(store::PackDataset(*s, *d2, o, &r).ok());
+  for (const auto& g : r.segments) {
+    EXPECT_EQ(g.outcome, "packed") << g.seg;
+    EXPECT_EQ(g.info.pack_size, 43) << g.seg;
+  }
+  // A later run that asks for another size keeps the split's.
+  o.force = false;
+  o.pack_size = 20;
+  ASSERT_TRUE(store::PackDataset(*s, *d2, o, &r).ok());
+  for (const auto& g : r.segments) EXPECT_EQ(g.outcome, "already packed") << g.seg;
+  // And the loader reads every segment by pack.
+  LoaderOptions lo = testing::TestLoaderOptions("pack_sizes");
+  lo.packed = true;
+  lo.batch_size = 25;
+  auto l = Loader::Open(lo);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  Delivered got = ReadEpoch(**l, d);
+  EXPECT_TRUE(got.error.empty()) << got.error;
+  EXPECT_EQ(std::set<SampleKey>(got.keys.begin(), got.keys.end()).size(), 300u);
+  EXPECT_EQ((*l)->Metrics().packed_requests, 6);  // 3 segments x 2 packs of 43
+  s->Close();
+}
+
+}  // namespace
+}  // namespace cqlstream
