@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "cqlstream/dataset.h"
 #include "cqlstream/options.h"
 #include "cqlstream/status.h"
 #include "net/session.h"
@@ -34,6 +35,14 @@ class ConnectionFlags {
   StatusOr<ConnectionOptions> Resolve() const;
   // Resolve() + Session::Connect, with a message naming the hosts on failure.
   StatusOr<std::shared_ptr<net::Session>> Connect(net::SessionOptions so = {}) const;
+  // Connect() without watching server events, then the catalog entry of
+  // dataset `name`: what the commands that read one dataset (verify,
+  // export, select, pack) open first.
+  struct OpenedDataset {
+    std::shared_ptr<net::Session> session;
+    DatasetInfo dataset;
+  };
+  StatusOr<OpenedDataset> OpenDataset(const std::string& name) const;
 
  private:
   std::string hosts_, keyspace_, username_, password_file_, tls_ca_, tls_cert_, tls_key_, tls_server_name_, local_dc_;

@@ -37,13 +37,10 @@ void RegisterPack(CLI::App& app, Action* action) {
   flags->Add(cmd);
   cmd->callback([action, flags, name, o] {
     *action = [flags, name, o]() -> int {
-      net::SessionOptions so;
-      so.watch_events = false;
-      auto session = flags->Connect(so);
-      if (!session.ok()) return ReportError(session.status());
-      auto& s = **session;
-      auto d = store::LoadDataset(s, s.options().keyspace, *name);
-      if (!d.ok()) return ReportError(d.status());
+      auto opened = flags->OpenDataset(*name);
+      if (!opened.ok()) return ReportError(opened.status());
+      auto& s = *opened->session;
+      const DatasetInfo* d = &opened->dataset;
       store::ProgressLine line(stderr, ::isatty(STDERR_FILENO) != 0, "pack");
       o->stop = store::InstallInterruptHandler();
       o->on_progress = [&](int64_t done, int64_t total) { line.Update(done, total, 0, 0, ""); };

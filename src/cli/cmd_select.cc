@@ -41,13 +41,10 @@ void RegisterSelect(CLI::App& app, Action* action) {
         o->extra.push_back(*kv);
       }
       if (*fraction >= 0) o->fraction = *fraction;
-      net::SessionOptions so;
-      so.watch_events = false;
-      auto session = flags->Connect(so);
-      if (!session.ok()) return ReportError(session.status());
-      auto& s = **session;
-      auto d = store::LoadDataset(s, s.options().keyspace, *name);
-      if (!d.ok()) return ReportError(d.status());
+      auto opened = flags->OpenDataset(*name);
+      if (!opened.ok()) return ReportError(opened.status());
+      auto& s = *opened->session;
+      const DatasetInfo* d = &opened->dataset;
       auto sel = store::Select(s, *d, *o);
       s.Close();
       if (!sel.ok()) return ReportError(sel.status());

@@ -31,13 +31,10 @@ void RegisterVerify(CLI::App& app, Action* action) {
   flags->Add(cmd);
   cmd->callback([action, flags, name, o, max_list] {
     *action = [flags, name, o, max_list]() -> int {
-      net::SessionOptions so;
-      so.watch_events = false;
-      auto session = flags->Connect(so);
-      if (!session.ok()) return ReportError(session.status());
-      auto& s = **session;
-      auto d = store::LoadDataset(s, s.options().keyspace, *name);
-      if (!d.ok()) return ReportError(d.status());
+      auto opened = flags->OpenDataset(*name);
+      if (!opened.ok()) return ReportError(opened.status());
+      auto& s = *opened->session;
+      const DatasetInfo* d = &opened->dataset;
       store::ProgressLine line(stderr, ::isatty(STDERR_FILENO) != 0, "verify");
       o->stop = store::InstallInterruptHandler();
       o->on_progress = [&](int64_t done, int64_t total, int64_t bytes, int64_t bad) {

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "loader/option_kit.h"
+#include "store/catalog.h"
 #include "util/escape.h"
 
 namespace cqlstream::cli {
@@ -84,6 +85,20 @@ int ReportError(const Status& s) {
   // Messages carry paths and server text: escaped for the terminal.
   std::fprintf(stderr, "cqlstream: error: %s\n", PrintableText(s.ToString()).c_str());
   return s.code() == Status::Code::kInvalidArgument ? 2 : 1;
+}
+
+StatusOr<ConnectionFlags::OpenedDataset> ConnectionFlags::OpenDataset(const std::string& name) const {
+  net::SessionOptions so;
+  so.watch_events = false;
+  OpenedDataset out;
+  CQLS_ASSIGN_OR_RETURN(out.session, Connect(so));
+  auto d = store::LoadDataset(*out.session, out.session->options().keyspace, name);
+  if (!d.ok()) {
+    out.session->Close();
+    return d.status();
+  }
+  out.dataset = std::move(*d);
+  return out;
 }
 
 }  // namespace cqlstream::cli
