@@ -300,10 +300,15 @@ Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, 
   CQLS_ASSIGN_OR_RETURN(net::PreparedPtr clear, s.Prepare(PackClearQuery(d)));
   CQLS_ASSIGN_OR_RETURN(net::PreparedPtr mark,
                         s.Prepare(fmt::format("INSERT INTO {}.packs (dataset, seg, count, pack_size, seed, packed, "
-                                              "left_out, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                              "left_out, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?",
                                               d.keyspace)));
   CQLS_ASSIGN_OR_RETURN(net::PreparedPtr unmark,
-                        s.Prepare(fmt::format("DELETE FROM {}.packs WHERE dataset = ? AND seg = ?", d.keyspace)));
+                        s.Prepare(fmt::format("DELETE FROM {}.packs USING TIMESTAMP ? WHERE dataset = ? AND seg = ?",
+                                              d.keyspace)));
+  // Client timestamps for the packs rows, so that a segment's unmarking and
+  // marking are ordered whichever coordinators apply them.
+  int64_t last_ts = 0;
+  auto next_ts = [&last_ts] { return last_ts = std::max(NowMicros(), last_ts + 1); };
   Mutex mu;  // guards report and the progress call
   int64_t done = 0;
   for (const Work& w : work) {
@@ -311,7 +316,8 @@ Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, 
     const SampleHints hints = HintsFor(d, g.max_size);
     // The segment is not packed while its packs are rewritten.
     if (auto it = old.find(g.seg); it != old.end()) {
-      net::Statement del = net::Statement::Bound(unmark, {Value::Text(d.name), Value::Int(g.seg)});
+      net::Statement del =
+          net::Statement::Bound(unmark, {Value::Bigint(next_ts()), Value::Text(d.name), Value::Int(g.seg)});
       del.consistency = cql::Consistency::kLocalQuorum;
       del.idempotent = true;
       CQLS_RETURN_IF_ERROR(s.Execute(del).status());
@@ -360,7 +366,7 @@ Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, 
     net::Statement st = net::Statement::Bound(
         mark, {Value::Text(d.name), Value::Int(g.seg), Value::Int(static_cast<int32_t>(g.count)), Value::Int(p),
                Value::Bigint(seed), Value::Int(static_cast<int32_t>(packed)), Value::Int(static_cast<int32_t>(left_out)),
-               Value::FromTimestamp(Timestamp{now_ms})});
+               Value::FromTimestamp(Timestamp{now_ms}), Value::Bigint(next_ts())});
     st.consistency = cql::Consistency::kLocalQuorum;
     st.idempotent = true;
     CQLS_RETURN_IF_ERROR(s.Execute(st).status());

@@ -17,6 +17,7 @@
 #include "store/catalog.h"
 #include "store/pack.h"
 #include "store/schema.h"
+#include "store/segments_table.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -204,6 +205,13 @@ class DamagedPackTest : public ::testing::Test {
   void Run(const std::string& cql) {
     testing::MustRun(*s_, fmt::format(fmt::runtime(cql), testing::TestKeyspace()));
   }
+  // A write of the packs table or p_pack_dmg (`cql` with two {}: the
+  // keyspace, the timestamp): with a client timestamp, as `pack` writes
+  // them (a server timestamp has millisecond precision plus a counter, and
+  // can fall below the client's microseconds of the row just written).
+  void RunOnPacks(const std::string& cql) {
+    testing::MustRun(*s_, fmt::format(fmt::runtime(cql), testing::TestKeyspace(), store::NowMicros() + 1));
+  }
   // The pack of segment 0 that holds idx (by the packs row's seed).
   int32_t PackOf(int32_t idx) {
     auto rows = store::ReadPacks(*s_, testing::TestKeyspace(), "pack_dmg");
@@ -244,9 +252,11 @@ TEST_F(DamagedPackTest, ADamagedOrMissingCopyIsReadFromTheDataTableUncounted) {
   // arrives with its own bytes.
   const int32_t pack7 = PackOf(7), pack9 = PackOf(9);
   const size_t size7 = d_.payload.at(MakeKey(0, 7)).size();
-  Run(fmt::format("UPDATE {{}}.p_pack_dmg SET data = 0x{} WHERE seg = 0 AND pack = {} AND idx = 7",
-                  std::string(2 * size7, 'a'), pack7));
-  Run(fmt::format("DELETE FROM {{}}.p_pack_dmg WHERE seg = 0 AND pack = {} AND idx = 9", pack9));
+  RunOnPacks(fmt::format("UPDATE {{}}.p_pack_dmg USING TIMESTAMP {{}} SET data = 0x{} WHERE seg = 0 AND pack = {} AND "
+                         "idx = 7",
+                         std::string(2 * size7, 'a'), pack7));
+  RunOnPacks(fmt::format("DELETE FROM {{}}.p_pack_dmg USING TIMESTAMP {{}} WHERE seg = 0 AND pack = {} AND idx = 9",
+                         pack9));
   LoaderMetrics metrics;
   auto [err, got] = ReadAll(&metrics, /*max_attempts=*/1);
   EXPECT_TRUE(err.empty()) << err;
@@ -259,20 +269,22 @@ TEST_F(DamagedPackTest, ADamagedOrMissingCopyIsReadFromTheDataTableUncounted) {
 TEST_F(DamagedPackTest, ASampleDamagedInTheDataTableTooIsNamed) {
   // The copy missing and the data row damaged: the fallback read's failure
   // counts as usual and names the sample.
-  Run(fmt::format("DELETE FROM {{}}.p_pack_dmg WHERE seg = 0 AND pack = {} AND idx = 11", PackOf(11)));
+  RunOnPacks(fmt::format("DELETE FROM {{}}.p_pack_dmg USING TIMESTAMP {{}} WHERE seg = 0 AND pack = {} AND idx = 11",
+                         PackOf(11)));
   Run("UPDATE {}.d_pack_dmg SET size = 5 WHERE seg = 0 AND idx = 11");
   auto [err, got] = ReadAll(nullptr, /*max_attempts=*/1);
   EXPECT_NE(err.find("0:11"), std::string::npos) << err;
 }
 
 TEST_F(DamagedPackTest, LyingPacksRowsAreNamed) {
-  Run("UPDATE {}.packs SET pack_size = 0 WHERE dataset = 'pack_dmg' AND seg = 0");
+  RunOnPacks("UPDATE {}.packs USING TIMESTAMP {} SET pack_size = 0 WHERE dataset = 'pack_dmg' AND seg = 0");
   auto [err, got] = ReadAll(nullptr);
   EXPECT_NE(err.find("pack size 0 is outside"), std::string::npos) << err;
-  Run("UPDATE {}.packs SET pack_size = 16, count = 319 WHERE dataset = 'pack_dmg' AND seg = 0");
+  RunOnPacks("UPDATE {}.packs USING TIMESTAMP {} SET pack_size = 16, count = 319 WHERE dataset = 'pack_dmg' AND "
+             "seg = 0");
   auto [err2, got2] = ReadAll(nullptr);
   EXPECT_NE(err2.find("packed for 319 samples, but the segment holds 320"), std::string::npos) << err2;
-  Run("UPDATE {}.packs SET count = 320, packed = 400 WHERE dataset = 'pack_dmg' AND seg = 0");
+  RunOnPacks("UPDATE {}.packs USING TIMESTAMP {} SET count = 320, packed = 400 WHERE dataset = 'pack_dmg' AND seg = 0");
   auto [err3, got3] = ReadAll(nullptr);
   EXPECT_NE(err3.find("do not add up"), std::string::npos) << err3;
   // `pack --force` writes it again.
@@ -284,7 +296,7 @@ TEST_F(DamagedPackTest, LyingPacksRowsAreNamed) {
 }
 
 TEST_F(DamagedPackTest, ASplitWithoutPacksIsNamed) {
-  Run("DELETE FROM {}.packs WHERE dataset = 'pack_dmg'");
+  RunOnPacks("DELETE FROM {}.packs USING TIMESTAMP {} WHERE dataset = 'pack_dmg'");
   auto [err, got] = ReadAll(nullptr);
   EXPECT_NE(err.find("has no packs: run `cqlstream pack pack_dmg`"), std::string::npos) << err;
   EXPECT_EQ(got, 0u);
