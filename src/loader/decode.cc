@@ -37,6 +37,15 @@ Status DecodeJpeg(std::span<const uint8_t> b, int channels, int scale, uint64_t 
   CQLS_ASSIGN_OR_RETURN(const store::JpegHeader hd, store::ReadJpegHeader(b));
   if (hd.cmyk()) return Status::Unsupported("CMYK JPEG images cannot be decoded to RGB or grayscale");
   const int w = hd.width, h = hd.height;
+  if (hd.multi_scan && scale > 1 && static_cast<uint64_t>(w) * static_cast<uint64_t>(h) > max_pixels) {
+    // libjpeg keeps a multi-scan image's coefficients at full size whatever
+    // the scaling (2 bytes per sample): a crafted 43077x16976 progressive
+    // JPEG took 2.2 GB for a 1/8 decode.
+    return Status::InvalidArgument(fmt::format(
+        "progressive (multi-scan) JPEG of {}x{} pixels exceeds the decode bound of {} pixels (decode option "
+        "max_decode_pixels): its decoder holds the full-size image whatever the scaling",
+        w, h, max_pixels));
+  }
   const tjscalingfactor sf{1, scale};
   const int sw = TJSCALED(w, sf), sh = TJSCALED(h, sf);
   if (static_cast<uint64_t>(sw) * static_cast<uint64_t>(sh) > max_pixels) {

@@ -465,6 +465,32 @@ TEST(DecodeTest, AHugeJpegHeaderIsAClearErrorBeforeAnyPixelMemory) {
   EXPECT_NE(s.message().find("exceeds the decode bound"), std::string::npos) << s.ToString();
 }
 
+TEST(DecodeTest, AHugeProgressiveJpegIsBoundedAtFullSizeEvenWhenScaled) {
+  // 20000 x 20000 = 400 Mpx claimed: at 1/8, 6.25 Mpx, within the 32 Mpx a
+  // 32 x 32 output allows; but a progressive JPEG's decoder keeps the
+  // coefficients of the full-size image (2 bytes per sample: 1.2 GB here).
+  // The image fuzzer found one of 43077 x 16976 taking 2.2 GB.
+  auto jpg = WithJpegSize(EncodeJpeg(Pixels(16, 16, 3, 1, true), 16, 16, 3), 20000, 20000);
+  for (size_t i = 2; i + 1 < jpg.size(); ++i) {
+    if (jpg[i] == 0xFF && (jpg[i + 1] == 0xC0 || jpg[i + 1] == 0xC1)) {
+      jpg[i + 1] = 0xC2;  // SOF2: progressive
+      break;
+    }
+  }
+  DecodeOptions o;
+  o.height = o.width = 32;
+  std::vector<uint8_t> out(o.frame_bytes());
+  const Status s = DecodeTo(jpg, o, out);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("progressive (multi-scan) JPEG of 20000x20000"), std::string::npos) << s.ToString();
+  // The same size as a baseline JPEG is decoded at 1/8 within the bound
+  // (its one scan needs no full-size buffer); its data is only 16 x 16, so
+  // the decoder reports the data, not the bound.
+  const auto baseline = WithJpegSize(EncodeJpeg(Pixels(16, 16, 3, 1, true), 16, 16, 3), 20000, 20000);
+  const Status b = DecodeTo(baseline, o, out);
+  EXPECT_EQ(b.message().find("exceeds the decode bound"), std::string::npos) << b.ToString();
+}
+
 TEST(DecodeTest, AHugePngHeaderIsAClearErrorBeforeAnyPixelMemory) {
   // 16000 x 16000 = 256 Mpx: under the old fixed 2^28 bound (a 768 MB
   // allocation per decode thread), above what a 224 x 224 output allows.

@@ -71,6 +71,41 @@ bool JpegSof(std::span<const uint8_t> b, JpegHeader* out) {
   return false;
 }
 
+// Whether the JPEG has several scans (JpegHeader::multi_scan): its first
+// frame header is progressive (SOF2, 6, 10, 14), or its first scan (SOS)
+// holds fewer components than the frame. True when the markers cannot be
+// followed to the first scan.
+bool JpegMultiScan(std::span<const uint8_t> b) {
+  size_t i = 2;
+  int frame_components = -1;
+  while (i + 4 <= b.size()) {
+    if (b[i] != 0xFF) return true;
+    const uint8_t m = b[i + 1];
+    if (m == 0xFF) {
+      ++i;
+      continue;
+    }
+    if (m == 0xD8 || (m >= 0xD0 && m <= 0xD7) || m == 0x01) {
+      i += 2;
+      continue;
+    }
+    const size_t len = (static_cast<size_t>(b[i + 2]) << 8) | b[i + 3];
+    if (len < 2) return true;
+    const bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+    if (sof && frame_components < 0) {
+      if (m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE) return true;
+      if (i + 10 > b.size()) return true;
+      frame_components = b[i + 9];
+    }
+    if (m == 0xDA) {  // FF DA <len:2> <components in scan:1>
+      if (frame_components < 0 || i + 5 > b.size()) return true;
+      return b[i + 4] < frame_components;
+    }
+    i += 2 + len;
+  }
+  return true;
+}
+
 std::string CheckJpeg(std::span<const uint8_t> b, ImageInfo* info) {
   auto hd = ReadJpegHeader(b);
   if (!hd.ok()) return "corrupt JPEG header";
@@ -170,6 +205,7 @@ StatusOr<JpegHeader> ReadJpegHeader(std::span<const uint8_t> b) {
     }
   }
   if (hd.width <= 0 || hd.height <= 0) return Status::Corruption("corrupt JPEG header: empty image");
+  hd.multi_scan = JpegMultiScan(b);
   return hd;
 }
 

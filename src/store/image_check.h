@@ -48,6 +48,12 @@ struct JpegHeader {
   int width = 0;
   int height = 0;
   int components = 0;  // 1 grayscale, 3 colour (YCbCr or RGB), 4 CMYK/YCCK
+  // Several scans (progressive, or sequential with fewer components in its
+  // first scan than in the frame), or markers this check could not follow:
+  // libjpeg then keeps the coefficients of the whole full-size image (2
+  // bytes per sample) whatever the DCT scaling, so a decoder must bound
+  // such an image by its full size.
+  bool multi_scan = true;
   bool cmyk() const { return components == 4; }
 };
 
