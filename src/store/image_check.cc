@@ -39,12 +39,23 @@ uint32_t Le16(const uint8_t* p) { return static_cast<uint32_t>(p[0]) | (static_c
 uint32_t Le24(const uint8_t* p) { return Le16(p) | (static_cast<uint32_t>(p[2]) << 16); }
 uint32_t Le32(const uint8_t* p) { return Le24(p) | (static_cast<uint32_t>(p[3]) << 24); }
 
-// The first frame header (SOFn): dimensions and component count; false when
-// none is found before the first scan or it is cut short.
-bool JpegSof(std::span<const uint8_t> b, JpegHeader* out) {
+// What the markers up to the first scan say: the first frame header (SOFn)
+// and the first scan header (SOS). One walk serves both JpegSof and
+// JpegMultiScan; it stops at the first scan, at a marker it cannot follow
+// or at the end of the bytes.
+struct JpegMarkers {
+  bool sof = false;          // a whole first frame header was read
+  bool progressive = false;  // ... and it is SOF2, 6, 10 or 14
+  int height = 0, width = 0, components = 0;
+  bool sos = false;  // the first scan header was reached after the frame header
+  int scan_components = 0;
+};
+
+JpegMarkers WalkJpegMarkers(std::span<const uint8_t> b) {
+  JpegMarkers out;
   size_t i = 2;
   while (i + 4 <= b.size()) {
-    if (b[i] != 0xFF) return false;
+    if (b[i] != 0xFF) break;
     const uint8_t m = b[i + 1];
     if (m == 0xFF) {
       ++i;
@@ -55,55 +66,48 @@ bool JpegSof(std::span<const uint8_t> b, JpegHeader* out) {
       continue;
     }
     const size_t len = (static_cast<size_t>(b[i + 2]) << 8) | b[i + 3];
-    if (len < 2) return false;
+    if (len < 2) break;
     const bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
-    if (sof) {
+    if (sof && !out.sof) {
       // FF Cn <len:2> <precision:1> <height:2> <width:2> <components:1>
-      if (i + 10 > b.size()) return false;
-      out->height = (b[i + 5] << 8) | b[i + 6];
-      out->width = (b[i + 7] << 8) | b[i + 8];
-      out->components = b[i + 9];
-      return true;
+      if (i + 10 > b.size()) break;
+      out.sof = true;
+      out.progressive = m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE;
+      out.height = (b[i + 5] << 8) | b[i + 6];
+      out.width = (b[i + 7] << 8) | b[i + 8];
+      out.components = b[i + 9];
     }
-    if (m == 0xDA) return false;  // a scan before any frame header
+    if (m == 0xDA) {  // FF DA <len:2> <components in scan:1>; a scan before any frame header ends the walk
+      if (out.sof && i + 5 <= b.size()) {
+        out.sos = true;
+        out.scan_components = b[i + 4];
+      }
+      break;
+    }
     i += 2 + len;
   }
-  return false;
+  return out;
+}
+
+// The first frame header: dimensions and component count; false when none
+// is found before the first scan or it is cut short.
+bool JpegSof(std::span<const uint8_t> b, JpegHeader* out) {
+  const JpegMarkers mk = WalkJpegMarkers(b);
+  if (!mk.sof) return false;
+  out->height = mk.height;
+  out->width = mk.width;
+  out->components = mk.components;
+  return true;
 }
 
 // Whether the JPEG has several scans (JpegHeader::multi_scan): its first
-// frame header is progressive (SOF2, 6, 10, 14), or its first scan (SOS)
-// holds fewer components than the frame. True when the markers cannot be
-// followed to the first scan.
+// frame header is progressive, or its first scan holds fewer components
+// than the frame. True when the markers cannot be followed to the first
+// scan.
 bool JpegMultiScan(std::span<const uint8_t> b) {
-  size_t i = 2;
-  int frame_components = -1;
-  while (i + 4 <= b.size()) {
-    if (b[i] != 0xFF) return true;
-    const uint8_t m = b[i + 1];
-    if (m == 0xFF) {
-      ++i;
-      continue;
-    }
-    if (m == 0xD8 || (m >= 0xD0 && m <= 0xD7) || m == 0x01) {
-      i += 2;
-      continue;
-    }
-    const size_t len = (static_cast<size_t>(b[i + 2]) << 8) | b[i + 3];
-    if (len < 2) return true;
-    const bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
-    if (sof && frame_components < 0) {
-      if (m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE) return true;
-      if (i + 10 > b.size()) return true;
-      frame_components = b[i + 9];
-    }
-    if (m == 0xDA) {  // FF DA <len:2> <components in scan:1>
-      if (frame_components < 0 || i + 5 > b.size()) return true;
-      return b[i + 4] < frame_components;
-    }
-    i += 2 + len;
-  }
-  return true;
+  const JpegMarkers mk = WalkJpegMarkers(b);
+  if (!mk.sof || mk.progressive || !mk.sos) return true;
+  return mk.scan_components < mk.components;
 }
 
 std::string CheckJpeg(std::span<const uint8_t> b, ImageInfo* info) {
