@@ -17,6 +17,7 @@
 
 #include "cqlstream/loader.h"
 #include "dataset_fixture.h"
+#include "shared_dataset_suite.h"
 #include "store/attach.h"
 #include "store/attached.h"
 #include "store/catalog.h"
@@ -128,24 +129,15 @@ SyntheticDataset Attach(net::Session& s, const std::string& ks, const std::strin
   return d;
 }
 
-class AttachedLoaderTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto s = testing::TestSession();
-    ASSERT_NE(s, nullptr);
+class AttachedLoaderTest : public testing::SharedDatasetSuite<AttachedLoaderTest> {
+ public:
+  static SyntheticDataset Make(net::Session& s) {
     const std::string& ks = testing::TestKeyspace();
     ForeignTable t{ks + ".data_train", "int", 400, 1};
-    WriteForeignTable(*s, t);
-    data_ = new SyntheticDataset(Attach(*s, ks, "att", t, LabelKind::kClass));
-    s->Close();
+    WriteForeignTable(s, t);
+    return Attach(s, ks, "att", t, LabelKind::kClass);
   }
-  static void TearDownTestSuite() {
-    delete data_;
-    data_ = nullptr;
-  }
-  static SyntheticDataset* data_;
 };
-SyntheticDataset* AttachedLoaderTest::data_ = nullptr;
 
 TEST_F(AttachedLoaderTest, ThreeRanksReadAnEpochExactlyOnceAndByteIdentical) {
   ASSERT_TRUE(data_->info.attached());

@@ -12,6 +12,7 @@
 
 #include "cqlstream/loader.h"
 #include "dataset_fixture.h"
+#include "shared_dataset_suite.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -34,18 +35,13 @@ SyntheticSpec SmallSpec(const std::string& name, int samples) {
   return spec;
 }
 
-class CoalesceTest : public ::testing::Test {
+class CoalesceTest : public testing::SharedDatasetSuite<CoalesceTest> {
+ public:
+  static SyntheticDataset Make(net::Session& s) {
+    return MakeSyntheticDataset(s, testing::TestKeyspace(), SmallSpec("coal", 900));
+  }
+
  protected:
-  static void SetUpTestSuite() {
-    auto s = testing::TestSession();
-    ASSERT_NE(s, nullptr);
-    data_ = new SyntheticDataset(MakeSyntheticDataset(*s, testing::TestKeyspace(), SmallSpec("coal", 900)));
-    s->Close();
-  }
-  static void TearDownTestSuite() {
-    delete data_;
-    data_ = nullptr;
-  }
   static LoaderOptions Options(int coalesce) {
     LoaderOptions o = testing::TestLoaderOptions("coal");
     o.coalesce = coalesce;
@@ -53,9 +49,7 @@ class CoalesceTest : public ::testing::Test {
     o.seed = 3;
     return o;
   }
-  static SyntheticDataset* data_;
 };
-SyntheticDataset* CoalesceTest::data_ = nullptr;
 
 // Every epoch every key once, with its bytes (ReadEpoch checks them).
 std::vector<std::vector<SampleKey>> ReadEpochs(Loader& l, const SyntheticDataset& d, int epochs) {

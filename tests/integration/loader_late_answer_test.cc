@@ -15,6 +15,7 @@
 #include "cqlstream/loader.h"
 #include "dataset_fixture.h"
 #include "fault_proxy.h"
+#include "shared_dataset_suite.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -25,27 +26,18 @@ using testing::ReadEpoch;
 using testing::SyntheticDataset;
 using testing::SyntheticSpec;
 
-class LoaderLateAnswerTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto s = testing::TestSession();
-    ASSERT_NE(s, nullptr);
+class LoaderLateAnswerTest : public testing::SharedDatasetSuite<LoaderLateAnswerTest> {
+ public:
+  static SyntheticDataset Make(net::Session& s) {
     SyntheticSpec spec;
     spec.name = "lateans";
     spec.samples = 600;
     spec.segments = 2;
     spec.chunk_size = 4096;
     spec.size = [](int i) -> int64_t { return 200 + (i * 37) % 700; };  // one chunk: coalescible
-    data_ = new SyntheticDataset(testing::MakeSyntheticDataset(*s, testing::TestKeyspace(), spec));
-    s->Close();
+    return testing::MakeSyntheticDataset(s, testing::TestKeyspace(), spec);
   }
-  static void TearDownTestSuite() {
-    delete data_;
-    data_ = nullptr;
-  }
-  static SyntheticDataset* data_;
 };
-SyntheticDataset* LoaderLateAnswerTest::data_ = nullptr;
 
 TEST_F(LoaderLateAnswerTest, AnAnswerFinishingAfterItsTimeoutClaimsNothing) {
   // Its own loopback address: other tests' proxies use 127.0.0.2.

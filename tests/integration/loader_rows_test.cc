@@ -22,6 +22,7 @@
 
 #include "cqlstream/loader.h"
 #include "dataset_fixture.h"
+#include "shared_dataset_suite.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -97,11 +98,9 @@ Outcome ReadBounded(const LoaderOptions& o, const SyntheticDataset& d) {
   return f.get();
 }
 
-class LoaderRowsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto s = testing::TestSession();
-    ASSERT_NE(s, nullptr);
+class LoaderRowsTest : public testing::SharedDatasetSuite<LoaderRowsTest> {
+ public:
+  static SyntheticDataset Make(net::Session& s) {
     SyntheticSpec spec;
     spec.name = "ldr_lies";
     spec.samples = 80;
@@ -109,7 +108,7 @@ class LoaderRowsTest : public ::testing::Test {
     spec.chunk_size = 4096;
     // Small samples; every tenth has three chunks (4096 + 4096 + 50).
     spec.size = [](int i) -> int64_t { return i % 10 == 0 ? 4096 * 2 + 50 : 300 + i * 7; };
-    data_ = new SyntheticDataset(MakeSyntheticDataset(*s, testing::TestKeyspace(), spec));
+    SyntheticDataset data = MakeSyntheticDataset(s, testing::TestKeyspace(), spec);
     const std::string t = fmt::format("{}.d_ldr_lies", testing::TestKeyspace());
     auto key = [](int idx) { return MakeKey(0, idx); };
     // Three rows of 1 MiB in one batch: each far above the catalog's
@@ -117,8 +116,8 @@ class LoaderRowsTest : public ::testing::Test {
     // ordered mode write past its mapping).
     for (int idx : {1, 2, 3}) {
       std::vector<uint8_t> big(1 << 20, static_cast<uint8_t>(idx));
-      Exec(*s, fmt::format("DELETE FROM {} WHERE seg = 0 AND idx = ?", t), {Value::Int(idx)});
-      Exec(*s,
+      Exec(s, fmt::format("DELETE FROM {} WHERE seg = 0 AND idx = ?", t), {Value::Int(idx)});
+      Exec(s,
            fmt::format("INSERT INTO {} (seg, idx, chunk, size, image_size, checksum, label, data) "
                        "VALUES (0, ?, 0, ?, ?, 0, 1, ?)",
                        t),
@@ -126,28 +125,25 @@ class LoaderRowsTest : public ::testing::Test {
       lies_[key(idx)] = "max_size";
     }
     // A size column smaller than its chunks (a three-chunk sample).
-    Exec(*s, fmt::format("UPDATE {} SET size = 5000, image_size = 5000 WHERE seg = 0 AND idx = 20", t), {});
+    Exec(s, fmt::format("UPDATE {} SET size = 5000, image_size = 5000 WHERE seg = 0 AND idx = 20", t), {});
     lies_[key(20)] = "more than its size";
     // A size column larger than its one chunk.
-    Exec(*s, fmt::format("UPDATE {} SET size = 600, image_size = 600 WHERE seg = 0 AND idx = 31", t), {});
+    Exec(s, fmt::format("UPDATE {} SET size = 600, image_size = 600 WHERE seg = 0 AND idx = 31", t), {});
     lies_[key(31)] = "add up to";
     // A missing middle chunk.
-    Exec(*s, fmt::format("DELETE FROM {} WHERE seg = 0 AND idx = 40 AND chunk = 1", t), {});
+    Exec(s, fmt::format("DELETE FROM {} WHERE seg = 0 AND idx = 40 AND chunk = 1", t), {});
     lies_[key(40)] = "add up to";
     // A negative size, a label outside the 10 classes, an image_size past the payload.
-    Exec(*s, fmt::format("UPDATE {} SET size = -5 WHERE seg = 0 AND idx = 41", t), {});
+    Exec(s, fmt::format("UPDATE {} SET size = -5 WHERE seg = 0 AND idx = 41", t), {});
     lies_[key(41)] = "negative size";
-    Exec(*s, fmt::format("UPDATE {} SET label = 99 WHERE seg = 0 AND idx = 42", t), {});
+    Exec(s, fmt::format("UPDATE {} SET label = 99 WHERE seg = 0 AND idx = 42", t), {});
     lies_[key(42)] = "classes";
-    Exec(*s, fmt::format("UPDATE {} SET image_size = 100000 WHERE seg = 0 AND idx = 43", t), {});
+    Exec(s, fmt::format("UPDATE {} SET image_size = 100000 WHERE seg = 0 AND idx = 43", t), {});
     lies_[key(43)] = "image_size";
-    s->Close();
-  }
-  static void TearDownTestSuite() {
-    delete data_;
-    data_ = nullptr;
+    return data;
   }
 
+ protected:
   static void Check(bool ordered, OnMissing mode) {
     SCOPED_TRACE(fmt::format("ordered={} on_missing={}", ordered, mode == OnMissing::kRaise ? "raise" : "skip"));
     Outcome r = ReadBounded(Options("ldr_lies", ordered, mode), *data_);
@@ -176,10 +172,8 @@ class LoaderRowsTest : public ::testing::Test {
     EXPECT_EQ(named.size(), lies_.size());
   }
 
-  static SyntheticDataset* data_;
   static std::map<SampleKey, std::string> lies_;  // key -> words its error must hold
 };
-SyntheticDataset* LoaderRowsTest::data_ = nullptr;
 std::map<SampleKey, std::string> LoaderRowsTest::lies_;
 
 TEST_F(LoaderRowsTest, OrderedRaiseNamesEveryRowThatContradictsTheCatalog) { Check(true, OnMissing::kRaise); }

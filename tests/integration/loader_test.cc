@@ -17,6 +17,7 @@
 #include "cqlstream/loader.h"
 #include "dataset_fixture.h"
 #include "fault_proxy.h"
+#include "shared_dataset_suite.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -28,11 +29,9 @@ using testing::ReadEpoch;
 using testing::SyntheticDataset;
 using testing::SyntheticSpec;
 
-class LoaderTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto s = testing::TestSession();
-    ASSERT_NE(s, nullptr);
+class LoaderTest : public testing::SharedDatasetSuite<LoaderTest> {
+ public:
+  static SyntheticDataset Make(net::Session& s) {
     SyntheticSpec spec;
     spec.name = "ldr";
     spec.samples = 600;
@@ -40,16 +39,9 @@ class LoaderTest : public ::testing::Test {
     spec.chunk_size = 4096;
     // Mostly small samples, some chunked ones (up to 5 chunks).
     spec.size = [](int i) -> int64_t { return i % 50 == 0 ? 4096 * 4 + 123 : 200 + (i * 37) % 700; };
-    data_ = new SyntheticDataset(MakeSyntheticDataset(*s, testing::TestKeyspace(), spec));
-    s->Close();
+    return MakeSyntheticDataset(s, testing::TestKeyspace(), spec);
   }
-  static void TearDownTestSuite() {
-    delete data_;
-    data_ = nullptr;
-  }
-  static SyntheticDataset* data_;
 };
-SyntheticDataset* LoaderTest::data_ = nullptr;
 
 TEST_F(LoaderTest, ExactlyOncePerEpochAcrossRanksSeedsBatchSizesAndModes) {
   struct Case {

@@ -14,6 +14,7 @@
 
 #include "cqlstream/loader.h"
 #include "dataset_fixture.h"
+#include "shared_dataset_suite.h"
 #include "store/catalog.h"
 #include "store/pack.h"
 #include "store/schema.h"
@@ -56,21 +57,17 @@ store::PackReport Pack(net::Session& s, const std::string& name, bool force = fa
   return r;
 }
 
-class PackTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto s = testing::TestSession();
-    ASSERT_NE(s, nullptr);
-    data_ = new SyntheticDataset(MakeSyntheticDataset(*s, testing::TestKeyspace(), PackSpec("packd")));
-    store::PackReport r = Pack(*s, "packd");
+class PackTest : public testing::SharedDatasetSuite<PackTest> {
+ public:
+  static SyntheticDataset Make(net::Session& s) {
+    SyntheticDataset data = MakeSyntheticDataset(s, testing::TestKeyspace(), PackSpec("packd"));
+    store::PackReport r = Pack(s, "packd");
     EXPECT_EQ(r.samples_packed, kPacked);
     EXPECT_EQ(r.packs_written, kPacks);
-    s->Close();
+    return data;
   }
-  static void TearDownTestSuite() {
-    delete data_;
-    data_ = nullptr;
-  }
+
+ protected:
   static LoaderOptions Options() {
     LoaderOptions o = testing::TestLoaderOptions("packd");
     o.packed = true;
@@ -78,9 +75,7 @@ class PackTest : public ::testing::Test {
     o.seed = 5;
     return o;
   }
-  static SyntheticDataset* data_;
 };
-SyntheticDataset* PackTest::data_ = nullptr;
 
 TEST_F(PackTest, PackReportsEachSegmentAndARerunWritesNothing) {
   auto s = testing::TestSession();

@@ -20,6 +20,7 @@
 #include "cqlstream/loader.h"
 #include "dataset_fixture.h"
 #include "loader/plan.h"
+#include "shared_dataset_suite.h"
 #include "store/catalog.h"
 #include "store/select.h"
 #include "store/testing_fixtures.h"
@@ -40,22 +41,17 @@ using testing::Sh;
 
 std::multiset<SampleKey> Multi(const std::vector<SampleKey>& k) { return {k.begin(), k.end()}; }
 
-class SelectSplitTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto s = testing::TestSession();
-    ASSERT_NE(s, nullptr);
+class SelectSplitTest : public testing::SharedDatasetSuite<SelectSplitTest> {
+ public:
+  static SyntheticDataset Make(net::Session& s) {
     testing::SyntheticSpec spec;
     spec.name = "selsplit";
     spec.samples = 600;  // 60 per class, over 3 segments
     spec.segments = 3;
-    data_ = new SyntheticDataset(testing::MakeSyntheticDataset(*s, testing::TestKeyspace(), spec));
-    s->Close();
+    return testing::MakeSyntheticDataset(s, testing::TestKeyspace(), spec);
   }
-  static void TearDownTestSuite() {
-    delete data_;
-    data_ = nullptr;
-  }
+
+ protected:
   static std::vector<SampleKey> AllKeys() {
     std::vector<SampleKey> out;
     for (const auto& [k, v] : data_->payload) out.push_back(k);
@@ -73,9 +69,7 @@ class SelectSplitTest : public ::testing::Test {
     return fmt::format("--keyspace {} --hosts {}", testing::TestKeyspace(),
                        testing::Env("CQLSTREAM_TEST_HOSTS", "127.0.0.1"));
   }
-  static SyntheticDataset* data_;
 };
-SyntheticDataset* SelectSplitTest::data_ = nullptr;
 
 TEST_F(SelectSplitTest, InvertIsTheComplementWithinTheSplit) {
   auto s = testing::TestSession();
