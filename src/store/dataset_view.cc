@@ -8,6 +8,7 @@
 #include "net/session.h"
 #include "store/attached_scan.h"
 #include "store/catalog.h"
+#include "store/pack.h"
 #include "util/mutex.h"
 
 namespace cqlstream::store {
@@ -32,6 +33,12 @@ DatasetView::DatasetView(std::shared_ptr<net::Session> session, DatasetInfo info
 DatasetView::~DatasetView() { Close(); }
 
 void DatasetView::Close() { session_->Close(); }
+
+Status DatasetView::Pack(const PackOptions& o, PackReport* report) const {
+  *report = PackReport();
+  CQLS_ASSIGN_OR_RETURN(const DatasetInfo now, LoadDataset(*session_, info_.keyspace, info_.name));
+  return PackDataset(*session_, now, o, report);
+}
 
 std::vector<SampleKey> DatasetView::SplitKeys(const std::string& split) const {
   std::vector<SampleKey> out;

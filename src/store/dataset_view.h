@@ -2,15 +2,16 @@
 //
 // DatasetView: one dataset's catalog entry and metadata for a library user
 // that is not the loader (the Python cqlstream.Dataset): it connects, loads
-// the catalog row, lists a split's keys and scans the metadata table. The
-// caller needs neither the session nor the layout's tables.
+// the catalog row, lists a split's keys, scans the metadata table and packs
+// the small samples. The caller needs neither the session nor the layout's
+// tables.
 //
 // Ownership: the view owns its session; Close() (or the destructor) closes
 // it. The DatasetInfo is read once by Open and never changes.
 //
 // Thread-safety: all methods may be called from any thread; Close() while a
-// Metadata() runs on another thread makes that scan fail with the session's
-// error, it does not free what the scan uses.
+// Metadata() or Pack() runs on another thread makes it fail with the
+// session's error, it does not free what it uses.
 #ifndef CQLSTREAM_STORE_DATASET_VIEW_H_
 #define CQLSTREAM_STORE_DATASET_VIEW_H_
 
@@ -22,6 +23,7 @@
 #include "cqlstream/dataset.h"
 #include "cqlstream/options.h"
 #include "cqlstream/status.h"
+#include "store/pack_options.h"
 #include "store/scan.h"
 
 namespace cqlstream::net {
@@ -55,6 +57,12 @@ class DatasetView {
   // read `concurrency` blocks at a time. NotFound names the splits when
   // `split` is not one of the dataset's.
   StatusOr<std::vector<Row>> Metadata(const std::optional<std::string>& split, int concurrency) const;
+
+  // Writes the packed copy of the dataset's small samples (PackDataset,
+  // store/pack.h) with the view's session, from the catalog entry as it is
+  // now (read again: segments sealed since the view opened are packed too).
+  // *report is filled as far as packing went, also on error.
+  Status Pack(const PackOptions& o, PackReport* report) const;
 
   // Closes the session (idempotent).
   void Close();

@@ -224,6 +224,10 @@ Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, 
     return Status::InvalidArgument(
         fmt::format("pack size must be in [{}, {}], got {}", kMinPackSize, kMaxPackSize, o.pack_size));
   }
+  if (o.concurrency < 1 || o.concurrency > kMaxPackConcurrency) {
+    return Status::InvalidArgument(
+        fmt::format("pack concurrency must be in [1, {}], got {}", kMaxPackConcurrency, o.concurrency));
+  }
   std::vector<SegmentInfo> segs;
   for (const auto& g : d.segments) {
     if (o.split.empty() || g.split == o.split) segs.push_back(g);

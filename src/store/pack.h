@@ -33,9 +33,7 @@
 #ifndef CQLSTREAM_STORE_PACK_H_
 #define CQLSTREAM_STORE_PACK_H_
 
-#include <atomic>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,32 +41,10 @@
 #include "cqlstream/dataset.h"
 #include "cqlstream/status.h"
 #include "net/session.h"
+#include "store/pack_options.h"
 #include "util/permutation.h"
 
 namespace cqlstream::store {
-
-// Samples per pack: the default, and the bounds (a pack read is one `IN` on
-// the clustering column: ScyllaDB refuses more than 100 clustering keys in
-// one by default, max_clustering_key_restrictions_per_query).
-inline constexpr int32_t kDefaultPackSize = 64;
-inline constexpr int32_t kMinPackSize = 2;
-inline constexpr int32_t kMaxPackSize = 100;
-// The largest sample that is packed, and the most bytes one pack holds by
-// its segment's max_size (half of ScyllaDB's 1 MiB soft limit for an
-// unpaged read, as for coalesced reads).
-inline constexpr int64_t kMaxPackSampleBytes = 16 << 10;
-inline constexpr int64_t kMaxPackBytes = 512 << 10;
-
-// One segment's packs, as the packs table records them.
-struct PackInfo {
-  int32_t seg = 0;
-  int64_t count = 0;       // the segment's committed samples when it was packed
-  int32_t pack_size = 0;   // P
-  int64_t seed = 0;        // the membership permutation's seed
-  int64_t packed = 0;      // samples written into packs
-  int64_t left_out = 0;    // samples of full packs that failed their check
-  bool operator==(const PackInfo&) const = default;
-};
 
 // Which samples a segment's packs hold (see the file comment).
 class PackMembership {
@@ -130,41 +106,14 @@ StatusOr<PackInfo> DecodePackRow(const cql::Rows& r, int32_t row);
 // table (nothing was ever packed). Rows are not validated here.
 StatusOr<std::vector<PackInfo>> ReadPacks(net::Session& s, const std::string& keyspace, const std::string& dataset);
 
-// --- cqlstream pack ----------------------------------------------------------
-struct PackOptions {
-  std::string split;                    // empty: every split
-  // Wanted P. A split has one pack size (the packed order needs one): that
-  // of its segments packed earlier, else the largest at most this that
-  // fits all its packable segments (PackSizeFor of their largest max_size).
-  int32_t pack_size = kDefaultPackSize;
-  int concurrency = 8;                  // packs built at a time
-  bool force = false;                   // re-pack segments already packed
-  const std::atomic<bool>* stop = nullptr;
-  // (samples done, samples to pack)
-  std::function<void(int64_t, int64_t)> on_progress;
-};
-
-struct PackedSegment {
-  int32_t seg = 0;
-  std::string split;
-  std::string outcome;  // "packed", "already packed", or why it was not packed
-  PackInfo info;        // when packed (now or before)
-};
-
-struct PackReport {
-  std::vector<PackedSegment> segments;  // ascending seg
-  int64_t packs_written = 0;
-  int64_t samples_packed = 0;
-  int64_t left_out = 0;  // samples that failed their check (read alone by the loader)
-  double seconds = 0;
-};
-
+// --- cqlstream pack (PackOptions, PackReport: store/pack_options.h) ---------
 // Builds the packs of every sealed, packable segment of `d` (one split or
 // all) that is not packed yet with its split's pack size, reading each sample with
 // the loader's data read and checking it (one row, size, checksum), writing
 // each pack as one single-partition batch, and the segment's packs row
 // last, so that a loader never sees a half-written segment as packed.
-// Unsupported for an attached dataset.
+// Unsupported for an attached dataset; InvalidArgument for a pack size or
+// concurrency out of range.
 Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, PackReport* report);
 
 }  // namespace cqlstream::store

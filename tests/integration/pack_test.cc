@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string_view>
 
 #include "cqlstream/loader.h"
 #include "dataset_fixture.h"
@@ -165,6 +166,36 @@ TEST_F(PackTest, ResumeMidEpochAndRefuseTheOtherOrdersCheckpoint) {
   LoaderMetrics m;
   EXPECT_EQ(testing::ResumeEpoch(o, state, first.keys, *data_, &m).size(), data_->payload.size());
   EXPECT_GT(m.packed_requests, 0);
+}
+
+TEST_F(PackTest, OptionsOutOfRangeAreNamedBeforeAnythingIsWritten) {
+  auto s = testing::TestSession();
+  ASSERT_NE(s, nullptr);
+  auto d = store::LoadDataset(*s, testing::TestKeyspace(), "packd");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  struct Case {
+    int32_t pack_size;
+    int concurrency;
+    std::string_view error;
+  };
+  for (const Case& c : {Case{1, 8, "pack size must be in [2, 100], got 1"},
+                        Case{101, 8, "pack size must be in [2, 100], got 101"},
+                        Case{16, 0, "pack concurrency must be in [1, 256], got 0"},
+                        Case{16, 257, "pack concurrency must be in [1, 256], got 257"}}) {
+    store::PackOptions o;
+    o.pack_size = c.pack_size;
+    o.concurrency = c.concurrency;
+    o.force = true;
+    store::PackReport r;
+    Status st = store::PackDataset(*s, *d, o, &r);
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+    EXPECT_NE(st.message().find(c.error), std::string::npos) << st.ToString();
+    EXPECT_EQ(r.packs_written, 0);
+  }
+  // The packs written by the suite are still there.
+  store::PackReport again = Pack(*s, "packd");
+  EXPECT_EQ(again.packs_written, 0);
+  s->Close();
 }
 
 TEST_F(PackTest, ASelectionIsRefused) {
