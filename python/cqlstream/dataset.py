@@ -2,7 +2,8 @@
 
 Looks up keys from paths and reads the metadata rows (key, split, path,
 label, size, extra) so that selections can be computed with pandas / NumPy
-and written with :class:`cqlstream.Selection`.
+and written with :class:`cqlstream.Selection`; packs the small samples for
+packed reads (:meth:`Dataset.pack`).
 """
 
 from __future__ import annotations
@@ -193,6 +194,37 @@ class Dataset:
                                  f"({', '.join(_core.format_key(k) for k in found[:5])}); pass split=")
             out.append(found[0])
         return out
+
+    # -- packed layout ---------------------------------------------------------
+
+    def pack(self, split: str | None = None, *, pack_size: int = _core.PACK_SIZE_DEFAULT, concurrency: int = 8,
+             force: bool = False) -> dict[str, Any]:
+        """Writes the packed copy of the dataset's small samples, what
+        ``cqlstream pack`` does: afterwards ``cqlstream.Loader(...,
+        packed=True)`` reads them one pack of up to 100 samples per request
+        (docs/loader.md, "Packed reads", says what packing does to the
+        shuffle). Only sealed segments of samples of at most 16 KiB are
+        packed; segments already packed are kept unless ``force``. ``split``:
+        one split (None: all). ``pack_size``: samples per pack, in [2, 100],
+        lowered so that a pack holds at most 512 KiB; a split keeps the size
+        it was first packed with. ``concurrency``: packs built at a time.
+
+        Returns the report: ``segments`` (a dict per segment: seg, split,
+        outcome — "packed", "already packed" or why it was not —, pack_size,
+        packs, packed, left_out), ``packs_written``, ``samples_packed``,
+        ``left_out`` (samples whose row failed its check: left out of their
+        pack, the loader reads them alone, where their own check names them)
+        and ``seconds``. Raises cqlstream.Error for an attached dataset or
+        when a write fails (run it again: finished segments are kept)."""
+        if split is not None and split not in self.splits():
+            raise KeyError(f"dataset {self.name!r} has no split {split!r} (splits: {', '.join(self.splits())})")
+        size = _int("pack_size", pack_size, _core.PACK_SIZE_MIN, _core.PACK_SIZE_MAX)
+        conc = _int("concurrency", concurrency, 1, _core.PACK_CONCURRENCY_MAX)
+        if not isinstance(force, bool):
+            raise TypeError(f"force must be a bool, got {type(force).__name__} {force!r}")
+        report = self._handle().pack(split, size, conc, force)
+        report["segments"] = [dict(s) for s in report["segments"]]
+        return dict(report)
 
     # -- lifetime --------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 // Bindings of a dataset's catalog and metadata (store::DatasetView) and of
 // selection files (cqlstream::Selection) for cqlstream.Dataset and
 // cqlstream.Selection. Every call that does I/O (connecting, reading the
-// catalog, scanning the metadata, reading or writing a file) releases the
+// catalog, scanning the metadata, packing, reading or writing a file) releases the
 // GIL; Python objects are built after it is taken back. Errors become the
 // cqlstream.errors exceptions, as in bindings.cc.
 //
@@ -30,6 +30,7 @@
 #include "cqlstream/dataset.h"
 #include "loader/option_kit.h"
 #include "store/dataset_view.h"
+#include "store/pack_options.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -105,6 +106,43 @@ class DatasetHandle {
       cols.extra.push_back(std::move(r.meta.extra));
     }
     return cols;
+  }
+
+  // Packs the small samples (store::PackDataset); the report as a dict.
+  // Raises after packing what it could when packing failed part-way.
+  nb::dict Pack(const std::optional<std::string>& split, int pack_size, int concurrency, bool force) {
+    if (closed_) Check(Status::InvalidArgument("this Dataset is closed"));
+    store::PackOptions o;
+    o.split = split.value_or("");
+    o.pack_size = pack_size;
+    o.concurrency = concurrency;
+    o.force = force;
+    store::PackReport r;
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = view_->Pack(o, &r);
+    }
+    Check(st);
+    nb::list segments;
+    for (const auto& g : r.segments) {
+      nb::dict e;
+      e["seg"] = g.seg;
+      e["split"] = g.split;
+      e["outcome"] = g.outcome;
+      e["pack_size"] = g.info.pack_size;
+      e["packs"] = g.info.pack_size > 0 ? g.info.count / g.info.pack_size : 0;
+      e["packed"] = g.info.packed;
+      e["left_out"] = g.info.left_out;
+      segments.append(e);
+    }
+    nb::dict d;
+    d["segments"] = segments;
+    d["packs_written"] = r.packs_written;
+    d["samples_packed"] = r.samples_packed;
+    d["left_out"] = r.left_out;
+    d["seconds"] = r.seconds;
+    return d;
   }
 
  private:
@@ -184,7 +222,14 @@ void BindDataset(nb::module_& m) {
       .def("split_keys", &DatasetHandle::SplitKeys, "split"_a,
            "Keys of the split's committed samples, ascending (from the catalog, no scan).")
       .def("metadata", &DatasetHandle::Metadata, "split"_a.none(), "concurrency"_a = 16,
-           "Scans the metadata of one split (None: all) into columns, ascending key.");
+           "Scans the metadata of one split (None: all) into columns, ascending key.")
+      .def("pack", &DatasetHandle::Pack, "split"_a.none(), "pack_size"_a, "concurrency"_a, "force"_a,
+           "Writes the packed copy of the small samples (cqlstream.Dataset.pack); the report as a dict.");
+
+  m.attr("PACK_SIZE_DEFAULT") = store::kDefaultPackSize;
+  m.attr("PACK_SIZE_MIN") = store::kMinPackSize;
+  m.attr("PACK_SIZE_MAX") = store::kMaxPackSize;
+  m.attr("PACK_CONCURRENCY_MAX") = store::kMaxPackConcurrency;
 
   m.def("save_selection", &SaveSelection, "path"_a, "dataset"_a, "split"_a, "keys"_a, "query"_a, "created"_a,
         "Writes a selection file (docs/schema.md); keys keep their order and repeats.");

@@ -3,6 +3,7 @@ Python front end, against the real node: cqlstream.Loader(coalesce=N), cqlstream
 and the DALI reader's ``coalesce`` argument read the same keys exactly once with
 coalescing off (1) and on (32), and the loader's metrics show which it did.
 Bad values are refused naming the argument before anything is opened.
+Packed reads, after `cqlstream pack` or cqlstream.Dataset.pack.
 
 Needs the node (CQLSTREAM_TEST_HOSTS) and the CLI (to ingest); the DALI tests
 need nvidia.dali in the environment and the plugin (see test_dali.py).
@@ -147,6 +148,42 @@ def test_loader_packed_reads_each_key_once_by_pack(small, hosts):
     # 15 packs of 8 per epoch, each read whole with one request.
     assert m["packed_requests"] == 30
     assert m["coalesced_samples"] >= 240
+
+
+def test_dataset_pack_from_python_alone(hosts):
+    # A user of the wheel (no CLI) writes with cqlstream.Writer, packs with
+    # cqlstream.Dataset.pack and reads with packed=True.
+    name = unique_name("py_pack")
+    blobs = [bytes([i % 251]) * (100 + i) for i in range(100)]
+    try:
+        with cqlstream.Writer(name, split="train", label_kind="class", classes=["a", "b"], kind="blob",
+                              source_id="pack-test", hosts=hosts) as w:
+            keys = [w.add(b, label=i % 2, path=f"s{i:03d}") for i, b in enumerate(blobs)]
+        with cqlstream.Dataset(name, hosts=hosts) as ds:
+            with pytest.raises(ValueError, match=r"pack_size must be an int in \[2, 100\], got 1"):
+                ds.pack(pack_size=1)
+            with pytest.raises(ValueError, match=r"concurrency must be an int in \[1, 256\], got 0"):
+                ds.pack(concurrency=0)
+            with pytest.raises(KeyError, match="has no split 'val'"):
+                ds.pack("val")
+            r = ds.pack(pack_size=16)
+            # 100 samples: 6 packs of 16, 4 read alone.
+            assert (r["packs_written"], r["samples_packed"], r["left_out"]) == (6, 96, 0), r
+            assert [(g["split"], g["outcome"], g["pack_size"], g["packs"], g["packed"]) for g in r["segments"]] == \
+                [("train", "packed", 16, 6, 96)]
+            again = ds.pack(pack_size=16)
+            assert again["packs_written"] == 0 and again["segments"][0]["outcome"] == "already packed", again
+        with cqlstream.Loader(name, batch_size=10, shuffle=True, seed=3, hosts=hosts, packed=True) as loader:
+            got: dict[int, bytes] = {}
+            for b in loader:
+                for i in range(len(b)):
+                    assert int(b.keys[i]) not in got
+                    got[int(b.keys[i])] = bytes(b[i])
+            m = loader.metrics()
+        assert got == dict(zip(keys, blobs))
+        assert m["packed_requests"] == 6 and m["pack_fallbacks"] == 0
+    finally:
+        run_cli("drop", name, "--yes", check=False)
 
 
 # --- DALI -------------------------------------------------------------------
