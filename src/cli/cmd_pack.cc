@@ -32,7 +32,8 @@ void RegisterPack(CLI::App& app, Action* action) {
                   fmt::format("Samples per pack (default {}; lowered so that a pack holds at most {} KiB)",
                               store::kDefaultPackSize, store::kMaxPackBytes >> 10))
       ->check(CLI::Range(store::kMinPackSize, store::kMaxPackSize));
-  cmd->add_option("--concurrency", o->concurrency, "Packs built at a time (default 8)")->check(CLI::Range(1, store::kMaxPackConcurrency));
+  cmd->add_option("--concurrency", o->concurrency, "Packs built at a time (default 8)")
+      ->check(CLI::Range(1, store::kMaxPackConcurrency));
   cmd->add_flag("--force", o->force, "Pack again segments already packed");
   flags->Add(cmd);
   cmd->callback([action, flags, name, o] {
