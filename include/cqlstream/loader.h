@@ -145,6 +145,11 @@ struct LoaderMetrics {
   int64_t coalesced_samples = 0;   // samples read by them (first attempts)
   int64_t packed_requests = 0;     // of those, reads of one pack (LoaderOptions::packed)
   int64_t pack_fallbacks = 0;      // samples a pack lacked or held damaged, read alone from the data table
+  // Attached datasets: reads of the key snapshot sent (a sample's first
+  // attempt in the loader's life, and samples whose key the loader could
+  // not keep), and keys kept for later epochs and Fetch (64 MiB at most).
+  int64_t key_lookups = 0;
+  int64_t foreign_keys_cached = 0;
 };
 
 class Loader {

@@ -167,6 +167,8 @@ nb::dict MetricsDict(Stream& s) {
   d["coalesced_samples"] = m.coalesced_samples;
   d["packed_requests"] = m.packed_requests;
   d["pack_fallbacks"] = m.pack_fallbacks;
+  d["key_lookups"] = m.key_lookups;
+  d["foreign_keys_cached"] = m.foreign_keys_cached;
   d["decode_skipped"] = s.decode_skipped();
   d["decode_s"] = s.decode_seconds();
   d["wait_s"] = s.wait_seconds();

@@ -190,12 +190,14 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
                "\"stall_s\": {:.3f}, \"window\": {}, \"connections\": {}, \"retries\": {}, \"hedges\": {}, "
                "\"latency_p50_ms\": {:.3f}, \"latency_p99_ms\": {:.3f}, \"direct_bytes\": {}, \"copied_bytes\": {}, "
                "\"time_to_90_s\": {}, \"steady_mb_per_s\": {}, \"coalesced_requests\": {}, "
-               "\"coalesced_samples\": {}, \"packed_requests\": {}, \"images_per_s_overall\": {:.1f}}}\n",
+               "\"coalesced_samples\": {}, \"packed_requests\": {}, \"key_lookups\": {}, \"foreign_keys_cached\": {}, "
+               "\"images_per_s_overall\": {:.1f}}}\n",
                a.ordered ? "-ordered" : "", Median(ips), Median(mbps), Median(cpu_per_gb), Percentile(all_waits, 50),
                Percentile(all_waits, 99), PeakRssMb(), measured.size(), Median(stall), m.window, m.connections,
                m.retries, m.hedges, m.latency_p50_ms, m.latency_p99_ms, m.direct_bytes, m.copied_bytes,
                t90 ? fmt::format("{:.1f}", *t90) : "null", steady ? fmt::format("{:.2f}", *steady / 1e6) : "null",
-               m.coalesced_requests, m.coalesced_samples, m.packed_requests, seconds > 0 ? images / seconds : 0.0);
+               m.coalesced_requests, m.coalesced_samples, m.packed_requests, m.key_lookups, m.foreign_keys_cached,
+               seconds > 0 ? images / seconds : 0.0);
   } else if (!measured.empty()) {
     fmt::print("summary over {} epoch{} (median): {:.0f} images/s ({:.0f} over all of them), {:.1f} MB/s, "
                "{:.3f} CPU s/GB, stall {:.2f} s, "
@@ -215,6 +217,10 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
              m.coalesced_requests > 0
                  ? static_cast<double>(m.coalesced_samples) / static_cast<double>(m.coalesced_requests)
                  : 0.0);
+  if (m.key_lookups > 0 || m.foreign_keys_cached > 0) {
+    fmt::print("attached: {} key lookups, {} foreign keys kept for later epochs\n", m.key_lookups,
+               m.foreign_keys_cached);
+  }
   if (t90) {
     fmt::print("time to 90%: {:.1f} s from the first request (steady state {:.1f} MB/s: the median rate over 1-s "
                "windows in the last half of the run; 90% reached and held for 1 s)\n",

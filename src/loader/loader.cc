@@ -299,6 +299,7 @@ LoaderMetrics Loader::Metrics() const {
   auto sm = L.session->metrics();
   int connections = 0;
   for (const auto& h : L.session->Hosts()) connections += h.open_connections;
+  if (L.attached) m.foreign_keys_cached = L.attached->keys->keys();  // (its own lock, not under mu)
   MutexLock lock(&L.mu);
   m.images_per_s = L.rate_images;
   m.mb_per_s = L.rate_bytes / 1e6;
@@ -319,6 +320,7 @@ LoaderMetrics Loader::Metrics() const {
   m.coalesced_requests = L.m_coalesced_requests;
   m.packed_requests = L.m_packed_requests;
   m.pack_fallbacks = L.m_pack_fallbacks;
+  m.key_lookups = L.m_key_lookups;
   m.coalesced_samples = L.m_coalesced_samples;
   m.timeouts = L.m_timeouts;
   m.duplicates_dropped = L.m_dupes;

@@ -4,7 +4,9 @@
 // store/attached.h). One attempt at an attached sample (seg, idx) is two
 // single-partition, token-aware, idempotent reads:
 //   1. SELECT key FROM ks.k_<dataset> WHERE seg = ? AND idx = ?   (the key
-//      snapshot: the sample's foreign key; skipped once the task knows it)
+//      snapshot: the sample's foreign key; skipped once the task knows it,
+//      and in every later epoch or Fetch of the loader once the key is in
+//      its ForeignKeyCache, loader/foreign_key_cache.h)
 //   2. AttachedTable::DataReadCql(split) bound with that key      (the row)
 //      on the table the segment's snapshot was taken from (its segment
 //      row's source; the catalog's table of the split when none is recorded)
@@ -108,6 +110,11 @@ Status Loader::Impl::PrepareAttached() {
     return Status::Corruption(fmt::format("attached dataset '{}': {}", ds.name, kind.message()));
   }
   a->snapshot_table = ds.keyspace + "." + store::KeyTableName(ds.name);
+  std::map<int32_t, int64_t> counts;
+  for (const auto& g : ds.segments) {
+    if (g.count > 0) counts[g.seg] = g.count;
+  }
+  a->keys = std::make_unique<loader::ForeignKeyCache>(std::move(counts), loader_impl::kForeignKeyCacheBytes);
   CQLS_ASSIGN_OR_RETURN(a->key_stmt, session->Prepare(store::KeyLookupCql(ds.keyspace, ds.name)));
   // One name -> index map for the dataset, shared by every split's checks.
   const auto class_names = std::make_shared<const store::ClassNameIndex>(ds.class_names);
@@ -144,9 +151,27 @@ void Loader::Impl::LaunchAttached(const std::shared_ptr<Task>& t, int attempt, i
     MutexLock lock(&mu);
     if (t->foreign_key) known = *t->foreign_key;
   }
+  if (!known) {
+    // Looked up by an earlier epoch or Fetch of this loader: the committed
+    // snapshot row has not changed since (checked again as it was then).
+    std::string cached;
+    if (attached->keys->Find(t->key, &cached)) {
+      const std::span<const uint8_t> cell(reinterpret_cast<const uint8_t*>(cached.data()), cached.size());
+      StatusOr<Value> key = store::SnapshotKeyCell(t->key, 1, cell, attached->key_type, attached->snapshot_table);
+      if (!key.ok()) {
+        OnAttachedDone(t, attempt, nullptr, sent, key.status());
+        return;
+      }
+      known = std::move(*key);
+    }
+  }
   if (known) {
     LaunchForeignRead(t, attempt, plan_offset, sent, *known);
     return;
+  }
+  {
+    MutexLock lock(&mu);
+    m_key_lookups++;
   }
   net::Statement st =
       net::Statement::Bound(attached->key_stmt, {Value::Int(KeySegment(t->key)), Value::Int(KeyIndex(t->key))});
@@ -158,6 +183,8 @@ void Loader::Impl::LaunchAttached(const std::shared_ptr<Task>& t, int attempt, i
       OnAttachedDone(t, attempt, nullptr, sent, key.status());
       return;
     }
+    // A good key (one row, one non-null cell that decodes): kept for later.
+    if (auto cell = r->rows()->cell(0, 0)) attached->keys->Add(t->key, *cell);
     bool stale = false;
     {
       MutexLock lock(&mu);

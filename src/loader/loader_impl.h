@@ -71,6 +71,7 @@
 #include "loader/buffer_pool.h"
 #include "loader/checkpoint.h"
 #include "loader/coalesce.h"
+#include "loader/foreign_key_cache.h"
 #include "loader/congestion_gate.h"
 #include "loader/hedge_budget.h"
 #include "loader/hedge_watch.h"
@@ -101,6 +102,9 @@ inline constexpr int64_t kMinDefaultMemoryBytes = int64_t{1} << 30;
 inline constexpr int kDefaultMemoryBatches = 8;
 // The sample size assumed for an attached dataset, whose catalog knows no sizes.
 inline constexpr int64_t kAttachedSizeGuess = 128 << 10;
+// The memory an attached dataset's loader keeps looked-up foreign keys in
+// (loader/foreign_key_cache.h): about 2.7 million uuid keys of one split.
+inline constexpr int64_t kForeignKeyCacheBytes = int64_t{64} << 20;
 // The adaptive attempt timeout: kTimeoutP99Factor x the p99 latency within
 // [kMinTimeout, kMaxTimeout]; kFirstTimeout until kTimeoutLatencies were seen.
 inline constexpr int kTimeoutP99Factor = 8;
@@ -160,6 +164,8 @@ struct AttachedReads {
   };
   std::map<std::string, Split> splits;    // by the table read ("ks.table"): each segment's snapshot table
   std::map<int32_t, const Split*> by_seg;  // every committed segment's split
+  // Keys looked up so far, for later epochs and Fetch (thread-safe itself).
+  std::unique_ptr<loader::ForeignKeyCache> keys;
 };
 
 // One request to send: a new attempt (first, retry, hedge) or the next page
@@ -282,6 +288,7 @@ struct Loader::Impl {
           m_dropped GUARDED_BY(mu) = 0;
   int64_t m_coalesced_requests GUARDED_BY(mu) = 0, m_coalesced_samples GUARDED_BY(mu) = 0;
   int64_t m_packed_requests GUARDED_BY(mu) = 0, m_pack_fallbacks GUARDED_BY(mu) = 0;
+  int64_t m_key_lookups GUARDED_BY(mu) = 0;  // attached: key snapshot reads sent
   double m_stall_s GUARDED_BY(mu) = 0;
   double rate_images GUARDED_BY(mu) = 0, rate_bytes GUARDED_BY(mu) = 0;
   int64_t rate_last_images GUARDED_BY(mu) = 0, rate_last_bytes GUARDED_BY(mu) = 0;

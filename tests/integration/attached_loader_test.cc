@@ -213,6 +213,47 @@ TEST_F(AttachedLoaderTest, FetchReadsGivenKeys) {
   }
 }
 
+// Each sample's foreign key is looked up once in the loader's life: later
+// epochs and Fetch read the row in one request, from the kept key, and
+// deliver the same bytes.
+TEST_F(AttachedLoaderTest, LaterEpochsReuseTheLookedUpKeys) {
+  LoaderOptions o = testing::TestLoaderOptions("att");
+  o.batch_size = 32;
+  o.seed = 5;
+  o.epochs = 3;
+  auto l = Loader::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  const int64_t n = static_cast<int64_t>(data_->payload.size());
+  Delivered first = ReadEpoch(**l, *data_);
+  ASSERT_TRUE(first.error.empty()) << first.error;
+  ASSERT_EQ(static_cast<int64_t>(first.keys.size()), n);
+  const LoaderMetrics after_first = (*l)->Metrics();
+  // One lookup per sample, more only where a hedge or retry raced the first.
+  EXPECT_GE(after_first.key_lookups, n);
+  EXPECT_EQ(after_first.foreign_keys_cached, n);
+  for (int e = 1; e < 3; ++e) {
+    SCOPED_TRACE(e);
+    Delivered d = ReadEpoch(**l, *data_);  // checks every sample's bytes and label
+    ASSERT_TRUE(d.error.empty()) << d.error;
+    EXPECT_EQ(static_cast<int64_t>(d.keys.size()), n);
+    EXPECT_EQ((*l)->Metrics().key_lookups, after_first.key_lookups);
+  }
+  const SampleKey k = std::next(data_->payload.begin(), 123)->first;
+  auto b = (*l)->Fetch({k});
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ((*b)->size(), 1u);
+  const auto s = (*b)->sample(0);
+  EXPECT_TRUE(std::equal(s.begin(), s.end(), data_->payload.at(k).begin(), data_->payload.at(k).end()));
+  EXPECT_EQ((*l)->Metrics().key_lookups, after_first.key_lookups);
+  // A fresh loader starts without keys.
+  auto fresh = Loader::Open(testing::TestLoaderOptions("att"));
+  ASSERT_TRUE(fresh.ok());
+  auto one = (*fresh)->Fetch({k});
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ((*fresh)->Metrics().key_lookups, 1);
+  EXPECT_EQ((*fresh)->Metrics().foreign_keys_cached, 1);
+}
+
 // Reads one epoch; the error that ended it ("" when none) and the samples.
 std::pair<std::string, size_t> Drain(Loader& l) {
   size_t got = 0;

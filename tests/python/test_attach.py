@@ -115,9 +115,14 @@ def test_attach_reads_exactly_once_on_three_ranks_and_resumes(third_party):
     run_cli("attach", "--dataset", dataset, "--table", f"{keyspace}.data_train", "--key-column", "id",
             "--data-column", "data", "--label-column", "label", "--metadata-table",
             f"{keyspace}.metadata_train", "--kind", "blob", "--refresh")
-    with cqlstream.Loader(dataset, **kw) as loader:
+    with cqlstream.Loader(dataset, **{**kw, "epochs": 2}) as loader:
         fresh = payloads(list(loader))
-    assert sorted(fresh) == sorted({**rows, **more})
+        first_lookups = loader.metrics()["key_lookups"]
+        again = payloads(list(loader))
+        m = loader.metrics()
+    assert sorted(fresh) == sorted({**rows, **more}) == sorted(again)
+    # The second epoch read each row by the key the first looked up.
+    assert first_lookups >= 180 and m["key_lookups"] == first_lookups and m["foreign_keys_cached"] == 180
     with cqlstream.Loader(dataset, **kw) as stale:
         with pytest.raises(cqlstream.Error):
             stale.load_state_dict(state)
