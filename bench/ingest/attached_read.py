@@ -4,7 +4,8 @@ system's layout, attached, against the same images ingested natively
 (docs/benchmarks-ingest.md, "Attached reads").
 
   .venv/bin/python bench/ingest/attached_read.py [--count 4000] [--runs 3] [--epochs 2] \\
-      [--cli build/src/cli/cqlstream] [--gen build/bench/cqlstream-gen-images]
+      [--cli build/src/cli/cqlstream] [--gen build/bench/cqlstream-gen-images] \\
+      [--sample-bytes B] [--base-cli OTHER_BUILD/src/cli/cqlstream]
 
 The images: `cqlstream-gen-images --count N --classes 100 --val-fraction 0`
 (ImageNet-like JPEGs, mean ~110 kB) into bench/data/attread-N, made once.
@@ -22,12 +23,19 @@ as medians: images/s and MB/s over the measured epochs, the loader's client
 CPU s per GB (the bench's own figure), the whole command's CPU (wait4
 rusage, warm-up and open included) and the load average before and after.
 `--drop` removes both datasets and the keyspace.
+
+`--sample-bytes B` uses N files of B random bytes instead (100 class
+folders; `ingest --kind blob`), in datasets and a keyspace of their own
+(artnative, artatt, arbencht): small samples, where the requests per sample
+set the rate. `--base-cli` also reads the attached dataset with another
+build's CLI in every run (before/after comparisons of the attached path).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import random
 import re
 import resource
 import statistics
@@ -40,6 +48,12 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 KEYSPACE = "arbench"
 NATIVE = "arnative"
 ATTACHED = "aratt"
+
+
+def use_tiny_names() -> None:
+    """--sample-bytes: datasets and a keyspace apart from the JPEG ones."""
+    global KEYSPACE, NATIVE, ATTACHED
+    KEYSPACE, NATIVE, ATTACHED = "arbencht", "artnative", "artatt"
 
 
 def loadavg() -> str:
@@ -71,8 +85,15 @@ def count_of(a: argparse.Namespace, dataset: str) -> int | None:
 
 def prepare(a: argparse.Namespace) -> tuple[str, int, int]:
     """The folder and both datasets, made when missing; (folder, files, bytes)."""
-    folder = os.path.join(ROOT, "bench", "data", f"attread-{a.count}")
-    if not os.path.isdir(os.path.join(folder, "train")):
+    folder = os.path.join(ROOT, "bench", "data", f"attread-{a.count}" + (f"-b{a.sample_bytes}" if a.sample_bytes else ""))
+    if a.sample_bytes and not os.path.isdir(os.path.join(folder, "train")):
+        rnd = random.Random(a.count)
+        for i in range(a.count):
+            d = os.path.join(folder, "train", f"c{i % 100:03d}")
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, f"{i:07d}.bin"), "wb") as f:
+                f.write(rnd.randbytes(a.sample_bytes))
+    elif not os.path.isdir(os.path.join(folder, "train")):
         subprocess.run([a.gen, "--out", folder, "--count", str(a.count), "--classes", "100", "--val-fraction", "0",
                         "--threads", "2"], check=True)
     files = files_of(folder)
@@ -80,7 +101,7 @@ def prepare(a: argparse.Namespace) -> tuple[str, int, int]:
     if a.rewrite or count_of(a, NATIVE) != len(files):
         cli(a, "drop", NATIVE, "--yes", check=False)
         t0 = time.monotonic()
-        cli(a, "ingest", "--dataset", NATIVE, folder)
+        cli(a, "ingest", "--dataset", NATIVE, *(["--kind", "blob"] if a.sample_bytes else []), folder)
         print(f"{NATIVE}: ingested {len(files)} files in {time.monotonic() - t0:.1f} s", flush=True)
     if a.rewrite or count_of(a, ATTACHED) != len(files):
         write_table(a, files)
@@ -130,8 +151,8 @@ def drop_all(a: argparse.Namespace) -> int:
     return 0
 
 
-def bench_once(a: argparse.Namespace, dataset: str) -> dict:
-    cmd = [a.cli, "bench", dataset, "--hosts", a.hosts, "--epochs", str(a.epochs), "--warmup", "1",
+def bench_once(a: argparse.Namespace, dataset: str, binary: str) -> dict:
+    cmd = [binary, "bench", dataset, "--hosts", a.hosts, "--epochs", str(a.epochs), "--warmup", "1",
            "--batch-size", str(a.batch_size), "--json"]
     u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     load0, t0 = loadavg(), time.monotonic()
@@ -158,7 +179,11 @@ def main() -> int:
     ap.add_argument("--drop", action="store_true", help="drop both datasets and the arbench keyspace, then exit")
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "src", "cli", "cqlstream"))
     ap.add_argument("--gen", default=os.path.join(ROOT, "build", "bench", "cqlstream-gen-images"))
+    ap.add_argument("--sample-bytes", type=int, default=0, help="files of this many random bytes instead of JPEGs")
+    ap.add_argument("--base-cli", default="", help="also read the attached dataset with this CLI in every run")
     a = ap.parse_args()
+    if a.sample_bytes:
+        use_tiny_names()
     if a.drop:
         return drop_all(a)
     t_start = time.monotonic()
@@ -166,26 +191,33 @@ def main() -> int:
     raw_path = os.path.join(ROOT, "bench", "results", "raw", f"attached-read-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
     os.makedirs(os.path.dirname(raw_path), exist_ok=True)
     rows = []
+    reads = [(NATIVE, "ingested (native)", a.cli), (ATTACHED, "attached (reference layout)", a.cli)]
+    if a.base_cli:
+        reads.append((ATTACHED, "attached, --base-cli", a.base_cli))
     with open(raw_path, "w") as raw:
         for run in range(a.runs):
-            for dataset in (NATIVE, ATTACHED):
-                r = bench_once(a, dataset)
-                r["run"] = run
+            for dataset, label, binary in reads:
+                r = bench_once(a, dataset, binary)
+                r.update(run=run, label=label)
                 raw.write(json.dumps(r) + "\n")
                 rows.append(r)
-                print(f"{dataset} run {run + 1}: {r['images_per_s']:,.0f} images/s, {r['mb_per_s']:.1f} MB/s, "
+                print(f"{label} run {run + 1}: {r['images_per_s']:,.0f} images/s, {r['mb_per_s']:.1f} MB/s, "
                       f"{r['cpu_s_per_gb']:.2f} client CPU s/GB, command {r['wall_s']} s / {r['command_cpu_s']} CPU s "
                       f"(load {r['load_before']} -> {r['load_after']})", flush=True)
-    print(f"\n{n} JPEGs, {nbytes / 1e6:.1f} MB; {a.epochs} measured epochs (+1 warm-up) per run, batch "
+    what = f"files of {a.sample_bytes} random bytes" if a.sample_bytes else "JPEGs"
+    print(f"\n{n} {what}, {nbytes / 1e6:.1f} MB; {a.epochs} measured epochs (+1 warm-up) per run, batch "
           f"{a.batch_size}; raw: {os.path.relpath(raw_path, ROOT)}\n")
-    print("| dataset | runs | images/s | MB/s | client CPU s/GB | command CPU s | load average before each run |")
-    print("|---|---:|---:|---:|---:|---:|---|")
-    for dataset, what in ((NATIVE, "ingested (native)"), (ATTACHED, "attached (reference layout)")):
-        rs = [r for r in rows if r["dataset"] == dataset]
+    print("| dataset | runs | images/s | MB/s | client CPU s/GB | command CPU s | key lookups per run | "
+          "load average before each run |")
+    print("|---|---:|---:|---:|---:|---:|---|---|")
+    for _, label, _ in reads:
+        rs = [r for r in rows if r["label"] == label]
         med = {k: statistics.median(r[k] for r in rs) for k in ("images_per_s", "mb_per_s", "cpu_s_per_gb",
                                                                "command_cpu_s")}
-        print(f"| {what} | {len(rs)} | {med['images_per_s']:,.0f} | {med['mb_per_s']:.1f} | "
-              f"{med['cpu_s_per_gb']:.2f} | {med['command_cpu_s']:.1f} | {', '.join(r['load_before'] for r in rs)} |")
+        lookups = ", ".join(str(r["key_lookups"]) if "key_lookups" in r else "-" for r in rs)
+        print(f"| {label} | {len(rs)} | {med['images_per_s']:,.0f} | {med['mb_per_s']:.1f} | "
+              f"{med['cpu_s_per_gb']:.2f} | {med['command_cpu_s']:.1f} | {lookups} | "
+              f"{', '.join(r['load_before'] for r in rs)} |")
     print(f"\nwall time of this command: {time.monotonic() - t_start:.0f} s")
     return 0
 
