@@ -24,6 +24,7 @@
 #include "cqlstream/options.h"
 #include "cqlstream/status.h"
 #include "net/session.h"
+#include "store/pack_options.h"
 
 namespace cqlstream::cli {
 
@@ -58,6 +59,10 @@ class ConnectionFlags {
 // Prints "cqlstream: error: <message>" to stderr and returns the exit code
 // for the status (2 for bad arguments, 1 otherwise).
 int ReportError(const Status& s);
+
+// What `cqlstream pack` and `ingest --pack` print for a store::PackReport:
+// one line per segment, then the totals (cmd_pack.cc).
+void PrintPackReport(const store::PackReport& r);
 
 // A subcommand: registers its flags on `app` and sets the action to run.
 // The action returns the process exit code.

@@ -15,7 +15,9 @@
 #include <cstdio>
 
 #include "cli/cli.h"
+#include "store/catalog.h"
 #include "store/ingest.h"
+#include "store/pack.h"
 #include "store/preprocess.h"
 #include "store/progress.h"
 #include "store/stats.h"
@@ -48,7 +50,38 @@ struct IngestFlags {
   int center_crop = 0;
   std::string reencode;
   bool resize_target = false;
+  // --pack: the packed copy of the ingested splits' small samples afterwards.
+  bool pack = false;
+  int pack_size = store::kDefaultPackSize;
 };
+
+// `--pack`: after a successful ingest, what `cqlstream pack NAME --split S
+// --pack-size P` does for each split the run ingested (a split that holds
+// no small samples is listed as not packed, which is no error). Returns
+// the exit code: 0, 1 when a sample failed its check and was left out (as
+// `cqlstream pack`), or the error's.
+int PackIngested(net::Session& s, const store::IngestReport& report, const std::string& keyspace, int pack_size,
+                 const std::atomic<bool>* stop) {
+  auto d = store::LoadDataset(s, keyspace, report.dataset);
+  if (!d.ok()) return ReportError(d.status().WithContext("--pack"));
+  std::vector<std::string> splits;
+  for (const auto& r : report.splits) {
+    if (std::find(splits.begin(), splits.end(), r.split) == splits.end()) splits.push_back(r.split);
+  }
+  int code = 0;
+  for (const auto& split : splits) {
+    store::PackOptions o;
+    o.split = split;
+    o.pack_size = pack_size;
+    o.stop = stop;
+    store::PackReport r;
+    Status st = store::PackDataset(s, *d, o, &r);
+    PrintPackReport(r);
+    if (!st.ok()) return ReportError(st.WithContext(fmt::format("--pack of split '{}'", PrintableText(split))));
+    if (r.left_out > 0) code = 1;
+  }
+  return code;
+}
 
 // The per-split lines and the totals. After an error nothing reads like
 // success: each split says what its segment row holds (what a reader sees)
@@ -158,17 +191,19 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
   store::IngestReport report;
   Status st = store::Ingest(**session, o, &report);
   line.Finish();
-  (*session)->Close();
 
   PrintSummary(report, o.dataset, st.ok());
   if (!st.ok()) {
+    (*session)->Close();
     if (st.code() == Status::Code::kCancelled) {
       fmt::print(stderr, "cqlstream: {}\n", PrintableText(st.message()));
       return 130;
     }
     return ReportError(st);
   }
-  return 0;
+  const int code = f.pack ? PackIngested(**session, report, o.keyspace, f.pack_size, o.stop) : 0;
+  (*session)->Close();
+  return code;
 }
 
 }  // namespace
@@ -214,6 +249,12 @@ void RegisterIngest(CLI::App& app, Action* action) {
   cmd->add_option("--reencode", f->reencode, "Preprocess images: store them as jpeg:Q (1..100), png or keep (default)");
   cmd->add_flag("--resize-target", f->resize_target,
                 "Give targets (masks) the same resize and crop, nearest-neighbour, stored as PNG");
+  auto* pack = cmd->add_flag(
+      "--pack", f->pack, "Then write the packed copy of the ingested splits' small samples, as `cqlstream pack` does");
+  cmd->add_option("--pack-size", f->pack_size,
+                  fmt::format("Samples per pack with --pack (default {})", store::kDefaultPackSize))
+      ->check(CLI::Range(store::kMinPackSize, store::kMaxPackSize))
+      ->needs(pack);
   // For tests of crash recovery: hidden.
   cmd->add_option("--crash-after", f->crash_after)->group("");
   cmd->add_option("--commit-every", f->commit_every)->group("");

@@ -20,6 +20,21 @@
 
 namespace cqlstream::cli {
 
+void PrintPackReport(const store::PackReport& r) {
+  for (const auto& g : r.segments) {
+    if (g.info.pack_size > 0) {
+      fmt::print("segment {} ({}): {}: {} packs of {}, {} samples read alone\n", g.seg, PrintableText(g.split),
+                 g.outcome, store::Thousands(g.info.count / g.info.pack_size), g.info.pack_size,
+                 store::Thousands(g.info.count - g.info.packed));
+    } else {
+      fmt::print("segment {} ({}): {}\n", g.seg, PrintableText(g.split), g.outcome);
+    }
+  }
+  fmt::print("packed {} samples into {} packs in {:.1f} s; {} left out (failed their check)\n",
+             store::Thousands(r.samples_packed), store::Thousands(r.packs_written), r.seconds,
+             store::Thousands(r.left_out));
+}
+
 void RegisterPack(CLI::App& app, Action* action) {
   auto* cmd = app.add_subcommand(
       "pack", "Write a packed copy of a dataset's small samples (many to a partition) for packed reads");
@@ -49,18 +64,7 @@ void RegisterPack(CLI::App& app, Action* action) {
       Status st = store::PackDataset(s, *d, *o, &r);
       line.Finish();
       s.Close();
-      for (const auto& g : r.segments) {
-        if (g.info.pack_size > 0) {
-          fmt::print("segment {} ({}): {}: {} packs of {}, {} samples read alone\n", g.seg, PrintableText(g.split),
-                     g.outcome, store::Thousands(g.info.count / g.info.pack_size), g.info.pack_size,
-                     store::Thousands(g.info.count - g.info.packed));
-        } else {
-          fmt::print("segment {} ({}): {}\n", g.seg, PrintableText(g.split), g.outcome);
-        }
-      }
-      fmt::print("packed {} samples into {} packs in {:.1f} s; {} left out (failed their check)\n",
-                 store::Thousands(r.samples_packed), store::Thousands(r.packs_written), r.seconds,
-                 store::Thousands(r.left_out));
+      PrintPackReport(r);
       if (!st.ok()) return ReportError(st);
       return r.left_out == 0 ? 0 : 1;
     };

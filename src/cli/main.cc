@@ -29,7 +29,10 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every bad argument exits 2, as the
+    // commands' own argument checks do (ReportError), not with CLI11's
+    // per-kind codes (105-114).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   if (!action) return 0;
   return action();

@@ -265,3 +265,24 @@ def test_dali_fallback_takes_coalesce(small, hosts):
         got |= {np.array(data[i]).tobytes() for i in range(len(data))}
     assert got == set(small.by_content)
 
+
+
+def test_ingest_pack_writes_the_packs_in_the_same_command(tmp_path, hosts):
+    # `ingest --pack`: one command from a folder of small files to a
+    # dataset that packed=True reads; run again, it writes nothing new.
+    by_content = _write_small_images(tmp_path)
+    name = unique_name("py_ingpack")
+    try:
+        bad = run_cli("ingest", "--dataset", name, "--pack-size", "8", str(tmp_path), check=False)
+        assert bad.returncode == 2 and "--pack-size requires --pack" in bad.stdout + bad.stderr
+        out = run_cli("ingest", "--dataset", name, "--pack", "--pack-size", "8", str(tmp_path)).stdout
+        assert f"ingested {N} samples" in out and "packed 120 samples into 15 packs" in out, out
+        again = run_cli("ingest", "--dataset", name, "--pack", "--pack-size", "8", str(tmp_path)).stdout
+        assert "already packed" in again and "packed 0 samples into 0 packs" in again, again
+        with cqlstream.Loader(name, batch_size=16, hosts=hosts, packed=True, epochs=1) as loader:
+            got = [bytes(b[i]) for b in loader for i in range(len(b))]
+            m = loader.metrics()
+        assert len(got) == N and set(got) == set(by_content)
+        assert m["packed_requests"] == 15 and m["pack_fallbacks"] == 0
+    finally:
+        run_cli("drop", name, "--yes", check=False)
