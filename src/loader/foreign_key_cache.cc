@@ -21,6 +21,14 @@ bool ForeignKeyCache::Find(SampleKey sample, std::string* out) const {
   return true;
 }
 
+bool ForeignKeyCache::Has(SampleKey sample) const {
+  MutexLock lock(&mu_);
+  auto it = tables_.find(KeySegment(sample));
+  const int32_t idx = KeyIndex(sample);
+  return it != tables_.end() && idx >= 0 && static_cast<size_t>(idx) < it->second.size() &&
+         it->second[static_cast<size_t>(idx)] != 0;
+}
+
 bool ForeignKeyCache::Add(SampleKey sample, std::span<const uint8_t> key) {
   if (key.empty() || key.size() >= (size_t{1} << kLengthBits)) return false;
   auto count = counts_.find(KeySegment(sample));

@@ -44,6 +44,8 @@ class ForeignKeyCache {
 
   // Copies the key of `sample` into *out and returns true when it is kept.
   bool Find(SampleKey sample, std::string* out) const EXCLUDES(mu_);
+  // Whether the key of `sample` is kept (without copying it).
+  bool Has(SampleKey sample) const EXCLUDES(mu_);
   // Keeps `key` for `sample` (a second Add of the same sample is ignored).
   // Returns false when it was not kept: an unknown segment or idx, an empty
   // key, or the budget.

@@ -30,6 +30,9 @@ TEST(ForeignKeyCacheTest, KeepsEachSamplesKeyAndFindsItAgain) {
   EXPECT_FALSE(c.Find(MakeKey(3, 0), &out));
   EXPECT_FALSE(c.Find(MakeKey(3, 2), &out));
   EXPECT_FALSE(c.Find(MakeKey(7, 1), &out));
+  EXPECT_TRUE(c.Has(MakeKey(3, 1)));
+  EXPECT_FALSE(c.Has(MakeKey(3, 2)));
+  EXPECT_FALSE(c.Has(MakeKey(9, 0)));
   EXPECT_EQ(c.keys(), 3);
   // Tables of 4 and 2 entries, 9 key bytes.
   EXPECT_EQ(c.bytes(), 6 * 8 + 9);

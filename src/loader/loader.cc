@@ -181,8 +181,7 @@ StatusOr<BatchPtr> Loader::Fetch(const std::vector<SampleKey>& keys) {
     if (L.closed) return Status::Cancelled("loader closed");
     L.fetches.push_back(L.MakeFetch(keys));
     e = L.fetches.back().get();
-    Loader::Impl::TaskGroups groups(L.group_read_stmt ? loader::CoalesceCap(L.o.coalesce, 4 * loader::kMaxCoalesce)
-                                                      : 1);
+    Loader::Impl::TaskGroups groups(L.GroupsOn() ? loader::CoalesceCap(L.o.coalesce, 4 * loader::kMaxCoalesce) : 1);
     for (uint64_t i = 0; i < keys.size(); ++i) {
       auto t = std::make_shared<Task>();
       t->ep = e;

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
 
 #include "loader/loader_impl.h"
 
@@ -116,6 +117,9 @@ Status Loader::Impl::PrepareAttached() {
   }
   a->keys = std::make_unique<loader::ForeignKeyCache>(std::move(counts), loader_impl::kForeignKeyCacheBytes);
   CQLS_ASSIGN_OR_RETURN(a->key_stmt, session->Prepare(store::KeyLookupCql(ds.keyspace, ds.name)));
+  if (o.coalesce != 1) {
+    CQLS_ASSIGN_OR_RETURN(a->key_group_stmt, session->Prepare(store::KeyLookupManyCql(ds.keyspace, ds.name)));
+  }
   // One name -> index map for the dataset, shared by every split's checks.
   const auto class_names = std::make_shared<const store::ClassNameIndex>(ds.class_names);
   for (const auto& g : ds.segments) {
@@ -177,26 +181,103 @@ void Loader::Impl::LaunchAttached(const std::shared_ptr<Task>& t, int attempt, i
       net::Statement::Bound(attached->key_stmt, {Value::Int(KeySegment(t->key)), Value::Int(KeyIndex(t->key))});
   loader_impl::ReadSettings(st, AttemptTimeout(), plan_offset, &no_retry);
   session->ExecuteAsync(std::move(st), [this, t, attempt, plan_offset, sent](StatusOr<net::ResultSet> r) {
-    StatusOr<Value> key = r.ok() ? store::SnapshotKey(t->key, r->rows(), attached->key_type, attached->snapshot_table)
-                                 : StatusOr<Value>(r.status());
-    if (!key.ok()) {
-      OnAttachedDone(t, attempt, nullptr, sent, key.status());
+    if (!r.ok()) {
+      OnAttachedDone(t, attempt, nullptr, sent, r.status());
       return;
     }
-    // A good key (one row, one non-null cell that decodes): kept for later.
-    if (auto cell = r->rows()->cell(0, 0)) attached->keys->Add(t->key, *cell);
-    bool stale = false;
-    {
-      MutexLock lock(&mu);
-      stale = closed || t->resolved;
-      if (!stale && !t->foreign_key) t->foreign_key = std::make_unique<Value>(*key);
-    }
-    if (stale) {
-      OnAttachedDone(t, attempt, nullptr, sent, Status::Cancelled("the sample was settled by another attempt"));
-      return;
-    }
-    LaunchForeignRead(t, attempt, plan_offset, sent, *key);
+    const cql::Rows* rows = r->rows();
+    StatusOr<Value> key = store::SnapshotKey(t->key, rows, attached->key_type, attached->snapshot_table);
+    ContinueWithKey(t, attempt, plan_offset, sent, std::move(key),
+                    rows != nullptr && rows->row_count() > 0 && rows->column_count() > 0 ? rows->cell(0, 0)
+                                                                                         : std::nullopt);
   });
+}
+
+void Loader::Impl::ContinueWithKey(const std::shared_ptr<Task>& t, int attempt, int plan_offset,
+                                   Clock::time_point sent, StatusOr<Value> key, std::optional<cql::ByteView> cell) {
+  if (!key.ok()) {
+    OnAttachedDone(t, attempt, nullptr, sent, key.status());
+    return;
+  }
+  // A good key (one row, one non-null cell that decodes): kept for later.
+  if (cell) attached->keys->Add(t->key, *cell);
+  bool stale = false;
+  {
+    MutexLock lock(&mu);
+    stale = closed || t->resolved;
+    if (!stale && !t->foreign_key) t->foreign_key = std::make_unique<Value>(*key);
+  }
+  if (stale) {
+    OnAttachedDone(t, attempt, nullptr, sent, Status::Cancelled("the sample was settled by another attempt"));
+    return;
+  }
+  LaunchForeignRead(t, attempt, plan_offset, sent, *key);
+}
+
+void Loader::Impl::LaunchKeyGroup(std::vector<std::shared_ptr<Task>> tasks, std::vector<int> attempts,
+                                  Clock::time_point sent) {
+  const int32_t seg = KeySegment(tasks[0]->key);
+  std::vector<Value> idx;
+  idx.reserve(tasks.size());
+  for (const auto& t : tasks) idx.push_back(Value::Int(KeyIndex(t->key)));
+  net::Statement st = net::Statement::Bound(attached->key_group_stmt, {Value::Int(seg), Value::List(std::move(idx))});
+  loader_impl::ReadSettings(st, AttemptTimeout(), 0, &no_retry);
+  st.page_size = 0;  // unpaged: one row of one key per sample at most
+  st.routing_key = loader_impl::RoutingKeyOf(tasks[0]->key);
+  st.routing_keyspace = ds.keyspace;
+  {
+    MutexLock lock(&mu);
+    m_key_lookups++;
+  }
+  session->ExecuteAsync(std::move(st), [this, tasks = std::move(tasks), attempts = std::move(attempts),
+                                        sent](StatusOr<net::ResultSet> r) {
+    OnKeyGroupDone(tasks, attempts, sent, std::move(r));
+  });
+}
+
+// Each sample of the group goes on as after its own lookup: found, to its
+// foreign read; not found, a failed attempt (the retry path looks it up
+// alone). An answer that is not what was asked (a row of a sample not in
+// the group, of another segment, twice the same sample, a malformed seg or
+// idx cell) fails every sample's attempt: none of its keys is used.
+void Loader::Impl::OnKeyGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, const std::vector<int>& attempts,
+                                  Clock::time_point sent, StatusOr<net::ResultSet> r) {
+  const int32_t seg = KeySegment(tasks[0]->key);
+  Status err = r.ok() ? Status::OK() : r.status();
+  std::map<int32_t, std::optional<cql::ByteView>> found;  // by idx
+  const cql::Rows* rows = r.ok() ? r->rows() : nullptr;
+  if (err.ok() && (rows == nullptr || rows->column_count() != 3)) {
+    err = Status::Corruption(fmt::format("the key lookup of {} samples of segment {} in the key snapshot {} answered "
+                                         "no rows result of three columns",
+                                         tasks.size(), seg, attached->snapshot_table));
+  }
+  if (err.ok()) {
+    std::vector<int32_t> asked;
+    for (const auto& t : tasks) asked.push_back(KeyIndex(t->key));
+    std::vector<store::SnapshotRowCells> cells(static_cast<size_t>(std::max(rows->row_count(), 0)));
+    for (int32_t i = 0; i < rows->row_count(); ++i) {
+      cells[static_cast<size_t>(i)] = {rows->cell(i, 0), rows->cell(i, 1), rows->cell(i, 2)};
+    }
+    auto f = store::GroupedSnapshotKeys(seg, asked, cells, attached->snapshot_table);
+    if (f.ok()) {
+      found = std::move(*f);
+    } else {
+      err = f.status();
+    }
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const std::shared_ptr<Task>& t = tasks[i];
+    if (!err.ok()) {
+      OnAttachedDone(t, attempts[i], nullptr, sent, err, /*count_request=*/i == 0);
+      continue;
+    }
+    auto it = found.find(KeyIndex(t->key));
+    const int32_t row_count = it == found.end() ? 0 : 1;
+    const std::optional<cql::ByteView> cell = it == found.end() ? std::nullopt : it->second;
+    ContinueWithKey(t, attempts[i], 0, sent,
+                    store::SnapshotKeyCell(t->key, row_count, cell, attached->key_type, attached->snapshot_table),
+                    cell);
+  }
 }
 
 void Loader::Impl::LaunchForeignRead(const std::shared_ptr<Task>& t, int attempt, int plan_offset,
@@ -291,7 +372,7 @@ Status Loader::Impl::CheckAttachedAnswer(AttachedSink& s) {
 }
 
 void Loader::Impl::OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, const std::shared_ptr<AttachedSink>& s,
-                                  Clock::time_point sent, const Status& r) {
+                                  Clock::time_point sent, const Status& r, bool count_request) {
   std::vector<Launch> launches;
   {
     MutexLock lock(&mu);
@@ -300,7 +381,7 @@ void Loader::Impl::OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, c
     // mid-frame): its late cells must not claim the sample (OnAttemptDone).
     if (!r.ok() && s && s->err.ok()) s->err = Status::Cancelled("the attempt ended");
     if (closed) return;
-    if (!r.ok()) OnRequestFailed(r, sent);
+    if (!r.ok() && count_request) OnRequestFailed(r, sent);
     const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
     if (t->resolved) {
       if (r.ok()) m_dupes++;

@@ -21,7 +21,9 @@ namespace cqlstream {
 using loader_impl::AttemptSink;
 using loader_impl::Clock;
 using loader_impl::Launch;
+using loader_impl::RoutingKeyOf;
 using loader_impl::Task;
+using loader_impl::TokenOf;
 
 namespace {
 
@@ -31,25 +33,21 @@ std::array<uint8_t, 4> IntCell(int32_t v) {
           static_cast<uint8_t>(v)};
 }
 
-// The routing key of `k` (seg, idx as a composite partition key), so that a
-// group request goes to a replica of its first key: the IN list itself has
-// no single token.
-std::optional<cql::Bytes> RoutingKeyOf(SampleKey k) {
+}  // namespace
+
+std::optional<cql::Bytes> loader_impl::RoutingKeyOf(SampleKey k) {
   const auto s = IntCell(KeySegment(k)), i = IntCell(KeyIndex(k));
   auto rk = routing::RoutingKey({std::span<const uint8_t>(s), std::span<const uint8_t>(i)});
   if (!rk.ok()) return std::nullopt;
   return cql::Bytes(rk->begin(), rk->end());
 }
 
-// The token of `k`'s partition (that of RoutingKeyOf).
-std::optional<int64_t> TokenOf(SampleKey k) {
+std::optional<int64_t> loader_impl::TokenOf(SampleKey k) {
   const auto s = IntCell(KeySegment(k)), i = IntCell(KeyIndex(k));
   auto t = routing::PartitionKeyToken({std::span<const uint8_t>(s), std::span<const uint8_t>(i)});
   if (!t.ok()) return std::nullopt;
   return *t;
 }
-
-}  // namespace
 
 bool Loader::Impl::CoalescibleKey(SampleKey k) const {
   if (!group_read_stmt) return false;
@@ -62,6 +60,23 @@ void Loader::Impl::IssueFirst(std::shared_ptr<Task> t, TaskGroups* g, std::vecto
     // A member of a pack: grouped with the pack's other members issued now.
     const int32_t seg = KeySegment(t->key), pack = t->pack;
     if (auto full = g->Add(seg, std::move(t), static_cast<size_t>(packed_layout->pack_size()), 0, pack)) {
+      out->push_back(full->size() == 1 ? Launch::First(std::move((*full)[0])) : Launch::Group(std::move(*full)));
+    }
+    return;
+  }
+  if (attached) {
+    // A sample whose foreign key is not known yet: its key lookup may be
+    // grouped with others of its segment on the same replicas (the
+    // snapshot's partitions are (seg, idx), as the data table's). The
+    // answer is small: one key per sample (at most 64 KiB each).
+    if (!attached->key_group_stmt || t->foreign_key || attached->keys->Has(t->key)) {
+      out->push_back(Launch::First(std::move(t)));
+      return;
+    }
+    const int32_t seg = KeySegment(t->key);
+    const std::optional<int64_t> token = TokenOf(t->key);
+    const uint64_t replicas = token ? session->ReplicaSetOf(ds.keyspace, *token) : 0;
+    if (auto full = g->Add(seg, std::move(t), 0, replicas)) {
       out->push_back(full->size() == 1 ? Launch::First(std::move((*full)[0])) : Launch::Group(std::move(*full)));
     }
     return;
@@ -126,11 +141,16 @@ void Loader::Impl::LaunchGroup(Launch l) {
       attempts.push_back(attempt);
     }
     if (tasks.empty()) return;
-    if (tasks.size() > 1) {  // a group of which one is left unresolved shares nothing
+    if (tasks.size() > 1 && !attached) {  // a group of which one is left unresolved shares nothing
       m_coalesced_requests++;
       m_coalesced_samples += static_cast<int64_t>(tasks.size());
       if (tasks[0]->pack >= 0) m_packed_requests++;
     }
+  }
+  if (attached) {
+    // (The attempt goes on with each sample's own foreign read.)
+    LaunchKeyGroup(std::move(tasks), std::move(attempts), now);
+    return;
   }
   std::vector<Value> idx;
   std::vector<loader::CoalescedSink::Member> members;

@@ -158,6 +158,9 @@ struct AttachedReads {
   DataType key_type;
   std::string snapshot_table;  // "ks.k_<dataset>", for messages
   net::PreparedPtr key_stmt;   // KeyLookupCql: seg, idx -> key
+  // KeyLookupManyCql: seg, list of idx -> (seg, idx, key) rows; null when
+  // coalescing is off (LoaderOptions::coalesce 1).
+  net::PreparedPtr key_group_stmt;
   struct Split {
     net::PreparedPtr data_stmt;  // DataReadCql on its table: key -> data[, label]
     store::AttachedRowOptions row;
@@ -214,6 +217,13 @@ struct Launch {
 class AttemptSink;
 class AttachedSink;
 
+
+// The routing key and the token of the partition (seg, idx) of `k` (a
+// composite key of two ints: the data table's, the key snapshot's, and a
+// pack's (seg, pack)), so that a grouped request goes to a replica of its
+// first key: an IN list has no single token (loader_coalesced.cc).
+std::optional<cql::Bytes> RoutingKeyOf(SampleKey k);
+std::optional<int64_t> TokenOf(SampleKey k);
 
 }  // namespace loader_impl
 
@@ -369,9 +379,24 @@ struct Loader::Impl {
   std::span<uint8_t> AttachedDestination(AttachedSink& s, int32_t col, int32_t size) EXCLUDES(mu);
   Status ClaimAttached(AttachedSink& s, int64_t payload) REQUIRES(mu);
   Status CheckAttachedAnswer(AttachedSink& s) REQUIRES(mu);
-  // `s` null: the attempt ended before its foreign read (the key lookup failed).
+  // `s` null: the attempt ended before its foreign read (the key lookup
+  // failed). `count_request`: whether a failed `r` is counted as a failed
+  // request (false for all but one sample of a grouped lookup).
   void OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, const std::shared_ptr<AttachedSink>& s,
-                      Clock::time_point sent, const Status& r) EXCLUDES(mu);
+                      Clock::time_point sent, const Status& r, bool count_request = true) EXCLUDES(mu);
+  // The attempt of `t` goes on with the foreign key `key` (the snapshot's
+  // answer, `cell` its bytes): kept for later, then the foreign read.
+  void ContinueWithKey(const std::shared_ptr<Task>& t, int attempt, int plan_offset, Clock::time_point sent,
+                       StatusOr<Value> key, std::optional<cql::ByteView> cell) EXCLUDES(mu);
+  // Grouped key lookups (several samples of one segment whose keys are not
+  // known yet, one request): each found key goes on to its foreign read.
+  void LaunchKeyGroup(std::vector<std::shared_ptr<Task>> tasks, std::vector<int> attempts, Clock::time_point sent)
+      EXCLUDES(mu);
+  void OnKeyGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, const std::vector<int>& attempts,
+                      Clock::time_point sent, StatusOr<net::ResultSet> r) EXCLUDES(mu);
+  // Whether first attempts may be grouped at all (coalesced data reads of a
+  // native dataset, or grouped key lookups of an attached one).
+  bool GroupsOn() const { return group_read_stmt != nullptr || (attached && attached->key_group_stmt != nullptr); }
 
   void PumpLoop() EXCLUDES(mu);
   void QueueDueRetries(Clock::time_point now, std::vector<Launch>* out) REQUIRES(mu);

@@ -41,7 +41,7 @@ using loader_impl::AttemptSink;
 void Loader::Impl::Refill(std::vector<Launch>* out) {
   if (!started || closed) return;
   // (Pack groups are full at their pack size whatever the cap: loader/coalesce.h.)
-  TaskGroups groups(group_read_stmt ? loader::CoalesceCap(o.coalesce, ctl.window()) : 1);
+  TaskGroups groups(GroupsOn() ? loader::CoalesceCap(o.coalesce, ctl.window()) : 1);
   Epoch* open_pack = nullptr;  // the epoch whose pack is not all issued yet
   const int64_t pack_room = packed_layout ? packed_layout->pack_size() : 0;
   while (in_flight < ctl.window() || (open_pack != nullptr && in_flight < ctl.window() + pack_room)) {

@@ -115,6 +115,10 @@ std::string KeyLookupCql(const std::string& keyspace, const std::string& dataset
   return "SELECT key FROM " + keyspace + "." + KeyTableName(dataset) + " WHERE seg = ? AND idx = ?";
 }
 
+std::string KeyLookupManyCql(const std::string& keyspace, const std::string& dataset) {
+  return "SELECT seg, idx, key FROM " + keyspace + "." + KeyTableName(dataset) + " WHERE seg = ? AND idx IN ?";
+}
+
 Status AttachedTable::Validate() const {
   if (!ValidAttachedIdentifier(key_column))
     return Status::InvalidArgument("key column '" + key_column + "' is not [A-Za-z0-9_]{1,48}");

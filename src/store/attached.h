@@ -85,6 +85,10 @@ std::string KeyTableName(const std::string& dataset);
 std::string KeyTableCql(const std::string& keyspace, const std::string& dataset);
 // SELECT key FROM ks.k_<d> WHERE seg = ? AND idx = ?
 std::string KeyLookupCql(const std::string& keyspace, const std::string& dataset);
+// SELECT seg, idx, key FROM ks.k_<d> WHERE seg = ? AND idx IN ?  (the
+// loader's grouped lookup of several samples of one segment: one row per
+// sample found, each naming its (seg, idx))
+std::string KeyLookupManyCql(const std::string& keyspace, const std::string& dataset);
 
 // Whether a CQL type (as system_schema.columns spells it) may be an attached
 // key / label column, and the label kind a label type gives by default

@@ -63,6 +63,40 @@ StatusOr<Value> SnapshotKeyCell(SampleKey sample, int32_t row_count, std::option
   return std::move(*v);
 }
 
+namespace {
+
+std::optional<int32_t> IntOf(const std::optional<std::span<const uint8_t>>& c) {
+  if (!c || c->size() != 4) return std::nullopt;
+  const auto& b = *c;
+  return static_cast<int32_t>((uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3]);
+}
+
+}  // namespace
+
+StatusOr<std::map<int32_t, std::optional<std::span<const uint8_t>>>> GroupedSnapshotKeys(
+    int32_t seg, std::span<const int32_t> asked, std::span<const SnapshotRowCells> rows,
+    const std::string& snapshot_table) {
+  std::vector<int32_t> want(asked.begin(), asked.end());
+  std::sort(want.begin(), want.end());
+  std::map<int32_t, std::optional<std::span<const uint8_t>>> found;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto bad = [&](const std::string& what) {
+      return Status::Corruption(fmt::format("the key lookup of {} samples of segment {} in the key snapshot {} "
+                                            "answered row {} {}",
+                                            asked.size(), seg, snapshot_table, i, what));
+    };
+    const std::optional<int32_t> s = IntOf(rows[i].seg), x = IntOf(rows[i].idx);
+    if (!s || !x) return bad("without an int seg and idx");
+    if (*s != seg || !std::binary_search(want.begin(), want.end(), *x)) {
+      return bad(fmt::format("of sample {}, which was not asked for", FormatKey(MakeKey(*s, *x))));
+    }
+    if (!found.emplace(*x, rows[i].key).second) {
+      return bad(fmt::format("of sample {} a second time", FormatKey(MakeKey(*s, *x))));
+    }
+  }
+  return found;
+}
+
 ClassNameIndex::ClassNameIndex(const std::vector<std::string>& names) : size_(names.size()) {
   index_.reserve(names.size());
   for (size_t i = 0; i < names.size(); ++i) index_.emplace(names[i], static_cast<int32_t>(i));

@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -75,6 +76,22 @@ StatusOr<Value> SnapshotKey(SampleKey sample, const cql::Rows* rows, const DataT
 // The same on the answer's row count and its first row's key cell.
 StatusOr<Value> SnapshotKeyCell(SampleKey sample, int32_t row_count, std::optional<std::span<const uint8_t>> cell,
                                 const DataType& key_type, const std::string& snapshot_table);
+
+// One row of a grouped lookup's answer (KeyLookupManyCql): its seg, idx and
+// key cells as received (null: absent).
+struct SnapshotRowCells {
+  std::optional<std::span<const uint8_t>> seg, idx, key;
+};
+// The key cell of each sample a grouped lookup of segment `seg` asked for
+// (`asked`: their idx), by idx; a sample the answer does not hold is absent
+// (SnapshotKeyCell with a row count of 0 then names it). Corruption naming
+// `snapshot_table` and the row when the answer is not what was asked: a
+// seg or idx cell that is not a 4-byte int, a row of another segment or of
+// a sample not asked for, or the same sample twice. The key cells are
+// checked per sample by SnapshotKeyCell. The views point into `rows`' cells.
+StatusOr<std::map<int32_t, std::optional<std::span<const uint8_t>>>> GroupedSnapshotKeys(
+    int32_t seg, std::span<const int32_t> asked, std::span<const SnapshotRowCells> rows,
+    const std::string& snapshot_table);
 
 // A dataset's class names by name. The names are in no particular order
 // (attach keeps the old names' indices and appends new ones), so a text

@@ -300,5 +300,47 @@ TEST(AttachedRowTest, SnapshotKeysDecodeAsTheKeyType) {
   EXPECT_FALSE(SnapshotKeyCell(kKey, 1, View(huge), DataType::Simple(TypeId::kBlob), "ks.k_d").ok());
 }
 
+std::vector<uint8_t> Int4(int32_t v) {
+  const auto u = static_cast<uint32_t>(v);
+  return {static_cast<uint8_t>(u >> 24), static_cast<uint8_t>(u >> 16), static_cast<uint8_t>(u >> 8),
+          static_cast<uint8_t>(u)};
+}
+
+TEST(AttachedRowTest, GroupedLookupsHandEachAskedSampleItsKey) {
+  const auto s2 = Int4(2), i5 = Int4(5), i7 = Int4(7), i9 = Int4(9), s3 = Int4(3);
+  const auto k5 = Bytes("key-5"), k7 = Bytes("key-7");
+  const std::vector<int32_t> asked = {7, 5, 8};
+  std::vector<SnapshotRowCells> rows = {{View(s2), View(i5), View(k5)}, {View(s2), View(i7), View(k7)}};
+  auto f = GroupedSnapshotKeys(2, asked, rows, "ks.k_d");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_EQ(f->size(), 2u);  // 8: not in the answer (absent, NotFound for its own sample)
+  EXPECT_EQ(std::vector<uint8_t>(f->at(5)->begin(), f->at(5)->end()), k5);
+  EXPECT_EQ(std::vector<uint8_t>(f->at(7)->begin(), f->at(7)->end()), k7);
+  EXPECT_FALSE(f->count(8));
+  // A null key cell is handed on (SnapshotKeyCell refuses it for its sample).
+  std::vector<SnapshotRowCells> null_key = {{View(s2), View(i5), std::nullopt}};
+  auto n = GroupedSnapshotKeys(2, asked, null_key, "ks.k_d");
+  ASSERT_TRUE(n.ok());
+  EXPECT_FALSE(n->at(5).has_value());
+  // Answers that are not what was asked fail the whole lookup, named.
+  auto refused = [&](std::vector<SnapshotRowCells> r, const std::string& what) {
+    auto g = GroupedSnapshotKeys(2, asked, r, "ks.k_d");
+    ASSERT_FALSE(g.ok()) << what;
+    EXPECT_EQ(g.status().code(), Status::Code::kCorruption) << what;
+    EXPECT_NE(g.status().message().find(what), std::string::npos) << g.status().ToString();
+    EXPECT_NE(g.status().message().find("ks.k_d"), std::string::npos) << g.status().ToString();
+  };
+  refused({{View(s2), View(i9), View(k5)}}, "of sample 2:9, which was not asked for");
+  refused({{View(s3), View(i5), View(k5)}}, "of sample 3:5, which was not asked for");
+  refused({{View(s2), View(i5), View(k5)}, {View(s2), View(i5), View(k7)}}, "of sample 2:5 a second time");
+  const auto three = Bytes("abc");
+  refused({{View(s2), View(three), View(k5)}}, "row 0 without an int seg and idx");
+  refused({{std::nullopt, View(i5), View(k5)}}, "row 0 without an int seg and idx");
+  // An empty answer: every sample absent.
+  auto none = GroupedSnapshotKeys(2, asked, {}, "ks.k_d");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
 }  // namespace
 }  // namespace cqlstream::store

@@ -9,6 +9,10 @@
 // (OnDataSize, the bytes placed by the caller in a region of exactly that
 // size) or handed whole, a blob target announced or handed whole.
 //
+// Also a grouped lookup's answer (rows of seg, idx and key cells for a set
+// of asked samples): accepted, it hands keys only to asked samples, at most
+// one per row; else Corruption with a message.
+//
 // Checked: nothing throws or traps (ASan/UBSan); an accepted key is a
 // non-null value of the key type; an accepted row has one row, a data size
 // and payload within the limit, kept bytes of exactly the sizes it reports,
@@ -72,6 +76,40 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Check(!key->is_null() && key_rows == 1 && key_cell && !key_cell->empty());
     } else {
       CheckRefusal(key.status());
+    }
+  }
+
+  // A grouped lookup's answer (GroupedSnapshotKeys): rows of seg, idx and
+  // key cells, mostly well-formed ints so that rows of other samples,
+  // repeats and absent samples all come up.
+  {
+    const int32_t seg = in.ConsumeIntegralInRange<int32_t>(0, 2);
+    std::vector<int32_t> asked;
+    for (int n = in.ConsumeIntegralInRange<int>(0, 6); n > 0; --n) asked.push_back(in.ConsumeIntegralInRange<int32_t>(0, 7));
+    const int nrows = in.ConsumeIntegralInRange<int>(0, 8);
+    std::vector<std::optional<std::vector<uint8_t>>> cells;
+    cells.reserve(static_cast<size_t>(nrows) * 3);  // (the rows' views point into these)
+    std::vector<SnapshotRowCells> rows;
+    for (int r = 0; r < nrows; ++r) {
+      for (int c = 0; c < 2; ++c) {
+        if (in.ConsumeBool()) {
+          const auto v = static_cast<uint32_t>(in.ConsumeIntegralInRange<int32_t>(0, c == 0 ? 2 : 7));
+          cells.push_back(std::vector<uint8_t>{static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16),
+                                               static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)});
+        } else {
+          cells.push_back(Cell(in, 6));
+        }
+      }
+      cells.push_back(Cell(in, 20));
+      const size_t b = cells.size() - 3;
+      rows.push_back({View(cells[b]), View(cells[b + 1]), View(cells[b + 2])});
+    }
+    auto found = GroupedSnapshotKeys(seg, asked, rows, "ks.k_d");
+    if (found.ok()) {
+      Check(found->size() <= rows.size());
+      for (const auto& [idx, key] : *found) Check(std::find(asked.begin(), asked.end(), idx) != asked.end());
+    } else {
+      Check(found.status().code() == Status::Code::kCorruption && !found.status().message().empty());
     }
   }
 
