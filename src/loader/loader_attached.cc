@@ -6,7 +6,10 @@
 //   1. SELECT key FROM ks.k_<dataset> WHERE seg = ? AND idx = ?   (the key
 //      snapshot: the sample's foreign key; skipped once the task knows it,
 //      and in every later epoch or Fetch of the loader once the key is in
-//      its ForeignKeyCache, loader/foreign_key_cache.h)
+//      its ForeignKeyCache, loader/foreign_key_cache.h). Samples issued
+//      together whose keys are not known share one lookup
+//      (KeyLookupManyCql: `idx IN ?`, grouped by IssueFirst as coalesced
+//      reads are); each found key goes on to its own step 2.
 //   2. AttachedTable::DataReadCql(split) bound with that key      (the row)
 //      on the table the segment's snapshot was taken from (its segment
 //      row's source; the catalog's table of the split when none is recorded)
