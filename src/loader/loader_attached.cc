@@ -238,6 +238,71 @@ void Loader::Impl::LaunchKeyGroup(std::vector<std::shared_ptr<Task>> tasks, std:
   });
 }
 
+void Loader::Impl::LookAheadKeys(Epoch* e, std::vector<std::vector<SampleKey>>* out) {
+  // Keys the cache can no longer keep would be looked up twice.
+  if (look_ahead_in_flight >= loader_impl::kLookAheadRequests || attached->keys->rejected() > 0) return;
+  const uint64_t total = e->batches.samples();
+  const uint64_t span = std::max<uint64_t>(loader_impl::kLookAheadMin,
+                                           loader_impl::kLookAheadWindows * static_cast<uint64_t>(ctl.window()));
+  e->keys_ahead = std::max(e->keys_ahead, e->next_seq);
+  // Asked for in runs of at least half the span, so that groups fill.
+  if (e->keys_ahead >= total || e->keys_ahead >= e->next_seq + span / 2) return;
+  const uint64_t limit = std::min(total, e->next_seq + span);
+  loader::SegmentGrouper<SampleKey> groups(loader::CoalesceCap(o.coalesce, 4 * loader::kMaxCoalesce));
+  while (e->keys_ahead < limit &&
+         look_ahead_in_flight + static_cast<int>(out->size()) < loader_impl::kLookAheadRequests) {
+    const SampleKey key = source.KeyAt(e->perm(e->plan.PositionAt(e->keys_ahead++)));
+    if (attached->keys->Has(key)) continue;
+    const std::optional<int64_t> token = loader_impl::TokenOf(key);
+    const uint64_t replicas = token ? session->ReplicaSetOf(ds.keyspace, *token) : 0;
+    if (auto full = groups.Add(KeySegment(key), key, 0, replicas)) out->push_back(std::move(*full));
+  }
+  for (auto& g : groups.TakeAll()) out->push_back(std::move(g));
+  look_ahead_in_flight += static_cast<int>(out->size());
+}
+
+// The answer only fills the key cache: a sample whose key it does not
+// bring (absent, malformed, an answer that is not what was asked, a failed
+// request) looks its key up itself when it is issued, where any error is
+// named for it.
+void Loader::Impl::LaunchLookAhead(std::vector<SampleKey> keys) {
+  const int32_t seg = KeySegment(keys[0]);
+  std::vector<Value> idx;
+  idx.reserve(keys.size());
+  for (SampleKey k : keys) idx.push_back(Value::Int(KeyIndex(k)));
+  net::Statement st = net::Statement::Bound(attached->key_group_stmt, {Value::Int(seg), Value::List(std::move(idx))});
+  loader_impl::ReadSettings(st, AttemptTimeout(), 0, &no_retry);
+  st.page_size = 0;
+  st.routing_key = loader_impl::RoutingKeyOf(keys[0]);
+  st.routing_keyspace = ds.keyspace;
+  {
+    MutexLock lock(&mu);
+    m_key_lookups++;
+  }
+  session->ExecuteAsync(std::move(st), [this, keys = std::move(keys), seg](StatusOr<net::ResultSet> r) {
+    const cql::Rows* rows = r.ok() ? r->rows() : nullptr;
+    if (rows != nullptr && rows->column_count() == 3) {
+      std::vector<int32_t> asked;
+      for (SampleKey k : keys) asked.push_back(KeyIndex(k));
+      std::vector<store::SnapshotRowCells> cells(static_cast<size_t>(std::max(rows->row_count(), 0)));
+      for (int32_t i = 0; i < rows->row_count(); ++i) {
+        cells[static_cast<size_t>(i)] = {rows->cell(i, 0), rows->cell(i, 1), rows->cell(i, 2)};
+      }
+      auto found = store::GroupedSnapshotKeys(seg, asked, cells, attached->snapshot_table);
+      if (found.ok()) {
+        for (const auto& [i, cell] : *found) {
+          const SampleKey k = MakeKey(seg, i);
+          if (cell && store::SnapshotKeyCell(k, 1, cell, attached->key_type, attached->snapshot_table).ok()) {
+            attached->keys->Add(k, *cell);
+          }
+        }
+      }
+    }
+    MutexLock lock(&mu);
+    look_ahead_in_flight--;
+  });
+}
+
 // Each sample of the group goes on as after its own lookup: found, to its
 // foreign read; not found, a failed attempt (the retry path looks it up
 // alone). An answer that is not what was asked (a row of a sample not in

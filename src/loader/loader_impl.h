@@ -105,6 +105,14 @@ inline constexpr int64_t kAttachedSizeGuess = 128 << 10;
 // The memory an attached dataset's loader keeps looked-up foreign keys in
 // (loader/foreign_key_cache.h): about 2.7 million uuid keys of one split.
 inline constexpr int64_t kForeignKeyCacheBytes = int64_t{64} << 20;
+// Attached datasets: how far ahead of the issue keys are looked up (at
+// least kLookAheadMin samples, or kLookAheadWindows windows: a lookup
+// waits behind the window's requests at the node, so keys asked for one
+// window ahead come back about when they are needed), and with how many
+// requests in flight at most.
+inline constexpr uint64_t kLookAheadMin = 1024;
+inline constexpr uint64_t kLookAheadWindows = 4;
+inline constexpr int kLookAheadRequests = 32;
 // The adaptive attempt timeout: kTimeoutP99Factor x the p99 latency within
 // [kMinTimeout, kMaxTimeout]; kFirstTimeout until kTimeoutLatencies were seen.
 inline constexpr int kTimeoutP99Factor = 8;
@@ -121,6 +129,9 @@ struct Epoch {
   std::optional<loader::PackedOrder> packed;  // LoaderOptions::packed: the order (perm unused)
   loader::RankPlan plan;
   uint64_t next_seq = 0;  // the next sequence number to issue
+  // Attached datasets: the keys of sequence numbers below this were asked
+  // for ahead of their issue (LookAheadKeys).
+  uint64_t keys_ahead = 0;
   loader::BatchAssembler batches;
 
   bool AllIssued() const { return next_seq == batches.samples(); }
@@ -174,7 +185,7 @@ struct AttachedReads {
 // One request to send: a new attempt (first, retry, hedge) or the next page
 // of an attempt in progress.
 struct Launch {
-  enum class Kind { kFirst, kRetry, kHedge, kNextPage, kGroup };
+  enum class Kind { kFirst, kRetry, kHedge, kNextPage, kGroup, kLookAhead };
 
   static Launch First(std::shared_ptr<Task> t) { return Launch(Kind::kFirst, std::move(t), 0); }
   // `plan_offset`: which replica/connection of the query plan goes first.
@@ -201,6 +212,14 @@ struct Launch {
     return l;
   }
 
+  // Attached datasets: a look-ahead lookup of these keys (one segment),
+  // into the key cache; no sample's attempt (Impl::LookAheadKeys).
+  static Launch LookAhead(std::vector<SampleKey> keys) {
+    Launch l(Kind::kLookAhead, nullptr, 0);
+    l.look_ahead = std::move(keys);
+    return l;
+  }
+
   bool new_attempt() const { return kind != Kind::kNextPage; }
 
   Kind kind;
@@ -209,6 +228,7 @@ struct Launch {
   std::optional<cql::Bytes> paging_state;  // kNextPage only
   int attempt = -1;                        // kNextPage only
   std::vector<std::shared_ptr<Task>> group;  // kGroup only (task is null)
+  std::vector<SampleKey> look_ahead;          // kLookAhead only (task is null)
 
  private:
   Launch(Kind k, std::shared_ptr<Task> t, int plan_offset) : kind(k), task(std::move(t)), plan_offset(plan_offset) {}
@@ -299,6 +319,7 @@ struct Loader::Impl {
   int64_t m_coalesced_requests GUARDED_BY(mu) = 0, m_coalesced_samples GUARDED_BY(mu) = 0;
   int64_t m_packed_requests GUARDED_BY(mu) = 0, m_pack_fallbacks GUARDED_BY(mu) = 0;
   int64_t m_key_lookups GUARDED_BY(mu) = 0;  // attached: key snapshot reads sent
+  int look_ahead_in_flight GUARDED_BY(mu) = 0;  // attached: LookAheadKeys' requests
   double m_stall_s GUARDED_BY(mu) = 0;
   double rate_images GUARDED_BY(mu) = 0, rate_bytes GUARDED_BY(mu) = 0;
   int64_t rate_last_images GUARDED_BY(mu) = 0, rate_last_bytes GUARDED_BY(mu) = 0;
@@ -394,6 +415,15 @@ struct Loader::Impl {
       EXCLUDES(mu);
   void OnKeyGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, const std::vector<int>& attempts,
                       Clock::time_point sent, StatusOr<net::ResultSet> r) EXCLUDES(mu);
+  // Attached datasets, the first epoch: looks up the keys of the samples
+  // that `e` will issue next, ahead of their issue, several to a request
+  // (into the key cache only: each sample then reads its row in one
+  // request). When fewer than half of the span (kLookAheadMin, or
+  // kLookAheadWindows windows) are asked for ahead, asks for the rest at
+  // once, so that groups fill; at most kLookAheadRequests requests in
+  // flight. `out`: the requests to send.
+  void LookAheadKeys(Epoch* e, std::vector<std::vector<SampleKey>>* out) REQUIRES(mu);
+  void LaunchLookAhead(std::vector<SampleKey> keys) EXCLUDES(mu);
   // Whether first attempts may be grouped at all (coalesced data reads of a
   // native dataset, or grouped key lookups of an attached one).
   bool GroupsOn() const { return group_read_stmt != nullptr || (attached && attached->key_group_stmt != nullptr); }

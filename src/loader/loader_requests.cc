@@ -43,6 +43,7 @@ void Loader::Impl::Refill(std::vector<Launch>* out) {
   // (Pack groups are full at their pack size whatever the cap: loader/coalesce.h.)
   TaskGroups groups(GroupsOn() ? loader::CoalesceCap(o.coalesce, ctl.window()) : 1);
   Epoch* open_pack = nullptr;  // the epoch whose pack is not all issued yet
+  Epoch* issued = nullptr;     // the epoch this refill issued from last
   const int64_t pack_room = packed_layout ? packed_layout->pack_size() : 0;
   while (in_flight < ctl.window() || (open_pack != nullptr && in_flight < ctl.window() + pack_room)) {
     Epoch* e = OverBudget() ? nullptr : IssuingEpoch();
@@ -66,8 +67,14 @@ void Loader::Impl::Refill(std::vector<Launch>* out) {
     in_flight++;
     in_flight_unslotted++;
     IssueFirst(std::move(t), &groups, out);
+    issued = e;
   }
   FlushGroups(&groups, out);
+  if (issued != nullptr && attached && attached->key_group_stmt) {
+    std::vector<std::vector<SampleKey>> lookups;
+    LookAheadKeys(issued, &lookups);
+    for (auto& keys : lookups) out->push_back(Launch::LookAhead(std::move(keys)));
+  }
 }
 
 // The byte budget: bytes already placed in batches and pooled buffers, plus
@@ -119,6 +126,10 @@ void Loader::Impl::Start(std::vector<Launch> launches) {
 void Loader::Impl::LaunchOne(Launch l) {
   if (l.kind == Launch::Kind::kGroup) {
     LaunchGroup(std::move(l));
+    return;
+  }
+  if (l.kind == Launch::Kind::kLookAhead) {
+    LaunchLookAhead(std::move(l.look_ahead));
     return;
   }
   const auto now = Clock::now();
