@@ -59,7 +59,7 @@ struct IngestFlags {
 // --pack-size P` does for each split the run ingested (a split that holds
 // no small samples is listed as not packed, which is no error). Returns
 // the exit code: 0, 1 when a sample failed its check and was left out (as
-// `cqlstream pack`), or the error's.
+// `cqlstream pack`), 130 when interrupted, or the error's.
 int PackIngested(net::Session& s, const store::IngestReport& report, const std::string& keyspace, int pack_size,
                  const std::atomic<bool>* stop) {
   auto d = store::LoadDataset(s, keyspace, report.dataset);
@@ -77,6 +77,10 @@ int PackIngested(net::Session& s, const store::IngestReport& report, const std::
     store::PackReport r;
     Status st = store::PackDataset(s, *d, o, &r);
     PrintPackReport(r);
+    if (st.code() == Status::Code::kCancelled) {  // Ctrl-C: as during the ingest
+      fmt::print(stderr, "cqlstream: {}\n", PrintableText(st.message()));
+      return 130;
+    }
     if (!st.ok()) return ReportError(st.WithContext(fmt::format("--pack of split '{}'", PrintableText(split))));
     if (r.left_out > 0) code = 1;
   }

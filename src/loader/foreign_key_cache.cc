@@ -1,52 +1,80 @@
 // Copyright (c) cqlstream authors.
 #include "loader/foreign_key_cache.h"
 
+#include <cstring>
 #include <utility>
 
 namespace cqlstream::loader {
 
-ForeignKeyCache::ForeignKeyCache(std::map<int32_t, int64_t> counts, int64_t budget_bytes)
-    : counts_(std::move(counts)), budget_(budget_bytes) {}
+ForeignKeyCache::ForeignKeyCache(std::map<int32_t, int64_t> counts, int64_t budget_bytes) : budget_(budget_bytes) {
+  MutexLock lock(&mu_);
+  for (const auto& [seg, count] : counts) {
+    Segment g;
+    g.count = count;
+    g.dense = count * static_cast<int64_t>(sizeof(uint64_t)) <= budget_bytes / 4;
+    segs_.emplace(seg, std::move(g));
+  }
+}
+
+uint64_t ForeignKeyCache::EntryOf(const Segment& g, int32_t idx) const {
+  if (idx < 0 || idx >= g.count) return 0;
+  if (g.dense) return g.table.empty() ? 0 : g.table[static_cast<size_t>(idx)];
+  auto it = g.map.find(idx);
+  return it == g.map.end() ? 0 : it->second;
+}
 
 bool ForeignKeyCache::Find(SampleKey sample, std::string* out) const {
   MutexLock lock(&mu_);
-  auto it = tables_.find(KeySegment(sample));
-  const int32_t idx = KeyIndex(sample);
-  if (it == tables_.end() || idx < 0 || static_cast<size_t>(idx) >= it->second.size()) return false;
-  const uint64_t e = it->second[static_cast<size_t>(idx)];
+  auto it = segs_.find(KeySegment(sample));
+  if (it == segs_.end()) return false;
+  const uint64_t e = EntryOf(it->second, KeyIndex(sample));
   if (e == 0) return false;
-  const size_t len = e & ((uint64_t{1} << kLengthBits) - 1);
-  const size_t off = e >> kLengthBits;
-  out->assign(reinterpret_cast<const char*>(arena_.data() + off), len);
+  const size_t len = e & (kBlockBytes - 1);
+  const uint64_t off = e >> kBlockBits;
+  const uint8_t* block = blocks_[static_cast<size_t>(off >> kBlockBits)].get();
+  out->assign(reinterpret_cast<const char*>(block + (off & (kBlockBytes - 1))), len);
   return true;
 }
 
 bool ForeignKeyCache::Has(SampleKey sample) const {
   MutexLock lock(&mu_);
-  auto it = tables_.find(KeySegment(sample));
-  const int32_t idx = KeyIndex(sample);
-  return it != tables_.end() && idx >= 0 && static_cast<size_t>(idx) < it->second.size() &&
-         it->second[static_cast<size_t>(idx)] != 0;
+  auto it = segs_.find(KeySegment(sample));
+  return it != segs_.end() && EntryOf(it->second, KeyIndex(sample)) != 0;
 }
 
 bool ForeignKeyCache::Add(SampleKey sample, std::span<const uint8_t> key) {
-  if (key.empty() || key.size() >= (size_t{1} << kLengthBits)) return false;
-  auto count = counts_.find(KeySegment(sample));
+  if (key.empty() || key.size() >= kBlockBytes) return false;
   const int32_t idx = KeyIndex(sample);
-  if (count == counts_.end() || idx < 0 || idx >= count->second) return false;
   MutexLock lock(&mu_);
-  auto it = tables_.find(count->first);
-  const int64_t table_bytes = it == tables_.end() ? count->second * static_cast<int64_t>(sizeof(uint64_t)) : 0;
-  if (it != tables_.end() && it->second[static_cast<size_t>(idx)] != 0) return true;  // kept already
-  if (charged_ + table_bytes + static_cast<int64_t>(key.size()) > budget_) {
+  auto it = segs_.find(KeySegment(sample));
+  if (it == segs_.end() || idx < 0 || idx >= it->second.count) return false;
+  Segment& g = it->second;
+  if (EntryOf(g, idx) != 0) return true;  // kept already
+  // What this key costs: its entry (a dense table on the segment's first
+  // key, or one sparse entry) and a new block if the last one is full.
+  const int64_t entry = g.dense ? (g.table.empty() ? g.count * static_cast<int64_t>(sizeof(uint64_t)) : 0)
+                                : kSparseEntryBytes;
+  const bool new_block = blocks_.empty() || used_ + key.size() > kBlockBytes;
+  const int64_t cost = entry + (new_block ? static_cast<int64_t>(kBlockBytes) : 0);
+  if (charged_ + cost > budget_) {
     rejected_++;
     return false;
   }
-  if (it == tables_.end()) it = tables_.emplace(count->first, std::vector<uint64_t>(static_cast<size_t>(count->second))).first;
-  const uint64_t off = arena_.size();
-  arena_.insert(arena_.end(), key.begin(), key.end());
-  it->second[static_cast<size_t>(idx)] = (off << kLengthBits) | key.size();
-  charged_ += table_bytes + static_cast<int64_t>(key.size());
+  if (new_block) {
+    blocks_.push_back(std::make_unique<uint8_t[]>(kBlockBytes));
+    used_ = 0;
+  }
+  const uint64_t off = ((blocks_.size() - 1) << kBlockBits) | used_;
+  std::memcpy(blocks_.back().get() + used_, key.data(), key.size());
+  used_ += key.size();
+  const uint64_t e = (off << kBlockBits) | key.size();
+  if (g.dense) {
+    if (g.table.empty()) g.table.assign(static_cast<size_t>(g.count), 0);
+    g.table[static_cast<size_t>(idx)] = e;
+  } else {
+    g.map.emplace(idx, e);
+  }
+  charged_ += cost;
   keys_++;
   return true;
 }

@@ -10,12 +10,18 @@
 // requests, and one round trip less of latency per sample.
 //
 // What is kept: the key cell's bytes (the protocol's serialization, as the
-// snapshot holds them) in one arena, and per segment a table of count
-// 8-byte entries (offset and length in the arena), made when the segment's
-// first key is added. Memory is bounded: a key that would take the cache
-// past `budget_bytes` (both parts counted) is not added, and its sample goes
-// on being looked up each time (counted in rejected()). ImageNet's 1.28
-// million uuid keys take about 31 MB.
+// snapshot holds them) in an arena of 1 MiB blocks, and for each sample an
+// 8-byte entry (block offset and length). A segment of at most a quarter
+// of the budget in entries (count x 8 bytes) gets a dense table of count
+// entries, made when its first key is added; a larger one (a split of
+// millions of samples is one segment) keeps entries in a hash map, charged
+// kSparseEntryBytes each, so that it fills the budget key by key instead of
+// needing its whole table first. Memory is bounded: blocks, tables and
+// sparse entries are charged against `budget_bytes` before they are made,
+// and a key that does not fit is not added (counted in rejected()); its
+// sample goes on being looked up each time. ImageNet's 1.28 million uuid
+// keys take about 31 MB (a dense table); a split of 100 million keeps
+// about a million of them in 64 MiB.
 //
 // Nothing here trusts its caller's bytes more than the snapshot's: a hit
 // is decoded and checked again by the reader (store::SnapshotKeyCell).
@@ -27,8 +33,10 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cqlstream/dataset.h"
@@ -38,6 +46,13 @@ namespace cqlstream::loader {
 
 class ForeignKeyCache {
  public:
+  // Arena blocks; a key is at most one block (the snapshot allows 64 KiB).
+  static constexpr int kBlockBits = 20;
+  static constexpr size_t kBlockBytes = size_t{1} << kBlockBits;
+  // What one entry of a large segment's hash map is charged (the entry,
+  // its node and its share of the buckets).
+  static constexpr int64_t kSparseEntryBytes = 64;
+
   // `counts`: samples per segment (the dataset's committed segments); a key
   // of another segment, or an idx outside [0, count), is never kept.
   ForeignKeyCache(std::map<int32_t, int64_t> counts, int64_t budget_bytes);
@@ -48,23 +63,29 @@ class ForeignKeyCache {
   bool Has(SampleKey sample) const EXCLUDES(mu_);
   // Keeps `key` for `sample` (a second Add of the same sample is ignored).
   // Returns false when it was not kept: an unknown segment or idx, an empty
-  // key, or the budget.
+  // key or one longer than a block, or the budget.
   bool Add(SampleKey sample, std::span<const uint8_t> key) EXCLUDES(mu_);
 
   int64_t keys() const EXCLUDES(mu_);
-  int64_t bytes() const EXCLUDES(mu_);     // arena and tables, as charged against the budget
+  int64_t bytes() const EXCLUDES(mu_);     // blocks, tables and sparse entries, as charged against the budget
   int64_t rejected() const EXCLUDES(mu_);  // Adds refused for the budget
 
  private:
-  // An entry: (offset << kLengthBits) | length; 0 for a key not kept (a
-  // kept key has a length of at least 1).
-  static constexpr int kLengthBits = 20;  // keys of up to 1 MiB - 1 (the snapshot allows 64 KiB)
+  // An entry: (offset << kBlockBits) | length, offset counted over the
+  // blocks in order; 0 for a key not kept (a kept key has a length >= 1).
+  struct Segment {
+    int64_t count = 0;
+    bool dense = false;
+    std::vector<uint64_t> table;                  // dense: count entries, once the first key came
+    std::unordered_map<int32_t, uint64_t> map;    // sparse: idx -> entry
+  };
+  uint64_t EntryOf(const Segment& g, int32_t idx) const REQUIRES(mu_);
 
-  const std::map<int32_t, int64_t> counts_;
   const int64_t budget_;
   mutable Mutex mu_;
-  std::map<int32_t, std::vector<uint64_t>> tables_ GUARDED_BY(mu_);
-  std::vector<uint8_t> arena_ GUARDED_BY(mu_);
+  std::map<int32_t, Segment> segs_ GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<uint8_t[]>> blocks_ GUARDED_BY(mu_);
+  size_t used_ GUARDED_BY(mu_) = 0;  // bytes used in the last block
   int64_t keys_ GUARDED_BY(mu_) = 0;
   int64_t charged_ GUARDED_BY(mu_) = 0;
   int64_t rejected_ GUARDED_BY(mu_) = 0;

@@ -15,7 +15,7 @@ std::span<const uint8_t> Bytes(const std::string& s) {
 }
 
 TEST(ForeignKeyCacheTest, KeepsEachSamplesKeyAndFindsItAgain) {
-  ForeignKeyCache c({{3, 4}, {7, 2}}, 1 << 20);
+  ForeignKeyCache c({{3, 4}, {7, 2}}, 1 << 24);
   std::string out;
   EXPECT_FALSE(c.Find(MakeKey(3, 0), &out));
   ASSERT_TRUE(c.Add(MakeKey(3, 1), Bytes("alpha")));
@@ -34,12 +34,12 @@ TEST(ForeignKeyCacheTest, KeepsEachSamplesKeyAndFindsItAgain) {
   EXPECT_FALSE(c.Has(MakeKey(3, 2)));
   EXPECT_FALSE(c.Has(MakeKey(9, 0)));
   EXPECT_EQ(c.keys(), 3);
-  // Tables of 4 and 2 entries, 9 key bytes.
-  EXPECT_EQ(c.bytes(), 6 * 8 + 9);
+  // Dense tables of 4 and 2 entries and one arena block.
+  EXPECT_EQ(c.bytes(), 6 * 8 + static_cast<int64_t>(ForeignKeyCache::kBlockBytes));
 }
 
 TEST(ForeignKeyCacheTest, SecondAddOfASampleKeepsTheFirstKey) {
-  ForeignKeyCache c({{0, 2}}, 1 << 20);
+  ForeignKeyCache c({{0, 2}}, 1 << 24);
   ASSERT_TRUE(c.Add(MakeKey(0, 1), Bytes("first")));
   EXPECT_TRUE(c.Add(MakeKey(0, 1), Bytes("second")));
   std::string out;
@@ -49,7 +49,7 @@ TEST(ForeignKeyCacheTest, SecondAddOfASampleKeepsTheFirstKey) {
 }
 
 TEST(ForeignKeyCacheTest, RefusesWhatNoSegmentHoldsAndEmptyKeys) {
-  ForeignKeyCache c({{1, 3}}, 1 << 20);
+  ForeignKeyCache c({{1, 3}}, 1 << 24);
   EXPECT_FALSE(c.Add(MakeKey(2, 0), Bytes("k")));   // no such segment
   EXPECT_FALSE(c.Add(MakeKey(1, 3), Bytes("k")));   // idx == count
   EXPECT_FALSE(c.Add(MakeKey(1, -1), Bytes("k")));  // negative idx
@@ -63,20 +63,61 @@ TEST(ForeignKeyCacheTest, RefusesWhatNoSegmentHoldsAndEmptyKeys) {
 }
 
 TEST(ForeignKeyCacheTest, StopsAddingAtTheBudgetAndKeepsWhatItHas) {
-  // One segment of 10 samples: an 80-byte table, then 16-byte keys.
-  ForeignKeyCache c({{0, 10}}, 80 + 3 * 16);
-  const std::string key(16, 'k');
-  for (int i = 0; i < 10; ++i) c.Add(MakeKey(0, i), Bytes(key));
-  EXPECT_EQ(c.keys(), 3);
-  EXPECT_EQ(c.rejected(), 7);
-  EXPECT_LE(c.bytes(), 80 + 3 * 16);
+  constexpr int64_t kBlock = static_cast<int64_t>(ForeignKeyCache::kBlockBytes);
+  // One segment of 10 samples (an 80-byte dense table) and one block: two
+  // keys of half a block fill it, the third would need a second block.
+  ForeignKeyCache c({{0, 10}}, kBlock + 80);
+  const std::string half(ForeignKeyCache::kBlockBytes / 2, 'k');
+  for (int i = 0; i < 10; ++i) c.Add(MakeKey(0, i), Bytes(half));
+  EXPECT_EQ(c.keys(), 2);
+  EXPECT_EQ(c.rejected(), 8);
+  EXPECT_EQ(c.bytes(), kBlock + 80);
   std::string out;
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.Find(MakeKey(0, i), &out)) << i;
-  for (int i = 3; i < 10; ++i) EXPECT_FALSE(c.Find(MakeKey(0, i), &out)) << i;
-  // A segment whose table alone exceeds the budget is never started.
-  ForeignKeyCache small({{0, 1000}}, 100);
-  EXPECT_FALSE(small.Add(MakeKey(0, 0), Bytes("k")));
-  EXPECT_EQ(small.bytes(), 0);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(c.Find(MakeKey(0, i), &out)) << i;
+    EXPECT_EQ(out, half);
+  }
+  for (int i = 2; i < 10; ++i) EXPECT_FALSE(c.Find(MakeKey(0, i), &out)) << i;
+  // A key of a block or more is never kept.
+  ForeignKeyCache big({{0, 1}}, 1 << 30);
+  EXPECT_FALSE(big.Add(MakeKey(0, 0), Bytes(std::string(ForeignKeyCache::kBlockBytes, 'x'))));
+  EXPECT_EQ(big.rejected(), 0);
+}
+
+TEST(ForeignKeyCacheTest, ALargeSegmentFillsTheBudgetKeyByKey) {
+  constexpr int64_t kBlock = static_cast<int64_t>(ForeignKeyCache::kBlockBytes);
+  // 10 million samples: a dense table (80 MB) would not fit in the budget,
+  // so entries are kept one by one, kSparseEntryBytes each.
+  ForeignKeyCache c({{4, 10'000'000}}, kBlock + 3 * ForeignKeyCache::kSparseEntryBytes);
+  for (int i = 0; i < 5; ++i) c.Add(MakeKey(4, 9'000'000 + i), Bytes("key-" + std::to_string(i)));
+  EXPECT_EQ(c.keys(), 3);
+  EXPECT_EQ(c.rejected(), 2);
+  EXPECT_EQ(c.bytes(), kBlock + 3 * ForeignKeyCache::kSparseEntryBytes);
+  std::string out;
+  ASSERT_TRUE(c.Find(MakeKey(4, 9'000'002), &out));
+  EXPECT_EQ(out, "key-2");
+  EXPECT_TRUE(c.Has(MakeKey(4, 9'000'000)));
+  EXPECT_FALSE(c.Has(MakeKey(4, 9'000'003)));
+  EXPECT_FALSE(c.Has(MakeKey(4, 10'000'000)));  // idx == count
+}
+
+TEST(ForeignKeyCacheTest, KeysSpanManyBlocks) {
+  // 3,000 keys of 1,000 bytes: three blocks; each key comes back whole
+  // (none straddles two blocks).
+  ForeignKeyCache c({{1, 3000}}, int64_t{1} << 30);
+  for (int i = 0; i < 3000; ++i) {
+    std::string k(1000, static_cast<char>('a' + i % 26));
+    k.replace(0, std::to_string(i).size(), std::to_string(i));
+    ASSERT_TRUE(c.Add(MakeKey(1, i), Bytes(k)));
+  }
+  EXPECT_EQ(c.bytes(), 3000 * 8 + 3 * static_cast<int64_t>(ForeignKeyCache::kBlockBytes));
+  std::string out;
+  for (int i = 0; i < 3000; ++i) {
+    std::string k(1000, static_cast<char>('a' + i % 26));
+    k.replace(0, std::to_string(i).size(), std::to_string(i));
+    ASSERT_TRUE(c.Find(MakeKey(1, i), &out));
+    ASSERT_EQ(out, k) << i;
+  }
 }
 
 TEST(ForeignKeyCacheTest, ConcurrentAddsAndFindsAgree) {

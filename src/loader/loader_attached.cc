@@ -23,6 +23,7 @@
 // the same retry and skip-or-raise handling as a native sample's error.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -239,8 +240,11 @@ void Loader::Impl::LaunchKeyGroup(std::vector<std::shared_ptr<Task>> tasks, std:
 }
 
 void Loader::Impl::LookAheadKeys(Epoch* e, std::vector<std::vector<SampleKey>>* out) {
-  // Keys the cache can no longer keep would be looked up twice.
-  if (look_ahead_in_flight >= loader_impl::kLookAheadRequests || attached->keys->rejected() > 0) return;
+  // Keys the cache can no longer keep would be looked up twice. The
+  // requests in flight follow the window (an eighth of it, at most
+  // kLookAheadRequests), so that a window cut for congestion cuts them too.
+  const int max_requests = std::clamp(ctl.window() / 8, 1, loader_impl::kLookAheadRequests);
+  if (look_ahead_in_flight >= max_requests || attached->keys->rejected() > 0) return;
   const uint64_t total = e->batches.samples();
   const uint64_t span = std::max<uint64_t>(loader_impl::kLookAheadMin,
                                            loader_impl::kLookAheadWindows * static_cast<uint64_t>(ctl.window()));
@@ -249,8 +253,7 @@ void Loader::Impl::LookAheadKeys(Epoch* e, std::vector<std::vector<SampleKey>>* 
   if (e->keys_ahead >= total || e->keys_ahead >= e->next_seq + span / 2) return;
   const uint64_t limit = std::min(total, e->next_seq + span);
   loader::SegmentGrouper<SampleKey> groups(loader::CoalesceCap(o.coalesce, 4 * loader::kMaxCoalesce));
-  while (e->keys_ahead < limit &&
-         look_ahead_in_flight + static_cast<int>(out->size()) < loader_impl::kLookAheadRequests) {
+  while (e->keys_ahead < limit && look_ahead_in_flight + static_cast<int>(out->size()) < max_requests) {
     const SampleKey key = source.KeyAt(e->perm(e->plan.PositionAt(e->keys_ahead++)));
     if (attached->keys->Has(key)) continue;
     const std::optional<int64_t> token = loader_impl::TokenOf(key);
@@ -264,7 +267,8 @@ void Loader::Impl::LookAheadKeys(Epoch* e, std::vector<std::vector<SampleKey>>* 
 // The answer only fills the key cache: a sample whose key it does not
 // bring (absent, malformed, an answer that is not what was asked, a failed
 // request) looks its key up itself when it is issued, where any error is
-// named for it.
+// named for it. A failed request is still a congestion signal (a timeout or
+// an overload cuts the window, which bounds the look-ahead too).
 void Loader::Impl::LaunchLookAhead(std::vector<SampleKey> keys) {
   const int32_t seg = KeySegment(keys[0]);
   std::vector<Value> idx;
@@ -279,7 +283,8 @@ void Loader::Impl::LaunchLookAhead(std::vector<SampleKey> keys) {
     MutexLock lock(&mu);
     m_key_lookups++;
   }
-  session->ExecuteAsync(std::move(st), [this, keys = std::move(keys), seg](StatusOr<net::ResultSet> r) {
+  const auto sent = Clock::now();
+  session->ExecuteAsync(std::move(st), [this, keys = std::move(keys), seg, sent](StatusOr<net::ResultSet> r) {
     const cql::Rows* rows = r.ok() ? r->rows() : nullptr;
     if (rows != nullptr && rows->column_count() == 3) {
       std::vector<int32_t> asked;
@@ -300,6 +305,7 @@ void Loader::Impl::LaunchLookAhead(std::vector<SampleKey> keys) {
     }
     MutexLock lock(&mu);
     look_ahead_in_flight--;
+    if (!r.ok() && !closed) OnRequestFailed(r.status(), sent);
   });
 }
 

@@ -420,8 +420,8 @@ struct Loader::Impl {
   // (into the key cache only: each sample then reads its row in one
   // request). When fewer than half of the span (kLookAheadMin, or
   // kLookAheadWindows windows) are asked for ahead, asks for the rest at
-  // once, so that groups fill; at most kLookAheadRequests requests in
-  // flight. `out`: the requests to send.
+  // once, so that groups fill; at most an eighth of the window (and at most
+  // kLookAheadRequests) requests in flight. `out`: the requests to send.
   void LookAheadKeys(Epoch* e, std::vector<std::vector<SampleKey>>* out) REQUIRES(mu);
   void LaunchLookAhead(std::vector<SampleKey> keys) EXCLUDES(mu);
   // Whether first attempts may be grouped at all (coalesced data reads of a
