@@ -21,7 +21,7 @@
 // and a key that does not fit is not added (counted in rejected()); its
 // sample goes on being looked up each time. ImageNet's 1.28 million uuid
 // keys take about 31 MB (a dense table); a split of 100 million keeps
-// about a million of them in 64 MiB.
+// about 800,000 of them in 64 MiB.
 //
 // Nothing here trusts its caller's bytes more than the snapshot's: a hit
 // is decoded and checked again by the reader (store::SnapshotKeyCell).
