@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -89,17 +90,47 @@ SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& ks, co
   EXPECT_TRUE(data.ok() && meta.ok());
   if (!data.ok() || !meta.ok()) return out;
 
+  // Writes that fail (a write timeout on a loaded 3-node cluster in CI) are
+  // written again, one at a time, after the rest: the inserts are
+  // idempotent. What still fails after that fails the fixture, named.
   std::atomic<int> pending{0}, failed{0};
+  std::mutex again_mu;
+  std::vector<net::Statement> again;
   auto submit = [&](net::Statement st) {
     while (pending.load() > 256) std::this_thread::sleep_for(std::chrono::microseconds(100));
     ++pending;
     st.idempotent = true;
     st.consistency = spec.consistency;
     st.timeout = std::chrono::milliseconds(30000);
-    s.ExecuteAsync(std::move(st), [&](StatusOr<net::ResultSet> r) {
-      if (!r.ok()) ++failed;
+    net::Statement copy = st;
+    s.ExecuteAsync(std::move(st), [&, copy = std::move(copy)](StatusOr<net::ResultSet> r) {
+      if (!r.ok()) {
+        std::lock_guard<std::mutex> l(again_mu);
+        again.push_back(copy);
+      }
       --pending;
     });
+  };
+  auto write_again = [&] {
+    while (pending.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::vector<net::Statement> todo;
+    {
+      std::lock_guard<std::mutex> l(again_mu);
+      todo.swap(again);
+    }
+    for (auto& st : todo) {
+      Status last;
+      for (int attempt = 0; attempt < 5; ++attempt) {
+        if (attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+        auto r = s.Execute(st);
+        last = r.status();
+        if (r.ok()) break;
+      }
+      if (!last.ok()) {
+        ++failed;
+        ADD_FAILURE() << "a synthetic dataset write failed 6 times: " << last.ToString();
+      }
+    }
   };
   const int per_seg = (spec.samples + spec.segments - 1) / spec.segments;
   int i = 0;
@@ -132,7 +163,7 @@ SyntheticDataset MakeSyntheticDataset(net::Session& s, const std::string& ks, co
       bytes += size;
       max_size = std::max(max_size, size);
     }
-    while (pending.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    write_again();
     Run(s, fmt::format("INSERT INTO {}.segments (dataset, seg, split, source_id, source, fingerprint, count, bytes, "
                        "max_size, size_hist, next_pos, state) VALUES (?, ?, ?, ?, 'synthetic', 'none', ?, ?, ?, [], ?, "
                        "'sealed')",
