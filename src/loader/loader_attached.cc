@@ -220,23 +220,48 @@ void Loader::Impl::ContinueWithKey(const std::shared_ptr<Task>& t, int attempt, 
 
 void Loader::Impl::LaunchKeyGroup(std::vector<std::shared_ptr<Task>> tasks, std::vector<int> attempts,
                                   Clock::time_point sent) {
-  const int32_t seg = KeySegment(tasks[0]->key);
-  std::vector<Value> idx;
-  idx.reserve(tasks.size());
-  for (const auto& t : tasks) idx.push_back(Value::Int(KeyIndex(t->key)));
-  net::Statement st = net::Statement::Bound(attached->key_group_stmt, {Value::Int(seg), Value::List(std::move(idx))});
-  loader_impl::ReadSettings(st, AttemptTimeout(), 0, &no_retry);
-  st.page_size = 0;  // unpaged: one row of one key per sample at most
-  st.routing_key = loader_impl::RoutingKeyOf(tasks[0]->key);
-  st.routing_keyspace = ds.keyspace;
-  {
-    MutexLock lock(&mu);
-    m_key_lookups++;
-  }
-  session->ExecuteAsync(std::move(st), [this, tasks = std::move(tasks), attempts = std::move(attempts),
-                                        sent](StatusOr<net::ResultSet> r) {
+  std::vector<SampleKey> keys;
+  keys.reserve(tasks.size());
+  for (const auto& t : tasks) keys.push_back(t->key);
+  session->ExecuteAsync(KeyGroupStatement(keys), [this, tasks = std::move(tasks), attempts = std::move(attempts),
+                                                  sent](StatusOr<net::ResultSet> r) {
     OnKeyGroupDone(tasks, attempts, sent, std::move(r));
   });
+}
+
+net::Statement Loader::Impl::KeyGroupStatement(const std::vector<SampleKey>& keys) {
+  std::vector<Value> idx;
+  idx.reserve(keys.size());
+  for (SampleKey k : keys) idx.push_back(Value::Int(KeyIndex(k)));
+  net::Statement st =
+      net::Statement::Bound(attached->key_group_stmt, {Value::Int(KeySegment(keys[0])), Value::List(std::move(idx))});
+  loader_impl::ReadSettings(st, AttemptTimeout(), 0, &no_retry);
+  st.page_size = 0;  // unpaged: one row of one key per sample at most
+  st.routing_key = loader_impl::RoutingKeyOf(keys[0]);
+  st.routing_keyspace = ds.keyspace;
+  MutexLock lock(&mu);
+  m_key_lookups++;
+  return st;
+}
+
+StatusOr<std::map<int32_t, std::optional<cql::ByteView>>> Loader::Impl::KeyGroupAnswer(
+    const std::vector<SampleKey>& keys, const StatusOr<net::ResultSet>& r) const {
+  if (!r.ok()) return r.status();
+  const int32_t seg = KeySegment(keys[0]);
+  const cql::Rows* rows = r->rows();
+  if (rows == nullptr || rows->column_count() != 3) {
+    return Status::Corruption(fmt::format("the key lookup of {} samples of segment {} in the key snapshot {} answered "
+                                          "no rows result of three columns",
+                                          keys.size(), seg, attached->snapshot_table));
+  }
+  std::vector<int32_t> asked;
+  asked.reserve(keys.size());
+  for (SampleKey k : keys) asked.push_back(KeyIndex(k));
+  std::vector<store::SnapshotRowCells> cells(static_cast<size_t>(std::max(rows->row_count(), 0)));
+  for (int32_t i = 0; i < rows->row_count(); ++i) {
+    cells[static_cast<size_t>(i)] = {rows->cell(i, 0), rows->cell(i, 1), rows->cell(i, 2)};
+  }
+  return store::GroupedSnapshotKeys(seg, asked, cells, attached->snapshot_table);
 }
 
 void Loader::Impl::LookAheadKeys(Epoch* e, std::vector<std::vector<SampleKey>>* out) {
@@ -270,36 +295,16 @@ void Loader::Impl::LookAheadKeys(Epoch* e, std::vector<std::vector<SampleKey>>* 
 // named for it. A failed request is still a congestion signal (a timeout or
 // an overload cuts the window, which bounds the look-ahead too).
 void Loader::Impl::LaunchLookAhead(std::vector<SampleKey> keys) {
-  const int32_t seg = KeySegment(keys[0]);
-  std::vector<Value> idx;
-  idx.reserve(keys.size());
-  for (SampleKey k : keys) idx.push_back(Value::Int(KeyIndex(k)));
-  net::Statement st = net::Statement::Bound(attached->key_group_stmt, {Value::Int(seg), Value::List(std::move(idx))});
-  loader_impl::ReadSettings(st, AttemptTimeout(), 0, &no_retry);
-  st.page_size = 0;
-  st.routing_key = loader_impl::RoutingKeyOf(keys[0]);
-  st.routing_keyspace = ds.keyspace;
-  {
-    MutexLock lock(&mu);
-    m_key_lookups++;
-  }
+  net::Statement st = KeyGroupStatement(keys);
   const auto sent = Clock::now();
-  session->ExecuteAsync(std::move(st), [this, keys = std::move(keys), seg, sent](StatusOr<net::ResultSet> r) {
-    const cql::Rows* rows = r.ok() ? r->rows() : nullptr;
-    if (rows != nullptr && rows->column_count() == 3) {
-      std::vector<int32_t> asked;
-      for (SampleKey k : keys) asked.push_back(KeyIndex(k));
-      std::vector<store::SnapshotRowCells> cells(static_cast<size_t>(std::max(rows->row_count(), 0)));
-      for (int32_t i = 0; i < rows->row_count(); ++i) {
-        cells[static_cast<size_t>(i)] = {rows->cell(i, 0), rows->cell(i, 1), rows->cell(i, 2)};
-      }
-      auto found = store::GroupedSnapshotKeys(seg, asked, cells, attached->snapshot_table);
-      if (found.ok()) {
-        for (const auto& [i, cell] : *found) {
-          const SampleKey k = MakeKey(seg, i);
-          if (cell && store::SnapshotKeyCell(k, 1, cell, attached->key_type, attached->snapshot_table).ok()) {
-            attached->keys->Add(k, *cell);
-          }
+  session->ExecuteAsync(std::move(st), [this, keys = std::move(keys), sent](StatusOr<net::ResultSet> r) {
+    auto found = KeyGroupAnswer(keys, r);
+    if (found.ok()) {
+      const int32_t seg = KeySegment(keys[0]);
+      for (const auto& [i, cell] : *found) {
+        const SampleKey k = MakeKey(seg, i);
+        if (cell && store::SnapshotKeyCell(k, 1, cell, attached->key_type, attached->snapshot_table).ok()) {
+          attached->keys->Add(k, *cell);
         }
       }
     }
@@ -316,29 +321,13 @@ void Loader::Impl::LaunchLookAhead(std::vector<SampleKey> keys) {
 // idx cell) fails every sample's attempt: none of its keys is used.
 void Loader::Impl::OnKeyGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, const std::vector<int>& attempts,
                                   Clock::time_point sent, StatusOr<net::ResultSet> r) {
-  const int32_t seg = KeySegment(tasks[0]->key);
-  Status err = r.ok() ? Status::OK() : r.status();
+  std::vector<SampleKey> keys;
+  keys.reserve(tasks.size());
+  for (const auto& t : tasks) keys.push_back(t->key);
+  auto answer = KeyGroupAnswer(keys, r);
+  const Status err = answer.status();
   std::map<int32_t, std::optional<cql::ByteView>> found;  // by idx
-  const cql::Rows* rows = r.ok() ? r->rows() : nullptr;
-  if (err.ok() && (rows == nullptr || rows->column_count() != 3)) {
-    err = Status::Corruption(fmt::format("the key lookup of {} samples of segment {} in the key snapshot {} answered "
-                                         "no rows result of three columns",
-                                         tasks.size(), seg, attached->snapshot_table));
-  }
-  if (err.ok()) {
-    std::vector<int32_t> asked;
-    for (const auto& t : tasks) asked.push_back(KeyIndex(t->key));
-    std::vector<store::SnapshotRowCells> cells(static_cast<size_t>(std::max(rows->row_count(), 0)));
-    for (int32_t i = 0; i < rows->row_count(); ++i) {
-      cells[static_cast<size_t>(i)] = {rows->cell(i, 0), rows->cell(i, 1), rows->cell(i, 2)};
-    }
-    auto f = store::GroupedSnapshotKeys(seg, asked, cells, attached->snapshot_table);
-    if (f.ok()) {
-      found = std::move(*f);
-    } else {
-      err = f.status();
-    }
-  }
+  if (answer.ok()) found = std::move(*answer);
   for (size_t i = 0; i < tasks.size(); ++i) {
     const std::shared_ptr<Task>& t = tasks[i];
     if (!err.ok()) {

@@ -424,6 +424,12 @@ struct Loader::Impl {
   // kLookAheadRequests) requests in flight. `out`: the requests to send.
   void LookAheadKeys(Epoch* e, std::vector<std::vector<SampleKey>>* out) REQUIRES(mu);
   void LaunchLookAhead(std::vector<SampleKey> keys) EXCLUDES(mu);
+  // The grouped lookup of `keys` (one segment; KeyLookupManyCql), counted
+  // in m_key_lookups, and the check of its answer: the key cell of each
+  // sample found, by idx (store::GroupedSnapshotKeys).
+  net::Statement KeyGroupStatement(const std::vector<SampleKey>& keys) EXCLUDES(mu);
+  StatusOr<std::map<int32_t, std::optional<cql::ByteView>>> KeyGroupAnswer(const std::vector<SampleKey>& keys,
+                                                                           const StatusOr<net::ResultSet>& r) const;
   // Whether first attempts may be grouped at all (coalesced data reads of a
   // native dataset, or grouped key lookups of an attached one).
   bool GroupsOn() const { return group_read_stmt != nullptr || (attached && attached->key_group_stmt != nullptr); }
