@@ -30,6 +30,17 @@ std::string Trim(std::string s) {
   return s;
 }
 
+// An identifier bare or double-quoted ("ks"."t" is unquoted part by part by
+// the caller); quotes inside a name are not used by cqlstream.
+std::string Unquote(std::string s) {
+  s = Trim(std::move(s));
+  std::string out;
+  for (char c : s) {
+    if (c != '"') out.push_back(c);
+  }
+  return out;
+}
+
 Table Local() {
   Table t{"system", "local",
           {{"key", kText}, {"cluster_name", kText}, {"data_center", kText}, {"rack", kText},
@@ -69,11 +80,26 @@ Table Datasets() {
   Table t{kKeyspace, "datasets",
           {{"name", kText}, {"layout_version", kInt}, {"created", kTs}, {"label_kind", kText},
            {"class_names", DataType::List(kText)}, {"checksum", kText}, {"chunk_size", kInt},
-           {"description", kText}},
+           {"description", kText}, {"source", DataType::Map(kText, kText)}},
           {}};
   t.rows.push_back({Value::Text(kDataset), Value::Int(1), Value::FromTimestamp(Timestamp{1700000000000}),
                     Value::Text("none"), Value::Null(), Value::Text("xxh64"), Value::Int(kChunkSize),
-                    Value::Text("the honest dataset a hostile server lies about")});
+                    Value::Text("the honest dataset a hostile server lies about"), Value::Null()});
+  ValueMap source;
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"format", "attached-1"},
+           {"key_column", "id"},
+           {"key_type", "int"},
+           {"data_column", "img"},
+           {"label_column", ""},
+           {"label_type", ""},
+           {"generation", "1"},
+           {std::string("table:") + kSplit, std::string(kKeyspace) + "." + kForeignTable}}) {
+    source.emplace_back(Value::Text(k), Value::Text(v));
+  }
+  t.rows.push_back({Value::Text(kAttachedDataset), Value::Int(1), Value::FromTimestamp(Timestamp{1700000000000}),
+                    Value::Text("none"), Value::Null(), Value::Text("none"), Value::Int(kChunkSize),
+                    Value::Text("the honest attached dataset"), Value::Map(std::move(source))});
   return t;
 }
 
@@ -98,6 +124,27 @@ Table Segments() {
                     Value::Text("generated"), Value::Text("00000000000000bb"), Value::Int(kSamples),
                     Value::Bigint(bytes), Value::Bigint(max_size), Value::List(std::move(h)),
                     Value::Bigint(kSamples), Value::Text("sealed")});
+  // An attach writes no sizes: its rows are read as they are.
+  t.rows.push_back({Value::Text(kAttachedDataset), Value::Int(0), Value::Text(kSplit), Value::Text("attach:1:train"),
+                    Value::Text(std::string(kKeyspace) + "." + kForeignTable), Value::Null(), Value::Int(kSamples),
+                    Value::Bigint(0), Value::Bigint(0), Value::Null(), Value::Bigint(kSamples),
+                    Value::Text("sealed")});
+  return t;
+}
+
+Table KeySnapshot() {
+  Table t{kKeyspace, std::string("k_") + kAttachedDataset, {{"seg", kInt}, {"idx", kInt}, {"key", kBlob}}, {}};
+  for (int32_t i = 0; i < kSamples; ++i) {
+    std::vector<uint8_t> key(4);
+    cql::StoreU32(key.data(), static_cast<uint32_t>(ForeignKeyOf(i)));
+    t.rows.push_back({Value::Int(0), Value::Int(i), Value::Blob(std::move(key))});
+  }
+  return t;
+}
+
+Table Foreign() {
+  Table t{kKeyspace, kForeignTable, {{"id", kInt}, {"img", kBlob}}, {}};
+  for (int32_t i = 0; i < kSamples; ++i) t.rows.push_back({Value::Int(ForeignKeyOf(i)), Value::Blob(SamplePayload(i))});
   return t;
 }
 
@@ -140,6 +187,8 @@ std::vector<std::string> PartitionKey(const std::string& table) {
   if (table == std::string("m_") + kDataset) return {"seg", "block"};
   if (table == "datasets") return {"name"};
   if (table == "segments") return {"dataset"};
+  if (table == std::string("k_") + kAttachedDataset) return {"seg", "idx"};
+  if (table == kForeignTable) return {"id"};
   return {};
 }
 
@@ -170,6 +219,15 @@ int64_t SampleChecksum(int32_t idx) {
   return static_cast<int64_t>(XXH64(p.data(), p.size(), 0));
 }
 
+int32_t ForeignKeyOf(int32_t idx) { return 5000 + 3 * idx; }
+
+int32_t IdxOfForeignKey(int32_t key) {
+  if (key < 5000 || (key - 5000) % 3 != 0 || (key - 5000) / 3 >= kSamples) return -1;
+  return (key - 5000) / 3;
+}
+
+bool Select::HasIn() const { return std::find(in.begin(), in.end(), true) != in.end(); }
+
 std::optional<Select> ParseSelect(const std::string& query) {
   const std::string q = Trim(query);
   if (q.rfind("SELECT ", 0) != 0) return std::nullopt;
@@ -180,22 +238,35 @@ std::optional<Select> ParseSelect(const std::string& query) {
   for (size_t start = 0; start <= cols.size();) {
     size_t comma = cols.find(',', start);
     if (comma == std::string::npos) comma = cols.size();
-    s.columns.push_back(Trim(cols.substr(start, comma - start)));
+    s.columns.push_back(Unquote(cols.substr(start, comma - start)));
     start = comma + 1;
   }
   std::string rest = q.substr(from + 6);
   const size_t where = rest.find(" WHERE ");
-  std::string name = Trim(rest.substr(0, where));
+  std::string name = Unquote(rest.substr(0, where));
   const size_t dot = name.find('.');
   if (dot == std::string::npos) return std::nullopt;
-  s.keyspace = name.substr(0, dot);
-  s.table = name.substr(dot + 1);
-  if (where != std::string::npos) {
-    std::string w = rest.substr(where + 7);
-    for (size_t pos = 0; (pos = w.find("= ?", pos)) != std::string::npos; pos += 3) {
-      size_t b = w.rfind(' ', pos >= 2 ? pos - 2 : 0);
-      b = (b == std::string::npos || b > pos) ? 0 : b + 1;
-      s.where.push_back(Trim(w.substr(b, pos - b)));
+  s.keyspace = Unquote(name.substr(0, dot));
+  s.table = Unquote(name.substr(dot + 1));
+  if (where == std::string::npos) return s;
+  // Clauses `c = ?` and `c IN ?`; one without a marker (key='local') is not
+  // a filter here; any other clause with a marker is not served.
+  const std::string w = rest.substr(where + 7);
+  for (size_t start = 0; start <= w.size();) {
+    size_t and_at = w.find(" AND ", start);
+    if (and_at == std::string::npos) and_at = w.size();
+    const std::string clause = Trim(w.substr(start, and_at - start));
+    start = and_at + 5;
+    if (clause.find('?') == std::string::npos) continue;
+    for (const auto& [op, in] : {std::pair<std::string, bool>{" = ?", false}, {" IN ?", true}}) {
+      if (clause.size() > op.size() && clause.compare(clause.size() - op.size(), op.size(), op) == 0) {
+        s.where.push_back(Unquote(clause.substr(0, clause.size() - op.size())));
+        s.in.push_back(in);
+        break;
+      }
+    }
+    if (s.where.size() != s.in.size() || s.where.empty() || s.where.back().find(' ') != std::string::npos) {
+      return std::nullopt;
     }
   }
   return s;
@@ -211,6 +282,8 @@ std::optional<Table> HonestWorld::FullTable(const std::string& keyspace, const s
   if (table == "segments") return Segments();
   if (table == std::string("d_") + kDataset) return Data();
   if (table == std::string("m_") + kDataset) return Meta();
+  if (table == std::string("k_") + kAttachedDataset) return KeySnapshot();
+  if (table == kForeignTable) return Foreign();
   return std::nullopt;
 }
 
@@ -236,6 +309,26 @@ Answer HonestWorld::Run(const Select& s, const std::vector<std::optional<cql::By
       proj.push_back(i);
     }
   }
+  // An IN marker's value: [int n] then n [bytes] (a list, spec 6).
+  std::vector<std::vector<cql::Bytes>> in_values(s.where.size());
+  for (size_t k = 0; k < s.where.size() && k < s.in.size(); ++k) {
+    if (!s.in[k] || !values[k]) continue;
+    const cql::Bytes& v = *values[k];
+    if (v.size() < 4) return Invalid(fmt::format("Invalid list value for IN on {}", s.where[k]));
+    const auto n = static_cast<int32_t>(cql::LoadU32(v.data()));
+    size_t off = 4;
+    for (int32_t e = 0; e < n; ++e) {
+      if (off + 4 > v.size()) return Invalid(fmt::format("Invalid list value for IN on {}", s.where[k]));
+      const auto len = static_cast<int32_t>(cql::LoadU32(v.data() + off));
+      off += 4;
+      if (len < 0 || static_cast<size_t>(len) > v.size() - off) {
+        return Invalid(fmt::format("Invalid list value for IN on {}", s.where[k]));
+      }
+      in_values[k].emplace_back(v.begin() + static_cast<std::ptrdiff_t>(off),
+                                v.begin() + static_cast<std::ptrdiff_t>(off) + len);
+      off += static_cast<size_t>(len);
+    }
+  }
   Answer a;
   a.table.keyspace = full->keyspace;
   a.table.name = full->name;
@@ -246,8 +339,12 @@ Answer HonestWorld::Run(const Select& s, const std::vector<std::optional<cql::By
       const auto ci = static_cast<size_t>(where_cols[k]);
       cql::Bytes cell;
       if (row[ci].kind() == Value::Kind::kNull || !values[k] ||
-          !EncodeCell(row[ci], full->columns[ci].type, &cell).ok() || cell != *values[k]) {
+          !EncodeCell(row[ci], full->columns[ci].type, &cell).ok()) {
         match = false;
+      } else if (k < s.in.size() && s.in[k]) {
+        match = std::find(in_values[k].begin(), in_values[k].end(), cell) != in_values[k].end();
+      } else {
+        match = cell == *values[k];
       }
     }
     if (!match) continue;
@@ -264,15 +361,20 @@ Answer HonestWorld::BindColumns(const Select& s, std::vector<uint16_t>* pk_index
   Answer a;
   a.table.keyspace = full->keyspace;
   a.table.name = full->name;
-  for (const auto& w : s.where) {
-    const int c = ColumnIndex(*full, w);
-    if (c < 0) return Invalid(fmt::format("Undefined column name {}", w));
-    a.table.columns.push_back(full->columns[static_cast<size_t>(c)]);
+  for (size_t k = 0; k < s.where.size(); ++k) {
+    const int c = ColumnIndex(*full, s.where[k]);
+    if (c < 0) return Invalid(fmt::format("Undefined column name {}", s.where[k]));
+    Column col = full->columns[static_cast<size_t>(c)];
+    if (k < s.in.size() && s.in[k]) {
+      // As Cassandra names and types an IN marker.
+      col = Column{"in(" + col.name + ")", DataType::List(col.type)};
+    }
+    a.table.columns.push_back(std::move(col));
   }
   pk_indexes->clear();
   for (const auto& k : PartitionKey(s.table)) {
     auto it = std::find(s.where.begin(), s.where.end(), k);
-    if (it == s.where.end()) {
+    if (it == s.where.end() || s.HasIn()) {
       pk_indexes->clear();
       break;
     }

@@ -2,14 +2,20 @@
 //
 // Test-only: the truth a hostile server lies about. A one-node cluster
 // (system.local, system.peers_v2, system.peers, system_schema.keyspaces) and
-// one small dataset laid out as docs/schema.md says: keyspace "hostile",
-// dataset "toy" (label kind none, xxh64 checksums, 1 KiB chunks so that some
-// samples span several chunk rows), split "train" in segment 0.
+// two small datasets laid out as docs/schema.md says, in keyspace "hostile":
+// * "toy", native (label kind none, xxh64 checksums, 1 KiB chunks so that
+//   some samples span several chunk rows), split "train" in segment 0;
+// * "att", attached: split "train" is the foreign table hostile."foreign"
+//   (key column "id" int, data column "img" blob), whose key snapshot
+//   k_att holds in segment 0 the key of sample idx (ForeignKeyOf), the row
+//   holding the same payload as toy's sample idx.
 //
-// Select() answers the SELECTs cqlstream sends (session topology, catalog,
-// data and metadata reads): it parses `SELECT cols FROM ks.table [WHERE
-// c = ? AND ...]`, projects the named columns (an unknown one is the server's
-// "Undefined column name" error) and filters by the bound values.
+// Run() answers the SELECTs cqlstream sends (session topology, catalog,
+// data, metadata and key-snapshot reads): it parses `SELECT cols FROM
+// ks.table [WHERE c = ? AND c IN ? ...]` (identifiers bare or
+// double-quoted), projects the named columns (an unknown one is the
+// server's "Undefined column name" error) and filters by the bound values
+// (an IN marker's value is a list of them).
 //
 // Thread-safety: immutable after construction; every method is const and
 // may be called from any thread.
@@ -31,6 +37,13 @@ inline constexpr const char* kDataset = "toy";
 inline constexpr const char* kSplit = "train";
 inline constexpr int32_t kSamples = 24;
 inline constexpr int32_t kChunkSize = 1024;
+inline constexpr const char* kAttachedDataset = "att";
+inline constexpr const char* kForeignTable = "foreign";
+
+// The foreign key (column "id") of attached sample (seg 0, idx i).
+int32_t ForeignKeyOf(int32_t idx);
+// The idx whose foreign key is `key`, or -1.
+int32_t IdxOfForeignKey(int32_t key);
 
 // The payload of sample (seg 0, idx i): deterministic bytes.
 std::vector<uint8_t> SamplePayload(int32_t idx);
@@ -41,6 +54,8 @@ struct Select {
   std::vector<std::string> columns;
   std::string keyspace, table;
   std::vector<std::string> where;  // columns compared with '?', in marker order
+  std::vector<bool> in;            // per marker: `c IN ?` (a list of values)
+  bool HasIn() const;
 };
 std::optional<Select> ParseSelect(const std::string& query);
 

@@ -4,7 +4,10 @@
 // with the C++ Loader and says what came of it, for hostile_tests (which runs
 // it as a child process, so that a crash or a hang is observed, not suffered).
 //
-//   cqlstream-hostile-loader --port PORT [--ordered]
+//   cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME]
+//
+// NAME is the native dataset (default) or the attached one: the samples
+// and payloads are the same.
 //
 // Exit 0 and "OK <n>": every sample exactly once with its honest payload.
 // Exit 1 and "ERROR <status>": the Loader returned an error Status.
@@ -51,8 +54,10 @@ int Main(int argc, char** argv) {
       o.connection.port = static_cast<uint16_t>(std::atoi(argv[++i]));
     } else if (a == "--ordered") {
       o.ordered = true;
+    } else if (a == "--dataset" && i + 1 < argc) {
+      o.dataset = argv[++i];
     } else {
-      fmt::print(stderr, "usage: cqlstream-hostile-loader --port PORT [--ordered]\n");
+      fmt::print(stderr, "usage: cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME]\n");
       return 2;
     }
   }

@@ -17,34 +17,44 @@ namespace {
 using cql::Opcode;
 
 const std::vector<ModeInfo> kModes = {
-    {Mode::kHonest, "honest", Expect::kCorrect, Expect::kCorrect, ""},
-    {Mode::kRowLargerThanCatalog, "row-larger-than-catalog", Expect::kError, Expect::kCorrect,
+    {Mode::kHonest, "honest", Expect::kCorrect, Expect::kCorrect, Expect::kCorrect, ""},
+    {Mode::kRowLargerThanCatalog, "row-larger-than-catalog", Expect::kError, Expect::kCorrect, Expect::kCorrect,
      "size|larger|catalog|max"},
-    {Mode::kChunksShort, "chunks-short", Expect::kError, Expect::kCorrect, "size|chunk|incomplete|short"},
-    {Mode::kChunksLong, "chunks-long", Expect::kError, Expect::kCorrect, "size|chunk|more|long"},
-    {Mode::kWrongKey, "wrong-key", Expect::kError, Expect::kCorrect, "key|0:7|sample"},
-    {Mode::kMissingRows, "missing-rows", Expect::kError, Expect::kCorrect, "missing|not found|0:9"},
-    {Mode::kCatalogHugeMaxSize, "catalog-huge-max-size", Expect::kEither, Expect::kCorrect, "size|max|catalog"},
-    {Mode::kLocalMissingColumns, "local-missing-columns", Expect::kError, Expect::kError,
+    {Mode::kChunksShort, "chunks-short", Expect::kError, Expect::kCorrect, Expect::kCorrect,
+     "size|chunk|incomplete|short"},
+    {Mode::kChunksLong, "chunks-long", Expect::kError, Expect::kCorrect, Expect::kCorrect, "size|chunk|more|long"},
+    {Mode::kWrongKey, "wrong-key", Expect::kError, Expect::kCorrect, Expect::kCorrect, "key|0:7|sample"},
+    {Mode::kMissingRows, "missing-rows", Expect::kError, Expect::kCorrect, Expect::kCorrect, "missing|not found|0:9"},
+    {Mode::kCatalogHugeMaxSize, "catalog-huge-max-size", Expect::kEither, Expect::kCorrect, Expect::kEither,
+     "size|max|catalog"},
+    {Mode::kLocalMissingColumns, "local-missing-columns", Expect::kError, Expect::kError, Expect::kError,
      "column|system.local|missing"},
-    {Mode::kLocalMistypedColumns, "local-mistyped-columns", Expect::kError, Expect::kError,
+    {Mode::kLocalMistypedColumns, "local-mistyped-columns", Expect::kError, Expect::kError, Expect::kError,
      "type|column|system.local"},
-    {Mode::kHugeBytesLength, "huge-bytes-length", Expect::kError, Expect::kCorrect, "bytes|protocol|expected"},
-    {Mode::kFrameAtLimit, "frame-at-limit", Expect::kError, Expect::kCorrect, "timed out|timeout|frame"},
-    {Mode::kFrameOverLimit, "frame-over-limit", Expect::kError, Expect::kCorrect, "frame|large|limit"},
-    {Mode::kTrickle, "trickle", Expect::kEither, Expect::kEither, "timed out|timeout"},
-    {Mode::kSilent, "silent", Expect::kError, Expect::kError, "timed out|timeout|connect"},
-    {Mode::kSilentData, "silent-data", Expect::kError, Expect::kCorrect, "timed out|timeout"},
-    {Mode::kResetMidFrame, "reset-mid-frame", Expect::kEither, Expect::kCorrect, "reset|lost|closed|connection"},
-    {Mode::kTruncatedFrame, "truncated-frame", Expect::kEither, Expect::kCorrect, ""},
-    {Mode::kDuplicateAnswer, "duplicate-answer", Expect::kEither, Expect::kCorrect, "stream|duplicate"},
-    {Mode::kUnknownStream, "unknown-stream", Expect::kEither, Expect::kCorrect, "stream"},
-    {Mode::kWrongOpcode, "wrong-opcode", Expect::kError, Expect::kCorrect, "READY|opcode|unexpected|result"},
-    {Mode::kWrongVersion, "wrong-version", Expect::kError, Expect::kError, "version|protocol"},
-    {Mode::kRequestBit, "request-bit", Expect::kError, Expect::kError, "response|protocol|version"},
-    {Mode::kEventFlood, "event-flood", Expect::kCorrect, Expect::kCorrect, ""},
-    {Mode::kUnpreparedLoop, "unprepared-loop", Expect::kError, Expect::kCorrect, "prepare|unprepared"},
-    {Mode::kGarbageError, "garbage-error", Expect::kError, Expect::kCorrect, "protocol|expected|error"},
+    {Mode::kHugeBytesLength, "huge-bytes-length", Expect::kError, Expect::kCorrect, Expect::kError,
+     "bytes|protocol|expected"},
+    {Mode::kFrameAtLimit, "frame-at-limit", Expect::kError, Expect::kCorrect, Expect::kError,
+     "timed out|timeout|frame"},
+    {Mode::kFrameOverLimit, "frame-over-limit", Expect::kError, Expect::kCorrect, Expect::kError, "frame|large|limit"},
+    {Mode::kTrickle, "trickle", Expect::kEither, Expect::kEither, Expect::kEither, "timed out|timeout"},
+    {Mode::kSilent, "silent", Expect::kError, Expect::kError, Expect::kError, "timed out|timeout|connect"},
+    {Mode::kSilentData, "silent-data", Expect::kError, Expect::kCorrect, Expect::kError, "timed out|timeout"},
+    {Mode::kResetMidFrame, "reset-mid-frame", Expect::kEither, Expect::kCorrect, Expect::kEither,
+     "reset|lost|closed|connection"},
+    {Mode::kTruncatedFrame, "truncated-frame", Expect::kEither, Expect::kCorrect, Expect::kEither, ""},
+    {Mode::kDuplicateAnswer, "duplicate-answer", Expect::kEither, Expect::kCorrect, Expect::kEither,
+     "stream|duplicate"},
+    {Mode::kUnknownStream, "unknown-stream", Expect::kEither, Expect::kCorrect, Expect::kEither, "stream"},
+    {Mode::kWrongOpcode, "wrong-opcode", Expect::kError, Expect::kCorrect, Expect::kError,
+     "READY|opcode|unexpected|result"},
+    {Mode::kWrongVersion, "wrong-version", Expect::kError, Expect::kError, Expect::kError, "version|protocol"},
+    {Mode::kRequestBit, "request-bit", Expect::kError, Expect::kError, Expect::kError, "response|protocol|version"},
+    {Mode::kEventFlood, "event-flood", Expect::kCorrect, Expect::kCorrect, Expect::kCorrect, ""},
+    {Mode::kUnpreparedLoop, "unprepared-loop", Expect::kError, Expect::kCorrect, Expect::kError, "prepare|unprepared"},
+    {Mode::kGarbageError, "garbage-error", Expect::kError, Expect::kCorrect, Expect::kError, "protocol|expected|error"},
+    {Mode::kKeyGroupLies, "key-group-lies", Expect::kCorrect, Expect::kCorrect, Expect::kCorrect, ""},
+    {Mode::kForeignRowsLie, "foreign-rows-lie", Expect::kCorrect, Expect::kCorrect, Expect::kError,
+     "0:9|0:11|row|null"},
 };
 
 bool ReadFull(int fd, uint8_t* p, size_t n) {
@@ -156,6 +166,31 @@ struct HostileServer::Conn {
     }
   }
 
+  // A grouped key lookup's answer (columns seg, idx, key) with a row that
+  // was not asked for: a lie of each kind in turn.
+  void LieAboutKeyGroup(Answer* a) {
+    Table& t = a->table;
+    if (a->error_code != 0 || t.rows.empty() || t.columns.size() != 3) return;
+    switch (s->lies_told_.fetch_add(1) % 4) {
+      case 0: {  // a sample not asked for (past the split's end)
+        std::vector<Value> extra = t.rows.front();
+        extra[1] = Value::Int(kSamples + 7);
+        t.rows.push_back(std::move(extra));
+        break;
+      }
+      case 1:  // one sample twice
+        t.rows.push_back(t.rows.front());
+        break;
+      case 2:  // a row of another segment
+        t.rows.front()[0] = Value::Int(1);
+        break;
+      default:  // idx cells of 8 bytes
+        t.columns[1].type = DataType::Simple(TypeId::kBigint);
+        for (auto& r : t.rows) r[1] = Value::Bigint(r[1].as_int());
+        break;
+    }
+  }
+
   // Data-read lies that change the rows; returns false to send nothing.
   void LieAboutRows(int32_t idx, const Select& sel, RequestParams* p, Answer* a) {
     Table& t = a->table;
@@ -179,14 +214,18 @@ struct HostileServer::Conn {
     }
   }
 
-  // Answers a read of the data table (the loader's and verify's read).
-  bool DataRead(int16_t stream, const Select& sel, RequestParams p) {
-    if (p.values.size() < 2 || !p.values[1] || p.values[1]->size() != 4) {
-      return Send(Opcode::kError, stream, ErrorBody(0x2200, "bad data read"));
-    }
-    const auto idx = static_cast<int32_t>(cql::LoadU32(p.values[1]->data()));
+  // Answers a read of sample `idx`'s bytes: the native data table's rows
+  // (native: the loader's and verify's read, bound seg, idx) or the attached
+  // dataset's foreign row (bound with its key).
+  bool DataRead(int16_t stream, const Select& sel, RequestParams p, int32_t idx, bool native) {
     Answer a = s->world_.Run(sel, p.values);
-    LieAboutRows(idx, sel, &p, &a);
+    if (a.error_code != 0) return SendAnswer(stream, a, p);
+    if (native) {
+      LieAboutRows(idx, sel, &p, &a);
+    } else if (mode() == Mode::kForeignRowsLie && !a.table.rows.empty()) {
+      if (idx == 9) a.table.rows.push_back(a.table.rows.front());
+      if (idx == 11) a.table.rows.front()[0] = Value::Null();
+    }
     cql::Bytes body = RowsBodyForRequest(a.table, p);
     switch (mode()) {
       case Mode::kSilentData:
@@ -198,7 +237,7 @@ struct HostileServer::Conn {
         return Send(Opcode::kError, stream, e);
       }
       case Mode::kHugeBytesLength: {
-        const int dc = ColumnOf(a.table, "data");
+        const int dc = ColumnOf(a.table, native ? "data" : "img");
         if (dc == static_cast<int>(a.table.columns.size()) - 1 && !a.table.rows.empty()) {
           const auto& last = a.table.rows.back()[static_cast<size_t>(dc)];
           const size_t n = last.kind() == Value::Kind::kBlob ? last.as_blob().size() : 0;
@@ -230,7 +269,8 @@ struct HostileServer::Conn {
         return Send(Opcode::kResult, stream, body) && Send(Opcode::kResult, stream, body);
       case Mode::kUnknownStream: {
         RequestParams other = p;
-        other.values[1] = IntCell((idx + 1) % kSamples);
+        const int32_t next = (std::max(idx, 0) + 1) % kSamples;
+        other.values[native ? 1 : 0] = IntCell(native ? next : ForeignKeyOf(next));
         Answer o = s->world_.Run(sel, other.values);
         return Send(Opcode::kResult, 32000, RowsBodyForRequest(o.table, other)) &&
                Send(Opcode::kResult, stream, body);
@@ -276,7 +316,24 @@ struct HostileServer::Conn {
     auto sel = ParseSelect(p.query);
     if (!sel) return Send(Opcode::kError, stream, ErrorBody(0x2000, "hostile server: only SELECT is served"));
     if (sel->keyspace == kKeyspace && sel->table == std::string("d_") + kDataset) {
-      return DataRead(stream, *sel, std::move(p));
+      if (p.values.size() < 2 || !p.values[1] || p.values[1]->size() != 4) {
+        return Send(Opcode::kError, stream, ErrorBody(0x2200, "bad data read"));
+      }
+      const auto idx = static_cast<int32_t>(cql::LoadU32(p.values[1]->data()));
+      return DataRead(stream, *sel, std::move(p), idx, /*native=*/true);
+    }
+    if (sel->keyspace == kKeyspace && sel->table == kForeignTable) {
+      if (p.values.size() != 1 || !p.values[0] || p.values[0]->size() != 4) {
+        return Send(Opcode::kError, stream, ErrorBody(0x2200, "bad foreign read"));
+      }
+      const int32_t idx = IdxOfForeignKey(static_cast<int32_t>(cql::LoadU32(p.values[0]->data())));
+      return DataRead(stream, *sel, std::move(p), idx, /*native=*/false);
+    }
+    if (mode() == Mode::kKeyGroupLies && sel->keyspace == kKeyspace &&
+        sel->table == std::string("k_") + kAttachedDataset && sel->HasIn()) {
+      Answer a = s->world_.Run(*sel, p.values);
+      LieAboutKeyGroup(&a);
+      return SendAnswer(stream, a, p);
     }
     Answer a = s->world_.Run(*sel, p.values);
     LieAboutSystem(*sel, &a);

@@ -5,7 +5,11 @@
 // contradict the catalog, missing or mistyped system-table columns, oversized
 // values and frames, trickling bytes, silence, resets mid-frame, truncated
 // frames, duplicated answers and answers for unused stream ids, wrong opcodes
-// and protocol versions, event floods, UNPREPARED loops.
+// and protocol versions, event floods, UNPREPARED loops, grouped key-snapshot
+// lookups answering rows that were not asked for. The transport lies of data
+// reads (silence, resets, truncation, duplicates, oversized frames, ...) hit
+// the native data table and the attached dataset's foreign table alike; the
+// lies about row contents hit the native dataset only.
 //
 // A client is judged against it (tests/hostile/hostile_test.cc,
 // tests/python/test_hostile.py): the outcome must be a clean error naming the
@@ -62,6 +66,9 @@ enum class Mode {
   kEventFlood,             // 200 STATUS_CHANGE events (stream -1) before each answer
   kUnpreparedLoop,         // every EXECUTE answered UNPREPARED
   kGarbageError,           // data reads answered by an ERROR whose message overruns the body
+  kKeyGroupLies,           // every grouped key lookup (k_att ... idx IN ?) answers a row it was not asked for,
+                           // a row twice, a row of another segment, or idx cells of 8 bytes, in turn
+  kForeignRowsLie,         // the foreign read of attached sample 9 answers two rows, of sample 11 a null data cell
 };
 
 // What a correct client does against a mode.
@@ -74,8 +81,9 @@ enum class Expect {
 struct ModeInfo {
   Mode mode;
   const char* name;       // as on the command line: "chunks-short"
-  Expect expect;          // for data reads (bench, verify, Loader)
-  Expect expect_connect;  // for ping / info (no data read)
+  Expect expect;           // for data reads of the native dataset (bench, verify, Loader)
+  Expect expect_connect;   // for ping / info (no data read)
+  Expect expect_attached;  // for reads of the attached dataset (bench, Loader)
   const char* problem;    // words a message naming the problem contains, '|'-separated ("" = any)
 };
 const std::vector<ModeInfo>& AllModes();
@@ -91,6 +99,9 @@ class HostileServer {
   HostileServer& operator=(const HostileServer&) = delete;
 
   uint16_t port() const { return port_; }
+  // How many answers the mode's lie changed so far (kKeyGroupLies), so
+  // that a test can tell a lie told from a path not taken.
+  int64_t lies_told() const { return lies_told_.load(); }
   // Closes the listener and every connection; joins the threads.
   void Stop();
 
@@ -105,6 +116,7 @@ class HostileServer {
   const uint16_t port_;
   HonestWorld world_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> lies_told_{0};
   std::thread acceptor_;
   Mutex mu_;
   std::vector<int> fds_ GUARDED_BY(mu_);

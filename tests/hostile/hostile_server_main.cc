@@ -7,7 +7,7 @@
 //       serves until SIGINT/SIGTERM; PORT 0 (default) picks a free port.
 //       Prints "listening 127.0.0.1:PORT" on stdout once it accepts.
 //   cqlstream-hostile-server --list-modes
-//       one line per mode: NAME EXPECT_READ EXPECT_CONNECT PROBLEM-WORDS
+//       one line per mode: NAME EXPECT_READ EXPECT_CONNECT EXPECT_ATTACHED PROBLEM-WORDS
 //   cqlstream-hostile-server --print-dataset
 //       the honest dataset as JSON: keyspace, dataset, split, and per sample
 //       its key ("seg:idx") and payload in hex.
@@ -63,8 +63,8 @@ int Main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--list-modes") {
       for (const auto& m : cqlstream::hostile::AllModes()) {
-        fmt::print("{} {} {} {}\n", m.name, ExpectName(m.expect), ExpectName(m.expect_connect),
-                   *m.problem ? m.problem : "-");
+        fmt::print("{} {} {} {} {}\n", m.name, ExpectName(m.expect), ExpectName(m.expect_connect),
+                   ExpectName(m.expect_attached), *m.problem ? m.problem : "-");
       }
       return 0;
     }

@@ -81,7 +81,7 @@ def list_modes() -> list[tuple[str, str, str]]:
     out = subprocess.run([str(p), "--list-modes"], capture_output=True, text=True, check=True, timeout=30).stdout
     modes = []
     for line in out.splitlines():
-        name, expect, _connect, problem = line.split(" ", 3)
+        name, expect, _connect, _attached, problem = line.split(" ", 4)
         modes.append((name, expect, "" if problem == "-" else problem))
     return modes
 
