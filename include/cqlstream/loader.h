@@ -85,8 +85,10 @@ struct LoaderOptions {
   std::chrono::milliseconds retry_budget{0};    // per sample, from first failure (default 120 s)
   bool hedge = true;                  // hedged requests for slow samples
   // Coalesced reads of small samples (a segment's max_size at most one chunk
-  // and 16 KiB): keys per request, at most 100; 0: automatic (64, and at
-  // most a quarter of the window), 1: off (every sample its own request).
+  // and 16 KiB; an attached dataset's rows once the samples read so far were
+  // all at most 16 KiB, and its key lookups): keys per request, at most 100;
+  // 0: automatic (64, and at most a quarter of the window), 1: off (every
+  // sample its own request).
   int coalesce = 0;
   // Packed reads (docs/loader.md, "Packed reads"): read the split's packed
   // segments (`cqlstream pack`) one pack of up to 100 small samples per

@@ -70,6 +70,9 @@ inline constexpr int kMaxCoalesce = 100;
 // read's memory), leaving room for the rows' other cells.
 inline constexpr int64_t kCoalesceMaxGroupBytes = 512 << 10;
 
+// SegmentGrouper::Add's `pack` for the foreign reads of an attached dataset.
+inline constexpr int32_t kForeignReadGroup = -2;
+
 // Keys per group for samples of at most `seg_max_size` bytes:
 // kCoalesceMaxGroupBytes / seg_max_size, at least 1; 0 (no limit beyond
 // CoalesceCap's) for a size <= 0.
@@ -107,9 +110,13 @@ class SegmentGrouper {
   // unused: a pack is one partition) and full at `limit` (its pack size)
   // whatever the cap: a pack read is one partition at the node however
   // many members it names.
+  //
+  // `pack` = kForeignReadGroup: an attached dataset's foreign read, grouped
+  // as other items are but apart from the key lookups of the same segment
+  // and replicas.
   std::optional<std::vector<T>> Add(int32_t seg, T item, size_t limit = 0, uint64_t replicas = 0,
                                     int32_t pack = -1) {
-    const Key key = pack >= 0 ? Key{seg, 0, pack} : Key{seg, replicas, -1};
+    const Key key = pack >= 0 ? Key{seg, 0, pack} : Key{seg, replicas, pack};
     auto [it, fresh] = open_.try_emplace(key, groups_.size());
     if (fresh) groups_.emplace_back();
     std::vector<T>& g = groups_[it->second];
@@ -138,7 +145,7 @@ class SegmentGrouper {
   struct Key {
     int32_t seg;
     uint64_t replicas;
-    int32_t pack;  // -1: not a pack group
+    int32_t pack;  // -1: not a pack group; kForeignReadGroup: foreign reads
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {

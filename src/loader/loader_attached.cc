@@ -27,6 +27,7 @@
 #include <cstring>
 #include <map>
 
+#include "loader/attached_sink.h"
 #include "loader/loader_impl.h"
 
 namespace cqlstream {
@@ -35,70 +36,6 @@ using loader_impl::AttachedReads;
 using loader_impl::Clock;
 using loader_impl::Launch;
 using loader_impl::Task;
-
-namespace loader_impl {
-
-// One foreign read (step 2) of an attempt: its cells go to a
-// store::AttachedRow; the data cell (and a target) to the sample's slot
-// through Impl::AttachedDestination.
-class AttachedSink final : public cql::CellSink {
- public:
-  AttachedSink(Loader::Impl* l, std::shared_ptr<Task> t, int attempt, const AttachedReads::Split* split,
-               std::string key)
-      : task(std::move(t)),
-        attempt(attempt),
-        target(split->row.label_kind == LabelKind::kTarget && split->row.label_type == store::AttachedLabelType::kBlob),
-        row(task->key, std::move(key), &split->row),
-        l_(l) {}
-
-  Status OnRowsBegin(const cql::RowsMetadata&, int32_t rows) override {
-    row.OnRowsBegin(rows);
-    return Status::OK();
-  }
-  std::span<uint8_t> CellDestination(int32_t r, int32_t col, int32_t size) override {
-    // The data goes to the slot, except a target dataset's: its slot size
-    // is known only at the target cell, so the data is buffered (kept).
-    const bool placed = col == store::kAttachedColData ? !target : (col == store::kAttachedColLabel && target);
-    if (r != 0 || !placed) return {};
-    return l_->AttachedDestination(*this, col, size);
-  }
-  Status OnCell(int32_t r, int32_t col, std::optional<cql::ByteView> data) override {
-    row.OnCell(r, col, data);
-    return Status::OK();
-  }
-
-  const std::shared_ptr<Task> task;
-  const int attempt;
-  const bool target;
-  store::AttachedRow row;
-  bool offered = false;  // a cell asked for a destination (loader lock)
-  Status err;            // set under the loader lock
-
- private:
-  Loader::Impl* l_;
-};
-
-namespace {
-
-void ReadSettings(net::Statement& st, std::chrono::milliseconds timeout, int plan_offset,
-                  const net::RetryPolicy* retry) {
-  st.idempotent = true;
-  st.consistency = cql::Consistency::kLocalOne;
-  st.page_size = 2;  // one row is expected; two show that there are more
-  st.timeout = timeout;
-  st.plan_offset = plan_offset;
-  st.retry = retry;
-}
-
-// The foreign key for messages (a blob key could be long).
-std::string KeyText(const Value& key) {
-  std::string s = key.ToString();
-  if (s.size() > 80) s = s.substr(0, 77) + "...";
-  return s;
-}
-
-}  // namespace
-}  // namespace loader_impl
 
 using loader_impl::AttachedSink;
 
@@ -138,6 +75,11 @@ Status Loader::Impl::PrepareAttached() {
       read.tables[g.split] = table;
       AttachedReads::Split sp;
       CQLS_ASSIGN_OR_RETURN(sp.data_stmt, session->Prepare(read.DataReadCql(g.split)));
+      if (o.coalesce != 1) {
+        CQLS_ASSIGN_OR_RETURN(sp.data_group_stmt, session->Prepare(read.DataReadManyCql(g.split)));
+      }
+      CQLS_ASSIGN_OR_RETURN(auto ks_table, store::SplitTableName(table));
+      sp.keyspace = ks_table.first;
       sp.row.label_kind = ds.label_kind;
       sp.row.label_type = label_type;
       sp.row.class_names = class_names;
@@ -198,7 +140,8 @@ void Loader::Impl::LaunchAttached(const std::shared_ptr<Task>& t, int attempt, i
 }
 
 void Loader::Impl::ContinueWithKey(const std::shared_ptr<Task>& t, int attempt, int plan_offset,
-                                   Clock::time_point sent, StatusOr<Value> key, std::optional<cql::ByteView> cell) {
+                                   Clock::time_point sent, StatusOr<Value> key, std::optional<cql::ByteView> cell,
+                                   KnownKeys* collect) {
   if (!key.ok()) {
     OnAttachedDone(t, attempt, nullptr, sent, key.status());
     return;
@@ -213,6 +156,13 @@ void Loader::Impl::ContinueWithKey(const std::shared_ptr<Task>& t, int attempt, 
   }
   if (stale) {
     OnAttachedDone(t, attempt, nullptr, sent, Status::Cancelled("the sample was settled by another attempt"));
+    return;
+  }
+  if (collect != nullptr && cell) {
+    collect->tasks.push_back(t);
+    collect->attempts.push_back(attempt);
+    collect->keys.emplace_back(std::string(reinterpret_cast<const char*>(cell->data()), cell->size()),
+                               std::move(*key));
     return;
   }
   LaunchForeignRead(t, attempt, plan_offset, sent, *key);
@@ -328,6 +278,7 @@ void Loader::Impl::OnKeyGroupDone(const std::vector<std::shared_ptr<Task>>& task
   const Status err = answer.status();
   std::map<int32_t, std::optional<cql::ByteView>> found;  // by idx
   if (answer.ok()) found = std::move(*answer);
+  KnownKeys known;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const std::shared_ptr<Task>& t = tasks[i];
     if (!err.ok()) {
@@ -339,8 +290,10 @@ void Loader::Impl::OnKeyGroupDone(const std::vector<std::shared_ptr<Task>>& task
     const std::optional<cql::ByteView> cell = it == found.end() ? std::nullopt : it->second;
     ContinueWithKey(t, attempts[i], 0, sent,
                     store::SnapshotKeyCell(t->key, row_count, cell, attached->key_type, attached->snapshot_table),
-                    cell);
+                    cell, &known);
   }
+  // Looked up together, read together.
+  LaunchKnownAttached(std::move(known.tasks), std::move(known.attempts), std::move(known.keys), sent);
 }
 
 void Loader::Impl::LaunchForeignRead(const std::shared_ptr<Task>& t, int attempt, int plan_offset,
@@ -431,6 +384,8 @@ Status Loader::Impl::CheckAttachedAnswer(AttachedSink& s) {
   t.statics.image_size = s.row.image_size();
   t.statics.label = s.row.label();
   t.statics.labels = s.row.labels();
+  attached_read++;
+  attached_max_size = std::max(attached_max_size, t.size);
   return Status::OK();
 }
 
@@ -439,29 +394,35 @@ void Loader::Impl::OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, c
   std::vector<Launch> launches;
   {
     MutexLock lock(&mu);
-    t->outstanding--;
-    // A failed foreign read may still be streaming into `s` (a timeout
-    // mid-frame): its late cells must not claim the sample (OnAttemptDone).
-    if (!r.ok() && s && s->err.ok()) s->err = Status::Cancelled("the attempt ended");
+    SettleAttached(t, attempt, s, sent, r, count_request);
     if (closed) return;
-    if (!r.ok() && count_request) OnRequestFailed(r, sent);
-    const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
-    if (t->resolved) {
-      if (r.ok()) m_dupes++;
-      return;
-    }
-    Status err = r.ok() && s ? CheckAttachedAnswer(*s) : r;
-    if (err.ok() && t->owner != attempt) {
-      // Another attempt owns the data (or owned it and failed while this
-      // one was discarding its copy).
-      m_dupes++;
-      if (t->owner != -1 || t->outstanding > 0) return;
-      err = Status::ConnectionLost(fmt::format("sample {}: the attempt holding its data failed", FormatKey(t->key)));
-    }
-    Settle(t, attempt, latency, err);
     Refill(&launches);
   }
   Start(std::move(launches));
+}
+
+void Loader::Impl::SettleAttached(const std::shared_ptr<Task>& t, int attempt, const std::shared_ptr<AttachedSink>& s,
+                                  Clock::time_point sent, const Status& r, bool count_request) {
+  t->outstanding--;
+  // A failed foreign read may still be streaming into `s` (a timeout
+  // mid-frame): its late cells must not claim the sample (OnAttemptDone).
+  if (!r.ok() && s && s->err.ok()) s->err = Status::Cancelled("the attempt ended");
+  if (closed) return;
+  if (!r.ok() && count_request) OnRequestFailed(r, sent);
+  const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
+  if (t->resolved) {
+    if (r.ok()) m_dupes++;
+    return;
+  }
+  Status err = r.ok() && s ? CheckAttachedAnswer(*s) : r;
+  if (err.ok() && t->owner != attempt) {
+    // Another attempt owns the data (or owned it and failed while this
+    // one was discarding its copy).
+    m_dupes++;
+    if (t->owner != -1 || t->outstanding > 0) return;
+    err = Status::ConnectionLost(fmt::format("sample {}: the attempt holding its data failed", FormatKey(t->key)));
+  }
+  Settle(t, attempt, latency, err);
 }
 
 }  // namespace cqlstream

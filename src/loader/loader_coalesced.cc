@@ -65,11 +65,15 @@ void Loader::Impl::IssueFirst(std::shared_ptr<Task> t, TaskGroups* g, std::vecto
     return;
   }
   if (attached) {
+    if (t->foreign_key || attached->keys->Has(t->key)) {
+      IssueKnownAttached(std::move(t), g, out);
+      return;
+    }
     // A sample whose foreign key is not known yet: its key lookup may be
     // grouped with others of its segment on the same replicas (the
     // snapshot's partitions are (seg, idx), as the data table's). The
     // answer is small: one key per sample (at most 64 KiB each).
-    if (!attached->key_group_stmt || t->foreign_key || attached->keys->Has(t->key)) {
+    if (!attached->key_group_stmt) {
       out->push_back(Launch::First(std::move(t)));
       return;
     }
@@ -148,8 +152,7 @@ void Loader::Impl::LaunchGroup(Launch l) {
     }
   }
   if (attached) {
-    // (The attempt goes on with each sample's own foreign read.)
-    LaunchKeyGroup(std::move(tasks), std::move(attempts), now);
+    LaunchAttachedGroup(std::move(tasks), std::move(attempts), now);
     return;
   }
   std::vector<Value> idx;

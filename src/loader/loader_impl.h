@@ -9,6 +9,8 @@
 //   loader_attached.cc  the request side of attached datasets (store/attached.h):
 //                       a sample's foreign key from the key snapshot, then
 //                       its row in the foreign table, as one attempt
+//   loader_foreign_group.cc  attached datasets: the rows of samples whose
+//                       foreign keys are known, several to a request
 //   loader.cc           the public Loader: Next, Fetch, checkpoints, metrics
 // Batch assembly (slots, holes, compaction, hand-out order) is
 // loader/batch_assembler.h, which does no I/O.
@@ -71,6 +73,7 @@
 #include "loader/buffer_pool.h"
 #include "loader/checkpoint.h"
 #include "loader/coalesce.h"
+#include "loader/foreign_group_sink.h"
 #include "loader/foreign_key_cache.h"
 #include "loader/congestion_gate.h"
 #include "loader/hedge_budget.h"
@@ -113,6 +116,12 @@ inline constexpr int64_t kForeignKeyCacheBytes = int64_t{64} << 20;
 inline constexpr uint64_t kLookAheadMin = 1024;
 inline constexpr uint64_t kLookAheadWindows = 4;
 inline constexpr int kLookAheadRequests = 32;
+// Attached datasets: the rows of samples whose keys are known are read
+// several to a request (loader_foreign_group.cc) once this many samples were
+// read and none was larger than loader::kCoalesceMaxSampleBytes: the
+// catalog knows no sizes of an attached split, so the group limit follows
+// the largest sample read so far.
+inline constexpr int64_t kForeignGroupAfter = 32;
 // The adaptive attempt timeout: kTimeoutP99Factor x the p99 latency within
 // [kMinTimeout, kMaxTimeout]; kFirstTimeout until kTimeoutLatencies were seen.
 inline constexpr int kTimeoutP99Factor = 8;
@@ -174,6 +183,10 @@ struct AttachedReads {
   net::PreparedPtr key_group_stmt;
   struct Split {
     net::PreparedPtr data_stmt;  // DataReadCql on its table: key -> data[, label]
+    // DataReadManyCql: list of keys -> (key, data[, label]) rows; null when
+    // coalescing is off (LoaderOptions::coalesce 1).
+    net::PreparedPtr data_group_stmt;
+    std::string keyspace;  // the table's (its replicas route a grouped read)
     store::AttachedRowOptions row;
   };
   std::map<std::string, Split> splits;    // by the table read ("ks.table"): each segment's snapshot table
@@ -320,6 +333,10 @@ struct Loader::Impl {
   int64_t m_packed_requests GUARDED_BY(mu) = 0, m_pack_fallbacks GUARDED_BY(mu) = 0;
   int64_t m_key_lookups GUARDED_BY(mu) = 0;  // attached: key snapshot reads sent
   int look_ahead_in_flight GUARDED_BY(mu) = 0;  // attached: LookAheadKeys' requests
+  // Attached: samples read so far and the largest payload among them (the
+  // size limit of grouped foreign reads: kForeignGroupAfter).
+  int64_t attached_read GUARDED_BY(mu) = 0;
+  int64_t attached_max_size GUARDED_BY(mu) = 0;
   double m_stall_s GUARDED_BY(mu) = 0;
   double rate_images GUARDED_BY(mu) = 0, rate_bytes GUARDED_BY(mu) = 0;
   int64_t rate_last_images GUARDED_BY(mu) = 0, rate_last_bytes GUARDED_BY(mu) = 0;
@@ -405,10 +422,52 @@ struct Loader::Impl {
   // request (false for all but one sample of a grouped lookup).
   void OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, const std::shared_ptr<AttachedSink>& s,
                       Clock::time_point sent, const Status& r, bool count_request = true) EXCLUDES(mu);
+  // OnAttachedDone's accounting under the lock, without the Refill (a
+  // grouped answer settles all of its samples, then refills once).
+  void SettleAttached(const std::shared_ptr<Task>& t, int attempt, const std::shared_ptr<AttachedSink>& s,
+                      Clock::time_point sent, const Status& r, bool count_request) REQUIRES(mu);
+  // Samples whose foreign keys are known, with their attempts and keys
+  // (serialized, and as values).
+  struct KnownKeys {
+    std::vector<std::shared_ptr<Task>> tasks;
+    std::vector<int> attempts;
+    std::vector<std::pair<std::string, Value>> keys;
+  };
   // The attempt of `t` goes on with the foreign key `key` (the snapshot's
-  // answer, `cell` its bytes): kept for later, then the foreign read.
+  // answer, `cell` its bytes): kept for later, then the foreign read, or,
+  // with `collect`, into it for the caller to launch.
   void ContinueWithKey(const std::shared_ptr<Task>& t, int attempt, int plan_offset, Clock::time_point sent,
-                       StatusOr<Value> key, std::optional<cql::ByteView> cell) EXCLUDES(mu);
+                       StatusOr<Value> key, std::optional<cql::ByteView> cell, KnownKeys* collect = nullptr)
+      EXCLUDES(mu);
+  // --- attached datasets, grouped first attempts (loader_foreign_group.cc)
+  // A group of first attempts (LaunchGroup): the samples whose foreign keys
+  // are known read their rows together (LaunchForeignGroup) while
+  // ForeignGroupsOn(), else each alone; the others look their keys up
+  // together (LaunchKeyGroup).
+  void LaunchAttachedGroup(std::vector<std::shared_ptr<Task>> tasks, std::vector<int> attempts,
+                           Clock::time_point sent) EXCLUDES(mu);
+  // The foreign reads of samples whose keys are known (one segment): one
+  // coalesced read while ForeignGroupsOn() and there are several, else one
+  // each.
+  void LaunchKnownAttached(std::vector<std::shared_ptr<Task>> tasks, std::vector<int> attempts,
+                           std::vector<std::pair<std::string, Value>> keys, Clock::time_point sent) EXCLUDES(mu);
+  // Whether rows of samples with known keys may share a request now.
+  bool ForeignGroupsOn() const REQUIRES(mu);
+  // The serialized foreign key of `t` when known (its task's, or the key
+  // cache's), and its value; nullopt when not known or not valid.
+  std::optional<std::pair<std::string, Value>> KnownForeignKey(const Task& t) REQUIRES(mu);
+  // IssueFirst for a sample whose foreign key is known: into a group of
+  // foreign reads of its segment on the same replicas when groups are on,
+  // else alone.
+  void IssueKnownAttached(std::shared_ptr<Task> t, TaskGroups* g, std::vector<Launch>* out) REQUIRES(mu);
+  // One coalesced foreign read of `tasks` (one split, distinct keys), each
+  // row to its sample's AttachedSink (loader/foreign_group_sink.h).
+  void LaunchForeignGroup(std::vector<std::shared_ptr<Task>> tasks, std::vector<int> attempts,
+                          std::vector<std::pair<std::string, Value>> keys, Clock::time_point sent) EXCLUDES(mu);
+  void OnForeignGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, const std::vector<int>& attempts,
+                          const std::shared_ptr<loader::ForeignGroupSink>& group,
+                          const std::vector<std::shared_ptr<AttachedSink>>& sinks, Clock::time_point sent,
+                          StatusOr<net::ResultSet> r) EXCLUDES(mu);
   // Grouped key lookups (several samples of one segment whose keys are not
   // known yet, one request): each found key goes on to its foreign read.
   void LaunchKeyGroup(std::vector<std::shared_ptr<Task>> tasks, std::vector<int> attempts, Clock::time_point sent)

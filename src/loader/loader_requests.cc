@@ -38,8 +38,20 @@ using loader_impl::AttemptSink;
 // window + P whatever happens, e.g. a resumed rank's range that starts
 // inside a pack). (Issued a few places at a time, packs were read 3
 // members to a request at RTT 0.)
+//
+// Attached datasets whose rows are read several to a request
+// (loader_foreign_group.cc): the places that completions free one at a time
+// are issued together once there are half a group's worth of them, so that
+// samples read alone do not stay alone (each completion would otherwise
+// issue one sample, and the window's places would drift to single reads).
+// The window keeps at least that many samples in flight meanwhile, and
+// never waits for places when fewer are in flight.
 void Loader::Impl::Refill(std::vector<Launch>* out) {
   if (!started || closed) return;
+  if (attached && ForeignGroupsOn()) {
+    const int64_t granule = std::max(loader::CoalesceCap(o.coalesce, ctl.window()) / 2, 1);
+    if (ctl.window() - in_flight < granule && in_flight >= granule) return;
+  }
   // (Pack groups are full at their pack size whatever the cap: loader/coalesce.h.)
   TaskGroups groups(GroupsOn() ? loader::CoalesceCap(o.coalesce, ctl.window()) : 1);
   Epoch* open_pack = nullptr;  // the epoch whose pack is not all issued yet

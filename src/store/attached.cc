@@ -214,6 +214,12 @@ std::string AttachedTable::DataReadCql(const std::string& split) const {
   return "SELECT " + cols + " FROM " + QuotedTable(split) + " WHERE " + QuoteIdentifier(key_column) + " = ?";
 }
 
+std::string AttachedTable::DataReadManyCql(const std::string& split) const {
+  std::string cols = QuoteIdentifier(key_column) + ", " + QuoteIdentifier(data_column);
+  if (!label_column.empty()) cols += ", " + QuoteIdentifier(label_column);
+  return "SELECT " + cols + " FROM " + QuotedTable(split) + " WHERE " + QuoteIdentifier(key_column) + " IN ?";
+}
+
 std::string AttachedTable::SourceId(const std::string& split) const {
   return "attach:" + std::to_string(generation) + ":" + split;
 }

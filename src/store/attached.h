@@ -66,6 +66,11 @@ struct AttachedTable {  // the parsed DatasetInfo::source
   // SELECT "<data>"[, "<label>"] FROM "ks"."table" WHERE "<key>" = ?
   // (the label only when label_column is set). REQUIRES: tables has `split`.
   std::string DataReadCql(const std::string& split) const;
+  // The data read of several samples of one split (the loader's coalesced
+  // foreign read; at most one row per key, since the key is the whole
+  // primary key), each row naming its key first:
+  // SELECT "<key>", "<data>"[, "<label>"] FROM "ks"."table" WHERE "<key>" IN ?
+  std::string DataReadManyCql(const std::string& split) const;
   // The table of `split` quoted for CQL text ("ks"."table"); "" when absent.
   std::string QuotedTable(const std::string& split) const;
   // The segments' source_id of a split's snapshot: "attach:<generation>:<split>".

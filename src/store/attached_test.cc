@@ -56,6 +56,9 @@ TEST(AttachedTableTest, Statements) {
   n.label_column.clear();
   n.label_type.clear();
   EXPECT_EQ(n.DataReadCql("val"), "SELECT \"data\" FROM \"imagenet\".\"data_val\" WHERE \"id\" = ?");
+  EXPECT_EQ(a.DataReadManyCql("train"),
+            "SELECT \"id\", \"data\", \"label\" FROM \"imagenet\".\"data_train\" WHERE \"id\" IN ?");
+  EXPECT_EQ(n.DataReadManyCql("val"), "SELECT \"id\", \"data\" FROM \"imagenet\".\"data_val\" WHERE \"id\" IN ?");
   EXPECT_EQ(a.SourceId("val"), "attach:3:val");
   EXPECT_EQ(a.QuotedTable("test"), "");
   EXPECT_EQ(KeyTableName("inet"), "k_inet");

@@ -1,0 +1,126 @@
+// Copyright (c) cqlstream authors.
+#include "loader/foreign_group_sink.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cqlstream::loader {
+namespace {
+
+// Records what it is given, as a member's sink (the data cell, column 0
+// after the key, is placed in `buf`).
+class RecordingSink final : public cql::CellSink {
+ public:
+  Status OnRowsBegin(const cql::RowsMetadata&, int32_t rows) override {
+    begins.push_back(rows);
+    return Status::OK();
+  }
+  std::span<uint8_t> CellDestination(int32_t row, int32_t col, int32_t size) override {
+    dest.push_back({row, col});
+    buf.assign(static_cast<size_t>(size), 0);
+    return col == 0 ? std::span<uint8_t>(buf) : std::span<uint8_t>();
+  }
+  Status OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) override {
+    cells.push_back({row, col, data ? std::vector<uint8_t>(data->begin(), data->end()) : std::vector<uint8_t>{}});
+    return Status::OK();
+  }
+  struct Cell {
+    int32_t row, col;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<int32_t> begins;
+  std::vector<std::pair<int32_t, int32_t>> dest;
+  std::vector<Cell> cells;
+  std::vector<uint8_t> buf;
+};
+
+cql::ByteView View(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+
+// Feeds one row (key, data, label) as the decoder does.
+void FeedRow(ForeignGroupSink& s, int32_t row, const std::string& key, uint8_t fill) {
+  ASSERT_TRUE(s.OnCell(row, 0, View(key)).ok());
+  const std::vector<uint8_t> data(3, fill);
+  auto dst = s.CellDestination(row, 1, 3);
+  if (!dst.empty()) {
+    std::copy(data.begin(), data.end(), dst.begin());
+    ASSERT_TRUE(s.OnCell(row, 1, cql::ByteView(dst)).ok());
+  } else {
+    ASSERT_TRUE(s.OnCell(row, 1, cql::ByteView(data)).ok());
+  }
+  const std::vector<uint8_t> label = {0, 0, 0, fill};
+  ASSERT_TRUE(s.OnCell(row, 2, cql::ByteView(label)).ok());
+}
+
+TEST(ForeignGroupSinkTest, PassesEachRowToTheSampleOfItsKey) {
+  auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>(),
+       c = std::make_shared<RecordingSink>();
+  ForeignGroupSink s({{"key-a", a}, {"key-b", b}, {"key-c", c}});
+  ASSERT_TRUE(s.OnRowsBegin(cql::RowsMetadata{}, 2).ok());
+  FeedRow(s, 0, "key-b", 0xbb);  // the server's order, not the caller's
+  FeedRow(s, 1, "key-a", 0xaa);
+  EXPECT_TRUE(s.error().ok()) << s.error().ToString();
+  EXPECT_EQ(s.rows_of(0), 1);
+  EXPECT_EQ(s.rows_of(1), 1);
+  EXPECT_EQ(s.rows_of(2), 0);  // not in the answer: the caller sees it missing
+  EXPECT_TRUE(c->cells.empty());
+  EXPECT_TRUE(c->begins.empty());
+  // Each member sees its row as row 0 of a single read: data, then label.
+  EXPECT_EQ(a->begins, std::vector<int32_t>{1});
+  ASSERT_EQ(a->cells.size(), 2u);
+  EXPECT_EQ(a->cells[0].row, 0);
+  EXPECT_EQ(a->cells[0].col, 0);
+  EXPECT_EQ(a->cells[1].col, 1);
+  EXPECT_EQ(a->cells[1].bytes, (std::vector<uint8_t>{0, 0, 0, 0xaa}));
+  EXPECT_EQ(a->dest, (std::vector<std::pair<int32_t, int32_t>>{{0, 0}}));
+  EXPECT_EQ(a->buf, std::vector<uint8_t>(3, 0xaa));
+  EXPECT_EQ(b->buf, std::vector<uint8_t>(3, 0xbb));
+}
+
+TEST(ForeignGroupSinkTest, AKeyNotAskedForFailsTheAnswerAndNothingMoreIsPassed) {
+  auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>();
+  ForeignGroupSink s({{std::string("\x01\x02", 2), a}, {std::string("\x03\x04", 2), b}});
+  FeedRow(s, 0, std::string("\x01\x02", 2), 0x11);
+  FeedRow(s, 1, std::string("\x09\x09", 2), 0x99);  // not asked for
+  FeedRow(s, 2, std::string("\x03\x04", 2), 0x33);  // after the error: not passed on
+  EXPECT_EQ(s.error().code(), Status::Code::kCorruption);
+  EXPECT_NE(s.error().message().find("0909"), std::string::npos) << s.error().ToString();
+  EXPECT_EQ(a->cells.size(), 2u);
+  EXPECT_TRUE(b->cells.empty());
+  EXPECT_TRUE(b->dest.empty());
+  EXPECT_TRUE(s.CellDestination(2, 1, 3).empty());
+}
+
+TEST(ForeignGroupSinkTest, MalformedRowsFailTheAnswer) {
+  auto a = std::make_shared<RecordingSink>();
+  {
+    ForeignGroupSink s({{"k", a}});
+    ASSERT_TRUE(s.OnCell(0, 0, std::nullopt).ok());  // a null key
+    EXPECT_FALSE(s.error().ok());
+    EXPECT_TRUE(s.CellDestination(0, 1, 3).empty());
+  }
+  {
+    ForeignGroupSink s({{"k", a}});
+    const std::vector<uint8_t> data = {1, 2, 3};
+    ASSERT_TRUE(s.OnCell(0, 1, cql::ByteView(data)).ok());  // a row without its key first
+    EXPECT_FALSE(s.error().ok());
+  }
+  EXPECT_TRUE(a->cells.empty());
+}
+
+TEST(ForeignGroupSinkTest, TwoRowsOfOneKeyAreCountedAndNumbered) {
+  auto a = std::make_shared<RecordingSink>();
+  ForeignGroupSink s({{"k", a}});
+  FeedRow(s, 0, "k", 1);
+  FeedRow(s, 1, "k", 2);
+  EXPECT_TRUE(s.error().ok());
+  EXPECT_EQ(s.rows_of(0), 2);  // the caller hands the count on: a single read's check refuses it
+  EXPECT_EQ(a->begins, std::vector<int32_t>{1});
+  ASSERT_EQ(a->cells.size(), 4u);
+  EXPECT_EQ(a->cells[2].row, 1);
+}
+
+}  // namespace
+}  // namespace cqlstream::loader
