@@ -39,16 +39,19 @@ using loader_impl::AttemptSink;
 // inside a pack). (Issued a few places at a time, packs were read 3
 // members to a request at RTT 0.)
 //
-// Attached datasets whose rows are read several to a request
-// (loader_foreign_group.cc): the places that completions free one at a time
+// While samples are read several to a request (coalesced reads of a native
+// dataset's small samples without packs; an attached dataset's rows,
+// loader_foreign_group.cc), the places that completions free one at a time
 // are issued together once there are half a group's worth of them, so that
 // samples read alone do not stay alone (each completion would otherwise
-// issue one sample, and the window's places would drift to single reads).
-// The window keeps at least that many samples in flight meanwhile, and
-// never waits for places when fewer are in flight.
+// issue one sample, and the window's places drift to single reads: a
+// growing window adds one place at a time, and every retry, hedge and
+// leftover of a group is a single read). The window keeps at least that
+// many samples in flight meanwhile, and never waits for places when fewer
+// are in flight.
 void Loader::Impl::Refill(std::vector<Launch>* out) {
   if (!started || closed) return;
-  if (attached && ForeignGroupsOn()) {
+  if (attached ? ForeignGroupsOn() : group_read_stmt != nullptr && !packed_layout) {
     const int64_t granule = std::max(loader::CoalesceCap(o.coalesce, ctl.window()) / 2, 1);
     if (ctl.window() - in_flight < granule && in_flight >= granule) return;
   }
