@@ -158,12 +158,16 @@ void Loader::Impl::ContinueWithKey(const std::shared_ptr<Task>& t, int attempt, 
     OnAttachedDone(t, attempt, nullptr, sent, Status::Cancelled("the sample was settled by another attempt"));
     return;
   }
-  if (collect != nullptr && cell) {
-    collect->tasks.push_back(t);
-    collect->attempts.push_back(attempt);
-    collect->keys.emplace_back(std::string(reinterpret_cast<const char*>(cell->data()), cell->size()),
-                               std::move(*key));
-    return;
+  if (collect != nullptr) {
+    // Grouped by the bytes the IN list binds (a key that does not encode,
+    // e.g. a text that is not UTF-8, is read alone: its error is its own).
+    cql::Bytes bound;
+    if (EncodeCell(*key, attached->key_type, &bound).ok()) {
+      collect->tasks.push_back(t);
+      collect->attempts.push_back(attempt);
+      collect->keys.emplace_back(std::string(bound.begin(), bound.end()), std::move(*key));
+      return;
+    }
   }
   LaunchForeignRead(t, attempt, plan_offset, sent, *key);
 }

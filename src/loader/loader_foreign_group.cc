@@ -43,18 +43,26 @@ bool Loader::Impl::ForeignGroupsOn() const {
   return attached_read >= loader_impl::kForeignGroupAfter && attached_max_size <= loader::kCoalesceMaxSampleBytes;
 }
 
+// The member key is the key as the IN list binds it (EncodeCell of the
+// value), which is what the node answers in the key column. A snapshot
+// key that decodes but does not encode (a text that is not UTF-8, an ascii
+// one that is not ASCII) is not grouped: its single read fails alone,
+// where in a group it would fail the group's request.
 std::optional<std::pair<std::string, Value>> Loader::Impl::KnownForeignKey(const Task& t) {
+  std::optional<Value> value;
   if (t.foreign_key) {
-    cql::Bytes b;
-    if (!EncodeCell(*t.foreign_key, attached->key_type, &b).ok()) return std::nullopt;
-    return std::make_pair(std::string(b.begin(), b.end()), *t.foreign_key);
+    value = *t.foreign_key;
+  } else {
+    std::string cached;
+    if (!attached->keys->Find(t.key, &cached)) return std::nullopt;
+    const std::span<const uint8_t> cell(reinterpret_cast<const uint8_t*>(cached.data()), cached.size());
+    StatusOr<Value> key = store::SnapshotKeyCell(t.key, 1, cell, attached->key_type, attached->snapshot_table);
+    if (!key.ok()) return std::nullopt;  // its own read names the problem
+    value = std::move(*key);
   }
-  std::string cached;
-  if (!attached->keys->Find(t.key, &cached)) return std::nullopt;
-  const std::span<const uint8_t> cell(reinterpret_cast<const uint8_t*>(cached.data()), cached.size());
-  StatusOr<Value> key = store::SnapshotKeyCell(t.key, 1, cell, attached->key_type, attached->snapshot_table);
-  if (!key.ok()) return std::nullopt;  // its own read names the problem
-  return std::make_pair(std::move(cached), std::move(*key));
+  cql::Bytes bound;
+  if (!EncodeCell(*value, attached->key_type, &bound).ok()) return std::nullopt;
+  return std::make_pair(std::string(bound.begin(), bound.end()), std::move(*value));
 }
 
 void Loader::Impl::IssueKnownAttached(std::shared_ptr<Task> t, TaskGroups* g, std::vector<Launch>* out) {
@@ -108,20 +116,52 @@ void Loader::Impl::LaunchAttachedGroup(std::vector<std::shared_ptr<Task>> tasks,
   LaunchKnownAttached(std::move(known_tasks), std::move(known_attempts), std::move(keys), sent);
 }
 
+// Samples looked up together were grouped by their snapshot rows' replicas
+// and the lookup's cap: their rows are regrouped here as IssueKnownAttached
+// groups them (the foreign key's replicas, the size limit).
 void Loader::Impl::LaunchKnownAttached(std::vector<std::shared_ptr<Task>> tasks, std::vector<int> attempts,
                                        std::vector<std::pair<std::string, Value>> keys, Clock::time_point sent) {
   if (tasks.empty()) return;
   bool groups_on = false;
+  size_t limit = 0;
+  int cap = 1;
   {
     MutexLock lock(&mu);
     groups_on = ForeignGroupsOn();
+    limit = loader::GroupLimitForSize(attached_max_size);
+    cap = loader::CoalesceCap(o.coalesce, ctl.window());
   }
   auto split = attached->by_seg.find(KeySegment(tasks[0]->key));
-  if (groups_on && tasks.size() > 1 && split != attached->by_seg.end() && split->second->data_group_stmt) {
-    LaunchForeignGroup(std::move(tasks), std::move(attempts), std::move(keys), sent);
+  if (!groups_on || tasks.size() < 2 || split == attached->by_seg.end() || !split->second->data_group_stmt) {
+    for (size_t i = 0; i < tasks.size(); ++i) LaunchForeignRead(tasks[i], attempts[i], 0, sent, keys[i].second);
     return;
   }
-  for (size_t i = 0; i < tasks.size(); ++i) LaunchForeignRead(tasks[i], attempts[i], 0, sent, keys[i].second);
+  const int32_t seg = KeySegment(tasks[0]->key);
+  loader::SegmentGrouper<size_t> grouper(cap);
+  std::vector<std::vector<size_t>> groups;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const auto& bytes = keys[i].first;
+    const auto token = routing::PartitionKeyToken(
+        {std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())});
+    const uint64_t replicas = token.ok() ? session->ReplicaSetOf(split->second->keyspace, *token) : 0;
+    if (auto full = grouper.Add(seg, i, limit, replicas)) groups.push_back(std::move(*full));
+  }
+  for (auto& g : grouper.TakeAll()) groups.push_back(std::move(g));
+  for (const auto& g : groups) {
+    if (g.size() == 1) {
+      LaunchForeignRead(tasks[g[0]], attempts[g[0]], 0, sent, keys[g[0]].second);
+      continue;
+    }
+    std::vector<std::shared_ptr<Task>> gt;
+    std::vector<int> ga;
+    std::vector<std::pair<std::string, Value>> gk;
+    for (size_t i : g) {
+      gt.push_back(tasks[i]);
+      ga.push_back(attempts[i]);
+      gk.push_back(keys[i]);
+    }
+    LaunchForeignGroup(std::move(gt), std::move(ga), std::move(gk), sent);
+  }
 }
 
 void Loader::Impl::LaunchForeignGroup(std::vector<std::shared_ptr<Task>> tasks, std::vector<int> attempts,

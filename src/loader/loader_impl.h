@@ -278,6 +278,7 @@ struct Loader::Impl {
   DatasetInfo ds;
   net::PreparedPtr read_stmt;
   net::PreparedPtr group_read_stmt;  // coalesced reads: seg, list of idx (null: off)
+  bool all_coalescible = false;      // coalesced reads on, and every segment's samples may share requests
   net::PreparedPtr pack_read_stmt;   // packed reads: seg, pack, list of idx (null: off)
   std::shared_ptr<const loader::PackedLayout> packed_layout;  // LoaderOptions::packed (null: off)
   // A checkpoint's fingerprint: the sample set's, and the packed layout's.

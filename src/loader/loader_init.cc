@@ -124,6 +124,9 @@ Status Loader::Impl::PrepareStatements() {
         return loader::Coalescible(s.second, ds.chunk_size);
       })) {
     CQLS_ASSIGN_OR_RETURN(group_read_stmt, session->Prepare(store::DataReadManyQuery(ds)));
+    all_coalescible = std::all_of(seg_max_size.begin(), seg_max_size.end(), [&](const auto& s) {
+      return loader::Coalescible(s.second, ds.chunk_size);
+    });
   }
   if (packed_layout) {
     CQLS_ASSIGN_OR_RETURN(pack_read_stmt, session->Prepare(store::PackReadQuery(ds)));

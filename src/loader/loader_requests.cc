@@ -47,13 +47,26 @@ using loader_impl::AttemptSink;
 // issue one sample, and the window's places drift to single reads: a
 // growing window adds one place at a time, and every retry, hedge and
 // leftover of a group is a single read). The window keeps at least that
-// many samples in flight meanwhile, and never waits for places when fewer
-// are in flight.
+// many samples in flight meanwhile, never waits for places when fewer are
+// in flight, and never while the consumer's epoch is still to be created
+// (Fetch calls' samples count in flight too). A first epoch's keys are
+// still looked up ahead meanwhile.
 void Loader::Impl::Refill(std::vector<Launch>* out) {
   if (!started || closed) return;
-  if (attached ? ForeignGroupsOn() : group_read_stmt != nullptr && !packed_layout) {
+  if ((attached ? ForeignGroupsOn() : all_coalescible && !packed_layout) && !epochs.empty()) {
     const int64_t granule = std::max(loader::CoalesceCap(o.coalesce, ctl.window()) / 2, 1);
-    if (ctl.window() - in_flight < granule && in_flight >= granule) return;
+    if (ctl.window() - in_flight < granule && in_flight >= granule) {
+      for (auto& e : epochs) {
+        if (e->AllIssued()) continue;
+        if (attached && attached->key_group_stmt) {
+          std::vector<std::vector<SampleKey>> lookups;
+          LookAheadKeys(e.get(), &lookups);
+          for (auto& keys : lookups) out->push_back(Launch::LookAhead(std::move(keys)));
+        }
+        break;
+      }
+      return;
+    }
   }
   // (Pack groups are full at their pack size whatever the cap: loader/coalesce.h.)
   TaskGroups groups(GroupsOn() ? loader::CoalesceCap(o.coalesce, ctl.window()) : 1);

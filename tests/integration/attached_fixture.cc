@@ -34,19 +34,41 @@ std::vector<uint8_t> RowData(const ForeignTable& t, int i) {
   return PayloadFor(MakeKey(7, i), size);
 }
 
+Value RowKey(const ForeignTable& t, int i) {
+  if (t.key_type == "int") return Value::Int(1000 + 7 * i);
+  if (t.key_type == "bigint") return Value::Bigint((int64_t{1} << 40) + 11 * i);
+  if (t.key_type == "text") return Value::Text(fmt::format("img/{:05}.jpg", i));
+  if (t.key_type == "blob") {
+    const std::string s = fmt::format("key-{}", i);
+    return Value::Blob(std::vector<uint8_t>(s.begin(), s.end()));
+  }
+  return Value::FromUuid(RowId(t.id, i));
+}
+
+std::string RowKeyBytes(const ForeignTable& t, int i) {
+  const DataType type = DataType::Simple(t.key_type == "int"      ? TypeId::kInt
+                                         : t.key_type == "bigint" ? TypeId::kBigint
+                                         : t.key_type == "text"   ? TypeId::kVarchar
+                                         : t.key_type == "blob"   ? TypeId::kBlob
+                                                                  : TypeId::kUuid);
+  cql::Bytes b;
+  EXPECT_TRUE(EncodeCell(RowKey(t, i), type, &b).ok());
+  return std::string(b.begin(), b.end());
+}
+
 std::vector<uint8_t> RowMask(int i) { return std::vector<uint8_t>(static_cast<size_t>(10 + i % 7), static_cast<uint8_t>(i)); }
 
 void WriteForeignTable(net::Session& s, const ForeignTable& t) {
-  MustRun(s, fmt::format("CREATE TABLE IF NOT EXISTS {} (id uuid PRIMARY KEY, label {}, data blob) "
+  MustRun(s, fmt::format("CREATE TABLE IF NOT EXISTS {} (id {} PRIMARY KEY, label {}, data blob) "
                                   "WITH compression = {{'enabled': false}}",
-                                  t.table, t.label_type));
+                                  t.table, t.key_type, t.label_type));
   auto ins = s.Prepare(fmt::format("INSERT INTO {} (id, label, data) VALUES (?, ?, ?)", t.table));
   ASSERT_TRUE(ins.ok()) << ins.status().ToString();
   for (int i = 0; i < t.rows; ++i) {
     Value label = t.label_type == "int"    ? Value::Int(i % 10)
                   : t.label_type == "text" ? Value::Text(kTexts[static_cast<size_t>(i) % kTexts.size()])
                                            : Value::Blob(RowMask(i));
-    auto r = s.Execute(net::Statement::Bound(*ins, {Value::FromUuid(RowId(t.id, i)), label, Value::Blob(RowData(t, i))}));
+    auto r = s.Execute(net::Statement::Bound(*ins, {RowKey(t, i), label, Value::Blob(RowData(t, i))}));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
 }
@@ -70,10 +92,10 @@ SyntheticDataset Attach(net::Session& s, const std::string& ks, const std::strin
   d.info = *info;
   std::set<int32_t> segs;
   for (const auto& g : d.info.SplitSegments("train")) segs.insert(g.seg);
-  std::map<std::string, int> row_of;  // uuid bytes -> row number
+  std::map<std::string, int> row_of;  // serialized key -> row number
   for (int i = 0; i < t.rows; ++i) {
-    const Uuid u = RowId(t.id, i);
-    row_of[std::string(u.bytes.begin(), u.bytes.end())] = i;
+    const std::string kb = RowKeyBytes(t, i);
+    row_of[kb] = i;
   }
   auto snap = s.Execute(net::Statement::Query(fmt::format("SELECT seg, idx, key FROM {}.{}", ks, store::KeyTableName(name))));
   EXPECT_TRUE(snap.ok() && snap->rows());

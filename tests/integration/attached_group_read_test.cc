@@ -167,6 +167,46 @@ TEST_F(AttachedGroupReadTest, AnAnswerFinishingAfterItsTimeoutClaimsNothing) {
   EXPECT_GT(m.coalesced_requests, 0);
 }
 
+// Keys of every kind bind and come back byte for byte: an int, a bigint, a
+// text and a blob key read in groups, exactly once with their bytes. A
+// snapshot row whose text key is not UTF-8 (it decodes, but cannot be
+// bound) fails its own sample only: it is never put in a group.
+TEST(AttachedGroupReadKeys, KeysOfEveryKindAreReadInGroups) {
+  auto s = testing::TestSession();
+  ASSERT_NE(s, nullptr);
+  const std::string& ks = testing::TestKeyspace();
+  int id = 20;
+  for (const std::string type : {"int", "bigint", "text", "blob"}) {
+    SCOPED_TRACE(type);
+    testing::ForeignTable t{ks + ".data_k" + type, "int", 200, id++, /*max_small=*/600, /*big_every=*/0, type};
+    testing::WriteForeignTable(*s, t);
+    SyntheticDataset d = testing::Attach(*s, ks, "att_k" + type, t, LabelKind::kClass);
+    ASSERT_EQ(d.payload.size(), 200u);
+    const int32_t seg = KeySegment(d.payload.begin()->first);
+    const SampleKey bad = MakeKey(seg, 150);
+    if (type == "text") {
+      testing::MustRun(*s, fmt::format("UPDATE {}.k_att_ktext SET key = 0xfffe41 WHERE seg = {} AND idx = 150", ks,
+                                       seg));
+      d.payload.erase(bad);
+    }
+    LoaderOptions o = testing::TestLoaderOptions("att_k" + type);
+    o.epochs = 2;
+    o.shuffle = false;  // sample 150 is issued after groups have started
+    o.on_missing = OnMissing::kSkip;
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    for (int e = 0; e < 2; ++e) {
+      Delivered r = ReadEpoch(**l, d);  // checks every sample's bytes and label
+      ASSERT_TRUE(r.error.empty()) << r.error;
+      EXPECT_EQ(r.keys.size(), d.payload.size());
+    }
+    const LoaderMetrics m = (*l)->Metrics();
+    EXPECT_GT(m.coalesced_requests, 0);
+    EXPECT_EQ(m.skipped, type == "text" ? 2 : 0);  // the bad key, once per epoch
+  }
+  s->Close();
+}
+
 // Rows of 300 kB: groups never start (a group takes samples of at most
 // 16 KiB), every row is read alone.
 TEST(AttachedGroupReadSizes, LargeRowsAreReadAlone) {
