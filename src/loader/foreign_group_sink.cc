@@ -46,22 +46,22 @@ Status ForeignGroupSink::OnCell(int32_t row, int32_t col, std::optional<cql::Byt
     row_ = row;
     member_.reset();
     if (col != 0) {
-      Fail(fmt::format("row {} of a coalesced foreign read does not start with its key", row));
+      Fail(fmt::format("row {} of a foreign read does not start with its key", row));
       return Status::OK();
     }
   }
   if (col == 0) {
     if (member_) {
-      Fail(fmt::format("row {} of a coalesced foreign read has two key cells", row));
+      Fail(fmt::format("row {} of a foreign read has two key cells", row));
       return Status::OK();
     }
     if (!data) {
-      Fail(fmt::format("row {} of a coalesced foreign read has a null key", row));
+      Fail(fmt::format("row {} of a foreign read has a null key", row));
       return Status::OK();
     }
     auto it = by_key_.find(std::string(reinterpret_cast<const char*>(data->data()), data->size()));
     if (it == by_key_.end()) {
-      Fail(fmt::format("a coalesced foreign read answers key {}, which it was not asked for", KeyHex(*data)));
+      Fail(fmt::format("a foreign read answers key {}, which it was not asked for", KeyHex(*data)));
       return Status::OK();
     }
     member_ = it->second;

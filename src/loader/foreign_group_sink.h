@@ -1,9 +1,11 @@
 // Copyright (c) cqlstream authors.
 //
-// The demultiplexer of a coalesced foreign read of an attached dataset (no
-// sockets here): the answer to store::AttachedTable::DataReadManyCql, rows
-// of (key, data[, label]) in the server's order, for samples of one split
-// whose foreign keys were asked for in one `"<key>" IN ?`.
+// The demultiplexer of a foreign read of an attached dataset (no sockets
+// here): the answer to store::AttachedTable::DataReadManyCql, rows of (key,
+// data[, label]) in the server's order, for samples of one split whose
+// foreign keys were asked for in one `"<key>" IN ?`; or, as a group of one,
+// the answer to DataReadCql (`"<key>" = ?`, the same columns), so that a
+// single read's row is checked to be of the key it asked for too.
 //
 // Each row goes to the member whose foreign key (the key cell's bytes as the
 // protocol serializes the key type, compared byte for byte) is the row's

@@ -3,7 +3,7 @@
 // The loader engine's request side for attached datasets (loader_impl.h,
 // store/attached.h). One attempt at an attached sample (seg, idx) is two
 // single-partition, token-aware, idempotent reads:
-//   1. SELECT key FROM ks.k_<dataset> WHERE seg = ? AND idx = ?   (the key
+//   1. SELECT seg, idx, key FROM ks.k_<dataset> WHERE seg = ? AND idx = ? (the key
 //      snapshot: the sample's foreign key; skipped once the task knows it,
 //      and in every later epoch or Fetch of the loader once the key is in
 //      its ForeignKeyCache, loader/foreign_key_cache.h). Samples issued
@@ -13,6 +13,10 @@
 //   2. AttachedTable::DataReadCql(split) bound with that key      (the row)
 //      on the table the segment's snapshot was taken from (its segment
 //      row's source; the catalog's table of the split when none is recorded)
+// Each answer names what it answers (the seg and idx; the key, checked by
+// a loader::ForeignGroupSink of one member), so that an answer a server
+// sends twice, or late, on a stream id a newer request reuses is refused,
+// never taken for another sample's key or bytes.
 // Both run under the attempt that LaunchOne started: the window, the
 // attempt timeout, hedges and retries count the sample once, and the
 // attempt's latency spans both reads. The data cell lands straight in the
@@ -28,6 +32,7 @@
 #include <map>
 
 #include "loader/attached_sink.h"
+#include "loader/foreign_group_sink.h"
 #include "loader/loader_impl.h"
 
 namespace cqlstream {
@@ -134,8 +139,9 @@ void Loader::Impl::LaunchAttached(const std::shared_ptr<Task>& t, int attempt, i
     const cql::Rows* rows = r->rows();
     StatusOr<Value> key = store::SnapshotKey(t->key, rows, attached->key_type, attached->snapshot_table);
     ContinueWithKey(t, attempt, plan_offset, sent, std::move(key),
-                    rows != nullptr && rows->row_count() > 0 && rows->column_count() > 0 ? rows->cell(0, 0)
-                                                                                         : std::nullopt);
+                    rows != nullptr && rows->row_count() > 0 && rows->column_count() > store::kSnapshotColKey
+                        ? rows->cell(0, store::kSnapshotColKey)
+                        : std::nullopt);
   });
 }
 
@@ -309,12 +315,27 @@ void Loader::Impl::LaunchForeignRead(const std::shared_ptr<Task>& t, int attempt
                    Status::Internal(fmt::format("sample {}: its segment has no attached table", FormatKey(t->key))));
     return;
   }
+  // The answer's rows name their key first and pass through a group of
+  // one (loader/foreign_group_sink.h): a row of another key (an answer the
+  // server meant for another request on this stream id) fails the read
+  // before any of its bytes reach the slot.
+  cql::Bytes bound;
+  if (Status enc = EncodeCell(key, attached->key_type, &bound); !enc.ok()) {
+    OnAttachedDone(t, attempt, nullptr, sent,
+                   enc.WithContext(fmt::format("sample {}: its foreign key {}", FormatKey(t->key),
+                                               loader_impl::KeyText(key))));
+    return;
+  }
   auto sink = std::make_shared<AttachedSink>(this, t, attempt, split->second, loader_impl::KeyText(key));
+  auto one = std::make_shared<loader::ForeignGroupSink>(
+      std::vector<loader::ForeignGroupSink::Member>{{std::string(bound.begin(), bound.end()), sink}});
   net::Statement st = net::Statement::Bound(split->second->data_stmt, {key});
   loader_impl::ReadSettings(st, AttemptTimeout(), plan_offset, &no_retry);
-  st.sink = [sink](int) { return sink; };
-  session->ExecuteAsync(std::move(st), [this, t, attempt, sink, sent](StatusOr<net::ResultSet> r) {
-    OnAttachedDone(t, attempt, sink, sent, r.ok() ? Status::OK() : r.status());
+  st.sink = [one](int) { return one; };
+  session->ExecuteAsync(std::move(st), [this, t, attempt, sink, one, sent](StatusOr<net::ResultSet> r) {
+    const Status err = r.ok() ? one->error() : r.status();
+    if (err.ok()) sink->row.OnRowsBegin(one->rows_of(0));
+    OnAttachedDone(t, attempt, sink, sent, err);
   });
 }
 

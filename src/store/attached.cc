@@ -112,7 +112,7 @@ std::string KeyTableCql(const std::string& keyspace, const std::string& dataset)
 }
 
 std::string KeyLookupCql(const std::string& keyspace, const std::string& dataset) {
-  return "SELECT key FROM " + keyspace + "." + KeyTableName(dataset) + " WHERE seg = ? AND idx = ?";
+  return "SELECT seg, idx, key FROM " + keyspace + "." + KeyTableName(dataset) + " WHERE seg = ? AND idx = ?";
 }
 
 std::string KeyLookupManyCql(const std::string& keyspace, const std::string& dataset) {
@@ -209,7 +209,7 @@ std::string AttachedTable::QuotedTable(const std::string& split) const {
 }
 
 std::string AttachedTable::DataReadCql(const std::string& split) const {
-  std::string cols = QuoteIdentifier(data_column);
+  std::string cols = QuoteIdentifier(key_column) + ", " + QuoteIdentifier(data_column);
   if (!label_column.empty()) cols += ", " + QuoteIdentifier(label_column);
   return "SELECT " + cols + " FROM " + QuotedTable(split) + " WHERE " + QuoteIdentifier(key_column) + " = ?";
 }

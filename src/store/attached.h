@@ -63,8 +63,11 @@ struct AttachedTable {  // the parsed DatasetInfo::source
   Status Validate() const;
 
   // The data read of one sample:
-  // SELECT "<data>"[, "<label>"] FROM "ks"."table" WHERE "<key>" = ?
-  // (the label only when label_column is set). REQUIRES: tables has `split`.
+  // SELECT "<key>", "<data>"[, "<label>"] FROM "ks"."table" WHERE "<key>" = ?
+  // (the label only when label_column is set). The row names its key, so
+  // that a reader can tell an answer meant for another request (a server
+  // that answers a stream id twice, or late) from the row it asked for.
+  // REQUIRES: tables has `split`.
   std::string DataReadCql(const std::string& split) const;
   // The data read of several samples of one split (the loader's coalesced
   // foreign read; at most one row per key, since the key is the whole
@@ -88,7 +91,8 @@ StatusOr<std::string> AttachedSegmentTable(const DatasetInfo& d, const AttachedT
 std::string KeyTableName(const std::string& dataset);
 // CREATE TABLE IF NOT EXISTS ks.k_<d> (seg int, idx int, key blob, PRIMARY KEY ((seg, idx))).
 std::string KeyTableCql(const std::string& keyspace, const std::string& dataset);
-// SELECT key FROM ks.k_<d> WHERE seg = ? AND idx = ?
+// SELECT seg, idx, key FROM ks.k_<d> WHERE seg = ? AND idx = ?  (the row
+// names its sample: store::SnapshotKey checks it)
 std::string KeyLookupCql(const std::string& keyspace, const std::string& dataset);
 // SELECT seg, idx, key FROM ks.k_<d> WHERE seg = ? AND idx IN ?  (the
 // loader's grouped lookup of several samples of one segment: one row per

@@ -9,6 +9,15 @@
 #include "store/schema.h"
 
 namespace cqlstream::store {
+namespace {
+
+std::optional<int32_t> IntOf(const std::optional<std::span<const uint8_t>>& c) {
+  if (!c || c->size() != 4) return std::nullopt;
+  const auto& b = *c;
+  return static_cast<int32_t>((uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3]);
+}
+
+}  // namespace
 
 StatusOr<AttachedLabelType> ParseAttachedLabelType(std::string_view t) {
   if (t.empty()) return AttachedLabelType::kNone;
@@ -31,15 +40,39 @@ StatusOr<DataType> AttachedKeyType(std::string_view t) {
       fmt::format("attached key type '{}' is not uuid, timeuuid, bigint, int, text, varchar, ascii or blob", t));
 }
 
+bool ForeignKeyMatches(std::optional<std::span<const uint8_t>> cell, std::span<const uint8_t> bound) {
+  return cell && std::equal(cell->begin(), cell->end(), bound.begin(), bound.end());
+}
+
 StatusOr<Value> SnapshotKey(SampleKey sample, const cql::Rows* rows, const DataType& key_type,
                             const std::string& snapshot_table) {
   if (rows == nullptr) {
     return Status::Corruption(fmt::format("sample {}: the key lookup in the key snapshot {} answered no rows result",
                                           FormatKey(sample), snapshot_table));
   }
-  std::optional<std::span<const uint8_t>> cell;
-  if (rows->row_count() > 0 && rows->column_count() > 0) cell = rows->cell(0, 0);
-  return SnapshotKeyCell(sample, rows->column_count() > 0 ? rows->row_count() : -1, cell, key_type, snapshot_table);
+  const bool columns = rows->column_count() > kSnapshotColKey;
+  SnapshotRowCells first;
+  if (rows->row_count() > 0 && columns) {
+    first = {rows->cell(0, kSnapshotColSeg), rows->cell(0, kSnapshotColIdx), rows->cell(0, kSnapshotColKey)};
+  }
+  return SnapshotKeyRow(sample, columns ? rows->row_count() : -1, first, key_type, snapshot_table);
+}
+
+StatusOr<Value> SnapshotKeyRow(SampleKey sample, int32_t row_count, const SnapshotRowCells& row,
+                               const DataType& key_type, const std::string& snapshot_table) {
+  if (row_count > 0) {
+    // The row names its sample, so that an answer the server meant for
+    // another request (a stream id answered twice, or late) is never taken
+    // for this sample's key.
+    const std::optional<int32_t> seg = IntOf(row.seg), idx = IntOf(row.idx);
+    if (!seg || !idx || MakeKey(*seg, *idx) != sample) {
+      return Status::Corruption(fmt::format("sample {}: the key lookup in the key snapshot {} answered {}",
+                                            FormatKey(sample), snapshot_table,
+                                            seg && idx ? "the row of sample " + FormatKey(MakeKey(*seg, *idx))
+                                                       : std::string("a row without an int seg and idx")));
+    }
+  }
+  return SnapshotKeyCell(sample, row_count, row_count > 0 ? row.key : std::nullopt, key_type, snapshot_table);
 }
 
 StatusOr<Value> SnapshotKeyCell(SampleKey sample, int32_t row_count, std::optional<std::span<const uint8_t>> cell,
@@ -64,12 +97,6 @@ StatusOr<Value> SnapshotKeyCell(SampleKey sample, int32_t row_count, std::option
 }
 
 namespace {
-
-std::optional<int32_t> IntOf(const std::optional<std::span<const uint8_t>>& c) {
-  if (!c || c->size() != 4) return std::nullopt;
-  const auto& b = *c;
-  return static_cast<int32_t>((uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3]);
-}
 
 }  // namespace
 

@@ -12,10 +12,13 @@
 // the sample and the table, never a write outside the sample's region or an
 // unbounded allocation.
 //
-//   snapshot answer := exactly one row, column 0 = key blob
+//   snapshot answer := exactly one row: seg, idx (the sample's), key blob
 //     key  : 1..kMaxAttachedKeyBytes bytes that decode as the key type
 //            (uuid/timeuuid 16, bigint 8, int 4, text UTF-8, blob any)
-//   data answer     := exactly one row (AttachedTable::DataReadCql)
+//   data answer     := exactly one row (AttachedTable::DataReadCql), its
+//                      first cell the key the reader bound (the reader
+//                      checks it: ForeignKeyMatches) and its other cells
+//                      numbered from 0 here:
 //     col 0 data    : blob, not null, at most max_bytes
 //     col 1 label   : (when the read selects one) by label type:
 //       int         -> label (class: null = -1, else in [0, classes) when
@@ -55,8 +58,12 @@ namespace cqlstream::store {
 // The largest foreign key cqlstream binds back (Cassandra's partition key limit).
 inline constexpr size_t kMaxAttachedKeyBytes = 64 << 10;
 
-// The columns of AttachedTable::DataReadCql's answer.
+// The columns of AttachedTable::DataReadCql's answer after its key column.
 inline constexpr int kAttachedColData = 0, kAttachedColLabel = 1;
+
+// Whether a data answer's key cell is the key a reader bound (`bound`: the
+// key as the protocol serializes it), byte for byte; a null cell never is.
+bool ForeignKeyMatches(std::optional<std::span<const uint8_t>> cell, std::span<const uint8_t> bound);
 
 // How a label column is read (from AttachedTable::label_type).
 enum class AttachedLabelType { kNone, kInt, kIntList, kText, kBlob };
@@ -67,21 +74,31 @@ StatusOr<AttachedLabelType> ParseAttachedLabelType(std::string_view label_type);
 // uuid, timeuuid, bigint, int, text, varchar, ascii or blob.
 StatusOr<DataType> AttachedKeyType(std::string_view key_type);
 
-// The key snapshot's answer for `sample` (KeyLookupCql): the foreign key as
-// a Value of `key_type`, ready to bind. NotFound when the snapshot has no row
-// for the sample, Corruption when the row is malformed; both name the sample
-// and `snapshot_table`. `rows` null (not a Rows result) is Corruption too.
-StatusOr<Value> SnapshotKey(SampleKey sample, const cql::Rows* rows, const DataType& key_type,
-                            const std::string& snapshot_table);
-// The same on the answer's row count and its first row's key cell.
-StatusOr<Value> SnapshotKeyCell(SampleKey sample, int32_t row_count, std::optional<std::span<const uint8_t>> cell,
-                                const DataType& key_type, const std::string& snapshot_table);
+// The columns of KeyLookupCql's answer.
+inline constexpr int kSnapshotColSeg = 0, kSnapshotColIdx = 1, kSnapshotColKey = 2;
 
-// One row of a grouped lookup's answer (KeyLookupManyCql): its seg, idx and
-// key cells as received (null: absent).
+// One row of a lookup's answer (KeyLookupCql, KeyLookupManyCql): its seg,
+// idx and key cells as received (null: absent).
 struct SnapshotRowCells {
   std::optional<std::span<const uint8_t>> seg, idx, key;
 };
+
+// The key snapshot's answer for `sample` (KeyLookupCql): the foreign key as
+// a Value of `key_type`, ready to bind. NotFound when the snapshot has no row
+// for the sample, Corruption when the row is malformed or is another
+// sample's (its seg and idx cells); both name the sample and
+// `snapshot_table`. `rows` null (not a Rows result) is Corruption too.
+StatusOr<Value> SnapshotKey(SampleKey sample, const cql::Rows* rows, const DataType& key_type,
+                            const std::string& snapshot_table);
+// The same on the answer's row count and its first row's cells (ignored
+// when the count is not positive).
+StatusOr<Value> SnapshotKeyRow(SampleKey sample, int32_t row_count, const SnapshotRowCells& row,
+                               const DataType& key_type, const std::string& snapshot_table);
+// The key cell alone (a row already known to be the sample's: a grouped
+// lookup's, or a cached key).
+StatusOr<Value> SnapshotKeyCell(SampleKey sample, int32_t row_count, std::optional<std::span<const uint8_t>> cell,
+                                const DataType& key_type, const std::string& snapshot_table);
+
 // The key cell of each sample a grouped lookup of segment `seg` asked for
 // (`asked`: their idx), by idx; a sample the answer does not hold is absent
 // (SnapshotKeyCell with a row count of 0 then names it). Corruption naming

@@ -7,8 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "cql/frame_decoder_harness.h"
+#include "cql/response.h"
 #include "cql/wire.h"
 
 namespace cqlstream::store {
@@ -304,6 +308,54 @@ std::vector<uint8_t> Int4(int32_t v) {
   const auto u = static_cast<uint32_t>(v);
   return {static_cast<uint8_t>(u >> 24), static_cast<uint8_t>(u >> 16), static_cast<uint8_t>(u >> 8),
           static_cast<uint8_t>(u)};
+}
+
+// A lookup's answer as the node sends it: columns seg, idx, key (`columns`
+// of them), typed blob (SnapshotKey reads cells, not types).
+cql::Rows LookupAnswer(const std::vector<std::vector<cql::testing::Cell>>& rows, int32_t columns = 3) {
+  auto body = std::make_shared<cql::Bytes>(cql::testing::RowsBody(columns, rows));
+  cql::Reader r{cql::ByteView(*body)};
+  int32_t kind = 0;
+  EXPECT_TRUE(r.Int(&kind).ok());  // the Result kind: Rows
+  auto decoded = cql::Rows::Decode(body, r);
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+  return decoded.ok() ? *decoded : cql::Rows();
+}
+
+// A lookup's row names its sample: another sample's row (an answer the
+// server meant for another request) is never taken for this sample's key.
+TEST(AttachedRowTest, ASnapshotLookupTakesOnlyTheSamplesOwnRow) {
+  const DataType kIntKey = DataType::Simple(TypeId::kInt);
+  const cql::Rows own = LookupAnswer({{Int4(2), Int4(41), Int4(5123)}});
+  auto v = SnapshotKey(kKey, &own, kIntKey, "ks.k_d");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->as_int(), 5123);
+  const cql::Rows other = LookupAnswer({{Int4(2), Int4(40), Int4(5120)}});
+  auto o = SnapshotKey(kKey, &other, kIntKey, "ks.k_d");
+  EXPECT_EQ(o.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(o.status().message().find("answered the row of sample 2:40"), std::string::npos) << o.status().ToString();
+  const cql::Rows other_seg = LookupAnswer({{Int4(3), Int4(41), Int4(5120)}});
+  EXPECT_EQ(SnapshotKey(kKey, &other_seg, kIntKey, "ks.k_d").status().code(), Status::Code::kCorruption);
+  const cql::Rows long_idx = LookupAnswer({{Int4(2), std::vector<uint8_t>(8, 0), Int4(5120)}});
+  auto l = SnapshotKey(kKey, &long_idx, kIntKey, "ks.k_d");
+  EXPECT_NE(l.status().message().find("without an int seg and idx"), std::string::npos) << l.status().ToString();
+  const cql::Rows null_seg = LookupAnswer({{std::nullopt, Int4(41), Int4(5120)}});
+  EXPECT_EQ(SnapshotKey(kKey, &null_seg, kIntKey, "ks.k_d").status().code(), Status::Code::kCorruption);
+  const cql::Rows key_only = LookupAnswer({{Int4(5123)}}, 1);  // the key alone: no sample named
+  EXPECT_EQ(SnapshotKey(kKey, &key_only, kIntKey, "ks.k_d").status().code(), Status::Code::kCorruption);
+  const cql::Rows none = LookupAnswer({});
+  EXPECT_TRUE(SnapshotKey(kKey, &none, kIntKey, "ks.k_d").status().IsNotFound());
+  EXPECT_EQ(SnapshotKey(kKey, nullptr, kIntKey, "ks.k_d").status().code(), Status::Code::kCorruption);
+}
+
+// A data row's key cell must be the key bound, byte for byte.
+TEST(AttachedRowTest, ForeignKeyMatchesOnlyTheBoundBytes) {
+  const auto k = Int4(5123);
+  EXPECT_TRUE(ForeignKeyMatches(View(k), k));
+  EXPECT_FALSE(ForeignKeyMatches(View(Int4(5124)), k));
+  EXPECT_FALSE(ForeignKeyMatches(View(std::vector<uint8_t>{0, 0, 0x14}), k));
+  EXPECT_FALSE(ForeignKeyMatches(std::nullopt, k));
+  EXPECT_TRUE(ForeignKeyMatches(View(std::vector<uint8_t>{}), std::span<const uint8_t>()));
 }
 
 TEST(AttachedRowTest, GroupedLookupsHandEachAskedSampleItsKey) {

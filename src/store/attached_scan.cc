@@ -187,11 +187,23 @@ Status AttachedSamples::ReadData(const std::string& split, SampleKey k, Attached
   *key_path = KeyPath(*key);
   auto q = data_reads_.find(TableOf(split, k));
   if (q == data_reads_.end()) return Status::InvalidArgument(fmt::format("no table for split '{}'", split));
+  cql::Bytes bound;  // the key as the read binds it
+  CQLS_RETURN_IF_ERROR(EncodeCell(*key, key_type_, &bound));
   CQLS_ASSIGN_OR_RETURN(auto r, Run(q->second, {*key}, 2));
   const cql::Rows* rows = r.rows();
-  row->OnRowsBegin(rows == nullptr ? 0 : rows->row_count());
-  for (int32_t i = 0; rows != nullptr && i < rows->row_count(); ++i) {
-    for (int32_t c = 0; c < rows->column_count(); ++c) row->OnCell(i, c, rows->cell(i, c));
+  const int32_t n = rows == nullptr ? 0 : rows->row_count();
+  // Each row names its key first: a row of another key is an answer meant
+  // for another request, never this sample's data.
+  for (int32_t i = 0; i < n; ++i) {
+    if (rows->column_count() < 1 || !ForeignKeyMatches(rows->cell(i, 0), bound)) {
+      *problem = Status::Corruption(fmt::format("sample {} (key {}): the data read of {} answered a row of another key",
+                                                FormatKey(k), *key_path, TableOf(split, k)));
+      return Status::OK();
+    }
+  }
+  row->OnRowsBegin(n);
+  for (int32_t i = 0; i < n; ++i) {
+    for (int32_t c = 1; c < rows->column_count(); ++c) row->OnCell(i, c - 1, rows->cell(i, c));
   }
   *problem = row->Finish();
   return Status::OK();

@@ -51,11 +51,12 @@ TEST(AttachedTableTest, RoundTrip) {
 
 TEST(AttachedTableTest, Statements) {
   const AttachedTable a = Reference();
-  EXPECT_EQ(a.DataReadCql("train"), "SELECT \"data\", \"label\" FROM \"imagenet\".\"data_train\" WHERE \"id\" = ?");
+  EXPECT_EQ(a.DataReadCql("train"),
+            "SELECT \"id\", \"data\", \"label\" FROM \"imagenet\".\"data_train\" WHERE \"id\" = ?");
   AttachedTable n = a;
   n.label_column.clear();
   n.label_type.clear();
-  EXPECT_EQ(n.DataReadCql("val"), "SELECT \"data\" FROM \"imagenet\".\"data_val\" WHERE \"id\" = ?");
+  EXPECT_EQ(n.DataReadCql("val"), "SELECT \"id\", \"data\" FROM \"imagenet\".\"data_val\" WHERE \"id\" = ?");
   EXPECT_EQ(a.DataReadManyCql("train"),
             "SELECT \"id\", \"data\", \"label\" FROM \"imagenet\".\"data_train\" WHERE \"id\" IN ?");
   EXPECT_EQ(n.DataReadManyCql("val"), "SELECT \"id\", \"data\" FROM \"imagenet\".\"data_val\" WHERE \"id\" IN ?");
@@ -64,7 +65,7 @@ TEST(AttachedTableTest, Statements) {
   EXPECT_EQ(KeyTableName("inet"), "k_inet");
   EXPECT_EQ(KeyTableCql("ks", "inet"),
             "CREATE TABLE IF NOT EXISTS ks.k_inet (seg int, idx int, key blob, PRIMARY KEY ((seg, idx)))");
-  EXPECT_EQ(KeyLookupCql("ks", "inet"), "SELECT key FROM ks.k_inet WHERE seg = ? AND idx = ?");
+  EXPECT_EQ(KeyLookupCql("ks", "inet"), "SELECT seg, idx, key FROM ks.k_inet WHERE seg = ? AND idx = ?");
   EXPECT_EQ(KeyScanCql(a, "train"),
             "SELECT \"id\" FROM \"imagenet\".\"data_train\" WHERE token(\"id\") > ? AND token(\"id\") <= ?");
   AttachedTable t = a;

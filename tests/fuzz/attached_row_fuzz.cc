@@ -9,9 +9,11 @@
 // (OnDataSize, the bytes placed by the caller in a region of exactly that
 // size) or handed whole, a blob target announced or handed whole.
 //
-// Also a grouped lookup's answer (rows of seg, idx and key cells for a set
-// of asked samples): accepted, it hands keys only to asked samples, at most
-// one per row; else Corruption with a message.
+// Also a single lookup's row (seg, idx and key cells: accepted only when the
+// seg and idx cells are 4-byte ints naming the sample) and a grouped
+// lookup's answer (rows of seg, idx and key cells for a set of asked
+// samples): accepted, it hands keys only to asked samples, at most one per
+// row; else Corruption with a message.
 //
 // Checked: nothing throws or traps (ASan/UBSan); an accepted key is a
 // non-null value of the key type; an accepted row has one row, a data size
@@ -76,6 +78,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Check(!key->is_null() && key_rows == 1 && key_cell && !key_cell->empty());
     } else {
       CheckRefusal(key.status());
+    }
+    // The same key in a single lookup's row, whose seg and idx cells are
+    // mostly ints near the sample's.
+    std::optional<std::vector<uint8_t>> named[2];
+    for (int c = 0; c < 2; ++c) {
+      if (in.ConsumeBool()) {
+        const auto v = static_cast<uint32_t>(in.ConsumeIntegralInRange<int32_t>(0, 3));
+        named[c] = std::vector<uint8_t>{static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16),
+                                        static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)};
+      } else {
+        named[c] = Cell(in, 6);
+      }
+    }
+    auto own = SnapshotKeyRow(sample, key_rows, {View(named[0]), View(named[1]), View(key_cell)}, *key_type,
+                              "ks.k_d");
+    if (own.ok()) {
+      const auto int_of = [](const std::optional<std::vector<uint8_t>>& c) {
+        return static_cast<int32_t>((uint32_t{(*c)[0]} << 24) | (uint32_t{(*c)[1]} << 16) |
+                                    (uint32_t{(*c)[2]} << 8) | (*c)[3]);
+      };
+      Check(key.ok() && named[0] && named[0]->size() == 4 && named[1] && named[1]->size() == 4);
+      Check(MakeKey(int_of(named[0]), int_of(named[1])) == sample);
+    } else {
+      CheckRefusal(own.status());
     }
   }
 

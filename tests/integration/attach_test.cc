@@ -19,6 +19,7 @@
 
 #include "store/attach.h"
 #include "store/attached.h"
+#include "store/attached_row.h"
 #include "store/catalog.h"
 #include "store_fixture.h"
 
@@ -94,7 +95,7 @@ class AttachTest : public StoreFixture {
         auto r = S().Execute(net::Statement::Bound(*q, {Value::Int(g.seg), Value::Int(idx)}));
         EXPECT_TRUE(r.ok() && r->rows() && r->rows()->row_count() == 1) << g.seg << ":" << idx;
         if (!r.ok() || !r->rows() || r->rows()->row_count() != 1) continue;
-        auto key = r->rows()->Get<cql::ByteView>(0, 0);
+        auto key = r->rows()->Get<cql::ByteView>(0, store::kSnapshotColKey);
         EXPECT_TRUE(key.ok());
         EXPECT_TRUE(out.emplace(Bytes(*key), MakeKey(g.seg, idx)).second) << "key listed twice";
       }
@@ -141,7 +142,11 @@ TEST_F(AttachTest, ReferenceLayoutUuidKeys) {
     std::copy(key.begin(), key.end(), u.bytes.begin());
     auto row = S().Execute(net::Statement::Bound(*read, {Value::FromUuid(u)}));
     ASSERT_TRUE(row.ok() && row->rows() && row->rows()->row_count() == 1);
-    auto blob = row->rows()->Get<cql::ByteView>(0, 0);
+    // The row names its key first (the reader checks it), then the data.
+    auto named = row->rows()->cell(0, 0);
+    ASSERT_TRUE(named.has_value());
+    EXPECT_EQ(Bytes(*named), key);
+    auto blob = row->rows()->Get<cql::ByteView>(0, 1);
     ASSERT_TRUE(blob.ok());
     EXPECT_EQ(Bytes(*blob), payload);
   }
