@@ -126,15 +126,16 @@ Table Segments() {
                     Value::Bigint(kSamples), Value::Text("sealed")});
   // An attach writes no sizes: its rows are read as they are.
   t.rows.push_back({Value::Text(kAttachedDataset), Value::Int(0), Value::Text(kSplit), Value::Text("attach:1:train"),
-                    Value::Text(std::string(kKeyspace) + "." + kForeignTable), Value::Null(), Value::Int(kSamples),
-                    Value::Bigint(0), Value::Bigint(0), Value::Null(), Value::Bigint(kSamples),
+                    Value::Text(std::string(kKeyspace) + "." + kForeignTable), Value::Null(),
+                    Value::Int(kAttachedSamples), Value::Bigint(0), Value::Bigint(0), Value::Null(),
+                    Value::Bigint(kAttachedSamples),
                     Value::Text("sealed")});
   return t;
 }
 
 Table KeySnapshot() {
   Table t{kKeyspace, std::string("k_") + kAttachedDataset, {{"seg", kInt}, {"idx", kInt}, {"key", kBlob}}, {}};
-  for (int32_t i = 0; i < kSamples; ++i) {
+  for (int32_t i = 0; i < kAttachedSamples; ++i) {
     std::vector<uint8_t> key(4);
     cql::StoreU32(key.data(), static_cast<uint32_t>(ForeignKeyOf(i)));
     t.rows.push_back({Value::Int(0), Value::Int(i), Value::Blob(std::move(key))});
@@ -144,7 +145,9 @@ Table KeySnapshot() {
 
 Table Foreign() {
   Table t{kKeyspace, kForeignTable, {{"id", kInt}, {"img", kBlob}}, {}};
-  for (int32_t i = 0; i < kSamples; ++i) t.rows.push_back({Value::Int(ForeignKeyOf(i)), Value::Blob(SamplePayload(i))});
+  for (int32_t i = 0; i < kAttachedSamples; ++i) {
+    t.rows.push_back({Value::Int(ForeignKeyOf(i)), Value::Blob(SamplePayload(i))});
+  }
   return t;
 }
 
@@ -222,7 +225,7 @@ int64_t SampleChecksum(int32_t idx) {
 int32_t ForeignKeyOf(int32_t idx) { return 5000 + 3 * idx; }
 
 int32_t IdxOfForeignKey(int32_t key) {
-  if (key < 5000 || (key - 5000) % 3 != 0 || (key - 5000) / 3 >= kSamples) return -1;
+  if (key < 5000 || (key - 5000) % 3 != 0 || (key - 5000) / 3 >= kAttachedSamples) return -1;
   return (key - 5000) / 3;
 }
 

@@ -8,7 +8,9 @@
 // * "att", attached: split "train" is the foreign table hostile."foreign"
 //   (key column "id" int, data column "img" blob), whose key snapshot
 //   k_att holds in segment 0 the key of sample idx (ForeignKeyOf), the row
-//   holding the same payload as toy's sample idx.
+//   holding the payload SamplePayload(idx) (toy's for idx < kSamples);
+//   kAttachedSamples of them, enough that a loader reads the rows of the
+//   later ones in groups (`"id" IN ?`, after its first 32 reads).
 //
 // Run() answers the SELECTs cqlstream sends (session topology, catalog,
 // data, metadata and key-snapshot reads): it parses `SELECT cols FROM
@@ -38,14 +40,16 @@ inline constexpr const char* kSplit = "train";
 inline constexpr int32_t kSamples = 24;
 inline constexpr int32_t kChunkSize = 1024;
 inline constexpr const char* kAttachedDataset = "att";
+inline constexpr int32_t kAttachedSamples = 256;
 inline constexpr const char* kForeignTable = "foreign";
 
-// The foreign key (column "id") of attached sample (seg 0, idx i).
+// The foreign key (column "id") of attached sample (seg 0, idx i), and of
+// any idx (past kAttachedSamples: a key the table does not hold).
 int32_t ForeignKeyOf(int32_t idx);
 // The idx whose foreign key is `key`, or -1.
 int32_t IdxOfForeignKey(int32_t key);
 
-// The payload of sample (seg 0, idx i): deterministic bytes.
+// The payload of sample (seg 0, idx i) of either dataset: deterministic bytes.
 std::vector<uint8_t> SamplePayload(int32_t idx);
 int64_t SampleChecksum(int32_t idx);  // xxh64(payload), seed 0, as signed
 

@@ -1,15 +1,17 @@
 // Copyright (c) cqlstream authors.
 //
-// cqlstream-hostile-loader: reads one epoch of the hostile server's dataset
-// with the C++ Loader and says what came of it, for hostile_tests (which runs
-// it as a child process, so that a crash or a hang is observed, not suffered).
+// cqlstream-hostile-loader: reads the hostile server's dataset with the C++
+// Loader and says what came of it, for hostile_tests (which runs it as a
+// child process, so that a crash or a hang is observed, not suffered).
 //
-//   cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME]
+//   cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME] [--epochs N]
 //
-// NAME is the native dataset (default) or the attached one: the samples
-// and payloads are the same.
+// NAME is the native dataset (default) or the attached one: the payloads
+// are the same (h::SamplePayload), the attached dataset holds more samples.
+// N epochs (default 1): a later epoch reads the keys an earlier one found.
 //
-// Exit 0 and "OK <n>": every sample exactly once with its honest payload.
+// Exit 0 and "OK <n>": every sample exactly once per epoch with its honest
+// payload (n: the samples of one epoch).
 // Exit 1 and "ERROR <status>": the Loader returned an error Status.
 // Exit 3 and "WRONG <what>": the Loader returned data that is not the
 // dataset (a silently wrong result).
@@ -56,8 +58,10 @@ int Main(int argc, char** argv) {
       o.ordered = true;
     } else if (a == "--dataset" && i + 1 < argc) {
       o.dataset = argv[++i];
+    } else if (a == "--epochs" && i + 1 < argc) {
+      o.epochs = std::atoi(argv[++i]);
     } else {
-      fmt::print(stderr, "usage: cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME]\n");
+      fmt::print(stderr, "usage: cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME] [--epochs N]\n");
       return 2;
     }
   }
@@ -66,32 +70,37 @@ int Main(int argc, char** argv) {
     fmt::print("ERROR {}\n", l.status().ToString());
     return 1;
   }
-  std::set<cqlstream::SampleKey> seen;
-  for (;;) {
-    auto b = (*l)->Next();
-    if (!b.ok()) {
-      fmt::print("ERROR {}\n", b.status().ToString());
-      return 1;
-    }
-    if (*b == nullptr) break;
-    const cqlstream::Batch& batch = **b;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const cqlstream::SampleKey k = batch.keys[i];
-      const auto idx = static_cast<int32_t>(k & 0xffffffffu);
-      if ((k >> 32) != 0 || idx < 0 || idx >= h::kSamples) return Wrong(fmt::format("unknown key {:#x}", k));
-      if (!seen.insert(k).second) return Wrong(fmt::format("sample 0:{} delivered twice", idx));
-      const auto want = h::SamplePayload(idx);
-      const auto got = batch.sample(i);
-      if (got.size() != want.size() || !std::equal(got.begin(), got.end(), want.begin())) {
-        return Wrong(fmt::format("sample 0:{}: {} bytes that are not its payload ({} bytes)", idx, got.size(),
-                                 want.size()));
+  const int32_t count = o.dataset == h::kAttachedDataset ? h::kAttachedSamples : h::kSamples;
+  for (int64_t e = 0; e < o.epochs; ++e) {
+    // Next() answers nullptr at the end of each epoch.
+    std::set<cqlstream::SampleKey> seen;
+    for (;;) {
+      auto b = (*l)->Next();
+      if (!b.ok()) {
+        fmt::print("ERROR {}\n", b.status().ToString());
+        return 1;
+      }
+      if (*b == nullptr) break;
+      const cqlstream::Batch& batch = **b;
+      if (batch.epoch != e) return Wrong(fmt::format("a batch of epoch {} in epoch {}", batch.epoch, e));
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const cqlstream::SampleKey k = batch.keys[i];
+        const auto idx = static_cast<int32_t>(k & 0xffffffffu);
+        if ((k >> 32) != 0 || idx < 0 || idx >= count) return Wrong(fmt::format("unknown key {:#x}", k));
+        if (!seen.insert(k).second) return Wrong(fmt::format("sample 0:{} delivered twice in epoch {}", idx, e));
+        const auto want = h::SamplePayload(idx);
+        const auto got = batch.sample(i);
+        if (got.size() != want.size() || !std::equal(got.begin(), got.end(), want.begin())) {
+          return Wrong(fmt::format("sample 0:{}: {} bytes that are not its payload ({} bytes)", idx, got.size(),
+                                   want.size()));
+        }
       }
     }
+    if (seen.size() != static_cast<size_t>(count)) {
+      return Wrong(fmt::format("{} of {} samples delivered in epoch {}", seen.size(), count, e));
+    }
   }
-  if (seen.size() != static_cast<size_t>(h::kSamples)) {
-    return Wrong(fmt::format("{} of {} samples delivered", seen.size(), h::kSamples));
-  }
-  fmt::print("OK {}\n", seen.size());
+  fmt::print("OK {}\n", count);
   return 0;
 }
 

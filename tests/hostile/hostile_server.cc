@@ -23,7 +23,7 @@ const std::vector<ModeInfo> kModes = {
     {Mode::kChunksShort, "chunks-short", Expect::kError, Expect::kCorrect, Expect::kCorrect,
      "size|chunk|incomplete|short"},
     {Mode::kChunksLong, "chunks-long", Expect::kError, Expect::kCorrect, Expect::kCorrect, "size|chunk|more|long"},
-    {Mode::kWrongKey, "wrong-key", Expect::kError, Expect::kCorrect, Expect::kCorrect, "key|0:7|sample"},
+    {Mode::kWrongKey, "wrong-key", Expect::kError, Expect::kCorrect, Expect::kError, "key|0:7|sample"},
     {Mode::kMissingRows, "missing-rows", Expect::kError, Expect::kCorrect, Expect::kCorrect, "missing|not found|0:9"},
     {Mode::kCatalogHugeMaxSize, "catalog-huge-max-size", Expect::kEither, Expect::kCorrect, Expect::kEither,
      "size|max|catalog"},
@@ -55,6 +55,7 @@ const std::vector<ModeInfo> kModes = {
     {Mode::kKeyGroupLies, "key-group-lies", Expect::kCorrect, Expect::kCorrect, Expect::kCorrect, ""},
     {Mode::kForeignRowsLie, "foreign-rows-lie", Expect::kCorrect, Expect::kCorrect, Expect::kError,
      "0:9|0:11|row|null"},
+    {Mode::kForeignGroupLies, "foreign-group-lies", Expect::kCorrect, Expect::kCorrect, Expect::kCorrect, ""},
 };
 
 bool ReadFull(int fd, uint8_t* p, size_t n) {
@@ -92,6 +93,15 @@ void SetCell(Table* t, size_t row, const char* col, Value v) {
 cql::Bytes IntCell(int32_t v) {
   cql::Bytes b(4);
   cql::StoreU32(b.data(), static_cast<uint32_t>(v));
+  return b;
+}
+
+// A list of one int: the value of an `IN ?` marker.
+cql::Bytes IntListCell(int32_t v) {
+  cql::Bytes b(12);
+  cql::StoreU32(b.data(), 1);
+  cql::StoreU32(b.data() + 4, 4);
+  cql::StoreU32(b.data() + 8, static_cast<uint32_t>(v));
   return b;
 }
 
@@ -174,7 +184,7 @@ struct HostileServer::Conn {
     switch (s->lies_told_.fetch_add(1) % 4) {
       case 0: {  // a sample not asked for (past the split's end)
         std::vector<Value> extra = t.rows.front();
-        extra[1] = Value::Int(kSamples + 7);
+        extra[1] = Value::Int(kAttachedSamples + 7);
         t.rows.push_back(std::move(extra));
         break;
       }
@@ -222,10 +232,78 @@ struct HostileServer::Conn {
     if (a.error_code != 0) return SendAnswer(stream, a, p);
     if (native) {
       LieAboutRows(idx, sel, &p, &a);
+    } else if (mode() == Mode::kWrongKey && idx == 7) {
+      p.values[0] = IntCell(ForeignKeyOf(8));
+      a = s->world_.Run(sel, p.values);
     } else if (mode() == Mode::kForeignRowsLie && !a.table.rows.empty()) {
+      const int dc = ColumnOf(a.table, "img");
       if (idx == 9) a.table.rows.push_back(a.table.rows.front());
-      if (idx == 11) a.table.rows.front()[0] = Value::Null();
+      if (idx == 11 && dc >= 0) a.table.rows.front()[static_cast<size_t>(dc)] = Value::Null();
     }
+    return SendData(stream, sel, p, a, idx, native);
+  }
+
+  // Answers a grouped read of attached rows (`"id" IN ?`, one key per
+  // sample): the rows of the keys asked for, in the table's order, which a
+  // mode may change as it changes single foreign reads (wrong-key: sample
+  // 7's row is sample 8's; foreign-rows-lie: the rows of samples 9 and 11)
+  // or, for groups alone, one lie of each kind in turn (foreign-group-lies).
+  bool ForeignGroupRead(int16_t stream, const Select& sel, RequestParams p) {
+    s->grouped_reads_.fetch_add(1);
+    Answer a = s->world_.Run(sel, p.values);
+    if (a.error_code != 0 || a.table.rows.empty()) return SendAnswer(stream, a, p);
+    Table& t = a.table;
+    const int kc = ColumnOf(t, "id");
+    if (kc != 0) return SendAnswer(stream, a, p);  // DataReadManyCql names the key first
+    const int32_t first = IdxOfForeignKey(t.rows.front()[0].as_int());
+    if (mode() == Mode::kWrongKey) {
+      const int dc = ColumnOf(t, "img");
+      for (auto& r : t.rows) {
+        if (IdxOfForeignKey(r[0].as_int()) != 7 || dc < 0) continue;
+        r[0] = Value::Int(ForeignKeyOf(8));
+        r[static_cast<size_t>(dc)] = Value::Blob(SamplePayload(8));
+      }
+    } else if (mode() == Mode::kForeignRowsLie) {
+      const size_t n = t.rows.size();
+      const int dc = ColumnOf(t, "img");
+      for (size_t i = 0; i < n; ++i) {
+        const int32_t idx = IdxOfForeignKey(t.rows[i][0].as_int());
+        if (idx == 9) t.rows.push_back(t.rows[i]);
+        if (idx == 11 && dc >= 0) t.rows[i][static_cast<size_t>(dc)] = Value::Null();
+      }
+    } else if (mode() == Mode::kForeignGroupLies) {
+      LieAboutForeignGroup(&t);
+    }
+    return SendData(stream, sel, p, a, first, /*native=*/false);
+  }
+
+  // A grouped foreign read's answer (columns id, img) changed by a lie of
+  // each kind in turn: a row whose key was not asked for, a row twice, a
+  // row left out, a row whose key cell is null.
+  void LieAboutForeignGroup(Table* t) {
+    switch (s->lies_told_.fetch_add(1) % 4) {
+      case 0: {  // a key not asked for (one the table does not even hold)
+        std::vector<Value> extra = t->rows.front();
+        extra[0] = Value::Int(ForeignKeyOf(kAttachedSamples + 7));
+        t->rows.push_back(std::move(extra));
+        break;
+      }
+      case 1:  // one sample's row twice
+        t->rows.push_back(t->rows.front());
+        break;
+      case 2:  // one sample's row left out (as if it were deleted)
+        t->rows.erase(t->rows.begin());
+        break;
+      default:  // a null key cell
+        t->rows.back()[0] = Value::Null();
+        break;
+    }
+  }
+
+  // Sends a data read's answer `a` (to the request `p` for `sel`, about
+  // sample `idx`), with the mode's transport lies.
+  bool SendData(int16_t stream, const Select& sel, const RequestParams& p, const Answer& a, int32_t idx,
+                bool native) {
     cql::Bytes body = RowsBodyForRequest(a.table, p);
     switch (mode()) {
       case Mode::kSilentData:
@@ -270,7 +348,9 @@ struct HostileServer::Conn {
       case Mode::kUnknownStream: {
         RequestParams other = p;
         const int32_t next = (std::max(idx, 0) + 1) % kSamples;
-        other.values[native ? 1 : 0] = IntCell(native ? next : ForeignKeyOf(next));
+        const size_t v = native ? 1 : 0;
+        other.values[v] = IntCell(native ? next : ForeignKeyOf(next));
+        if (v < sel.in.size() && sel.in[v]) other.values[v] = IntListCell(ForeignKeyOf(next));
         Answer o = s->world_.Run(sel, other.values);
         return Send(Opcode::kResult, 32000, RowsBodyForRequest(o.table, other)) &&
                Send(Opcode::kResult, stream, body);
@@ -322,6 +402,9 @@ struct HostileServer::Conn {
       const auto idx = static_cast<int32_t>(cql::LoadU32(p.values[1]->data()));
       return DataRead(stream, *sel, std::move(p), idx, /*native=*/true);
     }
+    if (sel->keyspace == kKeyspace && sel->table == kForeignTable && sel->HasIn()) {
+      return ForeignGroupRead(stream, *sel, std::move(p));
+    }
     if (sel->keyspace == kKeyspace && sel->table == kForeignTable) {
       if (p.values.size() != 1 || !p.values[0] || p.values[0]->size() != 4) {
         return Send(Opcode::kError, stream, ErrorBody(0x2200, "bad foreign read"));
@@ -338,6 +421,11 @@ struct HostileServer::Conn {
     Answer a = s->world_.Run(*sel, p.values);
     LieAboutSystem(*sel, &a);
     LieAboutCatalog(*sel, &a);
+    if (mode() == Mode::kDuplicateAnswer && sel->table == std::string("k_") + kAttachedDataset) {
+      // Key lookups too: a second answer lands on whatever request reuses
+      // the stream id next.
+      if (!SendAnswer(stream, a, p)) return false;
+    }
     return SendAnswer(stream, a, p);
   }
 

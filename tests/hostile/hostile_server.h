@@ -6,10 +6,11 @@
 // values and frames, trickling bytes, silence, resets mid-frame, truncated
 // frames, duplicated answers and answers for unused stream ids, wrong opcodes
 // and protocol versions, event floods, UNPREPARED loops, grouped key-snapshot
-// lookups answering rows that were not asked for. The transport lies of data
-// reads (silence, resets, truncation, duplicates, oversized frames, ...) hit
-// the native data table and the attached dataset's foreign table alike; the
-// lies about row contents hit the native dataset only.
+// lookups answering rows that were not asked for, foreign rows twice, short
+// or keyless, alone or in grouped reads. The transport lies of data reads
+// (silence, resets, truncation, duplicates, oversized frames, ...) hit the
+// native data table and the attached dataset's foreign table (single and
+// grouped reads) alike.
 //
 // A client is judged against it (tests/hostile/hostile_test.cc,
 // tests/python/test_hostile.py): the outcome must be a clean error naming the
@@ -45,7 +46,7 @@ enum class Mode {
   kRowLargerThanCatalog,   // sample 5: one 4 MiB chunk, size 4 MiB; catalog max_size ~3 KB
   kChunksShort,            // sample 3: the last chunk is missing (chunks < size)
   kChunksLong,             // sample 3: one chunk too many (chunks > size)
-  kWrongKey,               // the read of sample 7 answers sample 8's rows
+  kWrongKey,               // the read of sample 7 answers sample 8's rows (native and attached)
   kMissingRows,            // the read of sample 9 answers no rows
   kCatalogHugeMaxSize,     // segments.max_size and bytes near 2^62
   kLocalMissingColumns,    // system.local answers only its `key` column
@@ -58,7 +59,7 @@ enum class Mode {
   kSilentData,             // answers everything but data reads
   kResetMidFrame,          // data answers: half a frame, then a TCP reset
   kTruncatedFrame,         // data answers declare 100 bytes more than they hold
-  kDuplicateAnswer,        // every data answer twice
+  kDuplicateAnswer,        // every data answer (and key-snapshot lookup) twice
   kUnknownStream,          // before each data answer, one for stream 32000 (never used)
   kWrongOpcode,            // data reads answered with READY
   kWrongVersion,           // every answer with version byte 0x85 (v5)
@@ -68,7 +69,10 @@ enum class Mode {
   kGarbageError,           // data reads answered by an ERROR whose message overruns the body
   kKeyGroupLies,           // every grouped key lookup (k_att ... idx IN ?) answers a row it was not asked for,
                            // a row twice, a row of another segment, or idx cells of 8 bytes, in turn
-  kForeignRowsLie,         // the foreign read of attached sample 9 answers two rows, of sample 11 a null data cell
+  kForeignRowsLie,         // attached sample 9's row comes twice, sample 11's with a null data cell (read
+                           // alone or in a group)
+  kForeignGroupLies,       // every grouped foreign read ("id" IN ?) answers a row it was not asked for, a row
+                           // twice, a row short, or a null key cell, in turn; rows read alone are honest
 };
 
 // What a correct client does against a mode.
@@ -99,9 +103,11 @@ class HostileServer {
   HostileServer& operator=(const HostileServer&) = delete;
 
   uint16_t port() const { return port_; }
-  // How many answers the mode's lie changed so far (kKeyGroupLies), so
-  // that a test can tell a lie told from a path not taken.
+  // How many answers the mode's lie changed so far (kKeyGroupLies,
+  // kForeignGroupLies), and how many grouped foreign reads were answered,
+  // so that a test can tell a lie told, or a path taken, from one not.
   int64_t lies_told() const { return lies_told_.load(); }
+  int64_t grouped_reads() const { return grouped_reads_.load(); }
   // Closes the listener and every connection; joins the threads.
   void Stop();
 
@@ -117,6 +123,7 @@ class HostileServer {
   HonestWorld world_;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> lies_told_{0};
+  std::atomic<int64_t> grouped_reads_{0};
   std::thread acceptor_;
   Mutex mu_;
   std::vector<int> fds_ GUARDED_BY(mu_);

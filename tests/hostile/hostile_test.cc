@@ -108,7 +108,7 @@ std::vector<Probe> Probes(uint16_t port) {
     v.insert(v.end(), conn.begin(), conn.end());
     return v;
   };
-  const std::string n = std::to_string(kSamples);
+  const std::string n = std::to_string(kSamples), na = std::to_string(kAttachedSamples);
   const std::vector<std::string> bench = {"--epochs",     "1",    "--warmup", "0",   "--batch-size",
                                           "8",            "--max-attempts", "3", "--request-timeout-ms",
                                           "1000",         "--retry-budget-ms", "5000"};
@@ -126,9 +126,10 @@ std::vector<Probe> Probes(uint16_t port) {
       {"Loader ordered", {CQLSTREAM_HOSTILE_LOADER, "--port", p, "--ordered"}, Reads::kNative, "OK " + n},
       // The attached dataset: no checksums to verify, so the Loader probe,
       // which compares every payload, is the judge of its bytes.
-      {"cqlstream bench (attached)", cli(with({"bench", kAttachedDataset}, bench)), Reads::kAttached, n},
-      {"Loader (attached)", {CQLSTREAM_HOSTILE_LOADER, "--port", p, "--dataset", kAttachedDataset},
-       Reads::kAttached, "OK " + n},
+      {"cqlstream bench (attached)", cli(with({"bench", kAttachedDataset}, bench)), Reads::kAttached, na},
+      // Two epochs: the second reads the keys the first found, in groups.
+      {"Loader (attached)", {CQLSTREAM_HOSTILE_LOADER, "--port", p, "--dataset", kAttachedDataset, "--epochs", "2"},
+       Reads::kAttached, "OK " + na},
   };
 }
 
@@ -172,6 +173,15 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
   // fills send grouped key lookups, and each was answered with a lie.
   if (m.mode == Mode::kKeyGroupLies) {
     EXPECT_GT((*server)->lies_told(), 0);
+  }
+  // The attached Loader probe's second epoch reads its rows in groups (the
+  // keys are known, and more than 32 rows were read); in foreign-group-lies
+  // each grouped answer lied, every kind at least once.
+  if (m.mode == Mode::kHonest || m.mode == Mode::kForeignGroupLies) {
+    EXPECT_GT((*server)->grouped_reads(), 0) << "no grouped foreign read was sent";
+  }
+  if (m.mode == Mode::kForeignGroupLies) {
+    EXPECT_GE((*server)->lies_told(), 4) << "grouped reads: " << (*server)->grouped_reads();
   }
 }
 
@@ -235,6 +245,24 @@ TEST(HostileServer, ParsesTheSelectsCqlstreamSends) {
   EXPECT_EQ(binds.table.columns[1].name, "in(idx)");
   EXPECT_EQ(binds.table.columns[1].type.id, TypeId::kList);
   EXPECT_EQ(w.Run(*g, {cql::Bytes{0, 0, 0, 0}, cql::Bytes{0, 0, 0, 9}}).error_code, 0x2200) << "a list that overruns";
+  // A grouped foreign read: the rows of the keys listed, a key the table
+  // does not hold answering none.
+  auto many = ParseSelect("SELECT \"id\", \"img\" FROM \"hostile\".\"foreign\" WHERE \"id\" IN ?");
+  ASSERT_TRUE(many.has_value());
+  EXPECT_EQ(many->in, (std::vector<bool>{true}));
+  cql::Bytes three(4 + 3 * 8);
+  cql::StoreU32(three.data(), 3);
+  for (int32_t i = 0; i < 3; ++i) {
+    cql::StoreU32(three.data() + 4 + 8 * i, 4);
+    cql::StoreU32(three.data() + 8 + 8 * i, static_cast<uint32_t>(ForeignKeyOf(i == 2 ? kAttachedSamples : 40 * i)));
+  }
+  Answer rows = w.Run(*many, {three});
+  ASSERT_EQ(rows.error_code, 0) << rows.error;
+  ASSERT_EQ(rows.table.rows.size(), 2u);
+  EXPECT_EQ(rows.table.rows[0][0].as_int(), ForeignKeyOf(0));
+  EXPECT_EQ(rows.table.rows[1][0].as_int(), ForeignKeyOf(40));
+  const auto img40 = rows.table.rows[1][1].as_blob();
+  EXPECT_EQ(std::vector<uint8_t>(img40.begin(), img40.end()), SamplePayload(40));
   EXPECT_FALSE(ParseSelect("SELECT id FROM hostile.foreign WHERE token(id) > ?").has_value());
 }
 
