@@ -3,16 +3,19 @@
 // AttachedSink: the cell sink of one foreign read of an attached dataset's
 // sample (loader_attached.cc; step 2 of an attempt, store/attached.h). Its
 // cells go to a store::AttachedRow; the data cell (and a target) to the
-// sample's slot through Loader::Impl::AttachedDestination. A coalesced
-// foreign read (loader_foreign_group.cc) gives each of its samples one
-// AttachedSink and passes it that sample's rows (loader/foreign_group_sink.h).
+// sample's slot through Loader::Impl::AttachedDestination. Every foreign
+// read passes its cells through a loader::ForeignGroupSink, which checks
+// each row's key and hands the sink its own rows' other cells: a coalesced
+// read (loader_foreign_group.cc) one AttachedSink per sample, a single read
+// (LaunchForeignRead) a group of one.
 // Also the settings every read of an attached dataset is sent with.
 //
 // Ownership: shared by the execution that streams into it and the
 // completion callback; it holds its Task. Thread-safety: the cell calls come
 // from the one I/O thread decoding the answer; `offered` and `err` are
-// written under the loader lock (Impl::mu); `row` is read by the completion
-// once the answer has ended.
+// written under the loader lock (Impl::mu); `row` is given its row count
+// (the group's rows_of) and read by the completion once the answer has
+// ended.
 #ifndef CQLSTREAM_LOADER_ATTACHED_SINK_H_
 #define CQLSTREAM_LOADER_ATTACHED_SINK_H_
 

@@ -18,8 +18,8 @@ std::string KeyHex(cql::ByteView key) {
 
 }  // namespace
 
-ForeignGroupSink::ForeignGroupSink(std::vector<Member> members)
-    : members_(std::move(members)), rows_(members_.size(), 0) {
+ForeignGroupSink::ForeignGroupSink(std::vector<Member> members, int32_t columns)
+    : members_(std::move(members)), columns_(columns), rows_(members_.size(), 0) {
   by_key_.reserve(members_.size());
   for (size_t i = 0; i < members_.size(); ++i) by_key_.emplace(members_[i].key, i);
 }
@@ -31,6 +31,10 @@ void ForeignGroupSink::Fail(std::string what) {
 
 Status ForeignGroupSink::OnRowsBegin(const cql::RowsMetadata& metadata, int32_t) {
   metadata_ = metadata;
+  if (metadata.column_count != columns_) {
+    Fail(fmt::format("a foreign read answers {} columns, not the {} it asked for (key, data[, label])",
+                     metadata.column_count, columns_));
+  }
   return Status::OK();
 }
 

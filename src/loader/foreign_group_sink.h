@@ -16,8 +16,9 @@
 // count of 1; rows_of() gives the count the answer held in the end, which
 // the caller hands on (a member given two rows must fail as a single read
 // of two rows does).
-// A row whose key was not asked for, a null key cell, or a row whose first
-// cell is not its key fails the whole answer (error()); from then on no
+// An answer of another column count, a row whose key was not asked for, a
+// null key cell, or a row whose first cell is not its key fails the whole
+// answer (error()); from then on no
 // cell is passed to any member and no destination is handed out, so an
 // answer can never write into another sample's memory.
 //
@@ -45,7 +46,10 @@ class ForeignGroupSink final : public cql::CellSink {
     std::shared_ptr<cql::CellSink> sink;
   };
   // `members`: distinct keys (the loader reads a repeated key alone).
-  explicit ForeignGroupSink(std::vector<Member> members);
+  // `columns`: the columns the read selects (key, data[, label]: 2 or 3);
+  // an answer of another count (one meant for another request) fails as a
+  // whole before any cell is passed.
+  ForeignGroupSink(std::vector<Member> members, int32_t columns);
 
   Status OnRowsBegin(const cql::RowsMetadata& metadata, int32_t rows) override;
   std::span<uint8_t> CellDestination(int32_t row, int32_t col, int32_t size) override;
@@ -61,6 +65,7 @@ class ForeignGroupSink final : public cql::CellSink {
   void Fail(std::string what);
 
   std::vector<Member> members_;
+  int32_t columns_;
   std::unordered_map<std::string, size_t> by_key_;  // key -> index in members_
   std::vector<int32_t> rows_;                       // by index
   cql::RowsMetadata metadata_;

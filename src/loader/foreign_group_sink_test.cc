@@ -39,6 +39,12 @@ class RecordingSink final : public cql::CellSink {
 
 cql::ByteView View(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
+cql::RowsMetadata Columns(int32_t n) {
+  cql::RowsMetadata m;
+  m.column_count = n;
+  return m;
+}
+
 // Feeds one row (key, data, label) as the decoder does.
 void FeedRow(ForeignGroupSink& s, int32_t row, const std::string& key, uint8_t fill) {
   ASSERT_TRUE(s.OnCell(row, 0, View(key)).ok());
@@ -57,8 +63,8 @@ void FeedRow(ForeignGroupSink& s, int32_t row, const std::string& key, uint8_t f
 TEST(ForeignGroupSinkTest, PassesEachRowToTheSampleOfItsKey) {
   auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>(),
        c = std::make_shared<RecordingSink>();
-  ForeignGroupSink s({{"key-a", a}, {"key-b", b}, {"key-c", c}});
-  ASSERT_TRUE(s.OnRowsBegin(cql::RowsMetadata{}, 2).ok());
+  ForeignGroupSink s({{"key-a", a}, {"key-b", b}, {"key-c", c}}, 3);
+  ASSERT_TRUE(s.OnRowsBegin(Columns(3), 2).ok());
   FeedRow(s, 0, "key-b", 0xbb);  // the server's order, not the caller's
   FeedRow(s, 1, "key-a", 0xaa);
   EXPECT_TRUE(s.error().ok()) << s.error().ToString();
@@ -81,7 +87,7 @@ TEST(ForeignGroupSinkTest, PassesEachRowToTheSampleOfItsKey) {
 
 TEST(ForeignGroupSinkTest, AKeyNotAskedForFailsTheAnswerAndNothingMoreIsPassed) {
   auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>();
-  ForeignGroupSink s({{std::string("\x01\x02", 2), a}, {std::string("\x03\x04", 2), b}});
+  ForeignGroupSink s({{std::string("\x01\x02", 2), a}, {std::string("\x03\x04", 2), b}}, 3);
   FeedRow(s, 0, std::string("\x01\x02", 2), 0x11);
   FeedRow(s, 1, std::string("\x09\x09", 2), 0x99);  // not asked for
   FeedRow(s, 2, std::string("\x03\x04", 2), 0x33);  // after the error: not passed on
@@ -96,13 +102,13 @@ TEST(ForeignGroupSinkTest, AKeyNotAskedForFailsTheAnswerAndNothingMoreIsPassed) 
 TEST(ForeignGroupSinkTest, MalformedRowsFailTheAnswer) {
   auto a = std::make_shared<RecordingSink>();
   {
-    ForeignGroupSink s({{"k", a}});
+    ForeignGroupSink s({{"k", a}}, 3);
     ASSERT_TRUE(s.OnCell(0, 0, std::nullopt).ok());  // a null key
     EXPECT_FALSE(s.error().ok());
     EXPECT_TRUE(s.CellDestination(0, 1, 3).empty());
   }
   {
-    ForeignGroupSink s({{"k", a}});
+    ForeignGroupSink s({{"k", a}}, 3);
     const std::vector<uint8_t> data = {1, 2, 3};
     ASSERT_TRUE(s.OnCell(0, 1, cql::ByteView(data)).ok());  // a row without its key first
     EXPECT_FALSE(s.error().ok());
@@ -110,9 +116,26 @@ TEST(ForeignGroupSinkTest, MalformedRowsFailTheAnswer) {
   EXPECT_TRUE(a->cells.empty());
 }
 
+// An answer of other columns than the read's (a key lookup's seg, idx and
+// key, say, sent twice by a server and reaching this read's stream id) is
+// refused before a cell is passed, even when its first cell is the key.
+TEST(ForeignGroupSinkTest, AnAnswerOfOtherColumnsIsRefusedWhole) {
+  for (const int32_t columns : {0, 2, 4}) {
+    auto a = std::make_shared<RecordingSink>();
+    ForeignGroupSink s({{"k", a}}, 3);
+    ASSERT_TRUE(s.OnRowsBegin(Columns(columns), 1).ok());
+    FeedRow(s, 0, "k", 7);
+    EXPECT_EQ(s.error().code(), Status::Code::kCorruption) << columns;
+    EXPECT_NE(s.error().message().find("columns"), std::string::npos) << s.error().ToString();
+    EXPECT_EQ(s.rows_of(0), 0);
+    EXPECT_TRUE(a->cells.empty());
+    EXPECT_TRUE(a->dest.empty());
+  }
+}
+
 TEST(ForeignGroupSinkTest, TwoRowsOfOneKeyAreCountedAndNumbered) {
   auto a = std::make_shared<RecordingSink>();
-  ForeignGroupSink s({{"k", a}});
+  ForeignGroupSink s({{"k", a}}, 3);
   FeedRow(s, 0, "k", 1);
   FeedRow(s, 1, "k", 2);
   EXPECT_TRUE(s.error().ok());

@@ -13,10 +13,10 @@
 //   2. AttachedTable::DataReadCql(split) bound with that key      (the row)
 //      on the table the segment's snapshot was taken from (its segment
 //      row's source; the catalog's table of the split when none is recorded)
-// Each answer names what it answers (the seg and idx; the key, checked by
-// a loader::ForeignGroupSink of one member), so that an answer a server
-// sends twice, or late, on a stream id a newer request reuses is refused,
-// never taken for another sample's key or bytes.
+// Each answer names what it answers (the seg and idx; the key, checked with
+// the column count by a loader::ForeignGroupSink of one member), so that an
+// answer a server sends twice, or late, on a stream id a newer request
+// reuses is refused (docs/security.md: what the check cannot tell apart).
 // Both run under the attempt that LaunchOne started: the window, the
 // attempt timeout, hedges and retries count the sample once, and the
 // attempt's latency spans both reads. The data cell lands straight in the
@@ -80,6 +80,7 @@ Status Loader::Impl::PrepareAttached() {
       read.tables[g.split] = table;
       AttachedReads::Split sp;
       CQLS_ASSIGN_OR_RETURN(sp.data_stmt, session->Prepare(read.DataReadCql(g.split)));
+      sp.columns = read.label_column.empty() ? 2 : 3;
       if (o.coalesce != 1) {
         CQLS_ASSIGN_OR_RETURN(sp.data_group_stmt, session->Prepare(read.DataReadManyCql(g.split)));
       }
@@ -328,12 +329,15 @@ void Loader::Impl::LaunchForeignRead(const std::shared_ptr<Task>& t, int attempt
   }
   auto sink = std::make_shared<AttachedSink>(this, t, attempt, split->second, loader_impl::KeyText(key));
   auto one = std::make_shared<loader::ForeignGroupSink>(
-      std::vector<loader::ForeignGroupSink::Member>{{std::string(bound.begin(), bound.end()), sink}});
+      std::vector<loader::ForeignGroupSink::Member>{{std::string(bound.begin(), bound.end()), sink}},
+      split->second->columns);
   net::Statement st = net::Statement::Bound(split->second->data_stmt, {key});
   loader_impl::ReadSettings(st, AttemptTimeout(), plan_offset, &no_retry);
   st.sink = [one](int) { return one; };
-  session->ExecuteAsync(std::move(st), [this, t, attempt, sink, one, sent](StatusOr<net::ResultSet> r) {
-    const Status err = r.ok() ? one->error() : r.status();
+  const std::string who = fmt::format("sample {} (key {}) in {}", FormatKey(t->key), loader_impl::KeyText(key),
+                                      split->second->row.table);
+  session->ExecuteAsync(std::move(st), [this, t, attempt, sink, one, sent, who](StatusOr<net::ResultSet> r) {
+    const Status err = !r.ok() ? r.status() : one->error().ok() ? Status::OK() : one->error().WithContext(who);
     if (err.ok()) sink->row.OnRowsBegin(one->rows_of(0));
     OnAttachedDone(t, attempt, sink, sent, err);
   });

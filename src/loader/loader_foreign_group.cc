@@ -196,7 +196,7 @@ void Loader::Impl::LaunchForeignGroup(std::vector<std::shared_ptr<Task>> tasks, 
     m_coalesced_requests++;
     m_coalesced_samples += static_cast<int64_t>(grouped.size());
   }
-  auto group = std::make_shared<loader::ForeignGroupSink>(std::move(members));
+  auto group = std::make_shared<loader::ForeignGroupSink>(std::move(members), split->columns);
   net::Statement st = net::Statement::Bound(split->data_group_stmt, {Value::List(std::move(list))});
   loader_impl::ReadSettings(st, AttemptTimeout(), 0, &no_retry);
   st.page_size = 0;  // unpaged: one row per key (the key is the whole primary key)

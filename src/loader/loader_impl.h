@@ -182,11 +182,12 @@ struct AttachedReads {
   // coalescing is off (LoaderOptions::coalesce 1).
   net::PreparedPtr key_group_stmt;
   struct Split {
-    net::PreparedPtr data_stmt;  // DataReadCql on its table: key -> data[, label]
+    net::PreparedPtr data_stmt;  // DataReadCql on its table: key -> (key, data[, label])
     // DataReadManyCql: list of keys -> (key, data[, label]) rows; null when
     // coalescing is off (LoaderOptions::coalesce 1).
     net::PreparedPtr data_group_stmt;
     std::string keyspace;  // the table's (its replicas route a grouped read)
+    int32_t columns = 2;   // of both reads' rows: key, data[, label]
     store::AttachedRowOptions row;
   };
   std::map<std::string, Split> splits;    // by the table read ("ks.table"): each segment's snapshot table

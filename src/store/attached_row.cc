@@ -50,12 +50,17 @@ StatusOr<Value> SnapshotKey(SampleKey sample, const cql::Rows* rows, const DataT
     return Status::Corruption(fmt::format("sample {}: the key lookup in the key snapshot {} answered no rows result",
                                           FormatKey(sample), snapshot_table));
   }
-  const bool columns = rows->column_count() > kSnapshotColKey;
+  if (rows->column_count() != kSnapshotColKey + 1) {
+    // Not the seg, idx and key asked for: an answer meant for another request.
+    return Status::Corruption(fmt::format("sample {}: the key lookup in the key snapshot {} answered {} columns, "
+                                          "not seg, idx and key",
+                                          FormatKey(sample), snapshot_table, rows->column_count()));
+  }
   SnapshotRowCells first;
-  if (rows->row_count() > 0 && columns) {
+  if (rows->row_count() > 0) {
     first = {rows->cell(0, kSnapshotColSeg), rows->cell(0, kSnapshotColIdx), rows->cell(0, kSnapshotColKey)};
   }
-  return SnapshotKeyRow(sample, columns ? rows->row_count() : -1, first, key_type, snapshot_table);
+  return SnapshotKeyRow(sample, rows->row_count(), first, key_type, snapshot_table);
 }
 
 StatusOr<Value> SnapshotKeyRow(SampleKey sample, int32_t row_count, const SnapshotRowCells& row,
@@ -95,10 +100,6 @@ StatusOr<Value> SnapshotKeyCell(SampleKey sample, int32_t row_count, std::option
   }
   return std::move(*v);
 }
-
-namespace {
-
-}  // namespace
 
 StatusOr<std::map<int32_t, std::optional<std::span<const uint8_t>>>> GroupedSnapshotKeys(
     int32_t seg, std::span<const int32_t> asked, std::span<const SnapshotRowCells> rows,

@@ -17,7 +17,8 @@
 //            (uuid/timeuuid 16, bigint 8, int 4, text UTF-8, blob any)
 //   data answer     := exactly one row (AttachedTable::DataReadCql), its
 //                      first cell the key the reader bound (the reader
-//                      checks it: ForeignKeyMatches) and its other cells
+//                      checks it: the loader's loader::ForeignGroupSink,
+//                      verify's ForeignKeyMatches) and its other cells
 //                      numbered from 0 here:
 //     col 0 data    : blob, not null, at most max_bytes
 //     col 1 label   : (when the read selects one) by label type:
@@ -86,8 +87,9 @@ struct SnapshotRowCells {
 // The key snapshot's answer for `sample` (KeyLookupCql): the foreign key as
 // a Value of `key_type`, ready to bind. NotFound when the snapshot has no row
 // for the sample, Corruption when the row is malformed or is another
-// sample's (its seg and idx cells); both name the sample and
-// `snapshot_table`. `rows` null (not a Rows result) is Corruption too.
+// sample's (its seg and idx cells) or the answer has other columns than
+// seg, idx and key; both name the sample and `snapshot_table`. `rows` null
+// (not a Rows result) is Corruption too.
 StatusOr<Value> SnapshotKey(SampleKey sample, const cql::Rows* rows, const DataType& key_type,
                             const std::string& snapshot_table);
 // The same on the answer's row count and its first row's cells (ignored

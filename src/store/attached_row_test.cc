@@ -343,6 +343,12 @@ TEST(AttachedRowTest, ASnapshotLookupTakesOnlyTheSamplesOwnRow) {
   EXPECT_EQ(SnapshotKey(kKey, &null_seg, kIntKey, "ks.k_d").status().code(), Status::Code::kCorruption);
   const cql::Rows key_only = LookupAnswer({{Int4(5123)}}, 1);  // the key alone: no sample named
   EXPECT_EQ(SnapshotKey(kKey, &key_only, kIntKey, "ks.k_d").status().code(), Status::Code::kCorruption);
+  // A native read's answer for the same sample (seg, idx, size, ...): its
+  // third cell is not a key.
+  const cql::Rows native = LookupAnswer({{Int4(2), Int4(41), Int4(5123), Int4(0)}}, 4);
+  auto n = SnapshotKey(kKey, &native, kIntKey, "ks.k_d");
+  EXPECT_EQ(n.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(n.status().message().find("answered 4 columns"), std::string::npos) << n.status().ToString();
   const cql::Rows none = LookupAnswer({});
   EXPECT_TRUE(SnapshotKey(kKey, &none, kIntKey, "ks.k_d").status().IsNotFound());
   EXPECT_EQ(SnapshotKey(kKey, nullptr, kIntKey, "ks.k_d").status().code(), Status::Code::kCorruption);

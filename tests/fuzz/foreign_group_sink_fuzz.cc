@@ -8,7 +8,8 @@
 // decoder feeds a sink (CellDestination, then OnCell with the destination's
 // bytes or a decoder view).
 //
-// Checked: a data or label cell, and a destination, go to the member whose
+// Checked: an answer of another column count than the group's fails before
+// any cell; a data or label cell, and a destination, go to the member whose
 // key opened their row and to no other (none for the key cell itself); a
 // member's rows are numbered from 0 in order and its OnRowsBegin comes
 // once, before its first cell (with a row count of 1); once the answer
@@ -90,8 +91,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sinks.push_back(std::make_shared<MemberSink>());
     members.push_back({k, sinks.back()});
   }
-  ForeignGroupSink sink(members);
-  Check(sink.OnRowsBegin(cql::RowsMetadata{}, in.ConsumeIntegral<int32_t>()).ok());
+  const int32_t columns = in.ConsumeIntegralInRange<int32_t>(2, 3);
+  ForeignGroupSink sink(members, columns);
+  cql::RowsMetadata metadata;
+  metadata.column_count = in.ConsumeIntegralInRange<int>(0, 3) == 0 ? in.ConsumeIntegralInRange<int32_t>(0, 4) : columns;
+  Check(sink.OnRowsBegin(metadata, in.ConsumeIntegral<int32_t>()).ok());
+  // An answer of other columns fails before any cell (checked below: no
+  // member cell after an error).
+  Check(sink.error().ok() == (metadata.column_count == columns));
   int64_t cells_after_error = -1;
   std::vector<int32_t> expected_rows(sinks.size(), 0);
   for (int32_t row = 0; in.remaining_bytes() > 0 && row < 64; ++row) {

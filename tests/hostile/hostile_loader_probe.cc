@@ -5,13 +5,20 @@
 // child process, so that a crash or a hang is observed, not suffered).
 //
 //   cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME] [--epochs N]
+//                            [--fixed-window W]
 //
 // NAME is the native dataset (default) or the attached one: the payloads
 // are the same (h::SamplePayload), the attached dataset holds more samples.
 // N epochs (default 1): a later epoch reads the keys an earlier one found.
+// W: a window fixed at W samples in flight (LoaderOptions::adaptive false,
+// max_in_flight W): the samples issued after the first W answers are many,
+// and the groups keep their size (a quarter of the window), whatever the
+// timing (an adaptive window may shrink under load until no group forms).
 //
-// Exit 0 and "OK <n>": every sample exactly once per epoch with its honest
-// payload (n: the samples of one epoch).
+// Exit 0 and "OK <n> retries <r> coalesced <c>": every sample exactly once
+// per epoch with its honest payload (n: the samples of one epoch; r: the
+// Loader's retries, which show that answers were refused; c: its requests
+// that read several samples).
 // Exit 1 and "ERROR <status>": the Loader returned an error Status.
 // Exit 3 and "WRONG <what>": the Loader returned data that is not the
 // dataset (a silently wrong result).
@@ -60,8 +67,13 @@ int Main(int argc, char** argv) {
       o.dataset = argv[++i];
     } else if (a == "--epochs" && i + 1 < argc) {
       o.epochs = std::atoi(argv[++i]);
+    } else if (a == "--fixed-window" && i + 1 < argc) {
+      o.max_in_flight = std::atoi(argv[++i]);
+      o.adaptive = false;
     } else {
-      fmt::print(stderr, "usage: cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME] [--epochs N]\n");
+      fmt::print(stderr,
+                 "usage: cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME] [--epochs N] "
+                 "[--fixed-window W]\n");
       return 2;
     }
   }
@@ -100,7 +112,8 @@ int Main(int argc, char** argv) {
       return Wrong(fmt::format("{} of {} samples delivered in epoch {}", seen.size(), count, e));
     }
   }
-  fmt::print("OK {}\n", count);
+  const cqlstream::LoaderMetrics m = (*l)->Metrics();
+  fmt::print("OK {} retries {} coalesced {}\n", count, m.retries, m.coalesced_requests);
   return 0;
 }
 

@@ -23,7 +23,7 @@ const std::vector<ModeInfo> kModes = {
     {Mode::kChunksShort, "chunks-short", Expect::kError, Expect::kCorrect, Expect::kCorrect,
      "size|chunk|incomplete|short"},
     {Mode::kChunksLong, "chunks-long", Expect::kError, Expect::kCorrect, Expect::kCorrect, "size|chunk|more|long"},
-    {Mode::kWrongKey, "wrong-key", Expect::kError, Expect::kCorrect, Expect::kError, "key|0:7|sample"},
+    {Mode::kWrongKey, "wrong-key", Expect::kError, Expect::kCorrect, Expect::kError, "0:7"},
     {Mode::kMissingRows, "missing-rows", Expect::kError, Expect::kCorrect, Expect::kCorrect, "missing|not found|0:9"},
     {Mode::kCatalogHugeMaxSize, "catalog-huge-max-size", Expect::kEither, Expect::kCorrect, Expect::kEither,
      "size|max|catalog"},

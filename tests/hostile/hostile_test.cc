@@ -87,6 +87,14 @@ bool CleanError(const ChildResult& r, const std::string& words) {
   return NamesProblem(r, words);
 }
 
+// The number after ` <word> ` in a probe's output (the Loader probe's
+// "OK n retries r coalesced c"), or -1.
+int64_t Reported(const ChildResult& r, const std::string& word) {
+  const size_t at = r.out.find(" " + word + " ");
+  if (at == std::string::npos) return -1;
+  return std::atoll(r.out.c_str() + at + word.size() + 2);
+}
+
 // What a probe reads, and so which of the mode's expectations judges it.
 enum class Reads { kNothing, kNative, kAttached };
 
@@ -127,8 +135,12 @@ std::vector<Probe> Probes(uint16_t port) {
       // The attached dataset: no checksums to verify, so the Loader probe,
       // which compares every payload, is the judge of its bytes.
       {"cqlstream bench (attached)", cli(with({"bench", kAttachedDataset}, bench)), Reads::kAttached, na},
-      // Two epochs: the second reads the keys the first found, in groups.
-      {"Loader (attached)", {CQLSTREAM_HOSTILE_LOADER, "--port", p, "--dataset", kAttachedDataset, "--epochs", "2"},
+      // Two epochs, 32 samples in flight: once the first 32 rows were read,
+      // the rows of samples whose keys are known (all of the second
+      // epoch's) are read in groups of up to 8.
+      {"Loader (attached)",
+       {CQLSTREAM_HOSTILE_LOADER, "--port", p, "--dataset", kAttachedDataset, "--epochs", "2", "--fixed-window",
+        "32"},
        Reads::kAttached, "OK " + na},
   };
 }
@@ -174,11 +186,19 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
   if (m.mode == Mode::kKeyGroupLies) {
     EXPECT_GT((*server)->lies_told(), 0);
   }
-  // The attached Loader probe's second epoch reads its rows in groups (the
-  // keys are known, and more than 32 rows were read); in foreign-group-lies
-  // each grouped answer lied, every kind at least once.
+  // The attached Loader probe reads its later rows in groups (the keys are
+  // known, and more than 32 rows were read); in foreign-group-lies
+  // each grouped answer lied, every kind at least once, and was refused
+  // (the Loader read the lied-to samples again).
   if (m.mode == Mode::kHonest || m.mode == Mode::kForeignGroupLies) {
     EXPECT_GT((*server)->grouped_reads(), 0) << "no grouped foreign read was sent";
+    for (size_t i = 0; i < probes.size(); ++i) {
+      if (probes[i].label != "Loader (attached)") continue;
+      EXPECT_GT(Reported(results[i], "coalesced"), 0) << results[i].Describe();
+      if (m.mode == Mode::kForeignGroupLies) {
+        EXPECT_GT(Reported(results[i], "retries"), 0) << results[i].Describe();
+      }
+    }
   }
   if (m.mode == Mode::kForeignGroupLies) {
     EXPECT_GE((*server)->lies_told(), 4) << "grouped reads: " << (*server)->grouped_reads();
