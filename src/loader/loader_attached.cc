@@ -334,10 +334,12 @@ void Loader::Impl::LaunchForeignRead(const std::shared_ptr<Task>& t, int attempt
   net::Statement st = net::Statement::Bound(split->second->data_stmt, {key});
   loader_impl::ReadSettings(st, AttemptTimeout(), plan_offset, &no_retry);
   st.sink = [one](int) { return one; };
-  const std::string who = fmt::format("sample {} (key {}) in {}", FormatKey(t->key), loader_impl::KeyText(key),
-                                      split->second->row.table);
-  session->ExecuteAsync(std::move(st), [this, t, attempt, sink, one, sent, who](StatusOr<net::ResultSet> r) {
-    const Status err = !r.ok() ? r.status() : one->error().ok() ? Status::OK() : one->error().WithContext(who);
+  session->ExecuteAsync(std::move(st), [this, t, attempt, sink, one, sent](StatusOr<net::ResultSet> r) {
+    Status err = r.ok() ? one->error() : r.status();
+    if (r.ok() && !err.ok()) {
+      err = err.WithContext(
+          fmt::format("sample {} (key {}) in {}", FormatKey(t->key), sink->row.key(), sink->row.options().table));
+    }
     if (err.ok()) sink->row.OnRowsBegin(one->rows_of(0));
     OnAttachedDone(t, attempt, sink, sent, err);
   });

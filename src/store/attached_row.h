@@ -174,6 +174,7 @@ class AttachedRow {
   const AttachedRowOptions& options() const { return *o_; }
 
   int32_t rows() const { return rows_; }
+  const std::string& key() const { return key_; }       // as given, for messages
   int64_t data_size() const { return data_size_; }      // -1 until seen
   int64_t target_size() const { return target_size_; }  // -1: none (null or not a target dataset)
   int64_t payload_size() const { return data_size_ + std::max<int64_t>(target_size_, 0); }
