@@ -18,9 +18,9 @@
 // of two rows does).
 // An answer of another column count, a row whose key was not asked for, a
 // null key cell, or a row whose first cell is not its key fails the whole
-// answer (error()); from then on no
-// cell is passed to any member and no destination is handed out, so an
-// answer can never write into another sample's memory.
+// answer (error()); from then on no cell is passed to any member and no
+// destination is handed out, so an answer can never write into another
+// sample's memory.
 //
 // Ownership: holds the member sinks (shared with the loader's attempt).
 // Thread-safety: a single-owner object (one answer's decoder); no locking.
