@@ -15,8 +15,8 @@
 # It starts nothing else: the Cassandra node ($CQLSTREAM_HOSTS, default
 # 127.0.0.1) and the dataset (default dali_gpu_synth) must exist, e.g.
 #   scripts/cassandra up
-#   build/bench/cqlstream-gen-images --out /tmp/synth --count 20000 --classes 100
-#   build/src/cli/cqlstream ingest --dataset dali_gpu_synth /tmp/synth
+#   build/bench/cqlstream-gen-images --out bench/data/synth --count 20000 --classes 100
+#   build/src/cli/cqlstream ingest --dataset dali_gpu_synth bench/data/synth
 # Exit status: 0 when every measurement ran; 1 otherwise; 2 when a
 # prerequisite is missing (the message says which).
 set -euo pipefail

@@ -54,7 +54,7 @@ def pil_decode(data: bytes, size: tuple[int, int], channels: int) -> np.ndarray:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--fashion", default="/tmp/py_fashion")
+    p.add_argument("--fashion", default="bench/data/py_fashion")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--seconds", type=float, default=3.0)
     args = p.parse_args()

@@ -57,10 +57,10 @@ def test_fashion_mnist_dali_example_beats_chance(fashion):
     assert float(m.group(1)) > 0.5 and int(m.group(2)) == 2000  # chance is 0.1
 
 
-def test_imagenet_style_parses_and_defines_its_pipelines_on_cpu(fashion):
+def test_imagenet_style_parses_and_defines_its_pipelines_on_cpu(fashion, tmp_path):
     m = load(REPO / "examples/imagenet_style.py", "imagenet_style")
     args = m.build_parser().parse_args(["--dataset", fashion, "--arch", "resnet18", "--batch-size", "8",
-                                        "--save-every", "100", "--checkpoint-dir", "/tmp/x"])
+                                        "--save-every", "100", "--checkpoint-dir", str(tmp_path / "ckpt")])
     assert args.arch == "resnet18" and args.batch_size == 8 and args.val_split == "val"
     common = dict(batch_size=8, num_threads=1, device_id=None)
     train = m.train_pipeline(dataset=fashion, split="train", shard_id=0, num_shards=2, size=64, shuffle_seed=0,
