@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "loader/recording_sink_test_util.h"
 #include "store/sample_row.h"
 
 namespace cqlstream::loader {
@@ -98,27 +99,10 @@ TEST(CoalesceTest, GroupsHoldAtMostHalfAMebibyteOfSamples) {
   EXPECT_EQ(small.Add(0, 3, 32)->size(), 4u);
 }
 
-// Records the cells it is given, as a member's sink.
-class RecordingSink final : public cql::CellSink {
- public:
-  Status OnRowsBegin(const cql::RowsMetadata&, int32_t) override { return Status::OK(); }
-  std::span<uint8_t> CellDestination(int32_t row, int32_t col, int32_t size) override {
-    dest_rows.push_back(row);
-    buf.assign(static_cast<size_t>(size), 0);
-    return col == store::kColData ? std::span<uint8_t>(buf) : std::span<uint8_t>();
-  }
-  Status OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) override {
-    cells.push_back({row, col, data ? std::vector<uint8_t>(data->begin(), data->end()) : std::vector<uint8_t>{}});
-    return Status::OK();
-  }
-  struct Cell {
-    int32_t row, col;
-    std::vector<uint8_t> bytes;
-  };
-  std::vector<Cell> cells;
-  std::vector<int32_t> dest_rows;
-  std::vector<uint8_t> buf;
-};
+// A member's sink: the data cell is placed.
+std::shared_ptr<testing::RecordingSink> Member() {
+  return std::make_shared<testing::RecordingSink>(store::kColData);
+}
 
 std::vector<uint8_t> IntCell(int32_t v) {
   return {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16), static_cast<uint8_t>(v >> 8),
@@ -144,8 +128,7 @@ void FeedRow(CoalescedSink& s, int32_t row, int32_t seg, int32_t idx, uint8_t fi
 }
 
 TEST(CoalesceTest, SinkPassesEachRowToItsSample) {
-  auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>(),
-       c = std::make_shared<RecordingSink>();
+  auto a = Member(), b = Member(), c = Member();
   CoalescedSink s({{MakeKey(2, 9), a}, {MakeKey(2, 1), b}, {MakeKey(2, 5), c}});
   ASSERT_TRUE(s.OnRowsBegin(cql::RowsMetadata{}, 2).ok());
   FeedRow(s, 0, 2, 1, 0xbb);  // the server's order, not the caller's
@@ -161,13 +144,13 @@ TEST(CoalesceTest, SinkPassesEachRowToItsSample) {
   EXPECT_EQ(a->cells[0].col, store::kColSeg);
   EXPECT_EQ(a->cells[0].bytes, IntCell(2));
   EXPECT_EQ(a->cells[1].bytes, IntCell(9));
-  EXPECT_EQ(a->dest_rows, std::vector<int32_t>{0});
+  EXPECT_EQ(a->dest_rows(), std::vector<int32_t>{0});
   EXPECT_EQ(a->buf, std::vector<uint8_t>(3, 0xaa));
   EXPECT_EQ(b->buf, std::vector<uint8_t>(3, 0xbb));
 }
 
 TEST(CoalesceTest, ARowOfAnotherSampleFailsTheRequestAndIsNotPlaced) {
-  auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>();
+  auto a = Member(), b = Member();
   CoalescedSink s({{MakeKey(0, 1), a}, {MakeKey(0, 2), b}});
   FeedRow(s, 0, 0, 1, 0x11);
   FeedRow(s, 1, 0, 3, 0x33);  // not asked for
@@ -176,11 +159,11 @@ TEST(CoalesceTest, ARowOfAnotherSampleFailsTheRequestAndIsNotPlaced) {
   EXPECT_NE(s.error().message().find("0:3"), std::string::npos) << s.error().ToString();
   EXPECT_EQ(a->cells.size(), 4u);
   EXPECT_TRUE(b->cells.empty());
-  EXPECT_TRUE(b->dest_rows.empty());
+  EXPECT_TRUE(b->dest_rows().empty());
 }
 
 TEST(CoalesceTest, MalformedKeyCellsFailTheRequest) {
-  auto a = std::make_shared<RecordingSink>();
+  auto a = Member();
   CoalescedSink s({{MakeKey(0, 1), a}});
   const std::vector<uint8_t> three(3, 0);
   ASSERT_TRUE(s.OnCell(0, store::kColSeg, cql::ByteView(three)).ok());
@@ -197,13 +180,13 @@ TEST(CoalesceTest, MalformedKeyCellsFailTheRequest) {
 }
 
 TEST(CoalesceTest, SeveralRowsOfOneSampleAreNumberedFromZero) {
-  auto a = std::make_shared<RecordingSink>();
+  auto a = Member();
   CoalescedSink s({{MakeKey(1, 1), a}});
   FeedRow(s, 0, 1, 1, 1);
   FeedRow(s, 1, 1, 1, 2);
   EXPECT_TRUE(s.error().ok());
   EXPECT_EQ(s.rows_of(0), 2);
-  EXPECT_EQ(a->dest_rows, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(a->dest_rows(), (std::vector<int32_t>{0, 1}));
 }
 
 }  // namespace

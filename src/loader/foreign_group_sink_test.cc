@@ -7,35 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "loader/recording_sink_test_util.h"
+
 namespace cqlstream::loader {
 namespace {
 
-// Records what it is given, as a member's sink (the data cell, column 0
-// after the key, is placed in `buf`).
-class RecordingSink final : public cql::CellSink {
- public:
-  Status OnRowsBegin(const cql::RowsMetadata&, int32_t rows) override {
-    begins.push_back(rows);
-    return Status::OK();
-  }
-  std::span<uint8_t> CellDestination(int32_t row, int32_t col, int32_t size) override {
-    dest.push_back({row, col});
-    buf.assign(static_cast<size_t>(size), 0);
-    return col == 0 ? std::span<uint8_t>(buf) : std::span<uint8_t>();
-  }
-  Status OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) override {
-    cells.push_back({row, col, data ? std::vector<uint8_t>(data->begin(), data->end()) : std::vector<uint8_t>{}});
-    return Status::OK();
-  }
-  struct Cell {
-    int32_t row, col;
-    std::vector<uint8_t> bytes;
-  };
-  std::vector<int32_t> begins;
-  std::vector<std::pair<int32_t, int32_t>> dest;
-  std::vector<Cell> cells;
-  std::vector<uint8_t> buf;
-};
+// A member's sink: the data cell (column 0 after the key) is placed.
+std::shared_ptr<testing::RecordingSink> Member() { return std::make_shared<testing::RecordingSink>(0); }
 
 cql::ByteView View(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
@@ -61,8 +39,7 @@ void FeedRow(ForeignGroupSink& s, int32_t row, const std::string& key, uint8_t f
 }
 
 TEST(ForeignGroupSinkTest, PassesEachRowToTheSampleOfItsKey) {
-  auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>(),
-       c = std::make_shared<RecordingSink>();
+  auto a = Member(), b = Member(), c = Member();
   ForeignGroupSink s({{"key-a", a}, {"key-b", b}, {"key-c", c}}, 3);
   ASSERT_TRUE(s.OnRowsBegin(Columns(3), 2).ok());
   FeedRow(s, 0, "key-b", 0xbb);  // the server's order, not the caller's
@@ -86,7 +63,7 @@ TEST(ForeignGroupSinkTest, PassesEachRowToTheSampleOfItsKey) {
 }
 
 TEST(ForeignGroupSinkTest, AKeyNotAskedForFailsTheAnswerAndNothingMoreIsPassed) {
-  auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>();
+  auto a = Member(), b = Member();
   ForeignGroupSink s({{std::string("\x01\x02", 2), a}, {std::string("\x03\x04", 2), b}}, 3);
   FeedRow(s, 0, std::string("\x01\x02", 2), 0x11);
   FeedRow(s, 1, std::string("\x09\x09", 2), 0x99);  // not asked for
@@ -100,7 +77,7 @@ TEST(ForeignGroupSinkTest, AKeyNotAskedForFailsTheAnswerAndNothingMoreIsPassed) 
 }
 
 TEST(ForeignGroupSinkTest, MalformedRowsFailTheAnswer) {
-  auto a = std::make_shared<RecordingSink>();
+  auto a = Member();
   {
     ForeignGroupSink s({{"k", a}}, 3);
     ASSERT_TRUE(s.OnCell(0, 0, std::nullopt).ok());  // a null key
@@ -121,7 +98,7 @@ TEST(ForeignGroupSinkTest, MalformedRowsFailTheAnswer) {
 // refused before a cell is passed, even when its first cell is the key.
 TEST(ForeignGroupSinkTest, AnAnswerOfOtherColumnsIsRefusedWhole) {
   for (const int32_t columns : {0, 2, 4}) {
-    auto a = std::make_shared<RecordingSink>();
+    auto a = Member();
     ForeignGroupSink s({{"k", a}}, 3);
     ASSERT_TRUE(s.OnRowsBegin(Columns(columns), 1).ok());
     FeedRow(s, 0, "k", 7);
@@ -134,7 +111,7 @@ TEST(ForeignGroupSinkTest, AnAnswerOfOtherColumnsIsRefusedWhole) {
 }
 
 TEST(ForeignGroupSinkTest, TwoRowsOfOneKeyAreCountedAndNumbered) {
-  auto a = std::make_shared<RecordingSink>();
+  auto a = Member();
   ForeignGroupSink s({{"k", a}}, 3);
   FeedRow(s, 0, "k", 1);
   FeedRow(s, 1, "k", 2);
