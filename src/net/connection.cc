@@ -48,8 +48,8 @@ void Connection::GrowSlots() {
   const size_t from = slots_.size();
   const size_t to = std::min(static_cast<size_t>(max_streams_), std::max<size_t>(kInitialStreamSlots, 2 * from));
   slots_.resize(to);
-  // The lowest new id is handed out first.
-  for (size_t i = to; i > from; --i) free_ids_.push_back(static_cast<int16_t>(i - 1));
+  // Called only when no id is free: the new ids are handed out lowest first.
+  for (size_t i = from; i < to; ++i) free_ids_.push_back(static_cast<int16_t>(i));
   stream_slots_.store(static_cast<int>(to), std::memory_order_relaxed);
 }
 
@@ -247,8 +247,8 @@ void Connection::Admit(Request&& r) {
     waiting_.push_back(std::move(r));
     return;
   }
-  const int16_t id = free_ids_.back();
-  free_ids_.pop_back();
+  const int16_t id = free_ids_.front();
+  free_ids_.pop_front();
   Slot& s = slots_[static_cast<size_t>(id)];
   s.state = SlotState::kInFlight;
   ++s.generation;

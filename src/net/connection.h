@@ -13,6 +13,11 @@
 //    quarter of the ids (at least 2) are retired, or a request times out
 //    while nothing at all arrived since it was sent, the connection is
 //    considered defunct and closed.
+//  * Free stream ids are handed out oldest first (a FIFO), so an id that was
+//    just answered is taken again only after every other free id: a peer that
+//    repeats an answer a little later meets a free id (a protocol error that
+//    closes the connection) rather than a newer request on a reused id, whose
+//    sink would receive the stale rows.
 //  * Backpressure: when every stream id is in use, further requests wait in
 //    a FIFO inside the connection (still subject to their deadlines).
 //  * A malformed or oversized frame, a read/write error or EOF closes the
@@ -211,7 +216,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void GrowSlots();
   const int max_streams_;
   std::vector<Slot> slots_;
-  std::vector<int16_t> free_ids_;
+  std::deque<int16_t> free_ids_;  // oldest freed first (see the header comment)
   int retired_ = 0;
   std::deque<Request> waiting_;  // no free stream id yet
   // What is queued for writing, as pieces of one gathered write: a piece owns

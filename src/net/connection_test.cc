@@ -128,12 +128,42 @@ TEST_F(ConnectionTest, TimedOutStreamIdIsRetiredUntilItsLateAnswer) {
   auto late = Seen(srv, "A")[0];
   srv.Send(late.connection, Frame(cql::Opcode::kResult, late.header.stream, SetKeyspaceBody("LATE")));
   ASSERT_TRUE(WaitFor([&] { return c->load() == 0; })) << "the late answer frees the retired id";
-  auto rc = Query(*c, "C").get();
-  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
-  EXPECT_EQ(Seen(srv, "C").back().header.stream, a_stream) << "the freed id is used again";
-  EXPECT_EQ(std::get<cql::ResultSetKeyspace>(std::get<cql::Result>(rc->response->message)).keyspace, "C");
+  // Free ids are taken oldest first: the other id (freed before A's) comes
+  // first, then A's.
+  for (int i = 0; i < 2; ++i) {
+    auto rc = Query(*c, "C").get();
+    ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+    EXPECT_EQ(std::get<cql::ResultSetKeyspace>(std::get<cql::Result>(rc->response->message)).keyspace, "C");
+    EXPECT_EQ(Seen(srv, "C").back().header.stream == a_stream, i == 1) << "request " << i;
+  }
   EXPECT_FALSE(c->closed());
   EXPECT_EQ(c->stats().timeouts, 1u);
+}
+
+TEST_F(ConnectionTest, AnAnswerRepeatedLaterMeetsAFreeIdNotTheNextRequest) {
+  // A peer that repeats an answer after the request that followed it was
+  // sent: the next request got another id (free ids are taken oldest first),
+  // so the repeat names an id with no request, a protocol error that closes
+  // the connection, and the next request never receives the stale answer.
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    if (r.query == "FIRST") return Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody("FIRST"));
+    return std::nullopt;  // "NEXT" waits
+  });
+  auto c = Open(srv);
+  ASSERT_NE(c, nullptr);
+  auto first = Query(*c, "FIRST").get();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto next = Query(*c, "NEXT");
+  ASSERT_TRUE(WaitFor([&] { return Seen(srv, "NEXT").size() == 1; }));
+  const auto f = Seen(srv, "FIRST")[0];
+  EXPECT_NE(Seen(srv, "NEXT")[0].header.stream, f.header.stream);
+  srv.Send(f.connection, Frame(cql::Opcode::kResult, f.header.stream, SetKeyspaceBody("FIRST")));
+  auto r = next.get();
+  ASSERT_FALSE(r.ok()) << "the next request must not be answered with the repeat";
+  EXPECT_TRUE(r.status().IsConnectionLost()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("which has no request"), std::string::npos) << r.status().ToString();
+  ASSERT_TRUE(WaitFor([&] { return c->closed(); }));
 }
 
 TEST_F(ConnectionTest, ASharedFrameIsSentManyTimesOnOwnStreamsAndNeverModified) {
