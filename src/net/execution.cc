@@ -5,9 +5,18 @@
 
 #include <algorithm>
 
+#include "net/result_columns.h"
+
 namespace cqlstream::net {
 
 using Clock = std::chrono::steady_clock;
+
+std::shared_ptr<cql::CellSink> Execution::MakeSink(int execution, const Host& host) const {
+  if (!st.sink) return nullptr;
+  std::shared_ptr<cql::CellSink> sink = st.sink(execution);
+  if (!sink || !st.check_result_columns || !st.prepared) return sink;
+  return std::make_shared<ColumnCheckingSink>(std::move(sink), st.prepared, host.endpoint());
+}
 
 void Execution::Attempt(size_t host_index, bool is_hedge) {
   HostPtr host = plan[host_index % plan.size()];
@@ -43,7 +52,7 @@ void Execution::Attempt(size_t host_index, bool is_hedge) {
                                                why.empty() ? "" : ": ", why)));
     return;
   }
-  std::shared_ptr<cql::CellSink> sink = st.sink ? st.sink(execution) : nullptr;
+  std::shared_ptr<cql::CellSink> sink = MakeSink(execution, *host);
   // Every attempt and hedge sends the same shared frame: an ingest's frames
   // carry ~100 kB blobs, and a copy per attempt was 11% of its client CPU.
   const auto sent = Clock::now();
@@ -105,6 +114,11 @@ void Execution::OnReply(int execution, const HostPtr& host, std::shared_ptr<Conn
     err = Status::FromServer(std::make_shared<ServerError>(*e));
   } else if (r->streamed && !r->sink_status.ok()) {
     err = r->sink_status;
+  } else if (!r->streamed && st.check_result_columns && st.prepared) {
+    // A streamed answer's columns were checked by its ColumnCheckingSink.
+    const auto* res = std::get_if<cql::Result>(&r->response->message);
+    const auto* rows = res ? std::get_if<cql::Rows>(res) : nullptr;
+    if (rows != nullptr) err = CheckResultColumns(*st.prepared, rows->metadata(), host->endpoint());
   }
 
   if (err.ok()) {
@@ -223,7 +237,7 @@ void Execution::Reprepare(int execution, const HostPtr& host, std::shared_ptr<Co
                  return self->OnReply(execution, host, conn, Clock::now(), err);
                }
                // Same id: send the EXECUTE again on this connection.
-               std::shared_ptr<cql::CellSink> sink = self->st.sink ? self->st.sink(execution) : nullptr;
+               std::shared_ptr<cql::CellSink> sink = self->MakeSink(execution, *host);
                const auto sent = Clock::now();
                conn->Send(self->frame, std::move(sink), self->timeout,
                           [self, execution, host, conn, sent](StatusOr<Reply> r2) {

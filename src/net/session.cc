@@ -138,7 +138,7 @@ StatusOr<cql::RequestFrame> EncodeStatement(const Statement& st) {
                                                  st.values.size()));
     }
     qp.value_types = &st.prepared->bind_types;
-    qp.skip_metadata = !st.prepared->result_metadata.columns.empty();
+    qp.skip_metadata = !st.prepared->result_metadata.columns.empty() && !st.check_result_columns;
     auto f = cql::EncodeExecute(st.prepared->id, qp);
     if (!f.ok()) return f.status().WithContext(st.prepared->query);
     return f;

@@ -98,6 +98,11 @@ struct Statement {
   std::optional<int64_t> default_timestamp;  // microseconds
   // Stream the Rows of the result into sinks made by this factory.
   SinkFactory sink;
+  // Prepared statements only: ask for the result metadata (no skip_metadata)
+  // and refuse, as a Corruption the caller may retry, an answer whose columns
+  // are not the ones the statement was prepared with (net/result_columns.h).
+  // For reads whose answers another statement's rows could pass for.
+  bool check_result_columns = false;
   // Policies for this statement; nullptr: the session's defaults.
   const RetryPolicy* retry = nullptr;
   const SpeculativePolicy* speculative = nullptr;

@@ -1,0 +1,62 @@
+// Copyright (c) cqlstream authors.
+//
+// Result-column checks: whether an answer is the answer of the prepared
+// statement it came back for. A prepared statement's EXECUTE normally asks
+// the server to leave out the result metadata (skip_metadata) and takes the
+// columns it was prepared with; an answer then carries nothing that names
+// its statement, and a server that answers a stream id twice or late can
+// hand one statement's rows to another of the same column count.
+// A statement with `Statement::check_result_columns` asks for the metadata
+// and its answer must name the same keyspace, table, column names and types,
+// in the same order, as the statement was prepared with; anything else is a
+// Corruption naming both, and its cells never reach the statement's sink.
+// The price is the metadata in every answer: a few dozen bytes for the
+// narrow reads that use it.
+//
+// Thread-safety: CheckResultColumns is a pure function; a ColumnCheckingSink
+// is used by one execution on its connection's I/O thread, like the sink it
+// wraps. Ownership: the sink shares the prepared statement and owns its
+// reference to the wrapped sink.
+#ifndef CQLSTREAM_NET_RESULT_COLUMNS_H_
+#define CQLSTREAM_NET_RESULT_COLUMNS_H_
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "cql/frame_decoder.h"
+#include "cql/response.h"
+#include "cqlstream/status.h"
+#include "net/session.h"
+
+namespace cqlstream::net {
+
+// OK when `answer` carries the columns `prepared` was prepared with; a
+// Corruption naming `host`, the statement and both column lists otherwise
+// (also when the answer left its metadata out).
+Status CheckResultColumns(const PreparedStatement& prepared, const cql::RowsMetadata& answer, std::string_view host);
+
+// A CellSink that checks the answer's columns (OnRowsBegin) before it lets
+// any call through to `inner`.
+class ColumnCheckingSink final : public cql::CellSink {
+ public:
+  ColumnCheckingSink(std::shared_ptr<cql::CellSink> inner, PreparedPtr prepared, std::string host)
+      : inner_(std::move(inner)), prepared_(std::move(prepared)), host_(std::move(host)) {}
+  Status OnRowsBegin(const cql::RowsMetadata& metadata, int32_t row_count) override;
+  std::span<uint8_t> CellDestination(int32_t row, int32_t col, int32_t size) override {
+    return inner_->CellDestination(row, col, size);
+  }
+  Status OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) override {
+    return inner_->OnCell(row, col, data);
+  }
+
+ private:
+  std::shared_ptr<cql::CellSink> inner_;
+  PreparedPtr prepared_;
+  std::string host_;
+};
+
+}  // namespace cqlstream::net
+
+#endif  // CQLSTREAM_NET_RESULT_COLUMNS_H_
