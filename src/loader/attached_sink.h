@@ -66,11 +66,16 @@ class AttachedSink final : public cql::CellSink {
   Loader::Impl* l_;
 };
 
-// A single-sample read of an attached dataset: idempotent, LOCAL_ONE, a page
-// of two rows (one is expected; two show that there are more), the
-// attempt's timeout, no retry of the session's own (the loader retries).
+// A read of an attached dataset (its key lookups and foreign reads, single
+// or grouped): idempotent, LOCAL_ONE, a page of two rows (one is expected;
+// two show that there are more; grouped reads unpage it), the attempt's
+// timeout, no retry of the session's own (the loader retries), and answers
+// that must name the columns the read was prepared with: a lookup's
+// (int seg, int idx, key) and a read's (int key, blob, int label) rows are
+// otherwise the same shape (net/result_columns.h).
 inline void ReadSettings(net::Statement& st, std::chrono::milliseconds timeout, int plan_offset,
                          const net::RetryPolicy* retry) {
+  st.check_result_columns = true;
   st.idempotent = true;
   st.consistency = cql::Consistency::kLocalOne;
   st.page_size = 2;

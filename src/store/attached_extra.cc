@@ -42,8 +42,8 @@ MetadataColumns PickMetadataColumns(const std::vector<std::string>& names, const
 
 std::string MetadataReadCql(const std::string& quoted_table, const std::string& key_column,
                             const std::vector<std::string>& cols) {
-  std::string list;
-  for (const auto& c : cols) list += (list.empty() ? "" : ", ") + QuoteIdentifier(c);
+  std::string list = QuoteIdentifier(key_column);
+  for (const auto& c : cols) list += ", " + QuoteIdentifier(c);
   return fmt::format("SELECT {} FROM {} WHERE {} = ?", list, quoted_table, QuoteIdentifier(key_column));
 }
 
@@ -87,7 +87,7 @@ std::map<std::string, std::string> ExtraFromRows(const cql::Rows& rows) {
     out["_error"] = "the metadata read's answer has no column types";
     return out;
   }
-  for (int32_t c = 0; c < rows.column_count(); ++c) {
+  for (int32_t c = 1; c < rows.column_count(); ++c) {  // column 0 is the key
     auto text = RenderExtraCell(cols[static_cast<size_t>(c)].type, rows.cell(0, c));
     if (text) out[CutExtraText(cols[static_cast<size_t>(c)].name, kMaxAttachedIdentifier, 0)] = std::move(*text);
   }

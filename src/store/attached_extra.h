@@ -53,7 +53,9 @@ struct MetadataColumns {
 // as extra: all but `key_column`.
 MetadataColumns PickMetadataColumns(const std::vector<std::string>& names, const std::string& key_column);
 
-// The read of one key's metadata row. REQUIRES: !cols.empty(), identifiers valid.
+// The read of one key's metadata row: the key first (so that the answer
+// names the row it is), then `cols`. REQUIRES: !cols.empty(), identifiers
+// valid.
 std::string MetadataReadCql(const std::string& quoted_table, const std::string& key_column,
                             const std::vector<std::string>& cols);
 
@@ -65,8 +67,9 @@ std::optional<std::string> RenderExtraCell(const DataType& type, std::optional<s
 // original > s.size().
 std::string CutExtraText(std::string s, size_t limit, size_t original);
 
-// The extra of a metadata read's answer: row 0's cells by the result's
-// column names (the result metadata's types), as the header says.
+// The extra of a metadata read's answer: row 0's cells after the key (column
+// 0, which the caller checked) by the result's column names (the result
+// metadata's types), as the header says.
 std::map<std::string, std::string> ExtraFromRows(const cql::Rows& rows);
 
 }  // namespace cqlstream::store

@@ -24,7 +24,7 @@ TEST(AttachedExtraTest, PicksEveryColumnButTheKeyInNameOrder) {
   EXPECT_EQ(m.columns.size(), kMaxExtraColumns);
   EXPECT_EQ(m.skipped.size(), 100 - kMaxExtraColumns);
   EXPECT_EQ(MetadataReadCql("\"ks\".\"m\"", "id", c.columns),
-            "SELECT \"label\", \"or_label\", \"or_split\" FROM \"ks\".\"m\" WHERE \"id\" = ?");
+            "SELECT \"id\", \"label\", \"or_label\", \"or_split\" FROM \"ks\".\"m\" WHERE \"id\" = ?");
 }
 
 TEST(AttachedExtraTest, CutsOnACharacterBoundaryAndSaysSo) {

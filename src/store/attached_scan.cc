@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <span>
 #include <utility>
 
 #include "store/attach.h"
@@ -29,7 +30,7 @@ Status DecodeLabel(const AttachedRowOptions& o, SampleKey k, const cql::Rows& r,
   }
   AttachedRow row(k, m->path, &o);
   row.OnRowsBegin(r.row_count());
-  row.OnCell(0, kAttachedColLabel, r.cell(0, 0));
+  row.OnCell(0, kAttachedColLabel, r.cell(0, 1));  // cell 0 is the key, checked by the caller
   if (!row.status().ok()) return row.status();
   if (o.label_kind == LabelKind::kMultiLabel) {
     m->labels = row.labels();
@@ -37,6 +38,15 @@ Status DecodeLabel(const AttachedRowOptions& o, SampleKey k, const cql::Rows& r,
     m->label = row.label();
   }
   return Status::OK();
+}
+
+// Whether every row of `rows` names `bound` (the key as the read bound it)
+// in its first cell: a row of another key answers another request.
+bool RowsNameKey(const cql::Rows& rows, std::span<const uint8_t> bound) {
+  for (int32_t i = 0; i < rows.row_count(); ++i) {
+    if (rows.column_count() < 1 || !ForeignKeyMatches(rows.cell(i, 0), bound)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -91,8 +101,9 @@ Status AttachedSamples::PrepareTable(const std::string& table) {
   CQLS_ASSIGN_OR_RETURN(data_reads_[table], s_.Prepare(one.DataReadCql("_")));
   if (UsesLabel(d_, label_type_)) {
     CQLS_ASSIGN_OR_RETURN(label_reads_[table],
-                          s_.Prepare(fmt::format("SELECT {} FROM {} WHERE {} = ?", QuoteIdentifier(a_.label_column),
-                                                 quoted, QuoteIdentifier(a_.key_column))));
+                          s_.Prepare(fmt::format("SELECT {}, {} FROM {} WHERE {} = ?", QuoteIdentifier(a_.key_column),
+                                                 QuoteIdentifier(a_.label_column), quoted,
+                                                 QuoteIdentifier(a_.key_column))));
   }
   return Status::OK();
 }
@@ -123,6 +134,7 @@ const std::string& AttachedSamples::TableOf(const std::string& split, SampleKey 
 StatusOr<net::ResultSet> AttachedSamples::Run(const net::PreparedPtr& q, std::vector<Value> v, int32_t page) const {
   net::Statement st = net::Statement::Bound(q, std::move(v));
   st.idempotent = true;
+  st.check_result_columns = true;  // the answer names the read it answers (net/result_columns.h)
   st.consistency = cql::Consistency::kLocalQuorum;
   st.page_size = page;  // one row is expected; two show that there are more
   return s_.Execute(st);
@@ -158,9 +170,21 @@ StatusOr<MetaRow> AttachedSamples::ReadMeta(const std::string& split, SampleKey 
   CQLS_ASSIGN_OR_RETURN(std::optional<Value> key, ForeignKey(k, problem));
   if (!key) return m;
   m.path = KeyPath(*key);
+  cql::Bytes bound;  // the key as the reads bind it
+  CQLS_RETURN_IF_ERROR(EncodeCell(*key, key_type_, &bound));
+  // Both reads select the key first: a row of another key is refused.
+  auto another_key = [&](const char* read, const std::string& table) {
+    return Status::Corruption(fmt::format("sample {} (key {}): the {} read of {} answered a row of another key",
+                                          FormatKey(k), m.path, read, table));
+  };
   auto x = extra_reads_.find(split);
   if (x != extra_reads_.end()) {
     CQLS_ASSIGN_OR_RETURN(auto e, Run(x->second, {*key}, 2));
+    if (e.rows() != nullptr && !RowsNameKey(*e.rows(), bound)) {
+      auto t = a_.metadata_tables.find(split);
+      *problem = another_key("metadata", t == a_.metadata_tables.end() ? split : t->second);
+      return m;
+    }
     if (e.rows() != nullptr) m.extra = ExtraFromRows(*e.rows());
   }
   const std::string& table = TableOf(split, k);
@@ -168,6 +192,10 @@ StatusOr<MetaRow> AttachedSamples::ReadMeta(const std::string& split, SampleKey 
   if (q == label_reads_.end()) return m;
   CQLS_ASSIGN_OR_RETURN(auto r, Run(q->second, {*key}, 2));
   const cql::Rows* rows = r.rows();
+  if (rows != nullptr && !RowsNameKey(*rows, bound)) {
+    *problem = another_key("label", table);
+    return m;
+  }
   if (rows == nullptr || rows->row_count() != 1) {
     const int32_t n = rows == nullptr ? 0 : rows->row_count();
     *problem = n == 0 ? Status::NotFound(fmt::format("sample {} (key {}) has no row in {}", FormatKey(k), m.path, table))

@@ -56,6 +56,8 @@ const std::vector<ModeInfo> kModes = {
     {Mode::kForeignRowsLie, "foreign-rows-lie", Expect::kCorrect, Expect::kCorrect, Expect::kError,
      "0:9|0:11|row|null"},
     {Mode::kForeignGroupLies, "foreign-group-lies", Expect::kCorrect, Expect::kCorrect, Expect::kCorrect, ""},
+    {Mode::kMisnamedColumns, "misnamed-columns", Expect::kCorrect, Expect::kCorrect, Expect::kError,
+     "prepared with"},
 };
 
 bool ReadFull(int fd, uint8_t* p, size_t n) {
@@ -300,10 +302,31 @@ struct HostileServer::Conn {
     }
   }
 
+  // misnamed-columns: an answer holding the key-snapshot row of attached
+  // sample 13, or the foreign row of sample 14, names the other table in its
+  // result metadata (rows unchanged). Only an answer that carries metadata
+  // (the client did not ask to skip it) can tell the lie.
+  void MisnameColumns(const RequestParams& p, Answer* a) {
+    if (mode() != Mode::kMisnamedColumns || p.skip_metadata() || a->error_code != 0) return;
+    Table& t = a->table;
+    const std::string lookups = std::string("k_") + kAttachedDataset;
+    const int ic = t.name == lookups ? ColumnOf(t, "idx") : t.name == kForeignTable ? ColumnOf(t, "id") : -1;
+    if (ic < 0) return;
+    const Value want = t.name == lookups ? Value::Int(13) : Value::Int(ForeignKeyOf(14));
+    for (const auto& r : t.rows) {
+      if (static_cast<size_t>(ic) >= r.size() || !(r[static_cast<size_t>(ic)] == want)) continue;
+      t.name = t.name == lookups ? std::string(kForeignTable) : lookups;
+      s->lies_told_.fetch_add(1);
+      return;
+    }
+  }
+
   // Sends a data read's answer `a` (to the request `p` for `sel`, about
   // sample `idx`), with the mode's transport lies.
-  bool SendData(int16_t stream, const Select& sel, const RequestParams& p, const Answer& a, int32_t idx,
+  bool SendData(int16_t stream, const Select& sel, const RequestParams& p, const Answer& honest, int32_t idx,
                 bool native) {
+    Answer a = honest;
+    MisnameColumns(p, &a);
     cql::Bytes body = RowsBodyForRequest(a.table, p);
     switch (mode()) {
       case Mode::kSilentData:
@@ -421,6 +444,7 @@ struct HostileServer::Conn {
     Answer a = s->world_.Run(*sel, p.values);
     LieAboutSystem(*sel, &a);
     LieAboutCatalog(*sel, &a);
+    MisnameColumns(p, &a);
     if (mode() == Mode::kDuplicateAnswer && sel->table == std::string("k_") + kAttachedDataset) {
       // Key lookups too: a second answer lands on whatever request reuses
       // the stream id next.

@@ -7,7 +7,8 @@
 // frames, duplicated answers and answers for unused stream ids, wrong opcodes
 // and protocol versions, event floods, UNPREPARED loops, grouped key-snapshot
 // lookups answering rows that were not asked for, foreign rows twice, short
-// or keyless, alone or in grouped reads. The transport lies of data reads
+// or keyless, alone or in grouped reads; answers whose result metadata names
+// another table. The transport lies of data reads
 // (silence, resets, truncation, duplicates, oversized frames, ...) hit the
 // native data table and the attached dataset's foreign table (single and
 // grouped reads) alike.
@@ -73,6 +74,9 @@ enum class Mode {
                            // alone or in a group)
   kForeignGroupLies,       // every grouped foreign read ("id" IN ?) answers a row it was not asked for, a row
                            // twice, a row short, or a null key cell, in turn; rows read alone are honest
+  kMisnamedColumns,        // answers that carry result metadata name another table: every key lookup of
+                           // attached sample 13 (its rows are k_att's, named as the foreign table's) and
+                           // every foreign read of sample 14 (alone or in a group; named as k_att's)
 };
 
 // What a correct client does against a mode.
@@ -104,7 +108,7 @@ class HostileServer {
 
   uint16_t port() const { return port_; }
   // How many answers the mode's lie changed so far (kKeyGroupLies,
-  // kForeignGroupLies), and how many grouped foreign reads were answered,
+  // kForeignGroupLies, kMisnamedColumns), and how many grouped foreign reads were answered,
   // so that a test can tell a lie told, or a path taken, from one not.
   int64_t lies_told() const { return lies_told_.load(); }
   int64_t grouped_reads() const { return grouped_reads_.load(); }
