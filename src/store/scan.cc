@@ -33,7 +33,7 @@ std::vector<BlockRef> CommittedBlocks(const std::vector<SegmentInfo>& segs) {
 
 std::string MetaBlockQuery(const DatasetInfo& d) {
   return fmt::format(
-      "SELECT idx, path, target_path, label, labels, size, image_size, checksum, extra FROM {}.{} "
+      "SELECT seg, block, idx, path, target_path, label, labels, size, image_size, checksum, extra FROM {}.{} "
       "WHERE seg = ? AND block = ?",
       d.keyspace, d.meta_table());
 }
@@ -44,21 +44,21 @@ namespace {
 // type than the table's is an error naming it; a null reads as empty).
 Status DecodeMetaRow(const cql::Rows& r, int32_t i, int32_t seg, int32_t idx, MetaRow* m) {
   m->key = MakeKey(seg, idx);
-  CQLS_ASSIGN_OR_RETURN(auto path, r.GetOptional<std::string>(i, 1));
+  CQLS_ASSIGN_OR_RETURN(auto path, r.GetOptional<std::string>(i, 3));
   m->path = path.value_or("");
-  CQLS_ASSIGN_OR_RETURN(auto target, r.GetOptional<std::string>(i, 2));
+  CQLS_ASSIGN_OR_RETURN(auto target, r.GetOptional<std::string>(i, 4));
   m->target_path = target.value_or("");
-  CQLS_ASSIGN_OR_RETURN(m->label, r.GetOptional<int32_t>(i, 3));
-  CQLS_ASSIGN_OR_RETURN(auto labels, r.GetOptional<std::vector<int32_t>>(i, 4));
+  CQLS_ASSIGN_OR_RETURN(m->label, r.GetOptional<int32_t>(i, 5));
+  CQLS_ASSIGN_OR_RETURN(auto labels, r.GetOptional<std::vector<int32_t>>(i, 6));
   m->labels = labels.value_or(std::vector<int32_t>());
-  CQLS_ASSIGN_OR_RETURN(auto size, r.GetOptional<int64_t>(i, 5));
+  CQLS_ASSIGN_OR_RETURN(auto size, r.GetOptional<int64_t>(i, 7));
   m->size = size.value_or(0);
-  CQLS_ASSIGN_OR_RETURN(auto image_size, r.GetOptional<int64_t>(i, 6));
+  CQLS_ASSIGN_OR_RETURN(auto image_size, r.GetOptional<int64_t>(i, 8));
   m->image_size = image_size.value_or(0);
-  CQLS_ASSIGN_OR_RETURN(auto checksum, r.GetOptional<int64_t>(i, 7));
+  CQLS_ASSIGN_OR_RETURN(auto checksum, r.GetOptional<int64_t>(i, 9));
   m->checksum = checksum.value_or(0);
   using TextMap = std::map<std::string, std::string>;
-  CQLS_ASSIGN_OR_RETURN(auto extra, r.GetOptional<TextMap>(i, 8));
+  CQLS_ASSIGN_OR_RETURN(auto extra, r.GetOptional<TextMap>(i, 10));
   if (extra) m->extra.insert(extra->begin(), extra->end());
   return Status::OK();
 }
@@ -72,10 +72,22 @@ StatusOr<std::vector<MetaRow>> ReadMetaBlock(net::Session& s, const net::Prepare
   st.idempotent = true;
   st.consistency = cl;
   st.page_size = 2048;
+  // The answer names its statement (its columns) and each row its sample
+  // (seg, block, idx, in clustering order): a row of another block, or one
+  // twice, is an answer meant for another request, not this block's.
+  st.check_result_columns = true;
   const int32_t end = b.end_idx();
+  int64_t last = -1;
   Status status = s.ForEachPage(st, [&](const cql::Rows& r) {
     for (int32_t i = 0; i < r.row_count(); ++i) {
-      CQLS_ASSIGN_OR_RETURN(int32_t idx, r.Get<int32_t>(i, 0));
+      CQLS_ASSIGN_OR_RETURN(int32_t seg, r.Get<int32_t>(i, 0));
+      CQLS_ASSIGN_OR_RETURN(int32_t block, r.Get<int32_t>(i, 1));
+      CQLS_ASSIGN_OR_RETURN(int32_t idx, r.Get<int32_t>(i, 2));
+      if (seg != b.seg || block != b.block || idx < b.first_idx() || (idx >> kBlockShift) != b.block) {
+        return Status::Corruption(fmt::format("the answer holds a row of segment {} block {} (idx {})", seg, block, idx));
+      }
+      if (idx <= last) return Status::Corruption(fmt::format("the answer holds idx {} after idx {}", idx, last));
+      last = idx;
       if (idx >= end) continue;
       MetaRow m;
       CQLS_RETURN_IF_ERROR(DecodeMetaRow(r, i, b.seg, idx, &m));

@@ -56,10 +56,13 @@ struct BlockRef {
 // The blocks holding the committed samples of `segs`, by (seg, block).
 std::vector<BlockRef> CommittedBlocks(const std::vector<SegmentInfo>& segs);
 
-// SELECT idx, path, target_path, label, labels, size, image_size, checksum,
-// extra FROM ks.m_<name> WHERE seg = ? AND block = ?
+// SELECT seg, block, idx, path, target_path, label, labels, size,
+// image_size, checksum, extra FROM ks.m_<name> WHERE seg = ? AND block = ?
 std::string MetaBlockQuery(const DatasetInfo& d);
-// The rows of one block with idx < count, ascending idx.
+// The rows of one block with idx < count, ascending idx. The answer must
+// carry the query's columns (net::Statement::check_result_columns) and only
+// rows of this block, each idx once in ascending order: anything else is a
+// Corruption naming the block.
 StatusOr<std::vector<MetaRow>> ReadMetaBlock(net::Session& s, const net::PreparedPtr& query, const BlockRef& b,
                                              cql::Consistency cl = cql::Consistency::kLocalQuorum);
 

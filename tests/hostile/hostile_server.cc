@@ -58,6 +58,8 @@ const std::vector<ModeInfo> kModes = {
     {Mode::kForeignGroupLies, "foreign-group-lies", Expect::kCorrect, Expect::kCorrect, Expect::kCorrect, ""},
     {Mode::kMisnamedColumns, "misnamed-columns", Expect::kCorrect, Expect::kCorrect, Expect::kError,
      "prepared with"},
+    // Only verify reads the metadata table: the test requires its error.
+    {Mode::kMetaRowsLie, "meta-rows-lie", Expect::kEither, Expect::kCorrect, Expect::kCorrect, "idx"},
 };
 
 bool ReadFull(int fd, uint8_t* p, size_t n) {
@@ -445,6 +447,11 @@ struct HostileServer::Conn {
     LieAboutSystem(*sel, &a);
     LieAboutCatalog(*sel, &a);
     MisnameColumns(p, &a);
+    if (mode() == Mode::kMetaRowsLie && sel->table == std::string("m_") + kDataset && a.error_code == 0 &&
+        !a.table.rows.empty()) {
+      a.table.rows.push_back(a.table.rows.front());
+      s->lies_told_.fetch_add(1);
+    }
     if (mode() == Mode::kDuplicateAnswer && sel->table == std::string("k_") + kAttachedDataset) {
       // Key lookups too: a second answer lands on whatever request reuses
       // the stream id next.

@@ -77,6 +77,8 @@ enum class Mode {
   kMisnamedColumns,        // answers that carry result metadata name another table: every key lookup of
                            // attached sample 13 (its rows are k_att's, named as the foreign table's) and
                            // every foreign read of sample 14 (alone or in a group; named as k_att's)
+  kMetaRowsLie,            // every native metadata block read (m_ ... WHERE seg = ? AND block = ?) answers
+                           // its rows and then its first row again
 };
 
 // What a correct client does against a mode.

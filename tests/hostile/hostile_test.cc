@@ -203,6 +203,17 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
   if (m.mode == Mode::kForeignGroupLies) {
     EXPECT_GE((*server)->lies_told(), 4) << "grouped reads: " << (*server)->grouped_reads();
   }
+  // verify is the one probe that reads the metadata table: it must refuse
+  // the repeated row, naming the block (a second copy of a sample's
+  // metadata row is an answer meant for another request).
+  if (m.mode == Mode::kMetaRowsLie) {
+    EXPECT_GT((*server)->lies_told(), 0);
+    for (size_t i = 0; i < probes.size(); ++i) {
+      if (probes[i].label != "cqlstream verify") continue;
+      EXPECT_NE(results[i].exit_code, 0) << results[i].Describe();
+      EXPECT_TRUE(CleanError(results[i], "segment 0 block 0")) << results[i].Describe();
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, HostileTest, ::testing::ValuesIn(AllModes()),
