@@ -115,10 +115,18 @@ void Execution::OnReply(int execution, const HostPtr& host, std::shared_ptr<Conn
   } else if (r->streamed && !r->sink_status.ok()) {
     err = r->sink_status;
   } else if (!r->streamed && st.check_result_columns && st.prepared) {
-    // A streamed answer's columns were checked by its ColumnCheckingSink.
-    const auto* res = std::get_if<cql::Result>(&r->response->message);
+    // A streamed answer's columns were checked by its ColumnCheckingSink;
+    // a read that is answered without rows (Void, Set_keyspace, ...) is
+    // answered for another statement.
+    const auto* res = r->response ? std::get_if<cql::Result>(&r->response->message) : nullptr;
     const auto* rows = res ? std::get_if<cql::Rows>(res) : nullptr;
-    if (rows != nullptr) err = CheckResultColumns(*st.prepared, rows->metadata(), host->endpoint());
+    if (rows != nullptr) {
+      err = CheckResultColumns(*st.prepared, rows->metadata(), host->endpoint());
+    } else if (res != nullptr && !st.prepared->result_metadata.columns.empty()) {
+      err = Status::Corruption(fmt::format("{} answered '{}' with a result of no rows, not the {} it was prepared with",
+                                           host->endpoint(), st.prepared->query,
+                                           DescribeColumns(st.prepared->result_metadata)));
+    }
   }
 
   if (err.ok()) {
@@ -231,6 +239,18 @@ void Execution::Reprepare(int execution, const HostPtr& host, std::shared_ptr<Co
                    err = Status::InvalidArgument(fmt::format(
                        "statement '{}' was re-prepared with a different id; prepare it again",
                        self->st.prepared->query));
+                 } else if (!SameResultColumns(p->result_metadata, self->st.prepared->result_metadata)) {
+                   // v4 ids hash the query text only: a table or type altered
+                   // under the same text gives the same id but other result
+                   // columns, which this statement's stale ones would misread
+                   // (or, checked, refuse as another statement's). The session
+                   // keeps the new preparation for the caller's next Prepare.
+                   self->s->RememberPrepared(self->st.prepared->query, *p);
+                   err = Status::InvalidArgument(fmt::format(
+                       "statement '{}' was re-prepared with other result columns ({} instead of {}): the table or "
+                       "a type changed; prepare it again",
+                       self->st.prepared->query, DescribeColumns(p->result_metadata),
+                       DescribeColumns(self->st.prepared->result_metadata)));
                  }
                }
                if (!err.ok()) {

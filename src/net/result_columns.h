@@ -32,6 +32,14 @@
 
 namespace cqlstream::net {
 
+// Whether `a` and `b` name the same columns: keyspace, table, name and type
+// of each, in order (and the same column count).
+bool SameResultColumns(const cql::RowsMetadata& a, const cql::RowsMetadata& b);
+
+// "ks.table(name type, ...)" for messages: at most 8 columns, each
+// identifier cut to 64 bytes, so that a hostile answer cannot make it large.
+std::string DescribeColumns(const cql::RowsMetadata& md);
+
 // OK when `answer` carries the columns `prepared` was prepared with; a
 // Corruption naming `host`, the statement and both column lists otherwise
 // (also when the answer left its metadata out).

@@ -48,7 +48,7 @@ void PutSpecs(cql::Writer& w, const TableShape& t) {
   }
 }
 
-cql::Bytes PreparedBody() {
+cql::Bytes PreparedBody(const TableShape& result = kForeign) {
   cql::Bytes b;
   cql::Writer w(&b);
   w.Int(0x0004);  // Prepared
@@ -62,8 +62,8 @@ cql::Bytes PreparedBody() {
   w.String("id");
   cql::testing::PutType(w, kInt);
   w.Int(0x0001);  // result metadata
-  w.Int(static_cast<int32_t>(kForeign.columns.size()));
-  PutSpecs(w, kForeign);
+  w.Int(static_cast<int32_t>(result.columns.size()));
+  PutSpecs(w, result);
   return b;
 }
 
@@ -109,8 +109,19 @@ class ResultColumnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     srv_.SetHandler([this](const testing::Request& r) -> std::optional<cql::Bytes> {
-      if (r.header.opcode == cql::Opcode::kPrepare) return Frame(cql::Opcode::kResult, r.header.stream, PreparedBody());
+      if (r.header.opcode == cql::Opcode::kPrepare) {
+        return Frame(cql::Opcode::kResult, r.header.stream, PreparedBody(altered_ ? kAltered : kForeign));
+      }
       if (r.header.opcode != cql::Opcode::kExecute) return std::nullopt;  // the fake's defaults
+      if (unprepared_.exchange(false)) {
+        cql::Bytes e;
+        cql::Writer w(&e);
+        w.Int(0x2500);
+        w.String("unknown prepared id");
+        w.ShortBytes(cql::Bytes{0xab, 0xcd});
+        return Frame(cql::Opcode::kError, r.header.stream, e);
+      }
+      if (void_) return Frame(cql::Opcode::kResult, r.header.stream, cql::Bytes{0, 0, 0, 1});
       const bool skip = (ExecuteFlags(r.body) & kSkipMetadata) != 0;
       {
         std::lock_guard<std::mutex> l(mu_);
@@ -154,7 +165,11 @@ class ResultColumnsTest : public ::testing::Test {
   }
   std::mutex mu_;
   std::vector<bool> skipped_;
-  std::atomic<bool> stray_{false}, no_metadata_{false};
+  std::atomic<bool> stray_{false}, no_metadata_{false}, void_{false};
+  // The next EXECUTE is answered UNPREPARED; PREPARE answers kAltered's
+  // result columns (the label became a bigint under the same query text).
+  std::atomic<bool> unprepared_{false}, altered_{false};
+  static inline const TableShape kAltered{"foreign", {{"id", kInt}, {"img", kBlob}, {"label", DataType::Simple(TypeId::kBigint)}}};
 };
 
 TEST_F(ResultColumnsTest, TheAnswerOfItsOwnColumnsIsTaken) {
@@ -209,6 +224,36 @@ TEST_F(ResultColumnsTest, AnAnswerWithoutMetadataIsRefused) {
   auto sink = std::make_shared<CountingSink>();
   EXPECT_TRUE(session_->Execute(Read(true, sink)).status().code() == Status::Code::kCorruption);
   EXPECT_EQ(sink->cells, 0);
+}
+
+TEST_F(ResultColumnsTest, AnAnswerWithoutRowsIsRefused) {
+  void_ = true;
+  auto r = session_->Execute(Read(true));
+  ASSERT_FALSE(r.ok()) << "a Void result cannot answer a SELECT";
+  EXPECT_EQ(r.status().code(), Status::Code::kCorruption) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("no rows"), std::string::npos) << r.status().ToString();
+}
+
+TEST_F(ResultColumnsTest, ARepreparationWithOtherResultColumnsSaysToPrepareAgain) {
+  // v4 prepared ids hash the query text only: the table changed under the
+  // same id. Neither the stale columns nor the new answer are used; the
+  // session keeps the new preparation for the next Prepare.
+  altered_ = true;
+  unprepared_ = true;
+  auto r = session_->Execute(Read(true));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("other result columns"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("label bigint"), std::string::npos) << r.status().ToString();
+  auto again = session_->Prepare(kRead);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ((*again)->result_metadata.columns.size(), 3u);
+  EXPECT_EQ((*again)->result_metadata.columns[2].type, DataType::Simple(TypeId::kBigint));
+  // Unchanged columns: the re-prepared statement runs as before.
+  altered_ = false;
+  unprepared_ = true;
+  auto ok = session_->Execute(Read(true));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
 }
 
 TEST(CheckResultColumns, ComparesKeyspaceTableNamesAndTypesInOrder) {

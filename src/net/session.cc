@@ -206,27 +206,7 @@ void Session::PrepareAsync(std::string query, PrepareCallback callback) {
         if (!r.ok()) return callback(r.status().WithContext(fmt::format("prepare '{}'", query)));
         auto* p = std::get_if<cql::Prepared>(&r->result);
         if (p == nullptr) return callback(Status::ProtocolError("PREPARE did not return a prepared result"));
-        auto ps = std::make_shared<PreparedStatement>();
-        ps->query = query;
-        ps->id = p->id;
-        ps->bind_columns = p->bind_metadata.bind_columns;
-        for (const auto& c : ps->bind_columns) ps->bind_types.push_back(c.type);
-        ps->pk_indexes = p->bind_metadata.pk_indexes;
-        ps->result_metadata = p->result_metadata;
-        if (!ps->bind_columns.empty()) {
-          ps->keyspace = ps->bind_columns.front().keyspace;
-          ps->table = ps->bind_columns.front().table;
-        } else if (!ps->result_metadata.columns.empty()) {
-          ps->keyspace = ps->result_metadata.columns.front().keyspace;
-          ps->table = ps->result_metadata.columns.front().table;
-        }
-        PreparedPtr out = ps;
-        {
-          MutexLock l(&impl->prepared_mu);
-          auto [it, inserted] = impl->prepared.emplace(query, out);
-          if (!inserted) it->second = out;  // a newer preparation replaces the old one
-        }
-        callback(std::move(out));
+        callback(impl->RememberPrepared(query, *p));
       });
 }
 

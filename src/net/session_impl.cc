@@ -222,6 +222,28 @@ bool IsLoopback(const std::string& host) {
 
 }  // namespace
 
+PreparedPtr Session::Impl::RememberPrepared(const std::string& query, const cql::Prepared& p) {
+  auto ps = std::make_shared<PreparedStatement>();
+  ps->query = query;
+  ps->id = p.id;
+  ps->bind_columns = p.bind_metadata.bind_columns;
+  for (const auto& c : ps->bind_columns) ps->bind_types.push_back(c.type);
+  ps->pk_indexes = p.bind_metadata.pk_indexes;
+  ps->result_metadata = p.result_metadata;
+  if (!ps->bind_columns.empty()) {
+    ps->keyspace = ps->bind_columns.front().keyspace;
+    ps->table = ps->bind_columns.front().table;
+  } else if (!ps->result_metadata.columns.empty()) {
+    ps->keyspace = ps->result_metadata.columns.front().keyspace;
+    ps->table = ps->result_metadata.columns.front().table;
+  }
+  PreparedPtr out = ps;
+  MutexLock l(&prepared_mu);
+  auto [it, inserted] = prepared.emplace(query, out);
+  if (!inserted) it->second = out;
+  return out;
+}
+
 void Session::Impl::WarnPlaintextCredentials() {
   if (tls || opts.username.empty()) return;
   std::string remote;

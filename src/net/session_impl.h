@@ -52,6 +52,9 @@ struct Session::Impl final : PoolOwner, ControlOwner, std::enable_shared_from_th
 
   Mutex prepared_mu;
   std::unordered_map<std::string, PreparedPtr> prepared GUARDED_BY(prepared_mu);
+  // The prepared statement of `query` from a PREPARED answer, kept in the
+  // cache (a newer preparation replaces the old one).
+  PreparedPtr RememberPrepared(const std::string& query, const cql::Prepared& p) EXCLUDES(prepared_mu);
 
   std::atomic<bool> is_closed{false};
   std::atomic<int> conns_per_host{1};

@@ -285,6 +285,45 @@ TEST_F(ClientTest, ReprepareAfterTableIsDroppedAndRecreated) {
   EXPECT_GE(s_->metrics().reprepares, reprepares + 1) << "the server should have forgotten the statement";
 }
 
+TEST_F(ClientTest, ReprepareWithOtherResultColumnsSaysToPrepareAgain) {
+  // A table recreated with another type under the same query text: v4
+  // prepared ids hash the text only, so the re-preparation keeps its id but
+  // not its result columns. The stale statement must not decode the new
+  // cells with the old type (or, checking its columns, call the answer
+  // another statement's); the session keeps the new preparation.
+  const std::string t = fmt::format("{}.reprep_types", ks_);
+  MustRun(*s_, fmt::format("DROP TABLE IF EXISTS {}", t));
+  MustRun(*s_, fmt::format("CREATE TABLE {} (k int PRIMARY KEY, v int)", t));
+  MustRun(*s_, fmt::format("INSERT INTO {} (k, v) VALUES (1, 10)", t));
+  const std::string q = fmt::format("SELECT k, v FROM {} WHERE k = ?", t);
+  auto sel = s_->Prepare(q);
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  for (bool check : {false, true}) {
+    net::Statement st = net::Statement::Bound(*sel, {Value::Int(1)});
+    st.check_result_columns = check;
+    auto r = s_->Execute(st);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->rows()->value(0, 1)->as_int(), 10);
+  }
+
+  MustRun(*s_, fmt::format("DROP TABLE {}", t));
+  MustRun(*s_, fmt::format("CREATE TABLE {} (k int PRIMARY KEY, v text)", t));
+  MustRun(*s_, fmt::format("INSERT INTO {} (k, v) VALUES (1, 'twenty')", t));
+  net::Statement st = net::Statement::Bound(*sel, {Value::Int(1)});
+  st.check_result_columns = true;
+  auto stale = s_->Execute(st);
+  ASSERT_FALSE(stale.ok()) << "the stale statement read the new table";
+  EXPECT_EQ(stale.status().code(), Status::Code::kInvalidArgument) << stale.status().ToString();
+  EXPECT_NE(stale.status().message().find("prepare it again"), std::string::npos) << stale.status().ToString();
+  auto fresh = s_->Prepare(q);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  net::Statement again = net::Statement::Bound(*fresh, {Value::Int(1)});
+  again.check_result_columns = true;
+  auto r = s_->Execute(again);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rows()->value(0, 1)->as_text(), "twenty");
+}
+
 TEST_F(ClientTest, ServerErrorsAreTyped) {
   // Unknown table.
   auto r = s_->Query(fmt::format("SELECT * FROM {}.no_such_table", ks_));
