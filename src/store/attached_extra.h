@@ -5,8 +5,10 @@
 // table (`cqlstream attach --metadata-table KS.T`) other than the key
 // column, read by the key and rendered as text.
 //
-//   SELECT "<c1>", ..., "<cn>" FROM "ks"."meta" WHERE "<key>" = ?
+//   SELECT "<key>", "<c1>", ..., "<cn>" FROM "ks"."meta" WHERE "<key>" = ?
 //
+// (the key first, so that the answer names the row it is: the reader refuses
+// a row of another key, and the read checks its result columns).
 // Nothing in that table is trusted:
 //   * columns: every column but the key whose name is an attach identifier
 //     ([A-Za-z0-9_]{1,48}, so it can go into CQL text), in name order, at most
@@ -14,7 +16,9 @@
 //     MetadataColumns::skipped;
 //   * cells: decoded with the type the server's result metadata gives
 //     (DecodeCell); a cell that does not decode becomes "[not decodable:
-//     <why>]", never an error of the scan; a null cell gives no entry;
+//     <why>]", never an error of the scan; a null cell gives no entry (an
+//     answer whose columns are not those the read was prepared with never
+//     gets here: net/result_columns.h refuses it);
 //   * sizes: text and blob values are cut to kMaxExtraValueBytes (a text on a
 //     UTF-8 character boundary, a blob's first bytes in hex), any other value
 //     over kMaxExtraCellBytes of wire bytes is not decoded at all, and every

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "cql/test_util.h"
+
 namespace cqlstream::store {
 namespace {
 
@@ -54,6 +56,23 @@ TEST(AttachedExtraTest, RendersCellsByTypeBounded) {
   const std::string huge(kMaxExtraCellBytes + 1, '\0');
   EXPECT_EQ(*RenderExtraCell(DataType::List(DataType::Simple(TypeId::kInt)), Cell(huge)),
             fmt::format("[{} bytes, not shown]...[cut: {} bytes]", huge.size(), huge.size()));
+}
+
+TEST(AttachedExtraTest, ExtraIsTheCellsAfterTheKey) {
+  cql::testing::RowsSpec spec;
+  spec.table = "meta";
+  spec.columns = {{"id", DataType::Simple(TypeId::kInt)},
+                  {"caption", DataType::Simple(TypeId::kVarchar)},
+                  {"score", DataType::Simple(TypeId::kInt)}};
+  spec.rows = {{Value::Int(7), Value::Text("a cat"), std::nullopt}};
+  const auto extra = ExtraFromRows(cql::testing::MakeRows(spec));
+  EXPECT_EQ(extra, (std::map<std::string, std::string>{{"caption", "a cat"}}))
+      << "the key (column 0) is not an extra, a null cell gives no entry";
+  spec.rows.push_back({Value::Int(7), Value::Text("a dog"), Value::Int(3)});
+  const auto two = ExtraFromRows(cql::testing::MakeRows(spec));
+  EXPECT_EQ(two.at("caption"), "a cat");
+  EXPECT_EQ(two.at("_rows"), "more than one");
+  EXPECT_FALSE(two.contains("id"));
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ bool UsesLabel(const DatasetInfo& d, AttachedLabelType t) {
   return d.label_kind != LabelKind::kNone && t != AttachedLabelType::kNone;
 }
 
-// The label cell of a label read (column 0 of row 0) into `m`, decoded by
+// The label cell of a label read (column 1 of row 0, after the key, which
+// the caller checked) into `m`, decoded by
 // store::AttachedRow with the loader's own checks (an int label in range, no
 // negative list entry, a text among the class names, by name), so select,
 // split and export see the labels the loader delivers. A target only names
@@ -30,7 +31,7 @@ Status DecodeLabel(const AttachedRowOptions& o, SampleKey k, const cql::Rows& r,
   }
   AttachedRow row(k, m->path, &o);
   row.OnRowsBegin(r.row_count());
-  row.OnCell(0, kAttachedColLabel, r.cell(0, 1));  // cell 0 is the key, checked by the caller
+  row.OnCell(0, kAttachedColLabel, r.cell(0, 1));
   if (!row.status().ok()) return row.status();
   if (o.label_kind == LabelKind::kMultiLabel) {
     m->labels = row.labels();
@@ -131,13 +132,23 @@ const std::string& AttachedSamples::TableOf(const std::string& split, SampleKey 
   return t == a_.tables.end() ? kNone : t->second;
 }
 
-StatusOr<net::ResultSet> AttachedSamples::Run(const net::PreparedPtr& q, std::vector<Value> v, int32_t page) const {
+StatusOr<std::optional<net::ResultSet>> AttachedSamples::Run(const net::PreparedPtr& q, std::vector<Value> v,
+                                                             int32_t page, SampleKey k, Status* problem) const {
   net::Statement st = net::Statement::Bound(q, std::move(v));
   st.idempotent = true;
   st.check_result_columns = true;  // the answer names the read it answers (net/result_columns.h)
   st.consistency = cql::Consistency::kLocalQuorum;
   st.page_size = page;  // one row is expected; two show that there are more
-  return s_.Execute(st);
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    auto r = s_.Execute(st);
+    if (r.ok()) return std::optional<net::ResultSet>(std::move(*r));
+    if (r.status().code() != Status::Code::kCorruption) return r.status();
+    if (attempt == kAttempts) {
+      *problem = r.status().WithContext(fmt::format("sample {} ({} attempts)", FormatKey(k), kAttempts));
+      return std::optional<net::ResultSet>();
+    }
+  }
 }
 
 AttachedRowOptions AttachedSamples::Options(const std::string& split, bool keep) const {
@@ -155,8 +166,9 @@ AttachedRowOptions AttachedSamples::Options(const std::string& split, bool keep)
 }
 
 StatusOr<std::optional<Value>> AttachedSamples::ForeignKey(SampleKey k, Status* problem) const {
-  CQLS_ASSIGN_OR_RETURN(auto r, Run(lookup_, {Value::Int(KeySegment(k)), Value::Int(KeyIndex(k))}, 2));
-  auto key = SnapshotKey(k, r.rows(), key_type_, snapshot_table_);
+  CQLS_ASSIGN_OR_RETURN(auto r, Run(lookup_, {Value::Int(KeySegment(k)), Value::Int(KeyIndex(k))}, 2, k, problem));
+  if (!r) return std::optional<Value>();
+  auto key = SnapshotKey(k, r->rows(), key_type_, snapshot_table_);
   if (!key.ok()) {
     *problem = key.status();
     return std::optional<Value>();
@@ -179,19 +191,21 @@ StatusOr<MetaRow> AttachedSamples::ReadMeta(const std::string& split, SampleKey 
   };
   auto x = extra_reads_.find(split);
   if (x != extra_reads_.end()) {
-    CQLS_ASSIGN_OR_RETURN(auto e, Run(x->second, {*key}, 2));
-    if (e.rows() != nullptr && !RowsNameKey(*e.rows(), bound)) {
+    CQLS_ASSIGN_OR_RETURN(auto e, Run(x->second, {*key}, 2, k, problem));
+    if (!e) return m;
+    if (e->rows() != nullptr && !RowsNameKey(*e->rows(), bound)) {
       auto t = a_.metadata_tables.find(split);
       *problem = another_key("metadata", t == a_.metadata_tables.end() ? split : t->second);
       return m;
     }
-    if (e.rows() != nullptr) m.extra = ExtraFromRows(*e.rows());
+    if (e->rows() != nullptr) m.extra = ExtraFromRows(*e->rows());
   }
   const std::string& table = TableOf(split, k);
   auto q = label_reads_.find(table);
   if (q == label_reads_.end()) return m;
-  CQLS_ASSIGN_OR_RETURN(auto r, Run(q->second, {*key}, 2));
-  const cql::Rows* rows = r.rows();
+  CQLS_ASSIGN_OR_RETURN(auto r, Run(q->second, {*key}, 2, k, problem));
+  if (!r) return m;
+  const cql::Rows* rows = r->rows();
   if (rows != nullptr && !RowsNameKey(*rows, bound)) {
     *problem = another_key("label", table);
     return m;
@@ -217,8 +231,9 @@ Status AttachedSamples::ReadData(const std::string& split, SampleKey k, Attached
   if (q == data_reads_.end()) return Status::InvalidArgument(fmt::format("no table for split '{}'", split));
   cql::Bytes bound;  // the key as the read binds it
   CQLS_RETURN_IF_ERROR(EncodeCell(*key, key_type_, &bound));
-  CQLS_ASSIGN_OR_RETURN(auto r, Run(q->second, {*key}, 2));
-  const cql::Rows* rows = r.rows();
+  CQLS_ASSIGN_OR_RETURN(auto r, Run(q->second, {*key}, 2, k, problem));
+  if (!r) return Status::OK();
+  const cql::Rows* rows = r->rows();
   const int32_t n = rows == nullptr ? 0 : rows->row_count();
   // Each row names its key first: a row of another key is an answer meant
   // for another request, never this sample's data.

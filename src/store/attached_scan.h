@@ -80,7 +80,11 @@ class AttachedSamples {
 
  private:
   AttachedSamples(net::Session& s, const DatasetInfo& d) : s_(s), d_(d) {}
-  StatusOr<net::ResultSet> Run(const net::PreparedPtr& q, std::vector<Value> v, int32_t page) const;
+  // One read for sample `k`. An answer refused as another request's (a
+  // Corruption: columns of another statement) is read again, up to 3 times
+  // in all; then it is `k`'s problem (nullopt), not an error of the scan.
+  StatusOr<std::optional<net::ResultSet>> Run(const net::PreparedPtr& q, std::vector<Value> v, int32_t page,
+                                              SampleKey k, Status* problem) const;
   Status PrepareTable(const std::string& table);
   Status PrepareExtra(const std::string& split, const std::string& table);
   // The table sample `k` is read from: its segment's (d_.segments), else the

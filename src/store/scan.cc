@@ -67,38 +67,45 @@ Status DecodeMetaRow(const cql::Rows& r, int32_t i, int32_t seg, int32_t idx, Me
 
 StatusOr<std::vector<MetaRow>> ReadMetaBlock(net::Session& s, const net::PreparedPtr& query, const BlockRef& b,
                                              cql::Consistency cl) {
-  std::vector<MetaRow> out;
   net::Statement st = net::Statement::Bound(query, {Value::Int(b.seg), Value::Int(b.block)});
   st.idempotent = true;
   st.consistency = cl;
   st.page_size = 2048;
   // The answer names its statement (its columns) and each row its sample
   // (seg, block, idx, in clustering order): a row of another block, or one
-  // twice, is an answer meant for another request, not this block's.
+  // twice, is an answer meant for another request, not this block's. Such
+  // an answer (a Corruption) is read again, 3 times in all.
   st.check_result_columns = true;
   const int32_t end = b.end_idx();
-  int64_t last = -1;
-  Status status = s.ForEachPage(st, [&](const cql::Rows& r) {
-    for (int32_t i = 0; i < r.row_count(); ++i) {
-      CQLS_ASSIGN_OR_RETURN(int32_t seg, r.Get<int32_t>(i, 0));
-      CQLS_ASSIGN_OR_RETURN(int32_t block, r.Get<int32_t>(i, 1));
-      CQLS_ASSIGN_OR_RETURN(int32_t idx, r.Get<int32_t>(i, 2));
-      if (seg != b.seg || block != b.block || idx < b.first_idx() || (idx >> kBlockShift) != b.block) {
-        return Status::Corruption(fmt::format("the answer holds a row of segment {} block {} (idx {})", seg, block, idx));
+  constexpr int kAttempts = 3;
+  std::vector<MetaRow> out;
+  Status status;
+  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+    out.clear();
+    int64_t last = -1;
+    status = s.ForEachPage(st, [&](const cql::Rows& r) {
+      for (int32_t i = 0; i < r.row_count(); ++i) {
+        CQLS_ASSIGN_OR_RETURN(int32_t seg, r.Get<int32_t>(i, 0));
+        CQLS_ASSIGN_OR_RETURN(int32_t block, r.Get<int32_t>(i, 1));
+        CQLS_ASSIGN_OR_RETURN(int32_t idx, r.Get<int32_t>(i, 2));
+        if (seg != b.seg || block != b.block || idx < b.first_idx() || (idx >> kBlockShift) != b.block) {
+          return Status::Corruption(
+              fmt::format("the answer holds a row of segment {} block {} (idx {})", seg, block, idx));
+        }
+        if (idx <= last) return Status::Corruption(fmt::format("the answer holds idx {} after idx {}", idx, last));
+        last = idx;
+        if (idx >= end) continue;
+        MetaRow m;
+        CQLS_RETURN_IF_ERROR(DecodeMetaRow(r, i, b.seg, idx, &m));
+        out.push_back(std::move(m));
       }
-      if (idx <= last) return Status::Corruption(fmt::format("the answer holds idx {} after idx {}", idx, last));
-      last = idx;
-      if (idx >= end) continue;
-      MetaRow m;
-      CQLS_RETURN_IF_ERROR(DecodeMetaRow(r, i, b.seg, idx, &m));
-      out.push_back(std::move(m));
-    }
-    return Status::OK();
-  });
+      return Status::OK();
+    });
+    if (status.code() != Status::Code::kCorruption) break;
+  }
   if (!status.ok()) {
     return status.WithContext(fmt::format("reading metadata of segment {} block {}", b.seg, b.block));
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b2) { return a.key < b2.key; });
   return out;
 }
 

@@ -61,8 +61,8 @@ std::vector<BlockRef> CommittedBlocks(const std::vector<SegmentInfo>& segs);
 std::string MetaBlockQuery(const DatasetInfo& d);
 // The rows of one block with idx < count, ascending idx. The answer must
 // carry the query's columns (net::Statement::check_result_columns) and only
-// rows of this block, each idx once in ascending order: anything else is a
-// Corruption naming the block.
+// rows of this block, each idx once in ascending order: anything else is
+// read again (3 times in all), then a Corruption naming the block.
 StatusOr<std::vector<MetaRow>> ReadMetaBlock(net::Session& s, const net::PreparedPtr& query, const BlockRef& b,
                                              cql::Consistency cl = cql::Consistency::kLocalQuorum);
 
