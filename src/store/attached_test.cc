@@ -67,11 +67,13 @@ TEST(AttachedTableTest, Statements) {
             "CREATE TABLE IF NOT EXISTS ks.k_inet (seg int, idx int, key blob, PRIMARY KEY ((seg, idx)))");
   EXPECT_EQ(KeyLookupCql("ks", "inet"), "SELECT seg, idx, key FROM ks.k_inet WHERE seg = ? AND idx = ?");
   EXPECT_EQ(KeyScanCql(a, "train"),
-            "SELECT \"id\" FROM \"imagenet\".\"data_train\" WHERE token(\"id\") > ? AND token(\"id\") <= ?");
+            "SELECT token(\"id\"), \"id\" FROM \"imagenet\".\"data_train\" WHERE token(\"id\") > ? AND "
+            "token(\"id\") <= ?");
   AttachedTable t = a;
   t.label_type = "text";
-  EXPECT_EQ(KeyScanCql(t, "train"), "SELECT \"id\", \"label\" FROM \"imagenet\".\"data_train\" WHERE token(\"id\") > ? "
-                                    "AND token(\"id\") <= ?");
+  EXPECT_EQ(KeyScanCql(t, "train"),
+            "SELECT token(\"id\"), \"id\", \"label\" FROM \"imagenet\".\"data_train\" WHERE token(\"id\") > ? "
+            "AND token(\"id\") <= ?");
 }
 
 // Every malformed entry is Corruption naming the dataset and the entry.

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "net/routing/token_ring.h"
+#include "store/key_scan_order.h"
 #include "store/scan.h"
 #include "store/schema.h"
 #include "store/segments_table.h"
@@ -63,8 +64,13 @@ class SnapshotWriter {
     st.idempotent = true;
     st.consistency = cql::Consistency::kLocalQuorum;
     st.page_size = o_.page_size;
+    // Pages must be this scan's: its columns, rows of its range in ring
+    // order (store/key_scan_order.h), or no key of theirs is written.
+    st.check_result_columns = true;
+    KeyScanOrder order(r.start, r.end, a_.tables.at(split_));
     return s_.ForEachPage(st, [&](const cql::Rows& rows) -> Status {
       if (o_.stop != nullptr && o_.stop->load()) return Status::Cancelled("interrupted");
+      CQLS_RETURN_IF_ERROR(order.Page(rows));
       return OnPage(rows);
     });
   }
@@ -100,7 +106,7 @@ class SnapshotWriter {
   }
 
   Status AddLabel(const cql::Rows& rows, int32_t i) {
-    std::optional<cql::ByteView> cell = rows.cell(i, 1);
+    std::optional<cql::ByteView> cell = rows.cell(i, 2);
     if (!cell) return Status::OK();
     std::string text(reinterpret_cast<const char*>(cell->data()), cell->size());
     MutexLock l(&mu_);
@@ -132,7 +138,7 @@ class SnapshotWriter {
     size_t batch_bytes = 0;
     Status st;
     for (int32_t i = 0; i < n && st.ok(); ++i) {
-      std::optional<cql::ByteView> key = rows.cell(i, 0);
+      std::optional<cql::ByteView> key = rows.cell(i, 1);  // after its token
       if (!key) {
         st = Status::Corruption(fmt::format("{} returned a row without key", a_.tables.at(split_)));
         break;
@@ -186,9 +192,9 @@ class SnapshotWriter {
 }  // namespace
 
 std::string KeyScanCql(const AttachedTable& a, const std::string& split) {
-  std::string cols = QuoteIdentifier(a.key_column);
-  if (a.label_type == "text") cols += ", " + QuoteIdentifier(a.label_column);
   const std::string key = QuoteIdentifier(a.key_column);
+  std::string cols = fmt::format("token({}), {}", key, key);
+  if (a.label_type == "text") cols += ", " + QuoteIdentifier(a.label_column);
   return fmt::format("SELECT {} FROM {} WHERE token({}) > ? AND token({}) <= ?", cols, a.QuotedTable(split), key, key);
 }
 

@@ -3,11 +3,13 @@
 // The key snapshot of an attached split (store/attached.h): a parallel,
 // paged token-range scan of the foreign table
 //
-//   SELECT "<key>"[, "<label>"] FROM "ks"."table"
+//   SELECT token("<key>"), "<key>"[, "<label>"] FROM "ks"."table"
 //     WHERE token("<key>") > ? AND token("<key>") <= ?
 //
 // (the label only for a text label, whose distinct values become the class
-// names), writing one k_<dataset> row (seg, idx, key) per key in unlogged
+// names; the token so that each page is checked to be this range's, in ring
+// order, store/key_scan_order.h, and the answer's columns are checked too),
+// writing one k_<dataset> row (seg, idx, key) per key in unlogged
 // batches. Keys get dense indices in the order pages arrive: sample g of the
 // scan is (segs[g / capacity], g % capacity), so a split is one segment up to
 // `segment_capacity` keys (2^30 by default) and a few beyond.
