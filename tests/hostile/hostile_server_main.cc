@@ -8,9 +8,9 @@
 //       Prints "listening 127.0.0.1:PORT" on stdout once it accepts.
 //   cqlstream-hostile-server --list-modes
 //       one line per mode: NAME EXPECT_READ EXPECT_CONNECT EXPECT_ATTACHED PROBLEM-WORDS
-//   cqlstream-hostile-server --print-dataset
-//       the honest dataset as JSON: keyspace, dataset, split, and per sample
-//       its key ("seg:idx") and payload in hex.
+//   cqlstream-hostile-server --print-dataset [native|attached]
+//       the honest native dataset (or the attached one) as JSON: keyspace,
+//       dataset, split, and per sample its key ("seg:idx") and payload in hex.
 #include <fmt/format.h>
 #include <signal.h>
 
@@ -37,11 +37,14 @@ const char* ExpectName(Expect e) {
   return "?";
 }
 
-void PrintDataset() {
+// The attached dataset's samples are its key snapshot's: seg 0, idx i,
+// holding SamplePayload(i) in the foreign table.
+void PrintDataset(bool attached) {
   namespace h = cqlstream::hostile;
   fmt::print("{{\"keyspace\": \"{}\", \"dataset\": \"{}\", \"split\": \"{}\", \"samples\": [", h::kKeyspace,
-             h::kDataset, h::kSplit);
-  for (int32_t i = 0; i < h::kSamples; ++i) {
+             attached ? h::kAttachedDataset : h::kDataset, h::kSplit);
+  const int32_t n = attached ? h::kAttachedSamples : h::kSamples;
+  for (int32_t i = 0; i < n; ++i) {
     std::string hex;
     for (uint8_t b : h::SamplePayload(i)) hex += fmt::format("{:02x}", b);
     fmt::print("{}{{\"key\": \"0:{}\", \"hex\": \"{}\"}}", i ? ", " : "", i, hex);
@@ -52,7 +55,7 @@ void PrintDataset() {
 int Usage(const std::string& why) {
   fmt::print(stderr,
              "cqlstream-hostile-server: {}\nusage: cqlstream-hostile-server --mode MODE [--listen HOST:PORT] | "
-             "--list-modes | --print-dataset\n",
+             "--list-modes | --print-dataset [native|attached]\n",
              why);
   return 2;
 }
@@ -69,7 +72,9 @@ int Main(int argc, char** argv) {
       return 0;
     }
     if (a == "--print-dataset") {
-      PrintDataset();
+      const std::string which = i + 1 < argc ? argv[i + 1] : "native";
+      if (which != "native" && which != "attached") return Usage("--print-dataset takes native or attached");
+      PrintDataset(which == "attached");
       return 0;
     }
     if ((a == "--mode" || a == "--listen") && i + 1 < argc) {

@@ -1,7 +1,9 @@
 """The Python cqlstream.Loader against every mode of the hostile fake CQL
 server (tests/hostile/hostile_server.h): each mode must end in a clean
 Python exception naming the problem, or in the honest dataset exactly; never
-a signal, a hang past the bound, or runaway memory.
+a signal, a hang past the bound, or runaway memory. The native dataset is
+read shuffled and in order; the attached one (key lookups and foreign reads
+through the binding) shuffled, judged by each mode's attached expectation.
 
 The server is the standalone binary tests/hostile/cqlstream-hostile-server of
 the build ($CQLSTREAM_HOSTILE_SERVER, else the first of $CQLSTREAM_BUILD_DIR,
@@ -73,27 +75,43 @@ def server_path() -> Path:
                         "cqlstream-hostile-server")
 
 
-def list_modes() -> list[tuple[str, str, str]]:
+def list_modes() -> list[tuple[str, str, str, str]]:
+    """(name, expectation for the native dataset, for the attached one, problem words)."""
     try:
         p = server_path()
     except pytest.fail.Exception:
-        return [("server-not-built", "correct", "")]
+        return [("server-not-built", "correct", "correct", "")]
     out = subprocess.run([str(p), "--list-modes"], capture_output=True, text=True, check=True, timeout=30).stdout
     modes = []
     for line in out.splitlines():
-        name, expect, _connect, _attached, problem = line.split(" ", 4)
-        modes.append((name, expect, "" if problem == "-" else problem))
+        name, expect, _connect, attached, problem = line.split(" ", 4)
+        modes.append((name, expect, attached, "" if problem == "-" else problem))
     return modes
 
 
+def cases() -> list:
+    """Every mode against the native dataset (shuffled and ordered) and the attached one (shuffled)."""
+    out = []
+    for name, expect, attached, problem in list_modes():
+        for ordered in (False, True):
+            out.append(pytest.param(name, "native", expect, problem, ordered,
+                                    id=f"{name}-{'ordered' if ordered else 'ooo'}"))
+        out.append(pytest.param(name, "attached", attached, problem, False, id=f"{name}-attached"))
+    return out
+
+
 @pytest.fixture(scope="module")
-def truth(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("hostile") / "dataset.json"
-    out = subprocess.run([str(server_path()), "--print-dataset"], capture_output=True, text=True, check=True,
-                         timeout=30).stdout
-    json.loads(out)
-    path.write_text(out)
-    return path
+def truths(tmp_path_factory) -> dict[str, Path]:
+    """The honest datasets ("native", "attached") as JSON files for the child."""
+    out = {}
+    for which in ("native", "attached"):
+        path = tmp_path_factory.mktemp("hostile") / f"{which}.json"
+        text = subprocess.run([str(server_path()), "--print-dataset", which], capture_output=True, text=True,
+                              check=True, timeout=30).stdout
+        assert json.loads(text)["samples"], which
+        path.write_text(text)
+        out[which] = path
+    return out
 
 
 def start_server(mode: str) -> tuple[subprocess.Popen, int]:
@@ -142,16 +160,16 @@ def run_child(port: int, ordered: bool, truth: Path) -> dict:
     }
 
 
-@pytest.mark.parametrize("ordered", [False, True], ids=["ooo", "ordered"])
-@pytest.mark.parametrize("mode,expect,problem", [pytest.param(*m, id=m[0]) for m in list_modes()])
-def test_loader_against_hostile_server(mode: str, expect: str, problem: str, ordered: bool, truth: Path) -> None:
+@pytest.mark.parametrize("mode,dataset,expect,problem,ordered", cases())
+def test_loader_against_hostile_server(mode: str, dataset: str, expect: str, problem: str, ordered: bool,
+                                       truths: dict[str, Path]) -> None:
     server, port = start_server(mode)
     try:
-        r = run_child(port, ordered, truth)
+        r = run_child(port, ordered, truths[dataset])
     finally:
         server.terminate()
         server.wait(timeout=30)
-    what = (f"mode {mode} (ordered={ordered}): exit {r['exit']}, signal {r['signal']}, hung {r['hung']}, "
+    what = (f"mode {mode} ({dataset}, ordered={ordered}): exit {r['exit']}, signal {r['signal']}, hung {r['hung']}, "
             f"{r['seconds']:.1f} s, peak RSS {r['rss_mb']} MB\nstdout: {r['out'][-1500:]}\nstderr: {r['err'][-1500:]}")
     assert not r["hung"], "a hang past the bound: " + what
     assert r["signal"] == 0, "killed by a signal: " + what
