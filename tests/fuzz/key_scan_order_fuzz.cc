@@ -4,12 +4,12 @@
 // a token range of any bounds, then rows of a token cell and a key cell,
 // each null or of any bytes, fed one by one as pages deliver them.
 //
-// Checked: nothing throws or traps (ASan/UBSan); a row is accepted only
+// Checked: nothing throws or traps (ASan/UBSan); a row is accepted exactly
 // when its token cell is 8 bytes, its key cell is not null, its token lies
 // in (start, end], and (token, key bytes) is strictly after the last
-// accepted row's (tracked here independently); a refusal is a Corruption
-// with a message and leaves the count unchanged; rows() counts the
-// accepted rows.
+// accepted row's (tracked here independently: both a refusal of such a row
+// and an acceptance of another abort); a refusal is a Corruption with a
+// message and leaves the count unchanged; rows() counts the accepted rows.
 //
 // Input (FuzzedDataProvider): start, end, then rows until the input ends.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "cql/wire.h"
@@ -60,16 +61,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       token = Cell(in, 10);
     }
     const auto key = Cell(in, 16);
+    // The spec, independently of the code under test.
+    bool expected = token && token->size() == 8 && key.has_value();
+    int64_t t = 0;
+    if (expected) {
+      t = static_cast<int64_t>(cqlstream::cql::LoadU64(token->data()));
+      expected = t > start && t <= end;
+    }
+    if (expected && last) {
+      expected = t > last->first || (t == last->first && std::lexicographical_compare(last->second.begin(),
+                                                                                     last->second.end(), key->begin(),
+                                                                                     key->end()));
+    }
     const cqlstream::Status s = order.Row(View(token), View(key));
+    Check(s.ok() == expected);
     if (s.ok()) {
-      Check(token && token->size() == 8 && key.has_value());
-      const auto t = static_cast<int64_t>(cqlstream::cql::LoadU64(token->data()));
-      Check(t > start && t <= end);
-      if (last) {
-        Check(t > last->first || (t == last->first && std::lexicographical_compare(last->second.begin(),
-                                                                                  last->second.end(), key->begin(),
-                                                                                  key->end())));
-      }
       last = std::make_pair(t, *key);
       ++accepted;
     } else {

@@ -2,8 +2,10 @@
 server (tests/hostile/hostile_server.h): each mode must end in a clean
 Python exception naming the problem, or in the honest dataset exactly; never
 a signal, a hang past the bound, or runaway memory. The native dataset is
-read shuffled and in order; the attached one (key lookups and foreign reads
-through the binding) shuffled, judged by each mode's attached expectation.
+read shuffled and in order, one epoch; the attached one (key lookups and
+foreign reads through the binding) shuffled, two epochs with 32 requests in
+flight (the second epoch's rows are read in groups), judged by each mode's
+attached expectation.
 
 The server is the standalone binary tests/hostile/cqlstream-hostile-server of
 the build ($CQLSTREAM_HOSTILE_SERVER, else the first of $CQLSTREAM_BUILD_DIR,
@@ -27,8 +29,10 @@ from conftest import built_binary
 BOUND_S = 100.0  # the Loader here retries for at most 5 s per sample
 RSS_BOUND_MB = 400  # the interpreter and numpy alone take ~60 MB
 
-# Reads one epoch and says what came of it: OK n (exit 0), ERROR ... (exit 1)
-# or WRONG ... (exit 3, a silently wrong result). argv: port, ordered, dataset JSON path.
+# Reads EPOCHS epochs, each exactly once, and says what came of it: OK n
+# coalesced c retries r (exit 0), ERROR ... (exit 1) or WRONG ... (exit 3, a
+# silently wrong result). argv: port, ordered, dataset JSON path, epochs,
+# window (0: adaptive; else fixed at that many requests in flight).
 CHILD = r"""
 import atexit, json, sys
 def _peak():
@@ -42,31 +46,35 @@ def _peak():
 atexit.register(_peak)
 import cqlstream
 port, ordered, truth = int(sys.argv[1]), sys.argv[2] == "1", json.load(open(sys.argv[3]))
+epochs, window = int(sys.argv[4]), int(sys.argv[5])
 want = {s["key"]: bytes.fromhex(s["hex"]) for s in truth["samples"]}
+caps = dict(max_in_flight=window, initial_window=window, adaptive=False) if window else {}
 try:
     loader = cqlstream.Loader(truth["dataset"], split=truth["split"], keyspace=truth["keyspace"],
-                              hosts="127.0.0.1", port=port, batch_size=8, epochs=1, ordered=ordered,
+                              hosts="127.0.0.1", port=port, batch_size=8, epochs=epochs, ordered=ordered,
                               rank=0, world_size=1, connect_timeout=2.0, request_timeout=1.0,
-                              max_attempts=3, retry_budget=5.0)
-    seen = set()
-    for batch in loader:
-        data = bytes(batch.data)
-        for i in range(len(batch)):
-            k = int(batch.keys[i])
-            key = f"{k >> 32}:{k & 0xffffffff}"
-            got = data[int(batch.offsets[i]):int(batch.offsets[i]) + int(batch.sizes[i])]
-            if key not in want or key in seen or got != want[key]:
-                print(f"WRONG sample {key}: {len(got)} bytes, seen before: {key in seen}")
-                sys.exit(3)
-            seen.add(key)
+                              max_attempts=3, retry_budget=5.0, **caps)
+    for epoch in range(epochs):
+        seen = set()
+        for batch in loader:
+            data = bytes(batch.data)
+            for i in range(len(batch)):
+                k = int(batch.keys[i])
+                key = f"{k >> 32}:{k & 0xffffffff}"
+                got = data[int(batch.offsets[i]):int(batch.offsets[i]) + int(batch.sizes[i])]
+                if key not in want or key in seen or got != want[key]:
+                    print(f"WRONG epoch {epoch} sample {key}: {len(got)} bytes, seen before: {key in seen}")
+                    sys.exit(3)
+                seen.add(key)
+        if len(seen) != len(want):
+            print(f"WRONG epoch {epoch}: {len(seen)} of {len(want)} samples")
+            sys.exit(3)
+    m = loader.metrics()
     loader.close()
 except Exception as e:  # every cqlstream error; a clean error is a result here
     print(f"ERROR {type(e).__name__}: {e}")
     sys.exit(1)
-if len(seen) != len(want):
-    print(f"WRONG {len(seen)} of {len(want)} samples")
-    sys.exit(3)
-print(f"OK {len(seen)}")
+print(f"OK {len(want)} coalesced {m['coalesced_requests']} retries {m['retries']}")
 """
 
 
@@ -124,9 +132,10 @@ def start_server(mode: str) -> tuple[subprocess.Popen, int]:
     return p, int(line.rsplit(":", 1)[1])
 
 
-def run_child(port: int, ordered: bool, truth: Path) -> dict:
+def run_child(port: int, ordered: bool, truth: Path, epochs: int = 1, window: int = 0) -> dict:
     """Runs CHILD under BOUND_S; returns exit code / signal / hang / output / the child's peak RSS."""
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(port), "1" if ordered else "0", str(truth)],
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(port), "1" if ordered else "0", str(truth),
+                              str(epochs), str(window)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     start = time.monotonic()
     status, rss_kb, hung = None, 0, False
@@ -165,7 +174,11 @@ def test_loader_against_hostile_server(mode: str, dataset: str, expect: str, pro
                                        truths: dict[str, Path]) -> None:
     server, port = start_server(mode)
     try:
-        r = run_child(port, ordered, truths[dataset])
+        # The attached dataset as the C++ probe reads it: two epochs, 32 in
+        # flight, so that the second epoch's rows (their keys known) are read
+        # in groups and the lies told to grouped reads are heard.
+        attached = dataset == "attached"
+        r = run_child(port, ordered, truths[dataset], epochs=2 if attached else 1, window=32 if attached else 0)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -186,3 +199,10 @@ def test_loader_against_hostile_server(mode: str, dataset: str, expect: str, pro
         assert not words or any(w.lower() in text for w in words), f"error does not name the problem ({problem}): " + what
     else:
         assert correct or r["exit"] == 1, "expected a clean error or the honest dataset: " + what
+    if dataset == "attached" and mode in ("honest", "foreign-group-lies"):
+        # Grouped foreign reads were sent; where each told a lie, the Loader
+        # refused it and read the samples again.
+        fields = r["out"].split()
+        assert int(fields[fields.index("coalesced") + 1]) > 0, "no grouped read: " + what
+        if mode == "foreign-group-lies":
+            assert int(fields[fields.index("retries") + 1]) > 0, "no lie refused: " + what
