@@ -109,14 +109,15 @@ Status ReadWithFallback(const std::string& keyspace, const std::function<Status(
 Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d, cql::Consistency cl) {
   d->segments.clear();
   net::Statement st = net::Statement::Query(
-      fmt::format("SELECT seg, split, source_id, source, fingerprint, count, bytes, max_size, size_hist, state "
-                  "FROM {}.segments WHERE dataset = ?",
+      fmt::format("SELECT dataset, seg, split, source_id, source, fingerprint, count, bytes, max_size, size_hist, "
+                  "state FROM {}.segments WHERE dataset = ?",
                   keyspace),
       {Value::Text(d->name)});
   st.idempotent = true;
   st.consistency = cl;
   return s.ForEachPage(st, [&](const cql::Rows& r) {
     for (int32_t i = 0; i < r.row_count(); ++i) {
+      CQLS_RETURN_IF_ERROR(CheckSegmentRowDataset(r, i, d->name));
       CQLS_ASSIGN_OR_RETURN(SegmentInfo g, DecodeSegment(r, i));
       d->segments.push_back(std::move(g));
     }
@@ -130,6 +131,13 @@ Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d
 constexpr const char* kDatasetColumns = "*";
 
 }  // namespace
+
+Status CheckSegmentRowDataset(const cql::Rows& r, int32_t row, const std::string& dataset) {
+  CQLS_ASSIGN_OR_RETURN(std::string got, r.Get<std::string>(row, "dataset"));
+  if (got == dataset) return Status::OK();
+  return Status::Corruption(fmt::format("the segments read of dataset '{}' answered a row of dataset '{}'", dataset,
+                                        got.substr(0, 64)));
+}
 
 bool IsMissingTable(const Status& st) {
   const ServerError* e = st.server_error();
@@ -161,6 +169,13 @@ StatusOr<DatasetInfo> LoadDataset(net::Session& s, const std::string& keyspace, 
     }
     d = DatasetInfo();
     CQLS_RETURN_IF_ERROR(FillDataset(*rows, 0, keyspace, &d));
+    if (d.name != name || rows->row_count() != 1) {
+      // The row names its dataset: another one's is an answer meant for
+      // another request.
+      return Status::Corruption(fmt::format("the catalog read of dataset '{}' in keyspace '{}' answered {} row(s), "
+                                            "the first of dataset '{}'",
+                                            name, keyspace, rows->row_count(), d.name.substr(0, 64)));
+    }
     return LoadSegments(s, keyspace, &d, cl);
   }));
   std::sort(d.segments.begin(), d.segments.end(), [](const auto& a, const auto& b) { return a.seg < b.seg; });

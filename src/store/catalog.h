@@ -33,6 +33,11 @@ StatusOr<std::vector<DatasetInfo>> ListDatasets(net::Session& s, const std::stri
 // answers than required): such a read may be repeated at LOCAL_ONE.
 bool QuorumUnreachable(const Status& st);
 
+// OK when row `row` of a segments read names `dataset` in its `dataset`
+// column; a Corruption otherwise (a row of another dataset is an answer
+// meant for another request: a server that repeats or misroutes answers).
+Status CheckSegmentRowDataset(const cql::Rows& r, int32_t row, const std::string& dataset);
+
 // True when a statement failed because its table (or keyspace) does not
 // exist: the one test for "no such table" in the store layer (the server
 // says so with an Invalid error, "unconfigured table ..." or "... does not

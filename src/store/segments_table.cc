@@ -77,13 +77,14 @@ StatusOr<std::vector<SegRow>> ReadSegRows(net::Session& s, const std::string& ke
   std::vector<SegRow> out;
   net::Statement st = net::Statement::Query(
       fmt::format("SELECT seg, split, source_id, fingerprint, count, bytes, max_size, size_hist, next_pos, state, "
-                  "writetime(state), writetime(count), source FROM {}.segments WHERE dataset = ?",
+                  "writetime(state), writetime(count), source, dataset FROM {}.segments WHERE dataset = ?",
                   keyspace),
       {Value::Text(dataset)});
   st.idempotent = true;
   st.consistency = cql::Consistency::kLocalQuorum;
   Status status = s.ForEachPage(st, [&](const cql::Rows& r) -> Status {
     for (int32_t i = 0; i < r.row_count(); ++i) {
+      CQLS_RETURN_IF_ERROR(CheckSegmentRowDataset(r, i, dataset));
       auto g = DecodeSegRow(r, i);
       if (!g.ok()) return g.status().WithContext(fmt::format("segments table of dataset '{}'", dataset));
       out.push_back(std::move(g).value());

@@ -60,6 +60,9 @@ const std::vector<ModeInfo> kModes = {
      "prepared with"},
     // Only verify reads the metadata table: the test requires its error.
     {Mode::kMetaRowsLie, "meta-rows-lie", Expect::kEither, Expect::kCorrect, Expect::kCorrect, "idx"},
+    // ping reads no catalog; info, verify, bench and the Loader must refuse it.
+    {Mode::kSegmentsCrossed, "segments-crossed", Expect::kError, Expect::kEither, Expect::kError,
+     "answered a row of dataset"},
 };
 
 bool ReadFull(int fd, uint8_t* p, size_t n) {
@@ -442,6 +445,13 @@ struct HostileServer::Conn {
       Answer a = s->world_.Run(*sel, p.values);
       LieAboutKeyGroup(&a);
       return SendAnswer(stream, a, p);
+    }
+    if (mode() == Mode::kSegmentsCrossed && sel->keyspace == kKeyspace && sel->table == "segments" &&
+        p.values.size() == 1 && p.values[0]) {
+      const std::string asked(p.values[0]->begin(), p.values[0]->end());
+      const std::string other = asked == kDataset ? kAttachedDataset : kDataset;
+      p.values[0] = cql::Bytes(other.begin(), other.end());
+      s->lies_told_.fetch_add(1);
     }
     Answer a = s->world_.Run(*sel, p.values);
     LieAboutSystem(*sel, &a);

@@ -8,7 +8,8 @@
 // and protocol versions, event floods, UNPREPARED loops, grouped key-snapshot
 // lookups answering rows that were not asked for, foreign rows twice, short
 // or keyless, alone or in grouped reads; answers whose result metadata names
-// another table. The transport lies of data reads
+// another table; metadata blocks that repeat a row; segments rows of the
+// other dataset. The transport lies of data reads
 // (silence, resets, truncation, duplicates, oversized frames, ...) hit the
 // native data table and the attached dataset's foreign table (single and
 // grouped reads) alike.
@@ -79,6 +80,7 @@ enum class Mode {
                            // every foreign read of sample 14 (alone or in a group; named as k_att's)
   kMetaRowsLie,            // every native metadata block read (m_ ... WHERE seg = ? AND block = ?) answers
                            // its rows and then its first row again
+  kSegmentsCrossed,        // the segments read of each dataset answers the other dataset's segment rows
 };
 
 // What a correct client does against a mode.
