@@ -68,15 +68,18 @@ class SnapshotWriter {
     // order (store/key_scan_order.h), or no key of theirs is written.
     st.check_result_columns = true;
     KeyScanOrder order(r.start, r.end, a_.tables.at(split_));
-    Status st_scan = s_.ForEachPage(st, [&](const cql::Rows& rows) -> Status {
+    bool out_of_order = false;  // KeyScanOrder's refusals name the range already
+    Status scanned = s_.ForEachPage(st, [&](const cql::Rows& rows) -> Status {
       if (o_.stop != nullptr && o_.stop->load()) return Status::Cancelled("interrupted");
-      CQLS_RETURN_IF_ERROR(order.Page(rows));
+      if (Status in_order = order.Page(rows); !in_order.ok()) {
+        out_of_order = true;
+        return in_order;
+      }
       return OnPage(rows);
     });
-    // KeyScanOrder's own refusals name the range already; the others (a
-    // page refused for its columns, a server error) get it here.
-    if (st_scan.ok() || st_scan.message().find(" over tokens (") != std::string::npos) return st_scan;
-    return st_scan.WithContext(
+    if (scanned.ok() || out_of_order) return scanned;
+    // A page refused for its columns, a server error: name the range.
+    return scanned.WithContext(
         fmt::format("the key scan of {} over tokens ({}, {}]", a_.tables.at(split_), r.start, r.end));
   }
 
