@@ -8,6 +8,7 @@
 
 #include "store/attach.h"
 #include "store/attached_extra.h"
+#include "store/read_again.h"
 #include "store/schema.h"
 #include "util/mutex.h"
 
@@ -139,16 +140,13 @@ StatusOr<std::optional<net::ResultSet>> AttachedSamples::Run(const net::Prepared
   st.check_result_columns = true;  // the answer names the read it answers (net/result_columns.h)
   st.consistency = cql::Consistency::kLocalQuorum;
   st.page_size = page;  // one row is expected; two show that there are more
-  constexpr int kAttempts = 3;
-  for (int attempt = 1;; ++attempt) {
-    auto r = s_.Execute(st);
-    if (r.ok()) return std::optional<net::ResultSet>(std::move(*r));
-    if (r.status().code() != Status::Code::kCorruption) return r.status();
-    if (attempt == kAttempts) {
-      *problem = r.status().WithContext(fmt::format("sample {} ({} attempts)", FormatKey(k), kAttempts));
-      return std::optional<net::ResultSet>();
-    }
-  }
+  auto r = ReadAgainOnCorruption(kReadAttempts, [&] { return s_.Execute(st); });
+  if (r.ok()) return std::optional<net::ResultSet>(std::move(*r));
+  if (r.status().code() != Status::Code::kCorruption) return r.status();
+  // Answers meant for other reads, every time: this sample's problem, not
+  // the end of the scan.
+  *problem = r.status().WithContext(fmt::format("sample {} ({} attempts)", FormatKey(k), kReadAttempts));
+  return std::optional<net::ResultSet>();
 }
 
 AttachedRowOptions AttachedSamples::Options(const std::string& split, bool keep) const {

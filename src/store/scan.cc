@@ -10,6 +10,7 @@
 
 #include "net/routing/token_ring.h"
 #include "store/catalog.h"
+#include "store/read_again.h"
 #include "util/mutex.h"
 
 namespace cqlstream::store {
@@ -74,16 +75,15 @@ StatusOr<std::vector<MetaRow>> ReadMetaBlock(net::Session& s, const net::Prepare
   // The answer names its statement (its columns) and each row its sample
   // (seg, block, idx, in clustering order): a row of another block, or one
   // twice, is an answer meant for another request, not this block's. Such
-  // an answer (a Corruption) is read again, 3 times in all.
+  // an answer (a Corruption) is read again, kReadAttempts times in all
+  // (store/read_again.h).
   st.check_result_columns = true;
   const int32_t end = b.end_idx();
-  constexpr int kAttempts = 3;
   std::vector<MetaRow> out;
-  Status status;
-  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+  Status status = ReadAgainOnCorruption(kReadAttempts, [&] {
     out.clear();
     int64_t last = -1;
-    status = s.ForEachPage(st, [&](const cql::Rows& r) {
+    return s.ForEachPage(st, [&](const cql::Rows& r) {
       for (int32_t i = 0; i < r.row_count(); ++i) {
         CQLS_ASSIGN_OR_RETURN(int32_t seg, r.Get<int32_t>(i, 0));
         CQLS_ASSIGN_OR_RETURN(int32_t block, r.Get<int32_t>(i, 1));
@@ -101,8 +101,7 @@ StatusOr<std::vector<MetaRow>> ReadMetaBlock(net::Session& s, const net::Prepare
       }
       return Status::OK();
     });
-    if (status.code() != Status::Code::kCorruption) break;
-  }
+  });
   if (!status.ok()) {
     return status.WithContext(fmt::format("reading metadata of segment {} block {}", b.seg, b.block));
   }
