@@ -16,6 +16,18 @@ const DataType kText = T(TypeId::kVarchar), kInt = T(TypeId::kInt), kBigint = T(
                kInet = T(TypeId::kInet);
 
 int32_t SampleSize(int32_t idx) { return 100 + (idx * 397) % 2900; }
+int32_t TinySize(int32_t idx) { return 40 + (idx * 397) % (kTinyMaxSize - 40 + 1); }
+
+std::vector<uint8_t> Payload(int32_t idx, int32_t size) {
+  std::vector<uint8_t> p(static_cast<size_t>(size));
+  for (size_t j = 0; j < p.size(); ++j) p[j] = static_cast<uint8_t>(idx * 31 + static_cast<int32_t>(j) * 7 + 1);
+  return p;
+}
+
+int64_t Checksum(const std::vector<uint8_t>& p) { return static_cast<int64_t>(XXH64(p.data(), p.size(), 0)); }
+
+// The native datasets, by name.
+bool IsNative(const std::string& name) { return name == kDataset || name == kTinyDataset; }
 
 Value U(uint8_t b) {
   Uuid u;
@@ -82,9 +94,11 @@ Table Datasets() {
            {"class_names", DataType::List(kText)}, {"checksum", kText}, {"chunk_size", kInt},
            {"description", kText}, {"source", DataType::Map(kText, kText)}},
           {}};
-  t.rows.push_back({Value::Text(kDataset), Value::Int(1), Value::FromTimestamp(Timestamp{1700000000000}),
-                    Value::Text("none"), Value::Null(), Value::Text("xxh64"), Value::Int(kChunkSize),
-                    Value::Text("the honest dataset a hostile server lies about"), Value::Null()});
+  for (const char* name : {kDataset, kTinyDataset}) {
+    t.rows.push_back({Value::Text(name), Value::Int(1), Value::FromTimestamp(Timestamp{1700000000000}),
+                      Value::Text("none"), Value::Null(), Value::Text("xxh64"), Value::Int(kChunkSize),
+                      Value::Text("an honest native dataset a hostile server lies about"), Value::Null()});
+  }
   ValueMap source;
   for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
            {"format", "attached-1"},
@@ -109,21 +123,24 @@ Table Segments() {
            {"fingerprint", kText}, {"count", kInt}, {"bytes", kBigint}, {"max_size", kBigint},
            {"size_hist", DataType::List(kBigint)}, {"next_pos", kBigint}, {"state", kText}},
           {}};
-  int64_t bytes = 0, max_size = 0;
-  std::vector<int64_t> hist(64, 0);
-  for (int32_t i = 0; i < kSamples; ++i) {
-    const int64_t s = SampleSize(i);
-    bytes += s;
-    max_size = std::max(max_size, s);
-    hist[static_cast<size_t>(63 - __builtin_clzll(static_cast<uint64_t>(s)))]++;
+  for (const char* name : {kDataset, kTinyDataset}) {
+    const int32_t count = SamplesOf(name);
+    int64_t bytes = 0, max_size = 0;
+    std::vector<int64_t> hist(64, 0);
+    for (int32_t i = 0; i < count; ++i) {
+      const auto s = static_cast<int64_t>(PayloadOf(name, i).size());
+      bytes += s;
+      max_size = std::max(max_size, s);
+      hist[static_cast<size_t>(63 - __builtin_clzll(static_cast<uint64_t>(s)))]++;
+    }
+    while (!hist.empty() && hist.back() == 0) hist.pop_back();
+    ValueList h;
+    for (int64_t c : hist) h.push_back(Value::Bigint(c));
+    t.rows.push_back({Value::Text(name), Value::Int(0), Value::Text(kSplit), Value::Text("00000000000000aa"),
+                      Value::Text("generated"), Value::Text("00000000000000bb"), Value::Int(count),
+                      Value::Bigint(bytes), Value::Bigint(max_size), Value::List(std::move(h)),
+                      Value::Bigint(count), Value::Text("sealed")});
   }
-  while (!hist.empty() && hist.back() == 0) hist.pop_back();
-  ValueList h;
-  for (int64_t c : hist) h.push_back(Value::Bigint(c));
-  t.rows.push_back({Value::Text(kDataset), Value::Int(0), Value::Text(kSplit), Value::Text("00000000000000aa"),
-                    Value::Text("generated"), Value::Text("00000000000000bb"), Value::Int(kSamples),
-                    Value::Bigint(bytes), Value::Bigint(max_size), Value::List(std::move(h)),
-                    Value::Bigint(kSamples), Value::Text("sealed")});
   // An attach writes no sizes: its rows are read as they are.
   t.rows.push_back({Value::Text(kAttachedDataset), Value::Int(0), Value::Text(kSplit), Value::Text("attach:1:train"),
                     Value::Text(std::string(kKeyspace) + "." + kForeignTable), Value::Null(),
@@ -151,18 +168,19 @@ Table Foreign() {
   return t;
 }
 
-Table Data() {
-  Table t{kKeyspace, std::string("d_") + kDataset,
+Table Data(const std::string& name) {
+  Table t{kKeyspace, "d_" + name,
           {{"seg", kInt}, {"idx", kInt}, {"chunk", kInt}, {"size", kBigint}, {"image_size", kBigint},
            {"checksum", kBigint}, {"label", kInt}, {"labels", DataType::List(kInt)}, {"data", kBlob}},
           {}};
-  for (int32_t i = 0; i < kSamples; ++i) {
-    const std::vector<uint8_t> p = SamplePayload(i);
+  for (int32_t i = 0; i < SamplesOf(name); ++i) {
+    const std::vector<uint8_t> p = PayloadOf(name, i);
+    const int64_t sum = Checksum(p);
     for (size_t off = 0, chunk = 0; off < p.size(); off += kChunkSize, ++chunk) {
       const size_t n = std::min<size_t>(kChunkSize, p.size() - off);
       t.rows.push_back({Value::Int(0), Value::Int(i), Value::Int(static_cast<int32_t>(chunk)),
                         Value::Bigint(static_cast<int64_t>(p.size())), Value::Bigint(static_cast<int64_t>(p.size())),
-                        Value::Bigint(SampleChecksum(i)), Value::Null(), Value::Null(),
+                        Value::Bigint(sum), Value::Null(), Value::Null(),
                         Value::Blob(std::vector<uint8_t>(p.begin() + static_cast<std::ptrdiff_t>(off),
                                                          p.begin() + static_cast<std::ptrdiff_t>(off + n)))});
     }
@@ -170,24 +188,25 @@ Table Data() {
   return t;
 }
 
-Table Meta() {
-  Table t{kKeyspace, std::string("m_") + kDataset,
+Table Meta(const std::string& name) {
+  Table t{kKeyspace, "m_" + name,
           {{"seg", kInt}, {"block", kInt}, {"idx", kInt}, {"path", kText}, {"target_path", kText},
            {"label", kInt}, {"labels", DataType::List(kInt)}, {"size", kBigint}, {"image_size", kBigint},
            {"checksum", kBigint}, {"extra", DataType::Map(kText, kText)}},
           {}};
-  for (int32_t i = 0; i < kSamples; ++i) {
-    const int64_t s = SampleSize(i);
+  for (int32_t i = 0; i < SamplesOf(name); ++i) {
+    const std::vector<uint8_t> p = PayloadOf(name, i);
+    const auto s = static_cast<int64_t>(p.size());
     t.rows.push_back({Value::Int(0), Value::Int(i >> 10), Value::Int(i), Value::Text(fmt::format("img/{:04}.bin", i)),
                       Value::Null(), Value::Null(), Value::Null(), Value::Bigint(s), Value::Bigint(s),
-                      Value::Bigint(SampleChecksum(i)), Value::Null()});
+                      Value::Bigint(Checksum(p)), Value::Null()});
   }
   return t;
 }
 
 std::vector<std::string> PartitionKey(const std::string& table) {
-  if (table == std::string("d_") + kDataset) return {"seg", "idx"};
-  if (table == std::string("m_") + kDataset) return {"seg", "block"};
+  if (table.rfind("d_", 0) == 0 && IsNative(table.substr(2))) return {"seg", "idx"};
+  if (table.rfind("m_", 0) == 0 && IsNative(table.substr(2))) return {"seg", "block"};
   if (table == "datasets") return {"name"};
   if (table == "segments") return {"dataset"};
   if (table == std::string("k_") + kAttachedDataset) return {"seg", "idx"};
@@ -211,15 +230,21 @@ Answer Invalid(std::string m) {
 
 }  // namespace
 
-std::vector<uint8_t> SamplePayload(int32_t idx) {
-  std::vector<uint8_t> p(static_cast<size_t>(SampleSize(idx)));
-  for (size_t j = 0; j < p.size(); ++j) p[j] = static_cast<uint8_t>(idx * 31 + static_cast<int32_t>(j) * 7 + 1);
-  return p;
+std::vector<uint8_t> SamplePayload(int32_t idx) { return Payload(idx, SampleSize(idx)); }
+
+int64_t SampleChecksum(int32_t idx) { return Checksum(SamplePayload(idx)); }
+
+std::vector<uint8_t> TinyPayload(int32_t idx) { return Payload(idx, TinySize(idx)); }
+
+std::vector<uint8_t> PayloadOf(const std::string& dataset, int32_t idx) {
+  return dataset == kTinyDataset ? TinyPayload(idx) : SamplePayload(idx);
 }
 
-int64_t SampleChecksum(int32_t idx) {
-  const std::vector<uint8_t> p = SamplePayload(idx);
-  return static_cast<int64_t>(XXH64(p.data(), p.size(), 0));
+int32_t SamplesOf(const std::string& dataset) {
+  if (dataset == kDataset) return kSamples;
+  if (dataset == kTinyDataset) return kTinySamples;
+  if (dataset == kAttachedDataset) return kAttachedSamples;
+  return 0;
 }
 
 int32_t ForeignKeyOf(int32_t idx) { return 5000 + 3 * idx; }
@@ -245,6 +270,14 @@ std::optional<Select> ParseSelect(const std::string& query) {
     start = comma + 1;
   }
   std::string rest = q.substr(from + 6);
+  // A trailing `PER PARTITION LIMIT n` (the coalesced data read's).
+  if (const size_t ppl = rest.find(" PER PARTITION LIMIT "); ppl != std::string::npos) {
+    const std::string n = Trim(rest.substr(ppl + 21));
+    if (n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    s.per_partition_limit = std::stoi(n);
+    if (s.per_partition_limit < 1) return std::nullopt;
+    rest.resize(ppl);
+  }
   const size_t where = rest.find(" WHERE ");
   std::string name = Unquote(rest.substr(0, where));
   const size_t dot = name.find('.');
@@ -283,8 +316,8 @@ std::optional<Table> HonestWorld::FullTable(const std::string& keyspace, const s
   if (keyspace != kKeyspace) return std::nullopt;
   if (table == "datasets") return Datasets();
   if (table == "segments") return Segments();
-  if (table == std::string("d_") + kDataset) return Data();
-  if (table == std::string("m_") + kDataset) return Meta();
+  if (table.rfind("d_", 0) == 0 && IsNative(table.substr(2))) return Data(table.substr(2));
+  if (table.rfind("m_", 0) == 0 && IsNative(table.substr(2))) return Meta(table.substr(2));
   if (table == std::string("k_") + kAttachedDataset) return KeySnapshot();
   if (table == kForeignTable) return Foreign();
   return std::nullopt;
@@ -336,6 +369,11 @@ Answer HonestWorld::Run(const Select& s, const std::vector<std::optional<cql::By
   a.table.keyspace = full->keyspace;
   a.table.name = full->name;
   for (int i : proj) a.table.columns.push_back(full->columns[static_cast<size_t>(i)]);
+  std::vector<int> pk_cols;
+  for (const auto& k : PartitionKey(s.table)) pk_cols.push_back(ColumnIndex(*full, k));
+  if (std::find(pk_cols.begin(), pk_cols.end(), -1) != pk_cols.end()) pk_cols.clear();
+  std::vector<Value> partition;
+  int32_t in_partition = 0;
   for (const auto& row : full->rows) {
     bool match = true;
     for (size_t k = 0; k < where_cols.size() && match; ++k) {
@@ -351,6 +389,17 @@ Answer HonestWorld::Run(const Select& s, const std::vector<std::optional<cql::By
       }
     }
     if (!match) continue;
+    if (s.per_partition_limit > 0) {
+      // Rows of one partition are adjacent (the table's order): count them.
+      std::vector<Value> key;
+      for (int c : pk_cols) key.push_back(row[static_cast<size_t>(c)]);
+      if (key == partition) {
+        if (++in_partition > s.per_partition_limit) continue;
+      } else {
+        partition = std::move(key);
+        in_partition = 1;
+      }
+    }
     std::vector<Value> out;
     for (int i : proj) out.push_back(row[static_cast<size_t>(i)]);
     a.table.rows.push_back(std::move(out));

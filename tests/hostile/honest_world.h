@@ -10,7 +10,11 @@
 //   k_att holds in segment 0 the key of sample idx (ForeignKeyOf), the row
 //   holding the payload SamplePayload(idx) (toy's for idx < kSamples);
 //   kAttachedSamples of them, enough that a loader reads the rows of the
-//   later ones in groups (`"id" IN ?`, after its first 32 reads).
+//   later ones in groups (`"id" IN ?`, after its first 32 reads);
+// * "tiny", native like toy but every sample one chunk (TinyPayload, at
+//   most kTinyMaxSize bytes), kTinySamples of them: a loader reads them in
+//   coalesced groups (`seg = ? AND idx IN ? PER PARTITION LIMIT 2`,
+//   loader/coalesce.h).
 //
 // Run() answers the SELECTs cqlstream sends (session topology, catalog,
 // data, metadata and key-snapshot reads): it parses `SELECT cols FROM
@@ -42,6 +46,9 @@ inline constexpr int32_t kChunkSize = 1024;
 inline constexpr const char* kAttachedDataset = "att";
 inline constexpr int32_t kAttachedSamples = 256;
 inline constexpr const char* kForeignTable = "foreign";
+inline constexpr const char* kTinyDataset = "tiny";
+inline constexpr int32_t kTinySamples = 96;
+inline constexpr int32_t kTinyMaxSize = 1000;  // below kChunkSize: one row per sample
 
 // The foreign key (column "id") of attached sample (seg 0, idx i), and of
 // any idx (past kAttachedSamples: a key the table does not hold).
@@ -52,6 +59,12 @@ int32_t IdxOfForeignKey(int32_t key);
 // The payload of sample (seg 0, idx i) of either dataset: deterministic bytes.
 std::vector<uint8_t> SamplePayload(int32_t idx);
 int64_t SampleChecksum(int32_t idx);  // xxh64(payload), seed 0, as signed
+// The payload of sample (seg 0, idx i) of the tiny dataset.
+std::vector<uint8_t> TinyPayload(int32_t idx);
+// The payload of sample (seg 0, idx) of `dataset` (any of the three), and
+// how many samples it holds (0: not a dataset of this world).
+std::vector<uint8_t> PayloadOf(const std::string& dataset, int32_t idx);
+int32_t SamplesOf(const std::string& dataset);
 
 // What a SELECT asks for, parsed.
 struct Select {
@@ -59,6 +72,7 @@ struct Select {
   std::string keyspace, table;
   std::vector<std::string> where;  // columns compared with '?', in marker order
   std::vector<bool> in;            // per marker: `c IN ?` (a list of values)
+  int32_t per_partition_limit = 0;  // `PER PARTITION LIMIT n` (0: none)
   bool HasIn() const;
 };
 std::optional<Select> ParseSelect(const std::string& query);

@@ -7,8 +7,9 @@
 //   cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME] [--epochs N]
 //                            [--fixed-window W]
 //
-// NAME is the native dataset (default) or the attached one: the payloads
-// are the same (h::SamplePayload), the attached dataset holds more samples.
+// NAME is the native dataset toy (default), the attached one (toy's
+// payloads, h::SamplePayload, and more samples) or tiny (native, one chunk
+// per sample, read in coalesced groups; h::TinyPayload).
 // N epochs (default 1): a later epoch reads the keys an earlier one found.
 // W: a window fixed at W samples in flight (LoaderOptions::adaptive false,
 // max_in_flight W): the samples issued after the first W answers are many,
@@ -82,7 +83,11 @@ int Main(int argc, char** argv) {
     fmt::print("ERROR {}\n", l.status().ToString());
     return 1;
   }
-  const int32_t count = o.dataset == h::kAttachedDataset ? h::kAttachedSamples : h::kSamples;
+  const int32_t count = h::SamplesOf(o.dataset);
+  if (count == 0) {
+    fmt::print(stderr, "cqlstream-hostile-loader: no dataset '{}' in the hostile world\n", o.dataset);
+    return 2;
+  }
   for (int64_t e = 0; e < o.epochs; ++e) {
     // Next() answers nullptr at the end of each epoch.
     std::set<cqlstream::SampleKey> seen;
@@ -100,7 +105,7 @@ int Main(int argc, char** argv) {
         const auto idx = static_cast<int32_t>(k & 0xffffffffu);
         if ((k >> 32) != 0 || idx < 0 || idx >= count) return Wrong(fmt::format("unknown key {:#x}", k));
         if (!seen.insert(k).second) return Wrong(fmt::format("sample 0:{} delivered twice in epoch {}", idx, e));
-        const auto want = h::SamplePayload(idx);
+        const auto want = h::PayloadOf(o.dataset, idx);
         const auto got = batch.sample(i);
         if (got.size() != want.size() || !std::equal(got.begin(), got.end(), want.begin())) {
           return Wrong(fmt::format("sample 0:{}: {} bytes that are not its payload ({} bytes)", idx, got.size(),

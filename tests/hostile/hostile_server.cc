@@ -16,53 +16,46 @@ namespace {
 
 using cql::Opcode;
 
+// The expectations, in ModeInfo's order: native (toy), connect, attached,
+// tiny (coalesced); then the words naming the problem.
+constexpr Expect kOk = Expect::kCorrect, kErr = Expect::kError, kAny = Expect::kEither;
+
 const std::vector<ModeInfo> kModes = {
-    {Mode::kHonest, "honest", Expect::kCorrect, Expect::kCorrect, Expect::kCorrect, ""},
-    {Mode::kRowLargerThanCatalog, "row-larger-than-catalog", Expect::kError, Expect::kCorrect, Expect::kCorrect,
-     "size|larger|catalog|max"},
-    {Mode::kChunksShort, "chunks-short", Expect::kError, Expect::kCorrect, Expect::kCorrect,
-     "size|chunk|incomplete|short"},
-    {Mode::kChunksLong, "chunks-long", Expect::kError, Expect::kCorrect, Expect::kCorrect, "size|chunk|more|long"},
-    {Mode::kWrongKey, "wrong-key", Expect::kError, Expect::kCorrect, Expect::kError, "0:7"},
-    {Mode::kMissingRows, "missing-rows", Expect::kError, Expect::kCorrect, Expect::kCorrect, "missing|not found|0:9"},
-    {Mode::kCatalogHugeMaxSize, "catalog-huge-max-size", Expect::kEither, Expect::kCorrect, Expect::kEither,
-     "size|max|catalog"},
-    {Mode::kLocalMissingColumns, "local-missing-columns", Expect::kError, Expect::kError, Expect::kError,
-     "column|system.local|missing"},
-    {Mode::kLocalMistypedColumns, "local-mistyped-columns", Expect::kError, Expect::kError, Expect::kError,
-     "type|column|system.local"},
-    {Mode::kHugeBytesLength, "huge-bytes-length", Expect::kError, Expect::kCorrect, Expect::kError,
-     "bytes|protocol|expected"},
-    {Mode::kFrameAtLimit, "frame-at-limit", Expect::kError, Expect::kCorrect, Expect::kError,
-     "timed out|timeout|frame"},
-    {Mode::kFrameOverLimit, "frame-over-limit", Expect::kError, Expect::kCorrect, Expect::kError, "frame|large|limit"},
-    {Mode::kTrickle, "trickle", Expect::kEither, Expect::kEither, Expect::kEither, "timed out|timeout"},
-    {Mode::kSilent, "silent", Expect::kError, Expect::kError, Expect::kError, "timed out|timeout|connect"},
-    {Mode::kSilentData, "silent-data", Expect::kError, Expect::kCorrect, Expect::kError, "timed out|timeout"},
-    {Mode::kResetMidFrame, "reset-mid-frame", Expect::kEither, Expect::kCorrect, Expect::kEither,
-     "reset|lost|closed|connection"},
-    {Mode::kTruncatedFrame, "truncated-frame", Expect::kEither, Expect::kCorrect, Expect::kEither, ""},
-    {Mode::kDuplicateAnswer, "duplicate-answer", Expect::kEither, Expect::kCorrect, Expect::kEither,
-     "stream|duplicate"},
-    {Mode::kUnknownStream, "unknown-stream", Expect::kEither, Expect::kCorrect, Expect::kEither, "stream"},
-    {Mode::kWrongOpcode, "wrong-opcode", Expect::kError, Expect::kCorrect, Expect::kError,
-     "READY|opcode|unexpected|result"},
-    {Mode::kWrongVersion, "wrong-version", Expect::kError, Expect::kError, Expect::kError, "version|protocol"},
-    {Mode::kRequestBit, "request-bit", Expect::kError, Expect::kError, Expect::kError, "response|protocol|version"},
-    {Mode::kEventFlood, "event-flood", Expect::kCorrect, Expect::kCorrect, Expect::kCorrect, ""},
-    {Mode::kUnpreparedLoop, "unprepared-loop", Expect::kError, Expect::kCorrect, Expect::kError, "prepare|unprepared"},
-    {Mode::kGarbageError, "garbage-error", Expect::kError, Expect::kCorrect, Expect::kError, "protocol|expected|error"},
-    {Mode::kKeyGroupLies, "key-group-lies", Expect::kCorrect, Expect::kCorrect, Expect::kCorrect, ""},
-    {Mode::kForeignRowsLie, "foreign-rows-lie", Expect::kCorrect, Expect::kCorrect, Expect::kError,
-     "0:9|0:11|row|null"},
-    {Mode::kForeignGroupLies, "foreign-group-lies", Expect::kCorrect, Expect::kCorrect, Expect::kCorrect, ""},
-    {Mode::kMisnamedColumns, "misnamed-columns", Expect::kCorrect, Expect::kCorrect, Expect::kError,
-     "prepared with"},
+    {Mode::kHonest, "honest", kOk, kOk, kOk, kOk, ""},
+    {Mode::kRowLargerThanCatalog, "row-larger-than-catalog", kErr, kOk, kOk, kOk, "size|larger|catalog|max"},
+    {Mode::kChunksShort, "chunks-short", kErr, kOk, kOk, kOk, "size|chunk|incomplete|short"},
+    {Mode::kChunksLong, "chunks-long", kErr, kOk, kOk, kOk, "size|chunk|more|long"},
+    {Mode::kWrongKey, "wrong-key", kErr, kOk, kErr, kOk, "0:7"},
+    {Mode::kMissingRows, "missing-rows", kErr, kOk, kOk, kOk, "missing|not found|0:9"},
+    {Mode::kCatalogHugeMaxSize, "catalog-huge-max-size", kAny, kOk, kAny, kAny, "size|max|catalog"},
+    {Mode::kLocalMissingColumns, "local-missing-columns", kErr, kErr, kErr, kErr, "column|system.local|missing"},
+    {Mode::kLocalMistypedColumns, "local-mistyped-columns", kErr, kErr, kErr, kErr, "type|column|system.local"},
+    {Mode::kHugeBytesLength, "huge-bytes-length", kErr, kOk, kErr, kErr, "bytes|protocol|expected"},
+    {Mode::kFrameAtLimit, "frame-at-limit", kErr, kOk, kErr, kErr, "timed out|timeout|frame"},
+    {Mode::kFrameOverLimit, "frame-over-limit", kErr, kOk, kErr, kErr, "frame|large|limit"},
+    {Mode::kTrickle, "trickle", kAny, kAny, kAny, kAny, "timed out|timeout"},
+    {Mode::kSilent, "silent", kErr, kErr, kErr, kErr, "timed out|timeout|connect"},
+    {Mode::kSilentData, "silent-data", kErr, kOk, kErr, kErr, "timed out|timeout"},
+    {Mode::kResetMidFrame, "reset-mid-frame", kAny, kOk, kAny, kAny, "reset|lost|closed|connection"},
+    {Mode::kTruncatedFrame, "truncated-frame", kAny, kOk, kAny, kAny, ""},
+    {Mode::kDuplicateAnswer, "duplicate-answer", kAny, kOk, kAny, kAny, "stream|duplicate"},
+    {Mode::kUnknownStream, "unknown-stream", kAny, kOk, kAny, kAny, "stream"},
+    {Mode::kWrongOpcode, "wrong-opcode", kErr, kOk, kErr, kErr, "READY|opcode|unexpected|result"},
+    {Mode::kWrongVersion, "wrong-version", kErr, kErr, kErr, kErr, "version|protocol"},
+    {Mode::kRequestBit, "request-bit", kErr, kErr, kErr, kErr, "response|protocol|version"},
+    {Mode::kEventFlood, "event-flood", kOk, kOk, kOk, kOk, ""},
+    {Mode::kUnpreparedLoop, "unprepared-loop", kErr, kOk, kErr, kErr, "prepare|unprepared"},
+    {Mode::kGarbageError, "garbage-error", kErr, kOk, kErr, kErr, "protocol|expected|error"},
+    {Mode::kKeyGroupLies, "key-group-lies", kOk, kOk, kOk, kOk, ""},
+    {Mode::kForeignRowsLie, "foreign-rows-lie", kOk, kOk, kErr, kOk, "0:9|0:11|row|null"},
+    {Mode::kForeignGroupLies, "foreign-group-lies", kOk, kOk, kOk, kOk, ""},
+    {Mode::kMisnamedColumns, "misnamed-columns", kOk, kOk, kErr, kOk, "prepared with"},
     // Only verify reads the metadata table: the test requires its error.
-    {Mode::kMetaRowsLie, "meta-rows-lie", Expect::kEither, Expect::kCorrect, Expect::kCorrect, "idx"},
+    {Mode::kMetaRowsLie, "meta-rows-lie", kAny, kOk, kOk, kOk, "idx"},
     // ping reads no catalog; info, verify, bench and the Loader must refuse it.
-    {Mode::kSegmentsCrossed, "segments-crossed", Expect::kError, Expect::kEither, Expect::kError,
-     "answered a row of dataset"},
+    {Mode::kSegmentsCrossed, "segments-crossed", kErr, kAny, kErr, kErr, "answered a row of dataset"},
+    // Only the coalesced reads of tiny lie; their samples are read again alone.
+    {Mode::kNativeGroupLies, "native-group-lies", kOk, kOk, kOk, kOk, ""},
 };
 
 bool ReadFull(int fd, uint8_t* p, size_t n) {
@@ -211,6 +204,7 @@ struct HostileServer::Conn {
   // Data-read lies that change the rows; returns false to send nothing.
   void LieAboutRows(int32_t idx, const Select& sel, RequestParams* p, Answer* a) {
     Table& t = a->table;
+    if (sel.table != std::string("d_") + kDataset) return;  // toy's samples only
     if (mode() == Mode::kWrongKey && idx == 7) {
       p->values[1] = IntCell(8);
       *a = s->world_.Run(sel, p->values);
@@ -282,6 +276,39 @@ struct HostileServer::Conn {
       LieAboutForeignGroup(&t);
     }
     return SendData(stream, sel, p, a, first, /*native=*/false);
+  }
+
+  // Answers a coalesced read of tiny's samples (`seg = ? AND idx IN ?`, the
+  // columns seg and idx first): the rows asked for, or in native-group-lies
+  // one lie of each kind in turn.
+  bool NativeGroupRead(int16_t stream, const Select& sel, RequestParams p) {
+    s->coalesced_reads_.fetch_add(1);
+    Answer a = s->world_.Run(sel, p.values);
+    if (a.error_code != 0 || a.table.rows.empty()) return SendAnswer(stream, a, p);
+    Table& t = a.table;
+    if (ColumnOf(t, "seg") != 0 || ColumnOf(t, "idx") != 1) return SendAnswer(stream, a, p);
+    const int32_t first = t.rows.front()[1].as_int();
+    if (mode() == Mode::kNativeGroupLies) {
+      switch (s->lies_told_.fetch_add(1) % 4) {
+        case 0: {  // a sample not asked for (past the split's end)
+          std::vector<Value> extra = t.rows.front();
+          extra[1] = Value::Int(kTinySamples + 7);
+          t.rows.push_back(std::move(extra));
+          break;
+        }
+        case 1:  // one sample's row twice
+          t.rows.push_back(t.rows.front());
+          break;
+        case 2:  // a row of another segment
+          t.rows.front()[0] = Value::Int(1);
+          break;
+        default:  // idx cells of 8 bytes
+          t.columns[1].type = DataType::Simple(TypeId::kBigint);
+          for (auto& r : t.rows) r[1] = Value::Bigint(r[1].as_int());
+          break;
+      }
+    }
+    return SendData(stream, sel, p, a, first, /*native=*/true);
   }
 
   // A grouped foreign read's answer (columns id, img) changed by a lie of
@@ -377,8 +404,8 @@ struct HostileServer::Conn {
         RequestParams other = p;
         const int32_t next = (std::max(idx, 0) + 1) % kSamples;
         const size_t v = native ? 1 : 0;
-        other.values[v] = IntCell(native ? next : ForeignKeyOf(next));
-        if (v < sel.in.size() && sel.in[v]) other.values[v] = IntListCell(ForeignKeyOf(next));
+        const int32_t key = native ? next : ForeignKeyOf(next);
+        other.values[v] = v < sel.in.size() && sel.in[v] ? IntListCell(key) : IntCell(key);
         Answer o = s->world_.Run(sel, other.values);
         return Send(Opcode::kResult, 32000, RowsBodyForRequest(o.table, other)) &&
                Send(Opcode::kResult, stream, body);
@@ -423,7 +450,10 @@ struct HostileServer::Conn {
   bool Query(int16_t stream, RequestParams p) {
     auto sel = ParseSelect(p.query);
     if (!sel) return Send(Opcode::kError, stream, ErrorBody(0x2000, "hostile server: only SELECT is served"));
-    if (sel->keyspace == kKeyspace && sel->table == std::string("d_") + kDataset) {
+    const bool native_data = sel->keyspace == kKeyspace && (sel->table == std::string("d_") + kDataset ||
+                                                            sel->table == std::string("d_") + kTinyDataset);
+    if (native_data && sel->HasIn()) return NativeGroupRead(stream, *sel, std::move(p));
+    if (native_data) {
       if (p.values.size() < 2 || !p.values[1] || p.values[1]->size() != 4) {
         return Send(Opcode::kError, stream, ErrorBody(0x2200, "bad data read"));
       }
@@ -449,7 +479,7 @@ struct HostileServer::Conn {
     if (mode() == Mode::kSegmentsCrossed && sel->keyspace == kKeyspace && sel->table == "segments" &&
         p.values.size() == 1 && p.values[0]) {
       const std::string asked(p.values[0]->begin(), p.values[0]->end());
-      const std::string other = asked == kDataset ? kAttachedDataset : kDataset;
+      const std::string other = asked == kDataset ? kAttachedDataset : kDataset;  // tiny's too: toy's
       p.values[0] = cql::Bytes(other.begin(), other.end());
       s->lies_told_.fetch_add(1);
     }

@@ -7,12 +7,14 @@
 // frames, duplicated answers and answers for unused stream ids, wrong opcodes
 // and protocol versions, event floods, UNPREPARED loops, grouped key-snapshot
 // lookups answering rows that were not asked for, foreign rows twice, short
-// or keyless, alone or in grouped reads; answers whose result metadata names
-// another table; metadata blocks that repeat a row; segments rows of the
-// other dataset. The transport lies of data reads
-// (silence, resets, truncation, duplicates, oversized frames, ...) hit the
-// native data table and the attached dataset's foreign table (single and
-// grouped reads) alike.
+// or keyless, alone or in grouped reads; coalesced native reads answering
+// rows that were not asked for; answers whose result metadata names another
+// table; metadata blocks that repeat a row; segments rows of another
+// dataset. The transport lies of data reads (silence, resets, truncation,
+// duplicates, oversized frames, ...) hit both native data tables (single
+// and coalesced reads) and the attached dataset's foreign table (single and
+// grouped reads) alike; the lies about one sample's rows (wrong-key,
+// chunks-short, ...) hit toy and the attached dataset only.
 //
 // A client is judged against it (tests/hostile/hostile_test.cc,
 // tests/python/test_hostile.py): the outcome must be a clean error naming the
@@ -80,7 +82,10 @@ enum class Mode {
                            // every foreign read of sample 14 (alone or in a group; named as k_att's)
   kMetaRowsLie,            // every native metadata block read (m_ ... WHERE seg = ? AND block = ?) answers
                            // its rows and then its first row again
-  kSegmentsCrossed,        // the segments read of each dataset answers the other dataset's segment rows
+  kSegmentsCrossed,        // the segments read of toy answers att's segment rows, att's and tiny's toy's
+  kNativeGroupLies,        // every coalesced read of tiny (d_tiny ... idx IN ?) answers a row it was not asked
+                           // for, a row twice, a row of another segment, or idx cells of 8 bytes, in turn;
+                           // rows read alone are honest
 };
 
 // What a correct client does against a mode.
@@ -96,6 +101,7 @@ struct ModeInfo {
   Expect expect;           // for data reads of the native dataset (bench, verify, Loader)
   Expect expect_connect;   // for ping / info (no data read)
   Expect expect_attached;  // for reads of the attached dataset (bench, Loader)
+  Expect expect_tiny;      // for reads of the tiny native dataset, read in coalesced groups (bench, Loader)
   const char* problem;    // words a message naming the problem contains, '|'-separated ("" = any)
 };
 const std::vector<ModeInfo>& AllModes();
@@ -112,10 +118,12 @@ class HostileServer {
 
   uint16_t port() const { return port_; }
   // How many answers the mode's lie changed so far (kKeyGroupLies,
-  // kForeignGroupLies, kMisnamedColumns), and how many grouped foreign reads were answered,
-  // so that a test can tell a lie told, or a path taken, from one not.
+  // kForeignGroupLies, kMisnamedColumns, kNativeGroupLies, ...), and how many grouped
+  // foreign reads and coalesced native reads were answered, so that a test
+  // can tell a lie told, or a path taken, from one not.
   int64_t lies_told() const { return lies_told_.load(); }
   int64_t grouped_reads() const { return grouped_reads_.load(); }
+  int64_t coalesced_reads() const { return coalesced_reads_.load(); }
   // Closes the listener and every connection; joins the threads.
   void Stop();
 
@@ -132,6 +140,7 @@ class HostileServer {
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> lies_told_{0};
   std::atomic<int64_t> grouped_reads_{0};
+  std::atomic<int64_t> coalesced_reads_{0};
   std::thread acceptor_;
   Mutex mu_;
   std::vector<int> fds_ GUARDED_BY(mu_);

@@ -7,9 +7,10 @@
 //       serves until SIGINT/SIGTERM; PORT 0 (default) picks a free port.
 //       Prints "listening 127.0.0.1:PORT" on stdout once it accepts.
 //   cqlstream-hostile-server --list-modes
-//       one line per mode: NAME EXPECT_READ EXPECT_CONNECT EXPECT_ATTACHED PROBLEM-WORDS
-//   cqlstream-hostile-server --print-dataset [native|attached]
-//       the honest native dataset (or the attached one) as JSON: keyspace,
+//       one line per mode: NAME EXPECT_READ EXPECT_CONNECT EXPECT_ATTACHED EXPECT_TINY PROBLEM-WORDS
+//   cqlstream-hostile-server --print-dataset [native|attached|tiny]
+//       the honest native dataset toy (or the attached one, or the native
+//       one read in coalesced groups) as JSON: keyspace,
 //       dataset, split, and per sample its key ("seg:idx") and payload in hex.
 #include <fmt/format.h>
 #include <signal.h>
@@ -37,16 +38,19 @@ const char* ExpectName(Expect e) {
   return "?";
 }
 
-// The attached dataset's samples are its key snapshot's: seg 0, idx i,
-// holding SamplePayload(i) in the foreign table.
-void PrintDataset(bool attached) {
+// The dataset `which` names ("native": toy, "attached", "tiny"): seg 0,
+// idx i, holding PayloadOf(dataset, i) (the attached dataset's samples are
+// its key snapshot's, their bytes in the foreign table).
+void PrintDataset(const std::string& which) {
   namespace h = cqlstream::hostile;
+  const std::string dataset = which == "attached" ? h::kAttachedDataset : which == "tiny" ? h::kTinyDataset
+                                                                                           : h::kDataset;
   fmt::print("{{\"keyspace\": \"{}\", \"dataset\": \"{}\", \"split\": \"{}\", \"samples\": [", h::kKeyspace,
-             attached ? h::kAttachedDataset : h::kDataset, h::kSplit);
-  const int32_t n = attached ? h::kAttachedSamples : h::kSamples;
+             dataset, h::kSplit);
+  const int32_t n = h::SamplesOf(dataset);
   for (int32_t i = 0; i < n; ++i) {
     std::string hex;
-    for (uint8_t b : h::SamplePayload(i)) hex += fmt::format("{:02x}", b);
+    for (uint8_t b : h::PayloadOf(dataset, i)) hex += fmt::format("{:02x}", b);
     fmt::print("{}{{\"key\": \"0:{}\", \"hex\": \"{}\"}}", i ? ", " : "", i, hex);
   }
   fmt::print("]}}\n");
@@ -55,7 +59,7 @@ void PrintDataset(bool attached) {
 int Usage(const std::string& why) {
   fmt::print(stderr,
              "cqlstream-hostile-server: {}\nusage: cqlstream-hostile-server --mode MODE [--listen HOST:PORT] | "
-             "--list-modes | --print-dataset [native|attached]\n",
+             "--list-modes | --print-dataset [native|attached|tiny]\n",
              why);
   return 2;
 }
@@ -66,15 +70,17 @@ int Main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--list-modes") {
       for (const auto& m : cqlstream::hostile::AllModes()) {
-        fmt::print("{} {} {} {} {}\n", m.name, ExpectName(m.expect), ExpectName(m.expect_connect),
-                   ExpectName(m.expect_attached), *m.problem ? m.problem : "-");
+        fmt::print("{} {} {} {} {} {}\n", m.name, ExpectName(m.expect), ExpectName(m.expect_connect),
+                   ExpectName(m.expect_attached), ExpectName(m.expect_tiny), *m.problem ? m.problem : "-");
       }
       return 0;
     }
     if (a == "--print-dataset") {
       const std::string which = i + 1 < argc ? argv[i + 1] : "native";
-      if (which != "native" && which != "attached") return Usage("--print-dataset takes native or attached");
-      PrintDataset(which == "attached");
+      if (which != "native" && which != "attached" && which != "tiny") {
+        return Usage("--print-dataset takes native, attached or tiny");
+      }
+      PrintDataset(which);
       return 0;
     }
     if ((a == "--mode" || a == "--listen") && i + 1 < argc) {

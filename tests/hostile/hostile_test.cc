@@ -96,7 +96,7 @@ int64_t Reported(const ChildResult& r, const std::string& word) {
 }
 
 // What a probe reads, and so which of the mode's expectations judges it.
-enum class Reads { kNothing, kNative, kAttached };
+enum class Reads { kNothing, kNative, kAttached, kTiny };
 
 struct Probe {
   std::string label;
@@ -116,7 +116,8 @@ std::vector<Probe> Probes(uint16_t port) {
     v.insert(v.end(), conn.begin(), conn.end());
     return v;
   };
-  const std::string n = std::to_string(kSamples), na = std::to_string(kAttachedSamples);
+  const std::string n = std::to_string(kSamples), na = std::to_string(kAttachedSamples),
+                    nt = std::to_string(kTinySamples);
   const std::vector<std::string> bench = {"--epochs",     "1",    "--warmup", "0",   "--batch-size",
                                           "8",            "--max-attempts", "3", "--request-timeout-ms",
                                           "1000",         "--retry-budget-ms", "5000"};
@@ -142,6 +143,11 @@ std::vector<Probe> Probes(uint16_t port) {
        {CQLSTREAM_HOSTILE_LOADER, "--port", p, "--dataset", kAttachedDataset, "--epochs", "2", "--fixed-window",
         "32"},
        Reads::kAttached, "OK " + na},
+      // tiny: every sample one row, so samples issued together are read in
+      // coalesced groups (a quarter of the fixed window: up to 8 a request).
+      {"cqlstream bench (tiny)", cli(with({"bench", kTinyDataset, "--verify"}, bench)), Reads::kTiny, nt},
+      {"Loader (tiny)", {CQLSTREAM_HOSTILE_LOADER, "--port", p, "--dataset", kTinyDataset, "--fixed-window", "32"},
+       Reads::kTiny, "OK " + nt},
   };
 }
 
@@ -175,9 +181,10 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
   const std::vector<ChildResult> results = RunAll(specs, kBound);
   (*server)->Stop();
   for (size_t i = 0; i < probes.size(); ++i) {
-    const Expect e = probes[i].reads == Reads::kNothing  ? m.expect_connect
-                     : probes[i].reads == Reads::kNative ? m.expect
-                                                         : m.expect_attached;
+    const Expect e = probes[i].reads == Reads::kNothing    ? m.expect_connect
+                     : probes[i].reads == Reads::kNative   ? m.expect
+                     : probes[i].reads == Reads::kAttached ? m.expect_attached
+                                                           : m.expect_tiny;
     const std::string why = Judge(results[i], e, probes[i], m);
     EXPECT_EQ(why, "") << "mode " << m.name << ", " << results[i].Describe();
   }
@@ -202,6 +209,22 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
   }
   if (m.mode == Mode::kForeignGroupLies) {
     EXPECT_GE((*server)->lies_told(), 4) << "grouped reads: " << (*server)->grouped_reads();
+  }
+  // The same for tiny's coalesced native reads: sent (the Loader probe
+  // counts requests that read several samples), and in native-group-lies
+  // each lied, every kind at least once, and was refused.
+  if (m.mode == Mode::kHonest || m.mode == Mode::kNativeGroupLies) {
+    EXPECT_GT((*server)->coalesced_reads(), 0) << "no coalesced native read was sent";
+    for (size_t i = 0; i < probes.size(); ++i) {
+      if (probes[i].label != "Loader (tiny)") continue;
+      EXPECT_GT(Reported(results[i], "coalesced"), 0) << results[i].Describe();
+      if (m.mode == Mode::kNativeGroupLies) {
+        EXPECT_GT(Reported(results[i], "retries"), 0) << results[i].Describe();
+      }
+    }
+  }
+  if (m.mode == Mode::kNativeGroupLies) {
+    EXPECT_GE((*server)->lies_told(), 4) << "coalesced reads: " << (*server)->coalesced_reads();
   }
   // verify is the one probe that reads the metadata table: it must refuse
   // the repeated row, naming the block (a second copy of a sample's
@@ -295,6 +318,24 @@ TEST(HostileServer, ParsesTheSelectsCqlstreamSends) {
   const auto img40 = rows.table.rows[1][1].as_blob();
   EXPECT_EQ(std::vector<uint8_t>(img40.begin(), img40.end()), SamplePayload(40));
   EXPECT_FALSE(ParseSelect("SELECT id FROM hostile.foreign WHERE token(id) > ?").has_value());
+  // A coalesced read of tiny: one row per sample asked for, the limit
+  // parsed (a partition of toy's several chunks answers two of them).
+  auto co = ParseSelect("SELECT seg, idx, size, image_size, checksum, label, labels, data FROM hostile.d_tiny "
+                        "WHERE seg = ? AND idx IN ? PER PARTITION LIMIT 2");
+  ASSERT_TRUE(co.has_value());
+  EXPECT_EQ(co->per_partition_limit, 2);
+  EXPECT_EQ(co->in, (std::vector<bool>{false, true}));
+  Answer tiny = w.Run(*co, {cql::Bytes{0, 0, 0, 0}, two_and_five});
+  ASSERT_EQ(tiny.error_code, 0) << tiny.error;
+  ASSERT_EQ(tiny.table.rows.size(), 2u);
+  const auto tiny5 = tiny.table.rows[1][7].as_blob();
+  EXPECT_EQ(std::vector<uint8_t>(tiny5.begin(), tiny5.end()), TinyPayload(5));
+  EXPECT_LE(TinyPayload(5).size(), static_cast<size_t>(kTinyMaxSize));
+  co->table = "d_toy";
+  Answer toy = w.Run(*co, {cql::Bytes{0, 0, 0, 0}, two_and_five});
+  ASSERT_EQ(toy.error_code, 0) << toy.error;
+  EXPECT_EQ(toy.table.rows.size(), 3u) << "toy's sample 2 (one chunk) and two of sample 5's three chunks";
+  EXPECT_FALSE(ParseSelect("SELECT seg FROM hostile.d_tiny WHERE seg = ? PER PARTITION LIMIT x").has_value());
 }
 
 }  // namespace

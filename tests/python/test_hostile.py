@@ -5,7 +5,9 @@ a signal, a hang past the bound, or runaway memory. The native dataset is
 read shuffled and in order, one epoch; the attached one (key lookups and
 foreign reads through the binding) shuffled, two epochs with 32 requests in
 flight (the second epoch's rows are read in groups), judged by each mode's
-attached expectation.
+attached expectation; the native dataset "tiny" (one row per sample)
+shuffled, one epoch with 32 requests in flight, so that its samples are
+read in coalesced groups, judged by each mode's tiny expectation.
 
 The server is the standalone binary tests/hostile/cqlstream-hostile-server of
 the build ($CQLSTREAM_HOSTILE_SERVER, else the first of $CQLSTREAM_BUILD_DIR,
@@ -83,36 +85,37 @@ def server_path() -> Path:
                         "cqlstream-hostile-server")
 
 
-def list_modes() -> list[tuple[str, str, str, str]]:
-    """(name, expectation for the native dataset, for the attached one, problem words)."""
+def list_modes() -> list[tuple[str, str, str, str, str]]:
+    """(name, expectation for the native dataset, for the attached one, for tiny, problem words)."""
     try:
         p = server_path()
     except pytest.fail.Exception:
-        return [("server-not-built", "correct", "correct", "")]
+        return [("server-not-built", "correct", "correct", "correct", "")]
     out = subprocess.run([str(p), "--list-modes"], capture_output=True, text=True, check=True, timeout=30).stdout
     modes = []
     for line in out.splitlines():
-        name, expect, _connect, attached, problem = line.split(" ", 4)
-        modes.append((name, expect, attached, "" if problem == "-" else problem))
+        name, expect, _connect, attached, tiny, problem = line.split(" ", 5)
+        modes.append((name, expect, attached, tiny, "" if problem == "-" else problem))
     return modes
 
 
 def cases() -> list:
-    """Every mode against the native dataset (shuffled and ordered) and the attached one (shuffled)."""
+    """Every mode against the native dataset (shuffled and ordered), the attached one and tiny (shuffled)."""
     out = []
-    for name, expect, attached, problem in list_modes():
+    for name, expect, attached, tiny, problem in list_modes():
         for ordered in (False, True):
             out.append(pytest.param(name, "native", expect, problem, ordered,
                                     id=f"{name}-{'ordered' if ordered else 'ooo'}"))
         out.append(pytest.param(name, "attached", attached, problem, False, id=f"{name}-attached"))
+        out.append(pytest.param(name, "tiny", tiny, problem, False, id=f"{name}-tiny"))
     return out
 
 
 @pytest.fixture(scope="module")
 def truths(tmp_path_factory) -> dict[str, Path]:
-    """The honest datasets ("native", "attached") as JSON files for the child."""
+    """The honest datasets ("native", "attached", "tiny") as JSON files for the child."""
     out = {}
-    for which in ("native", "attached"):
+    for which in ("native", "attached", "tiny"):
         path = tmp_path_factory.mktemp("hostile") / f"{which}.json"
         text = subprocess.run([str(server_path()), "--print-dataset", which], capture_output=True, text=True,
                               check=True, timeout=30).stdout
@@ -178,7 +181,8 @@ def test_loader_against_hostile_server(mode: str, dataset: str, expect: str, pro
         # flight, so that the second epoch's rows (their keys known) are read
         # in groups and the lies told to grouped reads are heard.
         attached = dataset == "attached"
-        r = run_child(port, ordered, truths[dataset], epochs=2 if attached else 1, window=32 if attached else 0)
+        r = run_child(port, ordered, truths[dataset], epochs=2 if attached else 1,
+                      window=32 if dataset in ("attached", "tiny") else 0)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -205,4 +209,11 @@ def test_loader_against_hostile_server(mode: str, dataset: str, expect: str, pro
         fields = r["out"].split()
         assert int(fields[fields.index("coalesced") + 1]) > 0, "no grouped read: " + what
         if mode == "foreign-group-lies":
+            assert int(fields[fields.index("retries") + 1]) > 0, "no lie refused: " + what
+    if dataset == "tiny" and mode in ("honest", "native-group-lies"):
+        # Coalesced native reads were sent; where each told a lie, the Loader
+        # refused it and read the samples again alone.
+        fields = r["out"].split()
+        assert int(fields[fields.index("coalesced") + 1]) > 0, "no coalesced read: " + what
+        if mode == "native-group-lies":
             assert int(fields[fields.index("retries") + 1]) > 0, "no lie refused: " + what
