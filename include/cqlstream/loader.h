@@ -147,6 +147,12 @@ struct LoaderMetrics {
   int64_t coalesced_samples = 0;   // samples read by them (first attempts)
   int64_t packed_requests = 0;     // of those, reads of one pack (LoaderOptions::packed)
   int64_t pack_fallbacks = 0;      // samples a pack lacked or held damaged, read alone from the data table
+  // Samples whose try in a grouped read (coalesced, packed, or an attached
+  // dataset's grouped foreign read) did not deliver them: the request
+  // failed, its answer was refused (rows not asked for, ...), or it lacked
+  // the sample or held it damaged. Each is then read alone (a retry, or a
+  // pack fallback), or fails as a single read would.
+  int64_t group_failures = 0;
   // Attached datasets: reads of the key snapshot sent (a sample's first
   // attempt in the loader's life, and samples whose key the loader could
   // not keep), and keys kept for later epochs and Fetch (64 MiB at most).

@@ -167,6 +167,7 @@ nb::dict MetricsDict(Stream& s) {
   d["coalesced_samples"] = m.coalesced_samples;
   d["packed_requests"] = m.packed_requests;
   d["pack_fallbacks"] = m.pack_fallbacks;
+  d["group_failures"] = m.group_failures;
   d["key_lookups"] = m.key_lookups;
   d["foreign_keys_cached"] = m.foreign_keys_cached;
   d["decode_skipped"] = s.decode_skipped();

@@ -190,13 +190,15 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
                "\"stall_s\": {:.3f}, \"window\": {}, \"connections\": {}, \"retries\": {}, \"hedges\": {}, "
                "\"latency_p50_ms\": {:.3f}, \"latency_p99_ms\": {:.3f}, \"direct_bytes\": {}, \"copied_bytes\": {}, "
                "\"time_to_90_s\": {}, \"steady_mb_per_s\": {}, \"coalesced_requests\": {}, "
-               "\"coalesced_samples\": {}, \"packed_requests\": {}, \"key_lookups\": {}, \"foreign_keys_cached\": {}, "
+               "\"coalesced_samples\": {}, \"packed_requests\": {}, \"group_failures\": {}, \"key_lookups\": {}, "
+               "\"foreign_keys_cached\": {}, "
                "\"images_per_s_overall\": {:.1f}}}\n",
                a.ordered ? "-ordered" : "", Median(ips), Median(mbps), Median(cpu_per_gb), Percentile(all_waits, 50),
                Percentile(all_waits, 99), PeakRssMb(), measured.size(), Median(stall), m.window, m.connections,
                m.retries, m.hedges, m.latency_p50_ms, m.latency_p99_ms, m.direct_bytes, m.copied_bytes,
                t90 ? fmt::format("{:.1f}", *t90) : "null", steady ? fmt::format("{:.2f}", *steady / 1e6) : "null",
-               m.coalesced_requests, m.coalesced_samples, m.packed_requests, m.key_lookups, m.foreign_keys_cached,
+               m.coalesced_requests, m.coalesced_samples, m.packed_requests, m.group_failures, m.key_lookups,
+               m.foreign_keys_cached,
                seconds > 0 ? images / seconds : 0.0);
   } else if (!measured.empty()) {
     fmt::print("summary over {} epoch{} (median): {:.0f} images/s ({:.0f} over all of them), {:.1f} MB/s, "
@@ -212,11 +214,13 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
                    : 0.0);
   }
   if (a.json) return;
-  fmt::print("coalesced reads: {} requests ({} of one pack), {:.1f} samples per request\n", m.coalesced_requests,
-             m.packed_requests,
+  fmt::print("coalesced reads: {} requests ({} of one pack), {:.1f} samples per request, {} samples not delivered by "
+             "their group\n",
+             m.coalesced_requests, m.packed_requests,
              m.coalesced_requests > 0
                  ? static_cast<double>(m.coalesced_samples) / static_cast<double>(m.coalesced_requests)
-                 : 0.0);
+                 : 0.0,
+             m.group_failures);
   if (m.key_lookups > 0 || m.foreign_keys_cached > 0) {
     fmt::print("attached: {} key lookups, {} foreign keys kept for later epochs\n", m.key_lookups,
                m.foreign_keys_cached);

@@ -319,6 +319,7 @@ LoaderMetrics Loader::Metrics() const {
   m.coalesced_requests = L.m_coalesced_requests;
   m.packed_requests = L.m_packed_requests;
   m.pack_fallbacks = L.m_pack_fallbacks;
+  m.group_failures = L.m_group_failures;
   m.key_lookups = L.m_key_lookups;
   m.coalesced_samples = L.m_coalesced_samples;
   m.timeouts = L.m_timeouts;

@@ -433,7 +433,7 @@ void Loader::Impl::OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, c
 }
 
 void Loader::Impl::SettleAttached(const std::shared_ptr<Task>& t, int attempt, const std::shared_ptr<AttachedSink>& s,
-                                  Clock::time_point sent, const Status& r, bool count_request) {
+                                  Clock::time_point sent, const Status& r, bool count_request, bool grouped) {
   t->outstanding--;
   // A failed foreign read may still be streaming into `s` (a timeout
   // mid-frame): its late cells must not claim the sample (OnAttemptDone).
@@ -446,6 +446,7 @@ void Loader::Impl::SettleAttached(const std::shared_ptr<Task>& t, int attempt, c
     return;
   }
   Status err = r.ok() && s ? CheckAttachedAnswer(*s) : r;
+  if (!err.ok() && grouped) m_group_failures++;
   if (err.ok() && t->owner != attempt) {
     // Another attempt owns the data (or owned it and failed while this
     // one was discarding its copy).

@@ -218,12 +218,15 @@ void Loader::Impl::OnGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, 
       }
       s.rows = group->rows_of(i);
       Status err = request_err.ok() ? CheckAnswer(s) : request_err;
+      if (!err.ok()) m_group_failures++;
       if (err.ok() && t->owner != attempts[i]) {
         m_dupes++;
         if (t->owner != -1 || t->outstanding > 0) continue;
         err = Status::ConnectionLost(fmt::format("sample {}: the attempt holding its data failed", FormatKey(t->key)));
+      } else if (err.ok()) {
+        err = FinishSample(*t);
+        if (!err.ok()) m_group_failures++;  // its bytes damaged (a checksum, a size)
       }
-      if (err.ok()) err = FinishSample(*t);
       if (!err.ok() && request_err.ok() && pack_group && !t->pack_fallback) {
         // A member its pack lacks (left out when packed, deleted since) or
         // holds damaged: the copy failed, not the sample. It is read alone

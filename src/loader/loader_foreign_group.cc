@@ -227,7 +227,8 @@ void Loader::Impl::OnForeignGroupDone(const std::vector<std::shared_ptr<Task>>& 
       // A failed request's late cells, or a refused answer's, claim nothing.
       if (!request_err.ok() && sinks[i]->err.ok()) sinks[i]->err = Status::Cancelled("the attempt ended");
       if (request_err.ok()) sinks[i]->row.OnRowsBegin(group->rows_of(i));
-      SettleAttached(tasks[i], attempts[i], sinks[i], sent, request_err, /*count_request=*/i == 0 && !r.ok());
+      SettleAttached(tasks[i], attempts[i], sinks[i], sent, request_err, /*count_request=*/i == 0 && !r.ok(),
+                     /*grouped=*/true);
     }
     if (closed) return;
     Refill(&launches);

@@ -333,6 +333,7 @@ struct Loader::Impl {
           m_dropped GUARDED_BY(mu) = 0;
   int64_t m_coalesced_requests GUARDED_BY(mu) = 0, m_coalesced_samples GUARDED_BY(mu) = 0;
   int64_t m_packed_requests GUARDED_BY(mu) = 0, m_pack_fallbacks GUARDED_BY(mu) = 0;
+  int64_t m_group_failures GUARDED_BY(mu) = 0;  // LoaderMetrics::group_failures
   int64_t m_key_lookups GUARDED_BY(mu) = 0;  // attached: key snapshot reads sent
   int look_ahead_in_flight GUARDED_BY(mu) = 0;  // attached: LookAheadKeys' requests
   // Attached: samples read so far and the largest payload among them (the
@@ -426,8 +427,10 @@ struct Loader::Impl {
                       Clock::time_point sent, const Status& r, bool count_request = true) EXCLUDES(mu);
   // OnAttachedDone's accounting under the lock, without the Refill (a
   // grouped answer settles all of its samples, then refills once).
+  // `grouped`: the attempt was a grouped foreign read (a failure counts in
+  // group_failures).
   void SettleAttached(const std::shared_ptr<Task>& t, int attempt, const std::shared_ptr<AttachedSink>& s,
-                      Clock::time_point sent, const Status& r, bool count_request) REQUIRES(mu);
+                      Clock::time_point sent, const Status& r, bool count_request, bool grouped = false) REQUIRES(mu);
   // Samples whose foreign keys are known, with their attempts and keys
   // (serialized, and as values).
   struct KnownKeys {

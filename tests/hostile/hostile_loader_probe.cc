@@ -16,10 +16,11 @@
 // and the groups keep their size (a quarter of the window), whatever the
 // timing (an adaptive window may shrink under load until no group forms).
 //
-// Exit 0 and "OK <n> retries <r> coalesced <c>": every sample exactly once
-// per epoch with its honest payload (n: the samples of one epoch; r: the
-// Loader's retries, which show that answers were refused; c: its requests
-// that read several samples).
+// Exit 0 and "OK <n> retries <r> coalesced <c> group_failures <g>": every
+// sample exactly once per epoch with its honest payload (n: the samples of
+// one epoch; r: the Loader's retries, which show that answers were refused;
+// c: its requests that read several samples; g: samples a grouped read did
+// not deliver, LoaderMetrics::group_failures).
 // Exit 1 and "ERROR <status>": the Loader returned an error Status.
 // Exit 3 and "WRONG <what>": the Loader returned data that is not the
 // dataset (a silently wrong result).
@@ -118,7 +119,8 @@ int Main(int argc, char** argv) {
     }
   }
   const cqlstream::LoaderMetrics m = (*l)->Metrics();
-  fmt::print("OK {} retries {} coalesced {}\n", count, m.retries, m.coalesced_requests);
+  fmt::print("OK {} retries {} coalesced {} group_failures {}\n", count, m.retries, m.coalesced_requests,
+             m.group_failures);
   return 0;
 }
 

@@ -88,7 +88,7 @@ bool CleanError(const ChildResult& r, const std::string& words) {
 }
 
 // The number after ` <word> ` in a probe's output (the Loader probe's
-// "OK n retries r coalesced c"), or -1.
+// "OK n retries r coalesced c group_failures g"), or -1.
 int64_t Reported(const ChildResult& r, const std::string& word) {
   const size_t at = r.out.find(" " + word + " ");
   if (at == std::string::npos) return -1;
@@ -204,6 +204,9 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
       EXPECT_GT(Reported(results[i], "coalesced"), 0) << results[i].Describe();
       if (m.mode == Mode::kForeignGroupLies) {
         EXPECT_GT(Reported(results[i], "retries"), 0) << results[i].Describe();
+        EXPECT_GT(Reported(results[i], "group_failures"), 0) << results[i].Describe();
+      } else {
+        EXPECT_EQ(Reported(results[i], "group_failures"), 0) << results[i].Describe();
       }
     }
   }
@@ -220,6 +223,9 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
       EXPECT_GT(Reported(results[i], "coalesced"), 0) << results[i].Describe();
       if (m.mode == Mode::kNativeGroupLies) {
         EXPECT_GT(Reported(results[i], "retries"), 0) << results[i].Describe();
+        EXPECT_GT(Reported(results[i], "group_failures"), 0) << results[i].Describe();
+      } else {
+        EXPECT_EQ(Reported(results[i], "group_failures"), 0) << results[i].Describe();
       }
     }
   }

@@ -233,8 +233,9 @@ TEST(AttachedGroupReadSizes, LargeRowsAreReadAlone) {
 // A row deleted from the foreign table after the snapshot: a grouped read's
 // answer lacks it, its sample's attempt fails and is retried alone, and
 // the error names the sample, or the sample is skipped; the rows around it
-// arrive with their bytes. (In plan order without shuffle, sample 250 is
-// issued long after groups have started.)
+// arrive with their bytes. (In plan order without shuffle and with a fixed
+// window of 32, sample 250 is issued long after groups have started, in a
+// group: group_failures shows that a grouped read met the deleted row.)
 TEST(AttachedGroupReadErrors, ADeletedRowInAGroupIsNamedOrSkipped) {
   auto s = testing::TestSession();
   ASSERT_NE(s, nullptr);
@@ -254,6 +255,8 @@ TEST(AttachedGroupReadErrors, ADeletedRowInAGroupIsNamedOrSkipped) {
     o.epochs = 1;
     o.shuffle = false;
     o.on_missing = OnMissing::kSkip;
+    o.adaptive = false;
+    o.max_in_flight = 32;
     auto l = Loader::Open(o);
     ASSERT_TRUE(l.ok()) << l.status().ToString();
     Delivered r = ReadEpoch(**l, d);
@@ -262,6 +265,7 @@ TEST(AttachedGroupReadErrors, ADeletedRowInAGroupIsNamedOrSkipped) {
     const LoaderMetrics m = (*l)->Metrics();
     EXPECT_EQ(m.skipped, 1);
     EXPECT_GT(m.coalesced_requests, 0);
+    EXPECT_EQ(m.group_failures, 1) << "the grouped read that lacked sample 250";
   }
   {
     LoaderOptions o = testing::TestLoaderOptions("att_gdel");

@@ -148,11 +148,16 @@ class DamagedCoalesceTest : public ::testing::Test {
     testing::MustRun(*s_, fmt::format(fmt::runtime(cql), testing::TestKeyspace()));
   }
   // Reads one epoch; returns the error that ended it (empty: none) and the
-  // samples delivered.
-  std::pair<std::string, size_t> ReadAll(OnMissing on_missing, int64_t* skipped) {
+  // samples delivered. In plan order with a fixed window of 64, the first
+  // fill issues samples 0-63 together: four groups of 16, so each damaged
+  // sample below (0:17, 0:40, 0:41, 0:50) is met first by a grouped read.
+  std::pair<std::string, size_t> ReadAll(OnMissing on_missing, LoaderMetrics* metrics) {
     LoaderOptions o = testing::TestLoaderOptions("coal_dmg");
     o.batch_size = 20;
     o.on_missing = on_missing;
+    o.shuffle = false;
+    o.adaptive = false;
+    o.max_in_flight = 64;
     auto l = Loader::Open(o);
     EXPECT_TRUE(l.ok());
     if (!l.ok()) return {"open failed", 0};
@@ -169,7 +174,7 @@ class DamagedCoalesceTest : public ::testing::Test {
       got += (*b)->size();
     }
     EXPECT_GT((*l)->Metrics().coalesced_requests, 0);
-    if (skipped) *skipped = (*l)->Metrics().skipped;
+    if (metrics) *metrics = (*l)->Metrics();
     return {"", got};
   }
   std::shared_ptr<net::Session> s_;
@@ -182,11 +187,12 @@ TEST_F(DamagedCoalesceTest, ADeletedSampleIsMissingAsForSingleReads) {
   EXPECT_NE(err.find("0:17"), std::string::npos) << err;
   EXPECT_NE(err.find(d_.path.at(MakeKey(0, 17))), std::string::npos) << "the error names the path: " << err;
   EXPECT_LT(got, 300u);
-  int64_t skipped = 0;
-  auto [err2, got2] = ReadAll(OnMissing::kSkip, &skipped);
+  LoaderMetrics m;
+  auto [err2, got2] = ReadAll(OnMissing::kSkip, &m);
   EXPECT_TRUE(err2.empty()) << err2;
   EXPECT_EQ(got2, 299u);
-  EXPECT_EQ(skipped, 1);
+  EXPECT_EQ(m.skipped, 1);
+  EXPECT_EQ(m.group_failures, 1) << "the grouped read that lacked 0:17";
 }
 
 TEST_F(DamagedCoalesceTest, ACorruptedRowFailsOnlyItsSample) {
@@ -195,11 +201,12 @@ TEST_F(DamagedCoalesceTest, ACorruptedRowFailsOnlyItsSample) {
   Run("UPDATE {}.d_coal_dmg SET label = 99 WHERE seg = 0 AND idx = 41");
   auto [err, got] = ReadAll(OnMissing::kRaise, nullptr);
   EXPECT_TRUE(err.find("0:40") != std::string::npos || err.find("0:41") != std::string::npos) << err;
-  int64_t skipped = 0;
-  auto [err2, got2] = ReadAll(OnMissing::kSkip, &skipped);
+  LoaderMetrics m;
+  auto [err2, got2] = ReadAll(OnMissing::kSkip, &m);
   EXPECT_TRUE(err2.empty()) << err2;
   EXPECT_EQ(got2, 298u);
-  EXPECT_EQ(skipped, 2);
+  EXPECT_EQ(m.skipped, 2);
+  EXPECT_EQ(m.group_failures, 2) << "the grouped reads that held 0:40 and 0:41 damaged";
 }
 
 TEST_F(DamagedCoalesceTest, ASampleWithExtraRowsFailsAloneInItsGroup) {
@@ -208,11 +215,12 @@ TEST_F(DamagedCoalesceTest, ASampleWithExtraRowsFailsAloneInItsGroup) {
   // show 0:50 corrupt (chunks past its size), and every other sample of
   // the group arrives.
   for (int c = 1; c <= 300; ++c) Run(fmt::format("INSERT INTO {{}}.d_coal_dmg (seg, idx, chunk, data) VALUES (0, 50, {}, 0x00)", c));
-  int64_t skipped = 0;
-  auto [err, got] = ReadAll(OnMissing::kSkip, &skipped);
+  LoaderMetrics m;
+  auto [err, got] = ReadAll(OnMissing::kSkip, &m);
   EXPECT_TRUE(err.empty()) << err;
   EXPECT_EQ(got, 299u);
-  EXPECT_EQ(skipped, 1);
+  EXPECT_EQ(m.skipped, 1);
+  EXPECT_EQ(m.group_failures, 1) << "the grouped read that held two of 0:50's rows";
   auto [err2, got2] = ReadAll(OnMissing::kRaise, nullptr);
   EXPECT_NE(err2.find("0:50"), std::string::npos) << err2;
 }

@@ -288,6 +288,7 @@ TEST_F(DamagedPackTest, ADamagedOrMissingCopyIsReadFromTheDataTableUncounted) {
   EXPECT_TRUE(err.empty()) << err;
   EXPECT_EQ(got, 320u);
   EXPECT_EQ(metrics.pack_fallbacks, 2);
+  EXPECT_EQ(metrics.group_failures, 2);
   EXPECT_EQ(metrics.retries, 0);
   EXPECT_EQ(metrics.packed_requests, 20);
 }

@@ -86,6 +86,8 @@ def test_loader_coalesce_off_and_on_read_each_key_once(small, hosts):
     assert on_m["coalesced_samples"] >= 2 * on_m["coalesced_requests"]
     assert on_m["coalesced_samples"] <= 32 * on_m["coalesced_requests"]
     assert on_m["coalesced_samples"] <= N
+    # An honest node's grouped answers deliver every sample they were asked for.
+    assert off_m["group_failures"] == 0 and on_m["group_failures"] == 0
 
 
 def test_loader_coalesce_automatic_by_default(small, hosts):

@@ -76,7 +76,8 @@ try:
 except Exception as e:  # every cqlstream error; a clean error is a result here
     print(f"ERROR {type(e).__name__}: {e}")
     sys.exit(1)
-print(f"OK {len(want)} coalesced {m['coalesced_requests']} retries {m['retries']}")
+print(f"OK {len(want)} coalesced {m['coalesced_requests']} retries {m['retries']} "
+      f"group_failures {m['group_failures']}")
 """
 
 
@@ -208,12 +209,20 @@ def test_loader_against_hostile_server(mode: str, dataset: str, expect: str, pro
         # refused it and read the samples again.
         fields = r["out"].split()
         assert int(fields[fields.index("coalesced") + 1]) > 0, "no grouped read: " + what
+        failures = int(fields[fields.index("group_failures") + 1])
         if mode == "foreign-group-lies":
             assert int(fields[fields.index("retries") + 1]) > 0, "no lie refused: " + what
+            assert failures > 0, "no grouped read failed: " + what
+        else:
+            assert failures == 0, "an honest grouped read failed: " + what
     if dataset == "tiny" and mode in ("honest", "native-group-lies"):
         # Coalesced native reads were sent; where each told a lie, the Loader
         # refused it and read the samples again alone.
         fields = r["out"].split()
         assert int(fields[fields.index("coalesced") + 1]) > 0, "no coalesced read: " + what
+        failures = int(fields[fields.index("group_failures") + 1])
         if mode == "native-group-lies":
             assert int(fields[fields.index("retries") + 1]) > 0, "no lie refused: " + what
+            assert failures > 0, "no coalesced read failed: " + what
+        else:
+            assert failures == 0, "an honest coalesced read failed: " + what
