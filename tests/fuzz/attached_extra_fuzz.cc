@@ -21,12 +21,11 @@
 #include <vector>
 
 #include "store/attached_extra.h"
+#include "fuzz_check.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using cqlstream::fuzz::Check;
 
 cqlstream::DataType Types(size_t i) {
   using cqlstream::DataType;

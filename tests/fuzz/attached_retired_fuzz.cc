@@ -16,12 +16,11 @@
 #include <vector>
 
 #include "store/attached_retired.h"
+#include "fuzz_check.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using cqlstream::fuzz::Check;
 
 }  // namespace
 

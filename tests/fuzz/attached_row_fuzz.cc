@@ -34,22 +34,18 @@
 #include <vector>
 
 #include "store/attached_row.h"
+#include "fuzz_check.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using cqlstream::fuzz::Check;
 
+// Null one time in 6.
 std::optional<std::vector<uint8_t>> Cell(FuzzedDataProvider& in, size_t max) {
-  if (in.ConsumeIntegralInRange<int>(0, 5) == 0) return std::nullopt;
-  return in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, max));
+  return cqlstream::fuzz::NullableBytes(in, max, 6);
 }
 
-std::optional<std::span<const uint8_t>> View(const std::optional<std::vector<uint8_t>>& c) {
-  if (!c) return std::nullopt;
-  return std::span<const uint8_t>(*c);
-}
+using cqlstream::fuzz::View;
 
 void CheckRefusal(const cqlstream::Status& s) {
   Check(!s.message().empty());

@@ -19,12 +19,11 @@
 #include <vector>
 
 #include "loader/checkpoint.h"
+#include "fuzz_check.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using cqlstream::fuzz::Check;
 
 bool Same(const cqlstream::loader::Checkpoint& a, const cqlstream::loader::Checkpoint& b) {
   auto eq = [](const cqlstream::loader::Ranges& x, const cqlstream::loader::Ranges& y) {

@@ -25,13 +25,12 @@
 
 #include "loader/coalesce.h"
 #include "store/sample_row.h"
+#include "fuzz_check.h"
 
 namespace cqlstream::loader {
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using cqlstream::fuzz::Check;
 
 // A member: checks what it is given against its own key.
 class MemberSink final : public cql::CellSink {

@@ -28,13 +28,12 @@
 #include <vector>
 
 #include "loader/foreign_group_sink.h"
+#include "fuzz_check.h"
 
 namespace cqlstream::loader {
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using cqlstream::fuzz::Check;
 
 // A member: checks what it is given against the rows it was told of.
 class MemberSink final : public cql::CellSink {

@@ -28,14 +28,13 @@
 #include "loader/decode.h"
 #include "store/image_check.h"
 #include "image_state_check.h"
+#include "fuzz_check.h"
 
 namespace {
 
 using cqlstream::loader::DecodeOptions;
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using cqlstream::fuzz::Check;
 
 }  // namespace
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "loader/npy_batch.h"
+#include "fuzz_check.h"
 
 namespace {
 
@@ -40,11 +41,7 @@ struct VectorBatch final : Batch {
 
 uint16_t U16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 
-[[noreturn]] void Fail() { std::abort(); }
-
-void Check(bool ok) {
-  if (!ok) Fail();
-}
+using cqlstream::fuzz::Check;
 
 }  // namespace
 

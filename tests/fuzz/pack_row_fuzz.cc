@@ -27,12 +27,11 @@
 #include "cql/response.h"
 #include "cql/wire.h"
 #include "store/pack.h"
+#include "fuzz_check.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using cqlstream::fuzz::Check;
 
 void PutShort(std::vector<uint8_t>* b, uint16_t v) {
   b->push_back(static_cast<uint8_t>(v >> 8));

@@ -30,6 +30,7 @@
 #include "store/image_check.h"
 #include "image_state_check.h"
 #include "store/preprocess.h"
+#include "fuzz_check.h"
 
 namespace {
 
@@ -38,9 +39,7 @@ using cqlstream::store::PreprocessLimits;
 using cqlstream::store::PreprocessSpec;
 using cqlstream::store::Reencode;
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using cqlstream::fuzz::Check;
 
 void CheckResult(const PreprocessSpec& spec, const PreprocessLimits& limits, const PreprocessedImage& r) {
   cqlstream::store::ImageInfo info;

@@ -33,6 +33,7 @@
 
 #include "cql/wire.h"
 #include "store/sample_row.h"
+#include "fuzz_check.h"
 
 namespace cqlstream::store {
 namespace {
@@ -41,9 +42,7 @@ namespace {
 // this role: a larger sample is refused before anything is reserved).
 constexpr int64_t kMaxRegion = 1 << 20;
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using cqlstream::fuzz::Check;
 
 std::vector<uint8_t> Be(uint64_t v, size_t width) {
   std::vector<uint8_t> b(width);
@@ -65,10 +64,7 @@ std::optional<std::vector<uint8_t>> Cell(FuzzedDataProvider& in, size_t width, u
   }
 }
 
-std::optional<std::span<const uint8_t>> View(const std::optional<std::vector<uint8_t>>& c) {
-  if (!c) return std::nullopt;
-  return std::span<const uint8_t>(*c);
-}
+using cqlstream::fuzz::View;
 
 // Hints of any value, some near the harness's bounds.
 SampleHints ConsumeHints(FuzzedDataProvider& in) {
