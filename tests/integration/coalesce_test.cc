@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cqlstream/loader.h"
+#include "damaged_dataset_fixture.h"
 #include "dataset_fixture.h"
 #include "shared_dataset_suite.h"
 #include "test_env.h"
@@ -132,20 +133,12 @@ TEST_F(CoalesceTest, FetchGroupsKeysAndKeepsTheirOrder) {
 }
 
 // A dataset of one segment whose rows the test damages.
-class DamagedCoalesceTest : public ::testing::Test {
+class DamagedCoalesceTest : public testing::DamagedDatasetTest {
  protected:
-  void SetUp() override {
-    s_ = testing::TestSession();
-    ASSERT_NE(s_, nullptr);
+  SyntheticSpec Spec() const override {
     SyntheticSpec spec = SmallSpec("coal_dmg", 300);
     spec.segments = 1;
-    d_ = MakeSyntheticDataset(*s_, testing::TestKeyspace(), spec);
-  }
-  void TearDown() override {
-    if (s_) s_->Close();
-  }
-  void Run(const std::string& cql) {
-    testing::MustRun(*s_, fmt::format(fmt::runtime(cql), testing::TestKeyspace()));
+    return spec;
   }
   // Reads one epoch; returns the error that ended it (empty: none) and the
   // samples delivered. In plan order with a fixed window of 64, the first
@@ -158,27 +151,12 @@ class DamagedCoalesceTest : public ::testing::Test {
     o.shuffle = false;
     o.adaptive = false;
     o.max_in_flight = 64;
-    auto l = Loader::Open(o);
-    EXPECT_TRUE(l.ok());
-    if (!l.ok()) return {"open failed", 0};
-    size_t got = 0;
-    for (;;) {
-      auto b = (*l)->Next();
-      if (!b.ok()) return {b.status().ToString(), got};
-      if (!*b) break;
-      for (size_t i = 0; i < (*b)->size(); ++i) {
-        const auto& p = d_.payload.at((*b)->keys[i]);
-        auto s = (*b)->sample(i);
-        EXPECT_TRUE(s.size() == p.size() && std::equal(s.begin(), s.end(), p.begin())) << FormatKey((*b)->keys[i]);
-      }
-      got += (*b)->size();
-    }
-    EXPECT_GT((*l)->Metrics().coalesced_requests, 0);
-    if (metrics) *metrics = (*l)->Metrics();
-    return {"", got};
+    LoaderMetrics m;
+    auto r = ReadOneEpoch(o, &m);
+    EXPECT_GT(m.coalesced_requests, 0);
+    if (metrics) *metrics = m;
+    return r;
   }
-  std::shared_ptr<net::Session> s_;
-  SyntheticDataset d_;
 };
 
 TEST_F(DamagedCoalesceTest, ADeletedSampleIsMissingAsForSingleReads) {

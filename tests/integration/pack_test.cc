@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "cqlstream/loader.h"
+#include "damaged_dataset_fixture.h"
 #include "dataset_fixture.h"
 #include "shared_dataset_suite.h"
 #include "store/catalog.h"
@@ -213,23 +214,17 @@ TEST_F(PackTest, ASelectionIsRefused) {
 }
 
 // A dataset of one segment whose packs the test damages.
-class DamagedPackTest : public ::testing::Test {
+class DamagedPackTest : public testing::DamagedDatasetTest {
  protected:
-  void SetUp() override {
-    s_ = testing::TestSession();
-    ASSERT_NE(s_, nullptr);
+  SyntheticSpec Spec() const override {
     SyntheticSpec spec = PackSpec("pack_dmg");
     spec.samples = 320;
     spec.segments = 1;
-    d_ = MakeSyntheticDataset(*s_, testing::TestKeyspace(), spec);
+    return spec;
+  }
+  void AfterMake() override {
     store::PackReport r = Pack(*s_, "pack_dmg", /*force=*/true);
     ASSERT_EQ(r.samples_packed, 320);
-  }
-  void TearDown() override {
-    if (s_) s_->Close();
-  }
-  void Run(const std::string& cql) {
-    testing::MustRun(*s_, fmt::format(fmt::runtime(cql), testing::TestKeyspace()));
   }
   // A write of the packs table or p_pack_dmg (`cql` with two {}: the
   // keyspace, the timestamp): with a client timestamp, as `pack` writes
@@ -261,14 +256,8 @@ class DamagedPackTest : public ::testing::Test {
     o.batch_size = 20;
     o.verify_checksums = true;
     o.hedge = false;  // (the retries counted are those of the damaged samples)
-    auto l = Loader::Open(o);
-    if (!l.ok()) return {l.status().ToString(), 0};
-    Delivered r = ReadEpoch(**l, d_);
-    if (m) *m = (*l)->Metrics();
-    return {r.error, r.keys.size()};
+    return ReadOneEpoch(o, m);
   }
-  std::shared_ptr<net::Session> s_;
-  SyntheticDataset d_;
 };
 
 TEST_F(DamagedPackTest, ADamagedOrMissingCopyIsReadFromTheDataTableUncounted) {
