@@ -35,11 +35,12 @@ Status::Code CodeOf(const StatusOr<T>& s) {
 }
 }  // namespace read_again_internal
 
-// `read` returns Status or StatusOr<T>. `attempts` below 1 counts as 1.
+// `read` returns Status or StatusOr<T> (by value: the result is kept across
+// attempts). `attempts` below 1 counts as 1.
 template <typename Read>
-std::invoke_result_t<Read&> ReadAgainOnCorruption(int attempts, Read&& read) {
+std::remove_cvref_t<std::invoke_result_t<Read&>> ReadAgainOnCorruption(int attempts, Read&& read) {
   for (int attempt = 1;; ++attempt) {
-    auto r = read();
+    std::remove_cvref_t<std::invoke_result_t<Read&>> r = read();
     if (attempt >= attempts || read_again_internal::CodeOf(r) != Status::Code::kCorruption) return r;
   }
 }

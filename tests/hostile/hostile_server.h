@@ -80,12 +80,12 @@ enum class Mode {
   kMisnamedColumns,        // answers that carry result metadata name another table: every key lookup of
                            // attached sample 13 (its rows are k_att's, named as the foreign table's) and
                            // every foreign read of sample 14 (alone or in a group; named as k_att's)
-  kMetaRowsLie,            // every native metadata block read (m_ ... WHERE seg = ? AND block = ?) answers
+  kMetaRowsLie,            // every metadata block read of toy (m_toy WHERE seg = ? AND block = ?) answers
                            // its rows and then its first row again
   kSegmentsCrossed,        // the segments read of toy answers att's segment rows, att's and tiny's toy's
-  kNativeGroupLies,        // every coalesced read of tiny (d_tiny ... idx IN ?) answers a row it was not asked
-                           // for, a row twice, a row of another segment, or idx cells of 8 bytes, in turn;
-                           // rows read alone are honest
+  kNativeGroupLies,        // every coalesced native read (d_... idx IN ?; only tiny's samples are read so)
+                           // answers a row it was not asked for, a row twice, a row of another segment, or
+                           // idx cells of 8 bytes, in turn; rows read alone are honest
 };
 
 // What a correct client does against a mode.

@@ -88,7 +88,7 @@ bool CleanError(const ChildResult& r, const std::string& words) {
 }
 
 // The number after ` <word> ` in a probe's output (the Loader probe's
-// "OK n retries r coalesced c group_failures g"), or -1.
+// "OK n retries r coalesced c group_failures g timeouts t"), or -1.
 int64_t Reported(const ChildResult& r, const std::string& word) {
   const size_t at = r.out.find(" " + word + " ");
   if (at == std::string::npos) return -1;
@@ -206,7 +206,10 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
         EXPECT_GT(Reported(results[i], "retries"), 0) << results[i].Describe();
         EXPECT_GT(Reported(results[i], "group_failures"), 0) << results[i].Describe();
       } else {
-        EXPECT_EQ(Reported(results[i], "group_failures"), 0) << results[i].Describe();
+        // An honest grouped answer delivers all it was asked for; only a
+        // request that timed out (a busy machine) fails its samples.
+        EXPECT_TRUE(Reported(results[i], "group_failures") == 0 || Reported(results[i], "timeouts") > 0)
+            << results[i].Describe();
       }
     }
   }
@@ -225,7 +228,10 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
         EXPECT_GT(Reported(results[i], "retries"), 0) << results[i].Describe();
         EXPECT_GT(Reported(results[i], "group_failures"), 0) << results[i].Describe();
       } else {
-        EXPECT_EQ(Reported(results[i], "group_failures"), 0) << results[i].Describe();
+        // An honest grouped answer delivers all it was asked for; only a
+        // request that timed out (a busy machine) fails its samples.
+        EXPECT_TRUE(Reported(results[i], "group_failures") == 0 || Reported(results[i], "timeouts") > 0)
+            << results[i].Describe();
       }
     }
   }

@@ -142,8 +142,11 @@ class DamagedCoalesceTest : public testing::DamagedDatasetTest {
   }
   // Reads one epoch; returns the error that ended it (empty: none) and the
   // samples delivered. In plan order with a fixed window of 64, the first
-  // fill issues samples 0-63 together: four groups of 16, so each damaged
-  // sample below (0:17, 0:40, 0:41, 0:50) is met first by a grouped read.
+  // fill issues samples 0-63 together: four groups of 16 (one replica set:
+  // the integration tests run against one node), so each damaged sample
+  // below (0:17, 0:40, 0:41, 0:50) is met first by a grouped read (no
+  // hedge starts before 200 latencies are recorded, and a retry waits for
+  // its group's answer).
   std::pair<std::string, size_t> ReadAll(OnMissing on_missing, LoaderMetrics* metrics) {
     LoaderOptions o = testing::TestLoaderOptions("coal_dmg");
     o.batch_size = 20;
