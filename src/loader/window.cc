@@ -50,6 +50,10 @@ void WindowController::OnCongestion(Clock::time_point now) {
   if (phase_ == Phase::kStartup) {
     phase_ = Phase::kSteady;
     best_window_ = window_;
+    // Start-up was cut short, maybe far below what the path carries: the
+    // first probe comes after one interval, not five (EvaluateSteady), so
+    // that a path that was only stalled is climbed again soon.
+    steady_intervals_ = 4;
   }
   probe_ = Probe::kNone;
   // Start a fresh measurement at the new window.
@@ -200,6 +204,19 @@ void WindowController::EndStartup(double g) {
   window_ = std::clamp(static_cast<int>(std::min(settle, 1e9)), o_.min_window, o_.max_window);
 }
 
+void WindowController::ResumeStartup(double g) {
+  phase_ = Phase::kStartup;
+  ++startup_resumes_;
+  best_goodput_ = g;
+  best_window_ = window_;
+  interval_window_ = window_;
+  flat_intervals_ = queued_flat_intervals_ = 0;
+  startup_paused_ = false;
+  steady_intervals_ = 0;
+  rounds_since_connections_ = 0;
+  GrowConnections();  // for the window the probe found paying
+}
+
 void WindowController::EvaluateSteady(double g) {
   best_goodput_ = 0.8 * best_goodput_ + 0.2 * g;  // follow slow changes
   if (++steady_intervals_ < 5) return;
@@ -238,6 +255,14 @@ void WindowController::EvaluateProbe(double g) {
   }
   if (keep) {
     best_goodput_ = std::max(pg, probe_ == Probe::kWindowDown ? pg : best_goodput_);
+    if ((probe_ == Probe::kWindowUp || probe_ == Probe::kConnections) && pg >= baseline_ * kStartupGain) {
+      // It paid as a start-up round trip does: the path is far from full
+      // (start-up ended early: a timeout, a stall), and probing x1.25 at a
+      // time would take tens of round trips to fill it. Climb again.
+      probe_ = Probe::kNone;
+      ResumeStartup(pg);
+      return;
+    }
     if (probe_ == Probe::kWindowUp || probe_ == Probe::kConnections) {
       // It helped: try again soon.
       steady_intervals_ = 4;
@@ -275,9 +300,10 @@ void WindowController::StartProbe(Probe p) {
 }
 
 std::string WindowController::Describe() const {
-  return fmt::format("window {} connections {} phase {} goodput {:.1f} MB/s srtt {:.2f} ms min {:.2f} ms", window_,
-                     connections_, phase_ == Phase::kStartup ? "startup" : "steady", best_goodput_ / 1e6,
-                     srtt_us_ / 1000.0, min_rtt_us_ / 1000.0);
+  return fmt::format(
+      "window {} connections {} phase {} goodput {:.1f} MB/s srtt {:.2f} ms min {:.2f} ms start-up resumed {}", window_,
+      connections_, phase_ == Phase::kStartup ? "startup" : "steady", best_goodput_ / 1e6, srtt_us_ / 1000.0,
+      min_rtt_us_ / 1000.0, startup_resumes_);
 }
 
 }  // namespace cqlstream::loader

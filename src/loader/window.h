@@ -38,7 +38,14 @@
 //    server, is the limit: one TCP connection carries at most window/RTT),
 //    more connections — keeping a change only if goodput rises by >= 5%, and
 //    now and then a smaller window (x0.9), kept if goodput does not fall by
-//    more than 3% (less memory for the same speed).
+//    more than 3% (less memory for the same speed). A window or connection
+//    probe that raises goodput as much as a start-up round trip must
+//    (kStartupGain) shows a path far from full — start-up ended early, on a
+//    timeout or a stall, with a fraction of the window and connections the
+//    path needs — and start-up resumes from there: without that, one
+//    timeout in the first second at 200 ms left a run at a fifth of its
+//    speed for tens of seconds (x1.25 a probe, a probe every few round
+//    trips).
 //  * Timeouts and overload errors shrink the window at once (x0.7) and end
 //    start-up.
 //  * The window never exceeds 3 bandwidth-delay products (goodput x the
@@ -125,6 +132,8 @@ class WindowController {
 
   int window() const { return window_; }
   int connections() const { return connections_; }
+  // How often steady state went back to start-up (a probe paid kStartupGain).
+  int startup_resumes() const { return startup_resumes_; }
   Phase phase() const { return phase_; }
   double goodput() const { return best_goodput_; }  // bytes/s, best stable measurement
   // The lowest interval mean latency seen (about the unloaded round trip);
@@ -148,6 +157,8 @@ class WindowController {
   // o_.max_connections, and the session's limit (SetConnectionLimit).
   int MaxConnections() const;
   void EndStartup(double goodput);
+  // Back to start-up from steady state at goodput `goodput`.
+  void ResumeStartup(double goodput);
 
   Options o_;
   Phase phase_ = Phase::kStartup;
@@ -176,6 +187,7 @@ class WindowController {
   int next_probe_ = 0;    // round-robin over probe kinds
   bool connections_help_ = true;
   bool startup_paused_ = false;           // a round trip did not pay: wait for the next verdict
+  int startup_resumes_ = 0;               // steady-state probes that paid a start-up round trip's gain
   int startup_cap_ = 0;                   // the 3-BDP cap of the last interval (0: none yet)
   int startup_growth_cap_ = 0;            // kStartupBdpFactor x the last interval's BDP (0: none yet)
   int interval_window_ = 0;               // the window when the interval began
