@@ -47,13 +47,18 @@ void WindowController::OnComplete(int64_t bytes, std::chrono::microseconds laten
 void WindowController::OnCongestion(Clock::time_point now) {
   if (!o_.adaptive) return;
   window_ = std::max(o_.min_window, static_cast<int>(window_ * 0.7));
+  // Congestion after start-up resumed: the path (or the node, shedding
+  // load) is full, not stalled. No more resuming: a node that sheds load
+  // would otherwise be pushed into it over and over.
+  if (startup_resumes_ > 0) may_resume_ = false;
   if (phase_ == Phase::kStartup) {
     phase_ = Phase::kSteady;
     best_window_ = window_;
-    // Start-up was cut short, maybe far below what the path carries: the
-    // first probe comes after one interval, not five (EvaluateSteady), so
-    // that a path that was only stalled is climbed again soon.
-    steady_intervals_ = 4;
+    // The first start-up was cut short, maybe far below what the path
+    // carries: the first probe comes after one interval, not five
+    // (EvaluateSteady), so that a path that was only stalled is climbed
+    // again soon.
+    if (startup_resumes_ == 0) steady_intervals_ = 4;
   }
   probe_ = Probe::kNone;
   // Start a fresh measurement at the new window.
@@ -100,6 +105,7 @@ bool WindowController::Tick(Clock::time_point now) {
   // interval would let the 3-BDP cap grow with the queue it should bound.)
   const double drift = phase_ == Phase::kStartup ? 1.0 : 1.01;
   min_rtt_us_ = min_rtt_us_ == 0 ? mean_lat : std::min(mean_lat, min_rtt_us_ * drift);
+  floor_rtt_us_ = floor_rtt_us_ == 0 ? mean_lat : std::min(mean_lat, floor_rtt_us_);
   if (held) {
     // Not limited by the window: nothing to learn, and no reason to grow.
     if (phase_ == Phase::kStartup) window_ = std::min(window_, std::max(interval_window_, o_.min_window));
@@ -134,6 +140,8 @@ void WindowController::GrowConnections() {
   const double want = std::ceil(1.5 * static_cast<double>(window_) * mean / kBytesPerConnection);
   const int target = static_cast<int>(std::min(want, static_cast<double>(MaxConnections())));
   const int before = connections_;
+  // A resumed start-up adds none once a probe showed that they do not pay.
+  if (startup_resumes_ > 0 && !connections_help_) return;
   connections_ = std::clamp(std::max(connections_, target), 1, MaxConnections());
   if (connections_ > before) rounds_since_connections_ = 0;
 }
@@ -209,11 +217,13 @@ void WindowController::ResumeStartup(double g) {
   ++startup_resumes_;
   best_goodput_ = g;
   best_window_ = window_;
-  interval_window_ = window_;
   flat_intervals_ = queued_flat_intervals_ = 0;
   startup_paused_ = false;
   steady_intervals_ = 0;
-  rounds_since_connections_ = 0;
+  // Start-up's delay signals judge latency against the unloaded round
+  // trip; steady state's estimate drifts up (1% an interval) and may have
+  // followed a queue.
+  min_rtt_us_ = floor_rtt_us_;
   GrowConnections();  // for the window the probe found paying
 }
 
@@ -239,6 +249,7 @@ void WindowController::EvaluateProbe(double g) {
   ++probe_intervals_;
   if (probe_intervals_ == 1) return;
   probe_sum_ += g;
+  if (probe_intervals_ == 2) probe_first_ = g;
   if (probe_intervals_ < 3) return;
   const double pg = probe_sum_ / 2.0;
   bool keep = false;
@@ -255,7 +266,8 @@ void WindowController::EvaluateProbe(double g) {
   }
   if (keep) {
     best_goodput_ = std::max(pg, probe_ == Probe::kWindowDown ? pg : best_goodput_);
-    if ((probe_ == Probe::kWindowUp || probe_ == Probe::kConnections) && pg >= baseline_ * kStartupGain) {
+    if ((probe_ == Probe::kWindowUp || probe_ == Probe::kConnections) && may_resume_ &&
+        std::min(probe_first_, g) >= baseline_ * kStartupGain) {
       // It paid as a start-up round trip does: the path is far from full
       // (start-up ended early: a timeout, a stall), and probing x1.25 at a
       // time would take tens of round trips to fill it. Climb again.

@@ -39,15 +39,20 @@
 //    more connections — keeping a change only if goodput rises by >= 5%, and
 //    now and then a smaller window (x0.9), kept if goodput does not fall by
 //    more than 3% (less memory for the same speed). A window or connection
-//    probe that raises goodput as much as a start-up round trip must
-//    (kStartupGain) shows a path far from full — start-up ended early, on a
-//    timeout or a stall, with a fraction of the window and connections the
-//    path needs — and start-up resumes from there: without that, one
-//    timeout in the first second at 200 ms left a run at a fifth of its
-//    speed for tens of seconds (x1.25 a probe, a probe every few round
-//    trips).
+//    probe whose two measured intervals each raise goodput as much as a
+//    start-up round trip must (kStartupGain) shows a path far from full —
+//    start-up ended early, on a timeout or a stall, with a fraction of the
+//    window and connections the path needs — and start-up resumes from
+//    there, judging latency against the lowest ever seen (steady state's
+//    estimate drifts up): without that, one timeout in the first second at
+//    200 ms left a run at 8-36% of its speed for tens of seconds (x1.25 a
+//    probe, a probe every few round trips). Congestion after a resumed
+//    start-up (a node shedding load, not a stall) ends the resuming, and a
+//    resumed start-up adds no connections once a probe showed they do not
+//    pay.
 //  * Timeouts and overload errors shrink the window at once (x0.7) and end
-//    start-up.
+//    start-up; a first start-up they end probes after one steady-state
+//    interval instead of five.
 //  * The window never exceeds 3 bandwidth-delay products (goodput x the
 //    lowest latency seen): more requests only queue, mostly in the server,
 //    which buffers the answers a slow path cannot take yet.
@@ -170,6 +175,7 @@ class WindowController {
   int64_t completions_ = 0;
   double srtt_us_ = 0;       // smoothed latency
   double min_rtt_us_ = 0;    // lowest smoothed-interval latency seen (decays slowly)
+  double floor_rtt_us_ = 0;  // lowest interval-mean latency ever seen (no drift)
   double sum_latency_us_ = 0;
   bool held_back_ = false;
 
@@ -183,11 +189,13 @@ class WindowController {
   int saved_window_ = 0;
   int probe_intervals_ = 0;
   double probe_sum_ = 0;
+  double probe_first_ = 0;  // the first measured interval's goodput
   int steady_intervals_ = 0;
   int next_probe_ = 0;    // round-robin over probe kinds
   bool connections_help_ = true;
   bool startup_paused_ = false;           // a round trip did not pay: wait for the next verdict
   int startup_resumes_ = 0;               // steady-state probes that paid a start-up round trip's gain
+  bool may_resume_ = true;                // false once congestion followed a resumed start-up
   int startup_cap_ = 0;                   // the 3-BDP cap of the last interval (0: none yet)
   int startup_growth_cap_ = 0;            // kStartupBdpFactor x the last interval's BDP (0: none yet)
   int interval_window_ = 0;               // the window when the interval began

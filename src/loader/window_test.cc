@@ -72,6 +72,7 @@ struct PathRun {
   int final_connections = 0;
   int max_connections_after_refusal = 0;  // once the controller was told the limit
   double max_node_queue_s = 0;  // longest wait at the node (start-up)
+  int startup_resumes = 0;      // WindowController::startup_resumes() at the end
   double steady = 0;  // mean of the last half
   // From the first request until the rate first reaches 90% of `steady` and
   // holds it for the following second.
@@ -89,10 +90,11 @@ struct PathRun {
 // native_transport_max_connections_per_ip); the session learns it when an
 // open beyond it is refused, one round trip after it was asked for, and
 // then tells the controller (SetConnectionLimit), as the loader does.
-// `congest_at_s` >= 0: one timeout (OnCongestion) at that time, as a
-// stall of the path or the node would cause.
+// `congest_at`: times (ascending) of a timeout or an overload answer
+// (OnCongestion), as a stall of the path or a node shedding load causes.
 PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double seconds, double size = 110e3,
-                     WindowController::Options o = {}, int connection_limit = 0, double congest_at_s = -1) {
+                     WindowController::Options o = {}, int connection_limit = 0,
+                     std::vector<double> congest_at = {}) {
   auto now = Clock::time_point{} + std::chrono::hours(1);
   const auto start = now;
   WindowController c(o, now);
@@ -127,9 +129,9 @@ PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double se
       r.bins[std::min(r.bins.size() - 1, static_cast<size_t>(t * 10))] += size * 10;
     }
     now = start + std::chrono::microseconds(static_cast<int64_t>((t + dt) * 1e6));
-    if (congest_at_s >= 0 && t >= congest_at_s) {
+    if (!congest_at.empty() && t >= congest_at.front()) {
       c.OnCongestion(now);
-      congest_at_s = -1;
+      congest_at.erase(congest_at.begin());
     }
     const int before = c.connections();
     c.Tick(now);
@@ -145,6 +147,7 @@ PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double se
     r.max_connections = std::max(r.max_connections, c.connections());
   }
   r.final_connections = c.connections();
+  r.startup_resumes = c.startup_resumes();
   double sum = 0;
   for (size_t i = r.bins.size() / 2; i < r.bins.size(); ++i) sum += r.bins[i];
   r.steady = sum / static_cast<double>(r.bins.size() - r.bins.size() / 2);
@@ -201,12 +204,34 @@ TEST(WindowControllerTest, AStartUpCutShortStillReachesFullSpeedSoon) {
   // few round trips) did not fill the path in 40 s from there at 200 ms
   // (the last 20 s carried 67, 165 and 288 MB/s of 800); a probe that pays
   // a start-up round trip's gain resumes start-up (5.5 s to 90% here).
+  const double node = 800e6, size = 110e3, bdp = node * (0.2 + size / node) / size;
   for (double at : {0.4, 0.8, 1.2}) {
-    PathRun r = SimulatePath(0.2, 800e6, 4 * 1048576.0, 40, 110e3, {}, 0, at);
-    std::printf("timeout at %.1f s: time to 90%% %.1f s, steady %.0f MB/s, window max %d, connections %d\n", at,
-                r.TimeTo90(), r.steady / 1e6, r.max_window, r.final_connections);
-    EXPECT_GE(r.steady, 0.9 * 800e6) << "timeout at " << at;
+    PathRun r = SimulatePath(0.2, node, 4 * 1048576.0, 40, size, {}, 0, {at});
+    std::printf("timeout at %.1f s: time to 90%% %.1f s, steady %.0f MB/s, window max %d (start-up %d), "
+                "connections %d, resumed %d\n",
+                at, r.TimeTo90(), r.steady / 1e6, r.max_window, r.max_startup_window, r.final_connections,
+                r.startup_resumes);
+    EXPECT_GE(r.steady, 0.9 * node) << "timeout at " << at;
     EXPECT_LE(r.TimeTo90(), 6.5) << "timeout at " << at;
+    EXPECT_EQ(r.startup_resumes, 1) << "timeout at " << at;
+    // As bounded as a start-up that nothing cut short (SlowStartReaches90PercentWithinTargets).
+    EXPECT_LE(r.max_startup_window, 2.6 * bdp) << "timeout at " << at;
+    EXPECT_LE(r.max_node_queue_s, 2.3 * (0.2 + size / node)) << "timeout at " << at;
+    EXPECT_LE(r.max_connections, WindowController::kDefaultMaxConnections) << "timeout at " << at;
+  }
+}
+
+TEST(WindowControllerTest, ANodeThatKeepsSheddingLoadIsNotPushedIntoItAgainAndAgain) {
+  // Overload answers every 2 s, from the first second on (a node that sheds
+  // load): start-up may resume once after the first, and a resumed
+  // start-up that meets congestion again ends the resuming.
+  std::vector<double> every_2s;
+  for (double t = 1.0; t < 40; t += 2) every_2s.push_back(t);
+  for (double rtt : {0.01, 0.2}) {
+    PathRun r = SimulatePath(rtt, 800e6, 4 * 1048576.0, 40, 110e3, {}, 0, every_2s);
+    std::printf("rtt %.0f ms, overload every 2 s: steady %.0f MB/s, resumed %d, connections %d\n", rtt * 1e3,
+                r.steady / 1e6, r.startup_resumes, r.final_connections);
+    EXPECT_LE(r.startup_resumes, 1) << "rtt " << rtt;
   }
 }
 
