@@ -176,27 +176,28 @@ struct HostileServer::Conn {
     }
   }
 
-  // A grouped key lookup's answer (columns seg, idx, key) with a row that
-  // was not asked for: a lie of each kind in turn.
-  void LieAboutKeyGroup(Answer* a) {
-    Table& t = a->table;
-    if (a->error_code != 0 || t.rows.empty() || t.columns.size() != 3) return;
+  // A grouped answer whose rows name their sample by (seg, idx) in their
+  // first two cells (a grouped key lookup: seg, idx, key; a coalesced data
+  // read: seg, idx, ...), changed by a lie of each kind in turn: a sample
+  // not asked for (`past_end`, past the split's end), one sample twice, a
+  // row of another segment, idx cells of 8 bytes.
+  void LieAboutGroupedRows(Table* t, int32_t past_end) {
     switch (s->lies_told_.fetch_add(1) % 4) {
-      case 0: {  // a sample not asked for (past the split's end)
-        std::vector<Value> extra = t.rows.front();
-        extra[1] = Value::Int(kAttachedSamples + 7);
-        t.rows.push_back(std::move(extra));
+      case 0: {
+        std::vector<Value> extra = t->rows.front();
+        extra[1] = Value::Int(past_end);
+        t->rows.push_back(std::move(extra));
         break;
       }
-      case 1:  // one sample twice
-        t.rows.push_back(t.rows.front());
+      case 1:
+        t->rows.push_back(t->rows.front());
         break;
-      case 2:  // a row of another segment
-        t.rows.front()[0] = Value::Int(1);
+      case 2:
+        t->rows.front()[0] = Value::Int(1);
         break;
-      default:  // idx cells of 8 bytes
-        t.columns[1].type = DataType::Simple(TypeId::kBigint);
-        for (auto& r : t.rows) r[1] = Value::Bigint(r[1].as_int());
+      default:
+        t->columns[1].type = DataType::Simple(TypeId::kBigint);
+        for (auto& r : t->rows) r[1] = Value::Bigint(r[1].as_int());
         break;
     }
   }
@@ -288,26 +289,7 @@ struct HostileServer::Conn {
     Table& t = a.table;
     if (ColumnOf(t, "seg") != 0 || ColumnOf(t, "idx") != 1) return SendAnswer(stream, a, p);
     const int32_t first = t.rows.front()[1].as_int();
-    if (mode() == Mode::kNativeGroupLies) {
-      switch (s->lies_told_.fetch_add(1) % 4) {
-        case 0: {  // a sample not asked for (past the split's end)
-          std::vector<Value> extra = t.rows.front();
-          extra[1] = Value::Int(kTinySamples + 7);
-          t.rows.push_back(std::move(extra));
-          break;
-        }
-        case 1:  // one sample's row twice
-          t.rows.push_back(t.rows.front());
-          break;
-        case 2:  // a row of another segment
-          t.rows.front()[0] = Value::Int(1);
-          break;
-        default:  // idx cells of 8 bytes
-          t.columns[1].type = DataType::Simple(TypeId::kBigint);
-          for (auto& r : t.rows) r[1] = Value::Bigint(r[1].as_int());
-          break;
-      }
-    }
+    if (mode() == Mode::kNativeGroupLies) LieAboutGroupedRows(&t, kTinySamples + 7);
     return SendData(stream, sel, p, a, first, /*native=*/true);
   }
 
@@ -473,7 +455,9 @@ struct HostileServer::Conn {
     if (mode() == Mode::kKeyGroupLies && sel->keyspace == kKeyspace &&
         sel->table == std::string("k_") + kAttachedDataset && sel->HasIn()) {
       Answer a = s->world_.Run(*sel, p.values);
-      LieAboutKeyGroup(&a);
+      if (a.error_code == 0 && !a.table.rows.empty() && a.table.columns.size() == 3) {
+        LieAboutGroupedRows(&a.table, kAttachedSamples + 7);
+      }
       return SendAnswer(stream, a, p);
     }
     if (mode() == Mode::kSegmentsCrossed && sel->keyspace == kKeyspace && sel->table == "segments" &&

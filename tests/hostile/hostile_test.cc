@@ -193,50 +193,37 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
   if (m.mode == Mode::kKeyGroupLies) {
     EXPECT_GT((*server)->lies_told(), 0);
   }
-  // The attached Loader probe reads its later rows in groups (the keys are
-  // known, and more than 32 rows were read); in foreign-group-lies
-  // each grouped answer lied, every kind at least once, and was refused
-  // (the Loader read the lied-to samples again).
-  if (m.mode == Mode::kHonest || m.mode == Mode::kForeignGroupLies) {
-    EXPECT_GT((*server)->grouped_reads(), 0) << "no grouped foreign read was sent";
+  // Grouped reads: the attached Loader probe reads its later rows in groups
+  // (the keys are known, and more than 32 rows were read), the tiny Loader
+  // probe its samples in coalesced groups. In the honest mode they were
+  // sent, and each delivered all it was asked for; in the mode that lies
+  // to them, each grouped answer lied, every kind at least once, and was
+  // refused (the Loader read the lied-to samples again).
+  struct Grouped {
+    Mode lies;
+    const char* probe;
+    int64_t sent;
+  };
+  for (const Grouped& g : {Grouped{Mode::kForeignGroupLies, "Loader (attached)", (*server)->grouped_reads()},
+                           Grouped{Mode::kNativeGroupLies, "Loader (tiny)", (*server)->coalesced_reads()}}) {
+    if (m.mode != Mode::kHonest && m.mode != g.lies) continue;
+    EXPECT_GT(g.sent, 0) << "no grouped read was sent to " << g.probe;
+    if (m.mode == g.lies) {
+      EXPECT_GE((*server)->lies_told(), 4) << "grouped reads: " << g.sent;
+    }
     for (size_t i = 0; i < probes.size(); ++i) {
-      if (probes[i].label != "Loader (attached)") continue;
+      if (probes[i].label != g.probe) continue;
       EXPECT_GT(Reported(results[i], "coalesced"), 0) << results[i].Describe();
-      if (m.mode == Mode::kForeignGroupLies) {
+      if (m.mode == g.lies) {
         EXPECT_GT(Reported(results[i], "retries"), 0) << results[i].Describe();
         EXPECT_GT(Reported(results[i], "group_failures"), 0) << results[i].Describe();
       } else {
-        // An honest grouped answer delivers all it was asked for; only a
-        // request that timed out (a busy machine) fails its samples.
+        // Only a request that timed out (a busy machine) fails an honest
+        // group's samples.
         EXPECT_TRUE(Reported(results[i], "group_failures") == 0 || Reported(results[i], "timeouts") > 0)
             << results[i].Describe();
       }
     }
-  }
-  if (m.mode == Mode::kForeignGroupLies) {
-    EXPECT_GE((*server)->lies_told(), 4) << "grouped reads: " << (*server)->grouped_reads();
-  }
-  // The same for tiny's coalesced native reads: sent (the Loader probe
-  // counts requests that read several samples), and in native-group-lies
-  // each lied, every kind at least once, and was refused.
-  if (m.mode == Mode::kHonest || m.mode == Mode::kNativeGroupLies) {
-    EXPECT_GT((*server)->coalesced_reads(), 0) << "no coalesced native read was sent";
-    for (size_t i = 0; i < probes.size(); ++i) {
-      if (probes[i].label != "Loader (tiny)") continue;
-      EXPECT_GT(Reported(results[i], "coalesced"), 0) << results[i].Describe();
-      if (m.mode == Mode::kNativeGroupLies) {
-        EXPECT_GT(Reported(results[i], "retries"), 0) << results[i].Describe();
-        EXPECT_GT(Reported(results[i], "group_failures"), 0) << results[i].Describe();
-      } else {
-        // An honest grouped answer delivers all it was asked for; only a
-        // request that timed out (a busy machine) fails its samples.
-        EXPECT_TRUE(Reported(results[i], "group_failures") == 0 || Reported(results[i], "timeouts") > 0)
-            << results[i].Describe();
-      }
-    }
-  }
-  if (m.mode == Mode::kNativeGroupLies) {
-    EXPECT_GE((*server)->lies_told(), 4) << "coalesced reads: " << (*server)->coalesced_reads();
   }
   // verify is the one probe that reads the metadata table: it must refuse
   // the repeated row, naming the block (a second copy of a sample's

@@ -29,6 +29,8 @@ import pytest
 from conftest import built_binary
 
 BOUND_S = 100.0  # the Loader here retries for at most 5 s per sample
+# The datasets read in groups, and the mode that lies to their grouped reads.
+GROUP_LIES = {"attached": "foreign-group-lies", "tiny": "native-group-lies"}
 RSS_BOUND_MB = 400  # the interpreter and numpy alone take ~60 MB
 
 # Reads EPOCHS epochs, each exactly once, and says what came of it: OK n
@@ -204,29 +206,18 @@ def test_loader_against_hostile_server(mode: str, dataset: str, expect: str, pro
         assert not words or any(w.lower() in text for w in words), f"error does not name the problem ({problem}): " + what
     else:
         assert correct or r["exit"] == 1, "expected a clean error or the honest dataset: " + what
-    if dataset == "attached" and mode in ("honest", "foreign-group-lies"):
-        # Grouped foreign reads were sent; where each told a lie, the Loader
-        # refused it and read the samples again.
+    # Grouped reads (the attached dataset's foreign reads, tiny's coalesced
+    # reads) were sent; where each told a lie, the Loader refused it and read
+    # the samples again alone. Only a request that timed out (a busy machine)
+    # fails an honest group's samples.
+    lies = GROUP_LIES.get(dataset)
+    if lies and mode in ("honest", lies):
         fields = r["out"].split()
-        assert int(fields[fields.index("coalesced") + 1]) > 0, "no grouped read: " + what
-        failures = int(fields[fields.index("group_failures") + 1])
-        if mode == "foreign-group-lies":
-            assert int(fields[fields.index("retries") + 1]) > 0, "no lie refused: " + what
-            assert failures > 0, "no grouped read failed: " + what
+        count = {name: int(fields[fields.index(name) + 1]) for name in ("coalesced", "retries", "group_failures",
+                                                                         "timeouts")}
+        assert count["coalesced"] > 0, "no grouped read: " + what
+        if mode == lies:
+            assert count["retries"] > 0, "no lie refused: " + what
+            assert count["group_failures"] > 0, "no grouped read failed: " + what
         else:
-            # Only a request that timed out (a busy machine) fails an honest group's samples.
-            timeouts = int(fields[fields.index("timeouts") + 1])
-            assert failures == 0 or timeouts > 0, "an honest grouped read failed: " + what
-    if dataset == "tiny" and mode in ("honest", "native-group-lies"):
-        # Coalesced native reads were sent; where each told a lie, the Loader
-        # refused it and read the samples again alone.
-        fields = r["out"].split()
-        assert int(fields[fields.index("coalesced") + 1]) > 0, "no coalesced read: " + what
-        failures = int(fields[fields.index("group_failures") + 1])
-        if mode == "native-group-lies":
-            assert int(fields[fields.index("retries") + 1]) > 0, "no lie refused: " + what
-            assert failures > 0, "no coalesced read failed: " + what
-        else:
-            # Only a request that timed out (a busy machine) fails an honest group's samples.
-            timeouts = int(fields[fields.index("timeouts") + 1])
-            assert failures == 0 or timeouts > 0, "an honest coalesced read failed: " + what
+            assert count["group_failures"] == 0 or count["timeouts"] > 0, "an honest grouped read failed: " + what
