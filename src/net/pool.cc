@@ -113,6 +113,7 @@ void HostPool::OnConnectionClosed(const std::shared_ptr<PoolOwner>& owner, const
         conns_.erase(conns_.begin() + static_cast<long>(i));
         conn_shard_.erase(conn_shard_.begin() + static_cast<long>(i));
         conn_aware_.erase(conn_aware_.begin() + static_cast<long>(i));
+        conn_parked_.erase(conn_parked_.begin() + static_cast<long>(i));
       } else {
         ++i;
       }
@@ -139,6 +140,7 @@ void HostPool::OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::s
   bool refill = false;
   bool came_up = false;
   bool growth_limited = false;
+  bool surplus = false;
   std::shared_ptr<Connection> unwanted;
   const bool session_closed = owner->closed();
   {
@@ -178,6 +180,7 @@ void HostPool::OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::s
       conns_.push_back(conn);
       conn_shard_.push_back(shard);
       conn_aware_.push_back(wanted_shard >= 0);
+      conn_parked_.emplace_back();
       failures_ = 0;
       if (growth_probe_) {
         // The host took one past the limit: the refusal is over.
@@ -188,10 +191,14 @@ void HostPool::OnOpened(const std::shared_ptr<PoolOwner>& owner, StatusOr<std::s
       }
       came_up = !up_.exchange(true);
       if (conn->closed()) refill = true;  // closed before we stored it: on_close saw nothing
+      shrinks_.store(ShrinksLocked(), std::memory_order_relaxed);  // the sharding may be known now
+      // The number may have fallen while it was opening: park it now.
+      surplus = NoteSurplus(owner->ConnectionsPerHost());
     }
   }
   if (unwanted) return unwanted->Close(Status::Cancelled("session closed"));
   if (came_up) owner->OnPoolUp();
+  if (surplus) ScheduleTrim(*owner);
   if (!c.ok()) {
     if (growth_limited) {
       ScheduleGrowthProbe(*owner);
@@ -246,17 +253,38 @@ void HostPool::ScheduleGrowthProbe(PoolOwner& owner) {
   });
 }
 
-bool HostPool::NoteSurplus(int wanted) {
+
+bool HostPool::ShrinksLocked() const {
   // A shard-aware ScyllaDB pool spreads its connections over the shards: a
   // count alone cannot say which of them are surplus, so it is not shrunk.
   const bool shard_aware = sharding_ && config_.shard_aware && ShardAwarePort(*sharding_, config_.tls);
-  const bool surplus = config_.idle_close.count() > 0 && !shard_aware && static_cast<int>(conns_.size()) > wanted;
-  if (!surplus) {
-    surplus_since_.reset();
-  } else if (!surplus_since_) {
-    surplus_since_ = std::chrono::steady_clock::now();
+  return config_.idle_close.count() > 0 && !shard_aware;
+}
+
+bool HostPool::NoteSurplus(int wanted) {
+  const bool surplus = ShrinksLocked() && static_cast<int>(conns_.size()) > wanted;
+  in_use_ = surplus ? static_cast<size_t>(std::max(wanted, 1)) : SIZE_MAX;
+  // Each connection counts its own time parked: one parked now starts its
+  // wait, one back in use forgets it (an owner that probes fewer
+  // connections and goes back reopens nothing, and one parked for good
+  // still closes in time however the number moves above it).
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < conn_parked_.size(); ++i) {
+    if (i < in_use_) {
+      conn_parked_[i].reset();
+    } else if (!conn_parked_[i]) {
+      conn_parked_[i] = now;
+    }
   }
   return surplus || !retiring_.empty();
+}
+
+std::optional<std::chrono::steady_clock::time_point> HostPool::FirstParked() const {
+  std::optional<std::chrono::steady_clock::time_point> first;
+  for (const auto& p : conn_parked_) {
+    if (p && (!first || *p < *first)) first = p;
+  }
+  return first;
 }
 
 void HostPool::ScheduleTrim(PoolOwner& owner) {
@@ -266,11 +294,12 @@ void HostPool::ScheduleTrim(PoolOwner& owner) {
   if (closed_ || trim_scheduled_) return;
   trim_scheduled_ = true;
   if (!trim_timer_) trim_timer_ = std::make_unique<asio::steady_timer>(io);
-  // Retired connections are checked often; a surplus when it is due.
-  if (!retiring_.empty() || !surplus_since_) {
+  // Retired connections are checked often; a parked one when it is due.
+  const auto first = FirstParked();
+  if (!retiring_.empty() || !first) {
     trim_timer_->expires_after(kRetireCheck);
   } else {
-    trim_timer_->expires_at(*surplus_since_ + config_.idle_close);
+    trim_timer_->expires_at(*first + config_.idle_close);
   }
   auto self = shared_from_this();
   trim_timer_->async_wait([self](std::error_code ec) {
@@ -285,12 +314,14 @@ void HostPool::ScheduleTrim(PoolOwner& owner) {
 void HostPool::Trim() {
   auto owner = owner_.lock();
   if (!owner || owner->closed()) return;
-  const int wanted = owner->ConnectionsPerHost();
   std::vector<std::shared_ptr<Connection>> idle;
   bool again = false;
   {
     MutexLock l(&mu_);
     if (closed_) return;
+    // Read under the lock: a number lowered (and parked by Fill) since must
+    // not be undone by a stale one.
+    const int wanted = owner->ConnectionsPerHost();
     // First the connections retired at an earlier check: no Pick() can hand
     // them out any more, so once nothing is in flight nothing will be. They
     // leave retiring_ when they have closed (OnConnectionClosed, which also
@@ -299,15 +330,17 @@ void HostPool::Trim() {
       if (c->in_flight() == 0 && !c->closed()) idle.push_back(c);
     }
     NoteSurplus(wanted);
-    if (surplus_since_ && std::chrono::steady_clock::now() >= *surplus_since_ + config_.idle_close) {
-      // The newest go: the oldest have proven they stay up.
-      while (static_cast<int>(conns_.size()) > wanted) {
-        retiring_.push_back(conns_.back());
-        conns_.pop_back();
-        conn_shard_.pop_back();
-        conn_aware_.pop_back();
-      }
-      surplus_since_.reset();
+    // Parked for idle_close: retired (parked ones are the newest; the
+    // oldest have proven they stay up).
+    const auto now = std::chrono::steady_clock::now();
+    for (size_t i = conns_.size(); i-- > 0;) {
+      if (!conn_parked_[i] || now < *conn_parked_[i] + config_.idle_close) continue;
+      retiring_.push_back(conns_[i]);
+      const auto at = static_cast<long>(i);
+      conns_.erase(conns_.begin() + at);
+      conn_shard_.erase(conn_shard_.begin() + at);
+      conn_aware_.erase(conn_aware_.begin() + at);
+      conn_parked_.erase(conn_parked_.begin() + at);
     }
     again = NoteSurplus(wanted);
   }
@@ -335,15 +368,15 @@ std::shared_ptr<Connection> HostPool::Pick(std::optional<int64_t> token, const s
   std::optional<int> shard;
   if (token && sharding_) shard = sharding_->ShardOf(*token);
   std::shared_ptr<Connection> best;
-  std::tuple<bool, bool, int> best_key{};
+  std::tuple<bool, bool, bool, int> best_key{};
   for (size_t i = 0; i < conns_.size(); ++i) {
     const auto& c = conns_[i];
     if (c->closed()) continue;
     const bool avoided = std::find(avoid.begin(), avoid.end(), c.get()) != avoid.end();
     const bool on_shard = shard && conn_shard_[i] == *shard;
-    // Preference: not already used by this request, then the token's shard,
-    // then the least loaded.
-    auto key = std::make_tuple(!avoided, on_shard, -c->load());
+    // Preference: not already used by this request, then not parked, then
+    // the token's shard, then the least loaded.
+    auto key = std::make_tuple(!avoided, i < in_use_, on_shard, -c->load());
     if (!best || key > best_key) {
       best = c;
       best_key = key;

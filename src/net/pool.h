@@ -9,14 +9,20 @@
 //    server maps to that shard (connections that landed on a shard by chance
 //    through the regular port stay in use but do not count).
 //  * Growth is immediate (Fill() after the owner raises the number).
-//    Shrinking waits: a surplus over the wanted number (Fill() after the
-//    owner lowers it) keeps serving until it has lasted
-//    PoolConfig::idle_close, so a number that falls and rises again costs no
-//    reopening. Then the newest surplus connections are retired: Pick() no
-//    longer hands them out, and each is closed once its requests in flight
-//    have completed (checked every kRetireCheck), so a shrink never fails a
-//    request. A ScyllaDB pool on the shard-aware port is not shrunk (its
-//    connections are spread over the shards).
+//    Shrinking is at once for the requests and late for the sockets: a
+//    surplus over the wanted number (Fill() after the owner lowers it) is
+//    parked at once — Pick() hands out the oldest `wanted` connections, and
+//    a parked one only when none of those can take the request (closed, or
+//    the request avoids them) — so that an owner measuring whether fewer
+//    connections do as well (loader/window.h) measures fewer. Parked
+//    connections stay open until each has been parked for
+//    PoolConfig::idle_close (a connection back in use forgets its wait), so
+//    a number that falls and rises again costs no reopening. Then they are
+//    retired: Pick() no longer hands them out at all, and each is closed
+//    once its requests in flight have completed (checked every
+//    kRetireCheck), so a shrink never fails a request. A ScyllaDB pool on
+//    the shard-aware port is not shrunk (its connections are spread over
+//    the shards).
 //  * A connection that closes leaves the pool; a failed open of a pool
 //    without connections counts as a failure, and the pool reopens after
 //    the owner's reconnection backoff (ExponentialBackoff, jittered) for
@@ -79,6 +85,7 @@ class PoolOwner {
   virtual asio::io_context& NextIo() = 0;
   // The options of a new connection to address:port (on_close is the pool's).
   virtual Connection::Options ConnectionOptionsFor(const std::string& address, uint16_t port) = 0;
+  // Called under the pool's lock: must not block (an atomic read).
   virtual int ConnectionsPerHost() const = 0;
   // The connection is gone: its byte counts move into the session's totals.
   virtual void OnConnectionClosed(const Connection& connection) = 0;
@@ -106,13 +113,17 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   void Fill();
   // Closes the connections with `why` and stops reopening.
   void Close(const Status& why);
-  // The connection for a request: not already used by it (`avoid`), then on
-  // the token's shard, then the least loaded; nullptr when none is open.
+  // The connection for a request: not already used by it (`avoid`), then
+  // not parked (a surplus over the wanted number, see above), then on the
+  // token's shard, then the least loaded; nullptr when none is open.
   std::shared_ptr<Connection> Pick(std::optional<int64_t> token, const std::vector<const Connection*>& avoid);
 
   // Up: has (or had at its last open) a connection. MarkDown(): the cluster
   // says the host is down; plans try it last until a connection opens again.
   bool up() const { return up_.load(std::memory_order_relaxed); }
+  // Whether a surplus over the wanted number is parked and closed (see
+  // above): not on a shard-aware ScyllaDB pool, nor with idle_close <= 0.
+  bool Shrinks() const { return shrinks_.load(std::memory_order_relaxed); }
   // The connections the host accepted before refusing one; 0: none refused.
   int growth_limit() const { return growth_limit_.load(std::memory_order_relaxed); }
   void MarkDown() { up_.store(false, std::memory_order_relaxed); }
@@ -147,10 +158,14 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   void OnConnectionClosed(const std::shared_ptr<PoolOwner>& owner, const Status& why);
   void ScheduleReconnect(PoolOwner& owner);
   void ScheduleGrowthProbe(PoolOwner& owner);
-  // Shrinking (see above): notes since when the pool has had a surplus over
-  // `wanted` (surplus_since_); true when a trim is pending (a surplus, or
-  // retired connections not yet closed).
+  // Shrinking (see above): parks the connections beyond `wanted` (in_use_,
+  // each with the time it was parked) and un-parks those within it; true
+  // when a trim is pending (a parked connection, or retired ones not yet
+  // closed).
   bool NoteSurplus(int wanted) REQUIRES(mu_);
+  bool ShrinksLocked() const REQUIRES(mu_);
+  // The earliest time a connection now parked was parked.
+  std::optional<std::chrono::steady_clock::time_point> FirstParked() const REQUIRES(mu_);
   void ScheduleTrim(PoolOwner& owner);
   void Trim();
 
@@ -160,6 +175,7 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   const std::weak_ptr<PoolOwner> owner_;
   std::atomic<bool> up_{true};
   std::atomic<int> growth_limit_{0};
+  std::atomic<bool> shrinks_{config_.idle_close.count() > 0};  // Shrinks(): set again once the sharding is known
 
   mutable Mutex mu_;
   std::vector<std::shared_ptr<Connection>> conns_ GUARDED_BY(mu_);  // open connections
@@ -178,9 +194,12 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   bool growth_probe_ GUARDED_BY(mu_) = false;
   bool growth_probe_scheduled_ GUARDED_BY(mu_) = false;
   std::unique_ptr<asio::steady_timer> growth_timer_ GUARDED_BY(mu_);
-  // Shrinking: since when the surplus has lasted, the connections retired
-  // from Pick() and not yet closed, and the timer of both.
-  std::optional<std::chrono::steady_clock::time_point> surplus_since_ GUARDED_BY(mu_);
+  // Shrinking: since when conns_[i] has been parked (none: in use), the
+  // connections retired from Pick() and not yet closed, and the timer of
+  // both. While there is a surplus, the connections at conns_[in_use_] and
+  // after are parked (Pick() prefers the others); no surplus: none.
+  std::vector<std::optional<std::chrono::steady_clock::time_point>> conn_parked_ GUARDED_BY(mu_);
+  size_t in_use_ GUARDED_BY(mu_) = SIZE_MAX;
   std::vector<std::shared_ptr<Connection>> retiring_ GUARDED_BY(mu_);
   bool trim_scheduled_ GUARDED_BY(mu_) = false;
   std::unique_ptr<asio::steady_timer> trim_timer_ GUARDED_BY(mu_);

@@ -2,7 +2,7 @@
 //
 // HostPool on its own, against in-process fake servers: it opens the wanted
 // number of connections, grows when asked and leaves extra ones open when
-// the number falls for a while, closes a surplus that lasts once its
+// the number falls for a while (parked: out of Pick() at once), closes a surplus that lasts once its
 // requests are answered, marks a refused host down with the reason and keeps
 // reopening with backoff, caps itself at what a host accepts and probes past
 // the cap later, drops a connection that dies and reopens it, keeps
@@ -185,6 +185,123 @@ TEST(HostPoolTest, ASurplusThatLastsIsClosedOnceItsRequestsAreAnswered) {
   ASSERT_TRUE(Eventually([&] { return owner->closed_connections == 3; }));
 }
 
+// Fewer wanted: the surplus is parked at once (Pick() hands out the oldest
+// `wanted` connections even when they are busier, a parked one only to a
+// request that avoids those), and more wanted again brings the parked ones
+// back at once, without opening any.
+TEST(HostPoolTest, ASurplusIsParkedAtOnceAndComesBackWithoutReopening) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request&) { return std::nullopt; });  // never answered
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  owner->per_host = 4;
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), FastReconnect(), owner);
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 4; }));
+  EXPECT_TRUE(pool->Shrinks());
+  std::vector<const Connection*> order;  // oldest first, as the pool keeps them
+  pool->ForEachConnection([&](const Connection& c) { order.push_back(&c); });
+  ASSERT_EQ(order.size(), 4u);
+
+  // A request in flight on each of the two oldest: they are the busier.
+  std::vector<std::future<StatusOr<Reply>>> replies;
+  for (int i = 0; i < 2; ++i) {
+    auto c = pool->Pick(std::nullopt, {});
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(c.get(), order[static_cast<size_t>(i)]);  // ties go to the oldest
+    auto done = std::make_shared<std::promise<StatusOr<Reply>>>();
+    replies.push_back(done->get_future());
+    auto frame = cql::EncodeQuery("Q" + std::to_string(i), cql::QueryParameters{});
+    ASSERT_TRUE(frame.ok());
+    c->Send(std::move(*frame), nullptr, 10000ms, [done](StatusOr<Reply> r) { done->set_value(std::move(r)); });
+  }
+  ASSERT_TRUE(Eventually([&] { return pool->InFlight() == 2; }));
+  // Four wanted: the least loaded, a newer one.
+  auto idle = pool->Pick(std::nullopt, {});
+  ASSERT_NE(idle, nullptr);
+  EXPECT_TRUE(idle.get() == order[2] || idle.get() == order[3]);
+
+  owner->per_host = 2;
+  pool->Fill();
+  for (int i = 0; i < 4; ++i) {
+    auto c = pool->Pick(std::nullopt, {});
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(c.get() == order[0] || c.get() == order[1]) << "a parked connection was handed out";
+  }
+  // A request that avoids both in use still gets a connection: a parked one.
+  auto spare = pool->Pick(std::nullopt, {order[0], order[1]});
+  ASSERT_NE(spare, nullptr);
+  EXPECT_TRUE(spare.get() == order[2] || spare.get() == order[3]);
+  EXPECT_EQ(pool->state().open_connections, 4);  // parked, not closed
+
+  owner->per_host = 4;
+  pool->Fill();
+  auto back = pool->Pick(std::nullopt, {});
+  ASSERT_NE(back, nullptr);
+  EXPECT_TRUE(back.get() == order[2] || back.get() == order[3]);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(owner->opens, 4);  // nothing reopened
+  EXPECT_EQ(owner->closed_connections, 0);
+
+  pool->Close(Status::Cancelled("test over"));
+  for (auto& f : replies) ASSERT_EQ(f.wait_for(3s), std::future_status::ready);
+  ASSERT_TRUE(Eventually([&] { return owner->closed_connections == 4; }));
+}
+
+// Connections that finish opening after the number fell are parked too,
+// and each parked connection closes idle_close after it was parked, however
+// the number moves above it; one back in use forgets its wait.
+TEST(HostPoolTest, LateOpensAreParkedAndEachClosesIdleCloseAfterItWasParked) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request&) { return std::nullopt; });  // never answered
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  owner->per_host = 4;
+  PoolConfig config = FastReconnect();
+  config.idle_close = 2000ms;
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), config, owner);
+  pool->Fill();
+  owner->per_host = 2;  // while the four open; no Fill() follows
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 4; }));
+  const auto parked = std::chrono::steady_clock::now();  // the two newest, as they opened
+  std::vector<const Connection*> order;
+  pool->ForEachConnection([&](const Connection& c) { order.push_back(&c); });
+  ASSERT_EQ(order.size(), 4u);
+  // Busy the two oldest: the least loaded would be a parked one.
+  std::vector<std::future<StatusOr<Reply>>> replies;
+  for (int i = 0; i < 2; ++i) {
+    auto c = pool->Pick(std::nullopt, {order[static_cast<size_t>(1 - i)]});
+    ASSERT_NE(c, nullptr);
+    auto done = std::make_shared<std::promise<StatusOr<Reply>>>();
+    replies.push_back(done->get_future());
+    auto frame = cql::EncodeQuery("Q" + std::to_string(i), cql::QueryParameters{});
+    ASSERT_TRUE(frame.ok());
+    c->Send(std::move(*frame), nullptr, 10000ms, [done](StatusOr<Reply> r) { done->set_value(std::move(r)); });
+  }
+  ASSERT_TRUE(Eventually([&] { return pool->InFlight() == 2; }));
+  for (int i = 0; i < 4; ++i) {
+    auto c = pool->Pick(std::nullopt, {});
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(c.get() == order[0] || c.get() == order[1]) << "a late-opened surplus connection was handed out";
+  }
+
+  // At 1 s the third is back in use for a moment (3 wanted, then 2 again):
+  // the fourth, parked since it opened, closes at about 2 s; the third at
+  // about 3 s.
+  std::this_thread::sleep_until(parked + 1000ms);
+  owner->per_host = 3;
+  pool->Fill();
+  owner->per_host = 2;
+  pool->Fill();
+  std::this_thread::sleep_until(parked + 2500ms);
+  EXPECT_EQ(pool->state().open_connections, 3);
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 2; }, 5000ms));
+  EXPECT_EQ(owner->opens, 4);
+
+  pool->Close(Status::Cancelled("test over"));
+  for (auto& f : replies) ASSERT_EQ(f.wait_for(3s), std::future_status::ready);
+}
+
 TEST(HostPoolTest, PickPrefersConnectionsTheRequestHasNotUsed) {
   FakeServer srv;
   IoPool io(1);
@@ -349,6 +466,7 @@ TEST(HostPoolTest, OneConnectionPerShardThroughTheShardAwarePort) {
   // The first connection (regular port, any shard) plus one per shard.
   ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == kShards + 1; }));
   EXPECT_EQ(pool->state().shards, kShards);
+  EXPECT_FALSE(pool->Shrinks());  // spread over the shards: never parked nor closed for a count
   // A token's request goes to a connection of its shard.
   for (int k = 0; k < 12; ++k) {
     uint8_t key[4];

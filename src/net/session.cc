@@ -429,4 +429,13 @@ int Session::ConnectionLimit() const {
   return up > 0 ? std::min(limit, capped) : limit;
 }
 
+bool Session::ConnectionsShrink() const {
+  auto t = impl_->Topo();
+  if (!t) return false;
+  for (const auto& h : t->hosts) {
+    if (!h->pool->Shrinks()) return false;
+  }
+  return true;
+}
+
 }  // namespace cqlstream::net

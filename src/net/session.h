@@ -237,7 +237,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // (unknown, no tokens, a strategy not placed).
   uint64_t ReplicaSetOf(const std::string& keyspace, int64_t token) const;
   // Changes the number of connections kept per host (per shard on ScyllaDB);
-  // more are opened in the background, extra ones are left to idle.
+  // more are opened in the background, extra ones are parked at once (no
+  // new requests) and closed after PoolConfig::idle_close (net/pool.h).
   void SetConnectionsPerHost(int n);
   int ConnectionsPerHost() const;
   // Asks for `total` connections in all: spread over the hosts that are up
@@ -249,6 +250,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // descriptor budget, and, once every up host has refused a connection
   // (HostPool::growth_limit()), the sum of what they accepted.
   int ConnectionLimit() const;
+  // Whether fewer connections per host take effect (extra ones parked): not
+  // while a host's pool is shard-aware (ScyllaDB) or never closes a surplus
+  // (HostPool::Shrinks()).
+  bool ConnectionsShrink() const;
 
   // Fails what is pending with Cancelled and stops the I/O threads.
   void Close();
