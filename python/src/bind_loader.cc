@@ -148,6 +148,7 @@ nb::dict MetricsDict(Stream& s) {
   d["in_flight"] = m.in_flight;
   d["window"] = m.window;
   d["connections"] = m.connections;
+  d["connections_wanted"] = m.connections_wanted;
   d["bytes_in_flight"] = m.bytes_in_flight;
   d["memory_bytes"] = m.memory_bytes;
   d["memory_budget"] = m.memory_budget;

@@ -158,11 +158,11 @@ void PrintEpoch(int e, bool warm, const EpochResult& r) {
   const LoaderMetrics& m = r.metrics;
   fmt::print("epoch {}{}: {:.0f} images, {:.1f} MB in {:.2f} s: {:.0f} images/s, {:.1f} MB/s, stall {:.2f} s, "
              "wait p50 {:.2f} ms p99 {:.2f} ms; latency p50 {:.2f} ms p99 {:.2f} ms; window {} in flight {} "
-             "connections {}; retries {} hedges {} ({} won) timeouts {}\n",
+             "connections {} (wanted {}); retries {} hedges {} ({} won) timeouts {}\n",
              e, warm ? " (warm-up)" : "", r.images, r.bytes / 1e6, r.seconds, r.images / r.seconds,
              r.bytes / 1e6 / r.seconds, r.stall, Percentile(r.waits_ms, 50), Percentile(r.waits_ms, 99),
-             m.latency_p50_ms, m.latency_p99_ms, m.window, m.in_flight, m.connections, m.retries, m.hedges,
-             m.hedge_wins, m.timeouts);
+             m.latency_p50_ms, m.latency_p99_ms, m.window, m.in_flight, m.connections, m.connections_wanted, m.retries,
+             m.hedges, m.hedge_wins, m.timeouts);
 }
 
 // The summary over the measured epochs: medians per epoch, waits over all.
@@ -187,7 +187,8 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
     fmt::print("{{\"loader\": \"cqlstream{}\", \"images_per_s\": {:.1f}, \"mb_per_s\": {:.2f}, "
                "\"cpu_s_per_gb\": {:.3f}, \"p50_wait_ms\": {:.3f}, \"p99_wait_ms\": {:.3f}, "
                "\"peak_rss_mb\": {:.1f}, \"epochs\": {}, "
-               "\"stall_s\": {:.3f}, \"window\": {}, \"connections\": {}, \"retries\": {}, \"hedges\": {}, "
+               "\"stall_s\": {:.3f}, \"window\": {}, \"connections\": {}, \"connections_wanted\": {}, "
+               "\"retries\": {}, \"hedges\": {}, "
                "\"latency_p50_ms\": {:.3f}, \"latency_p99_ms\": {:.3f}, \"direct_bytes\": {}, \"copied_bytes\": {}, "
                "\"time_to_90_s\": {}, \"steady_mb_per_s\": {}, \"coalesced_requests\": {}, "
                "\"coalesced_samples\": {}, \"packed_requests\": {}, \"group_failures\": {}, \"key_lookups\": {}, "
@@ -195,7 +196,8 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
                "\"images_per_s_overall\": {:.1f}}}\n",
                a.ordered ? "-ordered" : "", Median(ips), Median(mbps), Median(cpu_per_gb), Percentile(all_waits, 50),
                Percentile(all_waits, 99), PeakRssMb(), measured.size(), Median(stall), m.window, m.connections,
-               m.retries, m.hedges, m.latency_p50_ms, m.latency_p99_ms, m.direct_bytes, m.copied_bytes,
+               m.connections_wanted, m.retries, m.hedges, m.latency_p50_ms, m.latency_p99_ms, m.direct_bytes,
+               m.copied_bytes,
                t90 ? fmt::format("{:.1f}", *t90) : "null", steady ? fmt::format("{:.2f}", *steady / 1e6) : "null",
                m.coalesced_requests, m.coalesced_samples, m.packed_requests, m.group_failures, m.key_lookups,
                m.foreign_keys_cached,

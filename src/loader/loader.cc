@@ -308,6 +308,7 @@ LoaderMetrics Loader::Metrics() const {
   m.in_flight = static_cast<int>(L.in_flight);
   m.window = L.ctl.window();
   m.connections = connections;
+  m.connections_wanted = L.ctl.connections();
   m.bytes_in_flight = static_cast<int64_t>(static_cast<double>(L.in_flight_unslotted) * L.avg_size);
   m.memory_bytes = L.account->total();
   m.memory_budget = L.budget;

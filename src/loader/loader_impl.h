@@ -321,6 +321,9 @@ struct Loader::Impl {
   using Watch = loader::HedgeWatch<std::weak_ptr<Task>>::Entry;
   loader::HedgeWatch<std::weak_ptr<Task>> watch GUARDED_BY(mu);  // attempts in issue order, for hedging
   loader::WindowController ctl GUARDED_BY(mu);
+  // The count last sent to the session (SetTotalConnections): the pump sends
+  // ctl's count whenever it differs, whoever changed it.
+  int connections_asked GUARDED_BY(mu) = 0;
   loader::CongestionGate congestion GUARDED_BY(mu);  // which failed requests cut the window
   double avg_size GUARDED_BY(mu) = 0;       // EWMA of sample sizes
   loader::HedgeBudget hedge_budget GUARDED_BY(mu);  // refilled by completions x the hedges' win rate

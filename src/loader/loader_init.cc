@@ -189,7 +189,9 @@ void Loader::Impl::ConfigureWindow(int connections, int max_connections) {
   wo.adaptive = o.adaptive;
   ctl = loader::WindowController(wo, Clock::now());
   session->SetTotalConnections(ctl.connections());  // also measures the descriptor budget
+  connections_asked = ctl.connections();
   ctl.SetConnectionLimit(session->ConnectionLimit());
+  ctl.SetConnectionsShrink(session->ConnectionsShrink());
 }
 
 bool Loader::Impl::Committed(SampleKey k) const {

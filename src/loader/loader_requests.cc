@@ -443,13 +443,17 @@ void Loader::Impl::PumpLoop() {
     QueueDueRetries(now, &launches);
     QueueHedges(now, &launches);
     ctl.SetConnectionLimit(session->ConnectionLimit());
-    const int conns_before = ctl.connections();
+    ctl.SetConnectionsShrink(session->ConnectionsShrink());
     ctl.Tick(now);
+    // Whatever changed the count since it was last sent: Tick, the limit,
+    // or a congestion signal that undid fewer connections (OnCongestion).
     const int conns = ctl.connections();
+    const bool send = conns != connections_asked;
+    connections_asked = conns;
     UpdateRates(now);
     Refill(&launches);
     lock.Unlock();
-    if (conns != conns_before) session->SetTotalConnections(conns);
+    if (send) session->SetTotalConnections(conns);
     Start(std::move(launches));
     lock.Lock();
   }

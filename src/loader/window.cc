@@ -51,6 +51,14 @@ void WindowController::OnCongestion(Clock::time_point now) {
   // load) is full, not stalled. No more resuming: a node that sheds load
   // would otherwise be pushed into it over and over.
   if (startup_resumes_ > 0) may_resume_ = false;
+  // A probe under way is over: its connections back to what they were.
+  // Fewer under test may have caused it: not that few again.
+  if (probe_ == Probe::kFewerConnections) {
+    too_few_connections_ = std::max(too_few_connections_, connections_);
+    too_few_age_ = 0;
+  }
+  if (probe_ != Probe::kNone) connections_ = std::min(saved_connections_, MaxConnections());
+  fewer_reference_ = 0;
   if (phase_ == Phase::kStartup) {
     phase_ = Phase::kSteady;
     best_window_ = window_;
@@ -71,6 +79,22 @@ void WindowController::OnCongestion(Clock::time_point now) {
 void WindowController::SetConnectionLimit(int limit) {
   connection_limit_ = std::max(0, limit);
   if (connection_limit_ > 0) connections_ = std::max(1, std::min(connections_, connection_limit_));
+}
+
+int WindowController::ConnectionFloor(double factor) const {
+  // The bytes on the wire: the window's, but not those queued at the node
+  // (at a short round trip most of a window waits there), so at most the
+  // bandwidth-delay product of the best goodput.
+  double bytes = static_cast<double>(window_) * std::max(mean_bytes_, 0.0);
+  if (best_goodput_ > 0 && min_rtt_us_ > 0) bytes = std::min(bytes, best_goodput_ * min_rtt_us_ / 1e6);
+  const double n = std::ceil(factor * bytes / kBytesPerConnection);
+  return std::clamp(static_cast<int>(std::min(n, 1e9)), 1, MaxConnections());
+}
+
+int WindowController::FewerConnections() const {
+  if (!connections_shrink_) return connections_;
+  const int target = std::max(ConnectionFloor(1.0), connections_ * 2 / 3);
+  return target < connections_ && target > too_few_connections_ ? target : connections_;
 }
 
 int WindowController::MaxConnections() const {
@@ -140,8 +164,13 @@ void WindowController::GrowConnections() {
   const double want = std::ceil(1.5 * static_cast<double>(window_) * mean / kBytesPerConnection);
   const int target = static_cast<int>(std::min(want, static_cast<double>(MaxConnections())));
   const int before = connections_;
-  // A resumed start-up adds none once a probe showed that they do not pay.
-  if (startup_resumes_ > 0 && !connections_help_) return;
+  // A resumed start-up adds none beyond the bytes in flight once a probe
+  // showed that they do not pay.
+  if (startup_resumes_ > 0 && !connections_help_) {
+    connections_ = std::max(connections_, ConnectionFloor(1.0));
+    if (connections_ > before) rounds_since_connections_ = 0;
+    return;
+  }
   connections_ = std::clamp(std::max(connections_, target), 1, MaxConnections());
   if (connections_ > before) rounds_since_connections_ = 0;
 }
@@ -210,6 +239,7 @@ void WindowController::EndStartup(double g) {
   const double settle = mean_bytes_ > 0 && min_rtt_us_ > 0 ? std::min(1.25 * bdp, 1.25 * best_window_)
                                                            : 1.25 * best_window_;
   window_ = std::clamp(static_cast<int>(std::min(settle, 1e9)), o_.min_window, o_.max_window);
+  next_probe_ = 0;  // up, then fewer connections (EvaluateSteady)
 }
 
 void WindowController::ResumeStartup(double g) {
@@ -224,6 +254,7 @@ void WindowController::ResumeStartup(double g) {
   // trip; steady state's estimate drifts up (1% an interval) and may have
   // followed a queue.
   min_rtt_us_ = floor_rtt_us_;
+  too_few_connections_ = too_few_age_ = 0;  // a path far from full: counts judged before say little
   GrowConnections();  // for the window the probe found paying
 }
 
@@ -232,15 +263,20 @@ void WindowController::EvaluateSteady(double g) {
   if (++steady_intervals_ < 5) return;
   steady_intervals_ = 0;
   baseline_ = best_goodput_;
-  // Round-robin over the probes that can apply: up, connections, up, down.
-  // A down probe costs throughput while it lasts, so it is the rarest.
-  for (int k = 0; k < 4; ++k) {
-    const int kind = next_probe_++ % 4;
-    if ((kind == 0 || kind == 2) && window_ < o_.max_window) return StartProbe(Probe::kWindowUp);
-    if (kind == 3 && window_ > o_.min_window) return StartProbe(Probe::kWindowDown);
-    if (kind == 1 && connections_help_ && connections_ < MaxConnections() && srtt_us_ > 2.0 * min_rtt_us_) {
+  // Round-robin over the probes that can apply: up, fewer connections,
+  // more connections, up, down. A down probe costs throughput while it
+  // lasts, so it is the rarest; the first after start-up is up (start-up
+  // may have ended short of the path), the second gives back start-up's
+  // look-ahead (connections for 1.5x the window, asked for while they were
+  // still opening).
+  for (int k = 0; k < 5; ++k) {
+    const int kind = next_probe_++ % 5;
+    if ((kind == 0 || kind == 3) && window_ < o_.max_window) return StartProbe(Probe::kWindowUp);
+    if (kind == 4 && window_ > o_.min_window) return StartProbe(Probe::kWindowDown);
+    if (kind == 2 && connections_help_ && connections_ < MaxConnections() && srtt_us_ > 2.0 * min_rtt_us_) {
       return StartProbe(Probe::kConnections);
     }
+    if (kind == 1 && FewerConnections() < connections_) return StartProbe(Probe::kFewerConnections);
   }
 }
 
@@ -261,11 +297,23 @@ void WindowController::EvaluateProbe(double g) {
     case Probe::kWindowDown:
       keep = pg >= baseline_ * 0.97;
       break;
+    case Probe::kFewerConnections:
+      // Within 3% of the goodput before the series began, not of the last
+      // step: a series of 3% losses is not kept.
+      keep = pg >= std::max(baseline_, fewer_reference_) * 0.97;
+      break;
     case Probe::kNone:
       break;
   }
+  const bool down = probe_ == Probe::kWindowDown || probe_ == Probe::kFewerConnections;
+  if (probe_ != Probe::kFewerConnections || !keep) fewer_reference_ = 0;  // the series ends
   if (keep) {
-    best_goodput_ = std::max(pg, probe_ == Probe::kWindowDown ? pg : best_goodput_);
+    best_goodput_ = std::max(pg, down ? pg : best_goodput_);
+    if (probe_ == Probe::kConnections) {
+      // The count before was too few: no fewer-connections probe goes back.
+      too_few_connections_ = std::max(too_few_connections_, saved_connections_);
+      too_few_age_ = 0;
+    }
     if ((probe_ == Probe::kWindowUp || probe_ == Probe::kConnections) && may_resume_ &&
         std::min(probe_first_, g) >= baseline_ * kStartupGain) {
       // It paid as a start-up round trip does: the path is far from full
@@ -275,16 +323,23 @@ void WindowController::EvaluateProbe(double g) {
       ResumeStartup(pg);
       return;
     }
-    if (probe_ == Probe::kWindowUp || probe_ == Probe::kConnections) {
-      // It helped: try again soon.
+    if (probe_ == Probe::kWindowUp || probe_ == Probe::kConnections || probe_ == Probe::kFewerConnections) {
+      // It helped (or cost nothing): try again soon.
       steady_intervals_ = 4;
-      if (probe_ == Probe::kConnections) next_probe_ = 1;
+      if (probe_ == Probe::kConnections) next_probe_ = 2;
+      if (probe_ == Probe::kFewerConnections) next_probe_ = 1;
     }
   } else {
     window_ = saved_window_;
-    // Connections stay open (closing them would cost more than it saves);
-    // stop asking for more.
+    // Connections a probe added that did not pay are given back (the
+    // session parks them at once and closes them later); after a
+    // more-connections probe no more are asked for.
     if (probe_ == Probe::kConnections) connections_help_ = false;
+    if (probe_ == Probe::kFewerConnections) {
+      too_few_connections_ = std::max(too_few_connections_, connections_);
+      too_few_age_ = 0;
+    }
+    connections_ = std::min(saved_connections_, MaxConnections());
   }
   probe_ = Probe::kNone;
 }
@@ -294,9 +349,14 @@ void WindowController::StartProbe(Probe p) {
   probe_intervals_ = 0;
   probe_sum_ = 0;
   saved_window_ = window_;
+  saved_connections_ = connections_;
+  if (too_few_connections_ > 0 && ++too_few_age_ > kTooFewMemory) too_few_connections_ = too_few_age_ = 0;
   switch (p) {
     case Probe::kWindowUp:
       window_ = std::min(o_.max_window, std::max(window_ + 1, static_cast<int>(window_ * 1.25)));
+      // With the connections its bytes need (fewer-connections probes may
+      // have taken them down to the last window's floor).
+      connections_ = std::max(connections_, ConnectionFloor(1.25));
       break;
     case Probe::kWindowDown:
       window_ = std::max(o_.min_window, static_cast<int>(window_ * 0.9));
@@ -305,6 +365,10 @@ void WindowController::StartProbe(Probe p) {
       connections_ = std::min(MaxConnections(), connections_ + std::max(1, connections_ / 2));
       // More connections usually need a proportionally larger window.
       window_ = std::min(o_.max_window, static_cast<int>(window_ * 1.25));
+      break;
+    case Probe::kFewerConnections:
+      if (fewer_reference_ == 0) fewer_reference_ = baseline_;
+      connections_ = FewerConnections();
       break;
     case Probe::kNone:
       break;

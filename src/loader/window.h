@@ -38,7 +38,25 @@
 //    server, is the limit: one TCP connection carries at most window/RTT),
 //    more connections — keeping a change only if goodput rises by >= 5%, and
 //    now and then a smaller window (x0.9), kept if goodput does not fall by
-//    more than 3% (less memory for the same speed). A window or connection
+//    more than 3% (less memory for the same speed), and fewer connections
+//    (x2/3; the session's pools park the surplus at once and close each 30 s
+//    after it was parked: net/pool.h), kept while goodput stays within 3%
+//    of what it was before the first of a series of them — each connection
+//    costs the client system calls and wake-ups, and start-up asks for them
+//    ahead of need (at 200 ms it opened 218-256 where ~50 carry the path,
+//    and a cap of 96 carried it faster at less CPU per GB:
+//    docs/benchmarks.md), so the second probe after start-up is this one
+//    (the first is a larger window: start-up may have ended short).
+//    Never below one connection per kBytesPerConnection on the wire (the
+//    window's bytes, at most the bandwidth-delay product: start-up's rule
+//    without its look-ahead for connections still opening; a larger-window
+//    probe brings the connections its window needs), nor to a count a probe
+//    showed too few (a fewer-connections probe that lost or met a timeout
+//    or overload answer, the count before a more-connections probe that
+//    paid; forgotten after kTooFewMemory probes and when start-up resumes),
+//    and not at all where the session cannot shrink (SetConnectionsShrink:
+//    ScyllaDB's shard-aware pools). A probe that does not pay, or meets a
+//    timeout or overload answer, gives back the connections it added. A window or connection
 //    probe whose two measured intervals each raise goodput as much as a
 //    start-up round trip must (kStartupGain) shows a path far from full —
 //    start-up ended early, on a timeout or a stall, with a fraction of the
@@ -70,11 +88,14 @@
 // (what the bytes in flight need, wherever they go); the loader asks the
 // session for that total (net::Session::SetTotalConnections spreads it over
 // the up hosts and caps it by the process's descriptors), and the session
-// opens the missing ones in the background. Only growth is asked for: the
-// pool keeps what it opened. The loader passes the session's
-// ConnectionLimit() to SetConnectionLimit() at every tick: once every host
-// refused a connection (native_transport_max_connections_per_ip) or the
-// descriptors are spent, the controller asks for no more.
+// opens the missing ones in the background and parks those beyond it (they
+// close 30 s later unless asked for again). The loader passes the session's
+// ConnectionLimit() to SetConnectionLimit() and its ConnectionsShrink() to
+// SetConnectionsShrink() at every tick, and sends the count whenever it
+// differs from what it last sent (a count lowered outside Tick() included):
+// once every host refused a connection
+// (native_transport_max_connections_per_ip) or the descriptors are spent,
+// the controller asks for no more.
 //
 // Thread-safety: not thread-safe; the loader calls it under its lock.
 #ifndef CQLSTREAM_LOADER_WINDOW_H_
@@ -102,6 +123,8 @@ class WindowController {
   static constexpr int kDefaultMaxConnections = 256;
   // Bytes in flight per connection during start-up: half the Linux default
   // TCP window (tcp_wmem 4 MiB), so that no connection is window-limited.
+  // Steady state keeps at least one per kBytesPerConnection of the bytes
+  // in flight (start-up's rule without its 1.5x look-ahead).
   static constexpr double kBytesPerConnection = 2.0 * 1048576;
   // Start-up goes on while each round trip raises goodput by this factor.
   static constexpr double kStartupGain = 1.15;
@@ -132,6 +155,10 @@ class WindowController {
   // controller asks for no more than that, and when it had asked for more,
   // takes its count down to it (the session opened no more anyway).
   void SetConnectionLimit(int limit);
+  // Whether fewer connections take effect (net::Session::ConnectionsShrink():
+  // not on shard-aware ScyllaDB pools); without it no fewer-connections
+  // probe runs (it would measure nothing and be kept). Default: true.
+  void SetConnectionsShrink(bool shrink) { connections_shrink_ = shrink; }
   // Periodic evaluation; returns true when window or connections changed.
   bool Tick(Clock::time_point now);
 
@@ -149,7 +176,7 @@ class WindowController {
   std::string Describe() const;
 
  private:
-  enum class Probe { kNone, kWindowUp, kWindowDown, kConnections };
+  enum class Probe { kNone, kWindowUp, kWindowDown, kConnections, kFewerConnections };
   void StartProbe(Probe p);
   // One interval's goodput: the startup climb, the steady state's probe
   // schedule, or the verdict on a running probe.
@@ -161,6 +188,10 @@ class WindowController {
   void GrowConnections();
   // o_.max_connections, and the session's limit (SetConnectionLimit).
   int MaxConnections() const;
+  // What a fewer-connections probe would keep (connections_ when none
+  // applies): x2/3, not below the bytes in flight at kBytesPerConnection each,
+  // and above a count shown too few (too_few_connections_).
+  int FewerConnections() const;
   void EndStartup(double goodput);
   // Back to start-up from steady state at goodput `goodput`.
   void ResumeStartup(double goodput);
@@ -187,6 +218,20 @@ class WindowController {
   Probe probe_ = Probe::kNone;
   double baseline_ = 0;   // goodput before the probe
   int saved_window_ = 0;
+  int saved_connections_ = 0;
+  // Fewer connections: the goodput before the first of a series of kept
+  // probes (0: no series), and the most connections shown too few.
+  double fewer_reference_ = 0;
+  int too_few_connections_ = 0;
+  int too_few_age_ = 0;  // probes since too_few_connections_ was set
+  // A count shown too few is forgotten after this many probes (one noisy
+  // loss must not stop the giving back for good) and when start-up resumes.
+  static constexpr int kTooFewMemory = 12;
+  bool connections_shrink_ = true;  // SetConnectionsShrink
+  // Connections for `factor` x the bytes in flight on the path, at
+  // kBytesPerConnection each: the window's bytes, at most the
+  // bandwidth-delay product (1..MaxConnections()).
+  int ConnectionFloor(double factor) const;
   int probe_intervals_ = 0;
   double probe_sum_ = 0;
   double probe_first_ = 0;  // the first measured interval's goodput

@@ -32,11 +32,12 @@ struct Pipe {
 // Drives the controller for `seconds` of simulated time; *mean_goodput gets
 // the average goodput of the last half.
 WindowController Simulate(const Pipe& p, double seconds, WindowController::Options o = {},
-                          double* mean_goodput = nullptr) {
+                          double* mean_goodput = nullptr, int* max_connections = nullptr, bool shrink = true) {
   double sum = 0;
   int samples = 0;
   auto now = Clock::time_point{} + std::chrono::hours(1);
   WindowController c(o, now);
+  c.SetConnectionsShrink(shrink);
   const auto step = std::chrono::milliseconds(10);
   for (double t = 0; t < seconds; t += 0.01) {
     const int w = c.window();
@@ -48,6 +49,7 @@ WindowController Simulate(const Pipe& p, double seconds, WindowController::Optio
     }
     now += step;
     c.Tick(now);
+    if (max_connections) *max_connections = std::max(*max_connections, c.connections());
     if (t >= seconds / 2) {
       sum += goodput;
       ++samples;
@@ -70,6 +72,7 @@ struct PathRun {
   int max_startup_window = 0;  // while in start-up
   int max_connections = 0;
   int final_connections = 0;
+  double mean_connections_late = 0;  // the controller's count, averaged over the last half
   int max_connections_after_refusal = 0;  // once the controller was told the limit
   double max_node_queue_s = 0;  // longest wait at the node (start-up)
   int startup_resumes = 0;      // WindowController::startup_resumes() at the end
@@ -94,10 +97,11 @@ struct PathRun {
 // (OnCongestion), as a stall of the path or a node shedding load causes.
 PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double seconds, double size = 110e3,
                      WindowController::Options o = {}, int connection_limit = 0,
-                     std::vector<double> congest_at = {}) {
+                     std::vector<double> congest_at = {}, bool shrink = true) {
   auto now = Clock::time_point{} + std::chrono::hours(1);
   const auto start = now;
   WindowController c(o, now);
+  c.SetConnectionsShrink(shrink);
   std::deque<std::pair<double, double>> in_flight;  // (arrival time, issue time), arrival-ordered
   std::deque<std::pair<double, int>> opening;       // (open time, connections)
   int open = c.connections();
@@ -137,6 +141,13 @@ PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double se
     c.Tick(now);
     // Open after TCP and OPTIONS+STARTUP (net/connection.cc sends them together).
     if (c.connections() > before) opening.emplace_back(t + 2 * rtt_s, c.connections());
+    // Fewer: the pool parks the surplus at once (net/pool.h); more again
+    // waits for the opening above (conservative: parked ones would come
+    // back at once).
+    if (c.connections() < before) {
+      open = std::min(open, c.connections());
+      for (auto& o : opening) o.second = std::min(o.second, c.connections());
+    }
     if (connection_limit > 0 && c.connections() > connection_limit && refused_at < 0) refused_at = t + rtt_s;
     if (told) r.max_connections_after_refusal = std::max(r.max_connections_after_refusal, c.connections());
     r.max_window = std::max(r.max_window, c.window());
@@ -145,6 +156,7 @@ PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double se
       r.max_node_queue_s = std::max(r.max_node_queue_s, node_free - (t + rtt_s / 2));
     }
     r.max_connections = std::max(r.max_connections, c.connections());
+    if (t >= seconds / 2) r.mean_connections_late += c.connections() * dt / (seconds - seconds / 2);
   }
   r.final_connections = c.connections();
   r.startup_resumes = c.startup_resumes();
@@ -218,6 +230,39 @@ TEST(WindowControllerTest, AStartUpCutShortStillReachesFullSpeedSoon) {
     EXPECT_LE(r.max_startup_window, 2.6 * bdp) << "timeout at " << at;
     EXPECT_LE(r.max_node_queue_s, 2.3 * (0.2 + size / node)) << "timeout at " << at;
     EXPECT_LE(r.max_connections, WindowController::kDefaultMaxConnections) << "timeout at " << at;
+  }
+}
+
+TEST(WindowControllerTest, ConnectionsBeyondWhatThePathNeedsAreGivenBack) {
+  // Start-up asks for connections ahead of need (one per 2 MiB of 1.5x the
+  // window: 161-236 at 200 ms in the model, 218-256 on the real path, where
+  // 4 MiB per connection and round trip needs about 40-50). Steady state
+  // gives back those that do not pay, and keeps the speed (here 167 -> 85
+  // at 200 ms, 118 -> 40 at 100 ms). With 1 MiB TCP windows (a host tuned
+  // down) the path needs more connections than the floor of 2 MiB each
+  // assumes: a probe below what it needs loses and is undone.
+  struct Case {
+    double rtt, conn_window;
+  };
+  const double node = 800e6, size = 110e3;
+  for (Case k : {Case{0.2, 4 * 1048576.0}, Case{0.1, 4 * 1048576.0}, Case{0.2, 1048576.0}, Case{0.1, 1048576.0},
+                 Case{0.05, 1048576.0}}) {
+    PathRun r = SimulatePath(k.rtt, node, k.conn_window, 40, size);
+    const int needed = static_cast<int>(std::ceil(node * k.rtt / k.conn_window));
+    std::printf("rtt %.0f ms, %.0f MiB per connection: steady %.0f MB/s, connections max %d, final %d (the path "
+                "needs %d)\n",
+                k.rtt * 1e3, k.conn_window / 1048576.0, r.steady / 1e6, r.max_connections, r.final_connections, needed);
+    SCOPED_TRACE(testing::Message() << "rtt " << k.rtt << " conn_window " << k.conn_window << " mean connections "
+                                    << r.mean_connections_late);
+    // A probe below what the path needs costs while it is measured (at
+    // 200 ms, 2-3 s at three quarters of the speed).
+    EXPECT_GE(r.steady, (k.conn_window >= 4 * 1048576.0 ? 0.95 : 0.93) * node);
+    // Not left below what the path needs (a probe that goes below loses
+    // and is undone; 3% less is within what a probe may keep).
+    EXPECT_GE(r.mean_connections_late, 0.97 * needed);
+    if (k.conn_window >= 4 * 1048576.0) {
+      EXPECT_LE(r.final_connections, 0.75 * r.max_connections);
+    }
   }
 }
 
@@ -427,7 +472,82 @@ TEST(WindowControllerTest, ConnectionsStopGrowingWhenTheyDoNotPay) {
   EXPECT_GE(mean, 0.95 * p.bw);
   // Start-up opens connections for the bytes in flight of its first round
   // trips (2 -> 5 here); they do not grow further.
-  EXPECT_LE(c.connections(), 6);
+  EXPECT_LE(c.connections(), 5);
+}
+
+TEST(WindowControllerTest, MoreConnectionsThatDoNotPayAreGivenBack) {
+  // Requests wait 3x as long after start-up as in it (the lowest latency
+  // seen drifts up 1% an interval: more-connections probes run), and the
+  // node, not the connections, limits goodput: each probe's connections
+  // are given back. Fewer-connections probes are off (a session that
+  // cannot shrink), so only the give-back lowers the count.
+  const double rtt = 0.02, bw = 300e6, size = 100e3;
+  auto now = Clock::time_point{} + std::chrono::hours(1);
+  WindowController c({}, now);
+  c.SetConnectionsShrink(false);
+  int after_startup = 0, most = 0;
+  for (double t = 0; t < 60; t += 0.01) {
+    const bool startup = c.phase() == WindowController::Phase::kStartup;
+    if (!startup && after_startup == 0) after_startup = c.connections();
+    const double lat = (startup ? 1.0 : 3.0) * std::max(rtt, c.window() * size / bw);
+    const double goodput = std::min(c.window() * size / lat, bw);
+    for (int i = 0; i < static_cast<int>(std::lround(goodput / size * 0.01)); ++i) {
+      c.OnComplete(static_cast<int64_t>(size), std::chrono::microseconds(static_cast<int64_t>(lat * 1e6)));
+    }
+    now += std::chrono::milliseconds(10);
+    c.Tick(now);
+    most = std::max(most, c.connections());
+  }
+  SCOPED_TRACE(c.Describe());
+  ASSERT_GT(after_startup, 0);
+  EXPECT_GT(most, after_startup);  // a more-connections probe ran
+  EXPECT_EQ(c.connections(), after_startup);
+}
+
+TEST(WindowControllerTest, FewerConnectionsStopAtTheBytesInFlightAndOnlyWhereTheSessionShrinks) {
+  // No per-connection limit: every fewer-connections probe costs nothing,
+  // and the count falls to the floor (one per 2 MiB the window keeps in
+  // flight), not below. Where the session cannot shrink (ScyllaDB's
+  // shard-aware pools), no fewer-connections probe runs.
+  Pipe p{0.2, 800e6, 110e3, 0};
+  int most = 0;
+  auto c = Simulate(p, 120, {}, nullptr, &most);
+  SCOPED_TRACE(c.Describe());
+  const int floor = static_cast<int>(std::ceil(c.window() * p.size / WindowController::kBytesPerConnection));
+  EXPECT_LT(c.connections(), most);
+  EXPECT_GE(c.connections(), floor);
+  EXPECT_LE(c.connections(), floor * 4 / 3 + 1);  // one more step would have gone below
+  PathRun r = SimulatePath(0.2, 800e6, 4 * 1048576.0, 40, 110e3, {}, 0, {}, /*shrink=*/false);
+  EXPECT_EQ(r.final_connections, r.max_connections);
+}
+
+TEST(WindowControllerTest, CongestionDuringFewerConnectionsUndoesThem) {
+  // A timeout or an overload answer while fewer connections are under test
+  // may be their doing: the count goes back to what it was at once. (The
+  // loader sends it to the session at its next tick: it compares the count
+  // with the last one it sent, not with the one before Tick().)
+  Pipe p{0.1, 800e6, 110e3, 4 * 1048576.0};
+  auto now = Clock::time_point{} + std::chrono::hours(1);
+  WindowController c({}, now);
+  bool undone = false;
+  for (double t = 0; t < 60 && !undone; t += 0.01) {
+    const int w = c.window(), n = c.connections();
+    const double completions = p.Goodput(w, n) / p.size * 0.01;
+    const auto lat = std::chrono::microseconds(static_cast<int64_t>(p.Latency(w, n) * 1e6));
+    for (int i = 0; i < static_cast<int>(std::lround(completions)); ++i) {
+      c.OnComplete(static_cast<int64_t>(p.size), lat);
+    }
+    now += std::chrono::milliseconds(10);
+    c.Tick(now);
+    // A fewer-connections probe starts: fewer connections, the same window
+    // (a larger-window probe given back changes both).
+    if (c.phase() == WindowController::Phase::kSteady && c.connections() < n && c.window() == w) {
+      c.OnCongestion(now);
+      EXPECT_EQ(c.connections(), n);
+      undone = true;
+    }
+  }
+  EXPECT_TRUE(undone) << "no fewer-connections probe in 60 s: " << c.Describe();
 }
 
 TEST(WindowControllerTest, AUserCapBelowTheFloorIsKept) {

@@ -150,6 +150,8 @@ TEST_F(LoaderTest, OutOfOrderDeliversTheSameSetWithChecksumsVerified) {
   EXPECT_EQ(m.images, static_cast<int64_t>(data_->payload.size()));
   EXPECT_GT(m.window, 0);
   EXPECT_GT(m.latency_p50_ms, 0);
+  EXPECT_GE(m.connections_wanted, 1);  // the controller's count (open ones may still be opening)
+  EXPECT_GE(m.connections, 1);
 }
 
 TEST_F(LoaderTest, ResumeWithTheSameAndWithAnotherWorldSize) {

@@ -58,6 +58,7 @@ def test_iterates_epochs_like_a_dataloader(images, loader_kwargs):
         assert keys_of(epochs[0]) != keys_of(epochs[1])
         m = loader.metrics()
         assert m["images"] == 2 * n and m["batches"] == 2 * len(loader)
+        assert m["connections_wanted"] >= 1 and m["connections"] >= 1
 
 
 def test_break_resumes_the_same_epoch_and_endless(images, loader_kwargs):
