@@ -132,10 +132,6 @@ struct LoaderMetrics {
   int in_flight = 0;            // requests in flight
   int window = 0;               // current window (target requests in flight)
   int connections = 0;          // open connections
-  // Connections the window controller asks for, all hosts together (the
-  // session spreads them over the up hosts, at least one each); open ones
-  // beyond them are parked and close after 30 s (docs/loader.md).
-  int connections_wanted = 0;
   int64_t bytes_in_flight = 0;  // estimate
   int64_t memory_bytes = 0;     // charged against the budget
   int64_t memory_budget = 0;
@@ -162,6 +158,11 @@ struct LoaderMetrics {
   // not keep), and keys kept for later epochs and Fetch (64 MiB at most).
   int64_t key_lookups = 0;
   int64_t foreign_keys_cached = 0;
+  // Connections the window controller asks for, all hosts together (the
+  // session spreads them over the up hosts, rounded up, at least one each;
+  // open ones beyond that are parked and close after 30 s, but on
+  // ScyllaDB's shard-aware pools: docs/loader.md).
+  int connections_wanted = 0;
 };
 
 class Loader {

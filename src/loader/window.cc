@@ -67,6 +67,7 @@ void WindowController::OnCongestion(Clock::time_point now) {
     // (EvaluateSteady), so that a path that was only stalled is climbed
     // again soon.
     if (startup_resumes_ == 0) steady_intervals_ = 4;
+    next_probe_ = 0;  // up first, as after EndStartup
   }
   probe_ = Probe::kNone;
   // Start a fresh measurement at the new window.

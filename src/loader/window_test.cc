@@ -237,7 +237,7 @@ TEST(WindowControllerTest, ConnectionsBeyondWhatThePathNeedsAreGivenBack) {
   // Start-up asks for connections ahead of need (one per 2 MiB of 1.5x the
   // window: 161-236 at 200 ms in the model, 218-256 on the real path, where
   // 4 MiB per connection and round trip needs about 40-50). Steady state
-  // gives back those that do not pay, and keeps the speed (here 167 -> 85
+  // gives back those that do not pay, and keeps the speed (here 167 -> 92
   // at 200 ms, 118 -> 40 at 100 ms). With 1 MiB TCP windows (a host tuned
   // down) the path needs more connections than the floor of 2 MiB each
   // assumes: a probe below what it needs loses and is undone.
@@ -513,7 +513,10 @@ TEST(WindowControllerTest, FewerConnectionsStopAtTheBytesInFlightAndOnlyWhereThe
   int most = 0;
   auto c = Simulate(p, 120, {}, nullptr, &most);
   SCOPED_TRACE(c.Describe());
-  const int floor = static_cast<int>(std::ceil(c.window() * p.size / WindowController::kBytesPerConnection));
+  // The controller's floor: the window's bytes, at most the
+  // bandwidth-delay product of its goodput.
+  const double wire = std::min(c.window() * p.size, c.goodput() * static_cast<double>(c.min_latency().count()) / 1e6);
+  const int floor = static_cast<int>(std::ceil(wire / WindowController::kBytesPerConnection));
   EXPECT_LT(c.connections(), most);
   EXPECT_GE(c.connections(), floor);
   EXPECT_LE(c.connections(), floor * 4 / 3 + 1);  // one more step would have gone below

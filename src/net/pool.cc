@@ -67,13 +67,15 @@ std::vector<HostPool::ToOpen> HostPool::Missing(uint16_t* port, int wanted) {
 void HostPool::Fill() {
   auto owner = owner_.lock();
   if (!owner || owner->closed()) return;
-  const int wanted = owner->ConnectionsPerHost();
   uint16_t port = port_;
   std::vector<ToOpen> to_open;
   bool surplus = false;
   {
     MutexLock l(&mu_);
     if (closed_) return;
+    // Read under the lock (as Trim and OnOpened do): a Fill that read an
+    // older number before the lock must not undo a newer one's parking.
+    const int wanted = owner->ConnectionsPerHost();
     to_open = Missing(&port, wanted);
     surplus = NoteSurplus(wanted);
   }

@@ -44,7 +44,9 @@
 //
 // Thread-safety: every method is thread-safe; the pool's state is under its
 // own mutex, which is never held while calling out (Connection::Open/Close,
-// the owner). Connection callbacks run on the owner's I/O threads.
+// the owner), but for the owner's ConnectionsPerHost(), an atomic read
+// (a number read before the lock could undo a later one's parking).
+// Connection callbacks run on the owner's I/O threads.
 // Ownership: pools are shared (std::shared_ptr, held by their Host); their
 // callbacks hold the pool and reach the owner through a weak_ptr, so a pool
 // outliving its session does nothing.
@@ -77,7 +79,8 @@ std::optional<uint16_t> ShardAwarePort(const ShardInfo& info, bool tls);
 std::vector<uint16_t> ShardSourcePorts(const ShardInfo& info, int shard, int count);
 
 // What the pools of one session share with it. Implemented by the session;
-// called from any thread, without the pool's lock held.
+// called from any thread, without the pool's lock held (but for
+// ConnectionsPerHost()).
 class PoolOwner {
  public:
   virtual ~PoolOwner() = default;
@@ -99,8 +102,9 @@ struct PoolConfig {
   ExponentialBackoff reconnect{std::chrono::milliseconds(100), std::chrono::milliseconds(10000)};
   // Before probing past a growth limit, per refusal in a row (see above).
   ExponentialBackoff growth_retry{std::chrono::milliseconds(2000), std::chrono::milliseconds(60000)};
-  // How long a surplus of open connections over the wanted number lasts
-  // before it is closed (see above); zero or less: never closed.
+  // How long a connection beyond the wanted number stays parked before it
+  // is closed (see above); zero or less: a surplus is neither parked nor
+  // closed.
   std::chrono::milliseconds idle_close{30000};
 };
 

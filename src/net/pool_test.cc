@@ -260,8 +260,13 @@ TEST(HostPoolTest, LateOpensAreParkedAndEachClosesIdleCloseAfterItWasParked) {
   PoolConfig config = FastReconnect();
   config.idle_close = 2000ms;
   auto pool = HostPool::Make("127.0.0.1", srv.port(), config, owner);
+  // The I/O thread is held until the number has fallen, so that no open
+  // completes before it (they complete on that thread).
+  std::promise<void> release;
+  asio::post(io.Next(), [gate = release.get_future().share()] { gate.wait(); });
   pool->Fill();
   owner->per_host = 2;  // while the four open; no Fill() follows
+  release.set_value();
   ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 4; }));
   const auto parked = std::chrono::steady_clock::now();  // the two newest, as they opened
   std::vector<const Connection*> order;

@@ -238,7 +238,8 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t ReplicaSetOf(const std::string& keyspace, int64_t token) const;
   // Changes the number of connections kept per host (per shard on ScyllaDB);
   // more are opened in the background, extra ones are parked at once (no
-  // new requests) and closed after PoolConfig::idle_close (net/pool.h).
+  // new requests) and closed after PoolConfig::idle_close (net/pool.h) —
+  // not on ScyllaDB's shard-aware pools (ConnectionsShrink()).
   void SetConnectionsPerHost(int n);
   int ConnectionsPerHost() const;
   // Asks for `total` connections in all: spread over the hosts that are up
