@@ -94,7 +94,7 @@ int WindowController::ConnectionFloor(double factor) const {
 
 int WindowController::FewerConnections() const {
   if (!connections_shrink_) return connections_;
-  const int target = std::max(ConnectionFloor(1.0), connections_ * 2 / 3);
+  const int target = std::max({ConnectionFloor(1.0), connections_ * 2 / 3, kKeptConnections});
   return target < connections_ && target > too_few_connections_ ? target : connections_;
 }
 

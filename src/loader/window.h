@@ -47,7 +47,8 @@
 //    and a cap of 96 carried it faster at less CPU per GB:
 //    docs/benchmarks.md), so the second probe after start-up is this one
 //    (the first is a larger window: start-up may have ended short).
-//    Never below one connection per kBytesPerConnection on the wire (the
+//    Never below kKeptConnections (32: too few to be worth a probe's dip)
+//    nor one connection per kBytesPerConnection on the wire (the
 //    window's bytes, at most the bandwidth-delay product: start-up's rule
 //    without its look-ahead for connections still opening; a larger-window
 //    probe brings the connections its window needs), nor to a count a probe
@@ -128,6 +129,12 @@ class WindowController {
   static constexpr double kBytesPerConnection = 2.0 * 1048576;
   // Start-up goes on while each round trip raises goodput by this factor.
   static constexpr double kStartupGain = 1.15;
+  // Fewer-connections probes leave at least this many: a probe costs a dip
+  // while it is measured, and below a few dozen connections there is
+  // nothing worth it to give back. At 10 ms (13-26 connections) probes
+  // down to 11 delayed the time to 90% from a median of 1.0 s to 3.2 s
+  // (7 pairs, docs/benchmarks.md) for no measurable CPU.
+  static constexpr int kKeptConnections = 32;
   struct Options {
     int initial_window = 32;
     int min_window = 4;

@@ -508,7 +508,8 @@ TEST(WindowControllerTest, FewerConnectionsStopAtTheBytesInFlightAndOnlyWhereThe
   // No per-connection limit: every fewer-connections probe costs nothing,
   // and the count falls to the floor (one per 2 MiB the window keeps in
   // flight), not below. Where the session cannot shrink (ScyllaDB's
-  // shard-aware pools), no fewer-connections probe runs.
+  // shard-aware pools), or with fewer than kKeptConnections, no
+  // fewer-connections probe runs.
   Pipe p{0.2, 800e6, 110e3, 0};
   int most = 0;
   auto c = Simulate(p, 120, {}, nullptr, &most);
@@ -522,6 +523,10 @@ TEST(WindowControllerTest, FewerConnectionsStopAtTheBytesInFlightAndOnlyWhereThe
   EXPECT_LE(c.connections(), floor * 4 / 3 + 1);  // one more step would have gone below
   PathRun r = SimulatePath(0.2, 800e6, 4 * 1048576.0, 40, 110e3, {}, 0, {}, /*shrink=*/false);
   EXPECT_EQ(r.final_connections, r.max_connections);
+  // A few connections (13 at 10 ms) are not worth a probe's dip.
+  PathRun short_path = SimulatePath(0.01, 800e6, 4 * 1048576.0, 40, 110e3);
+  ASSERT_LT(short_path.max_connections, WindowController::kKeptConnections);
+  EXPECT_EQ(short_path.final_connections, short_path.max_connections);
 }
 
 TEST(WindowControllerTest, CongestionDuringFewerConnectionsUndoesThem) {
