@@ -67,6 +67,19 @@ PoolConfig FastReconnect() {
   return c;
 }
 
+// Sends a query on `c`; its reply (or failure) arrives through the future.
+std::future<StatusOr<Reply>> SendQuery(const std::shared_ptr<Connection>& c, const std::string& query) {
+  auto done = std::make_shared<std::promise<StatusOr<Reply>>>();
+  auto reply = done->get_future();
+  auto frame = cql::EncodeQuery(query, cql::QueryParameters{});
+  if (!frame.ok()) {
+    done->set_value(frame.status());
+    return reply;
+  }
+  c->Send(std::move(*frame), nullptr, 10000ms, [done](StatusOr<Reply> r) { done->set_value(std::move(r)); });
+  return reply;
+}
+
 bool Eventually(const std::function<bool()>& f, std::chrono::milliseconds within = 3000ms) {
   const auto until = std::chrono::steady_clock::now() + within;
   while (std::chrono::steady_clock::now() < until) {
@@ -130,11 +143,7 @@ TEST(HostPoolTest, ASurplusThatLastsIsClosedOnceItsRequestsAreAnswered) {
     ASSERT_NE(c, nullptr);
     used.push_back(c.get());
     conns.push_back(c);
-    auto done = std::make_shared<std::promise<StatusOr<Reply>>>();
-    replies.push_back(done->get_future());
-    auto frame = cql::EncodeQuery("Q" + std::to_string(i), cql::QueryParameters{});
-    ASSERT_TRUE(frame.ok());
-    c->Send(std::move(*frame), nullptr, 10000ms, [done](StatusOr<Reply> r) { done->set_value(std::move(r)); });
+    replies.push_back(SendQuery(c, "Q" + std::to_string(i)));
   }
   ASSERT_TRUE(Eventually([&] { return srv.requests().size() >= 3 && pool->InFlight() == 3; }));
 
@@ -209,11 +218,7 @@ TEST(HostPoolTest, ASurplusIsParkedAtOnceAndComesBackWithoutReopening) {
     auto c = pool->Pick(std::nullopt, {});
     ASSERT_NE(c, nullptr);
     ASSERT_EQ(c.get(), order[static_cast<size_t>(i)]);  // ties go to the oldest
-    auto done = std::make_shared<std::promise<StatusOr<Reply>>>();
-    replies.push_back(done->get_future());
-    auto frame = cql::EncodeQuery("Q" + std::to_string(i), cql::QueryParameters{});
-    ASSERT_TRUE(frame.ok());
-    c->Send(std::move(*frame), nullptr, 10000ms, [done](StatusOr<Reply> r) { done->set_value(std::move(r)); });
+    replies.push_back(SendQuery(c, "Q" + std::to_string(i)));
   }
   ASSERT_TRUE(Eventually([&] { return pool->InFlight() == 2; }));
   // Four wanted: the least loaded, a newer one.
@@ -277,11 +282,7 @@ TEST(HostPoolTest, LateOpensAreParkedAndEachClosesIdleCloseAfterItWasParked) {
   for (int i = 0; i < 2; ++i) {
     auto c = pool->Pick(std::nullopt, {order[static_cast<size_t>(1 - i)]});
     ASSERT_NE(c, nullptr);
-    auto done = std::make_shared<std::promise<StatusOr<Reply>>>();
-    replies.push_back(done->get_future());
-    auto frame = cql::EncodeQuery("Q" + std::to_string(i), cql::QueryParameters{});
-    ASSERT_TRUE(frame.ok());
-    c->Send(std::move(*frame), nullptr, 10000ms, [done](StatusOr<Reply> r) { done->set_value(std::move(r)); });
+    replies.push_back(SendQuery(c, "Q" + std::to_string(i)));
   }
   ASSERT_TRUE(Eventually([&] { return pool->InFlight() == 2; }));
   for (int i = 0; i < 4; ++i) {
