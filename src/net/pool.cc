@@ -112,10 +112,7 @@ void HostPool::OnConnectionClosed(const std::shared_ptr<PoolOwner>& owner, const
     for (size_t i = 0; i < conns_.size();) {
       if (conns_[i]->closed()) {
         gone.push_back(conns_[i]);
-        conns_.erase(conns_.begin() + static_cast<long>(i));
-        conn_shard_.erase(conn_shard_.begin() + static_cast<long>(i));
-        conn_aware_.erase(conn_aware_.begin() + static_cast<long>(i));
-        conn_parked_.erase(conn_parked_.begin() + static_cast<long>(i));
+        EraseConnection(i);
       } else {
         ++i;
       }
@@ -255,6 +252,13 @@ void HostPool::ScheduleGrowthProbe(PoolOwner& owner) {
   });
 }
 
+void HostPool::EraseConnection(size_t i) {
+  const auto at = static_cast<long>(i);
+  conns_.erase(conns_.begin() + at);
+  conn_shard_.erase(conn_shard_.begin() + at);
+  conn_aware_.erase(conn_aware_.begin() + at);
+  conn_parked_.erase(conn_parked_.begin() + at);
+}
 
 bool HostPool::ShrinksLocked() const {
   // A shard-aware ScyllaDB pool spreads its connections over the shards: a
@@ -338,11 +342,7 @@ void HostPool::Trim() {
     for (size_t i = conns_.size(); i-- > 0;) {
       if (!conn_parked_[i] || now < *conn_parked_[i] + config_.idle_close) continue;
       retiring_.push_back(conns_[i]);
-      const auto at = static_cast<long>(i);
-      conns_.erase(conns_.begin() + at);
-      conn_shard_.erase(conn_shard_.begin() + at);
-      conn_aware_.erase(conn_aware_.begin() + at);
-      conn_parked_.erase(conn_parked_.begin() + at);
+      EraseConnection(i);
     }
     again = NoteSurplus(wanted);
   }

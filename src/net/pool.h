@@ -168,6 +168,8 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   // closed).
   bool NoteSurplus(int wanted) REQUIRES(mu_);
   bool ShrinksLocked() const REQUIRES(mu_);
+  // Removes conns_[i] and its entries in the parallel vectors.
+  void EraseConnection(size_t i) REQUIRES(mu_);
   // The earliest time a connection now parked was parked.
   std::optional<std::chrono::steady_clock::time_point> FirstParked() const REQUIRES(mu_);
   void ScheduleTrim(PoolOwner& owner);
