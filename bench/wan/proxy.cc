@@ -13,6 +13,7 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <thread>
 
@@ -188,6 +189,7 @@ std::vector<MappingStats> Proxy::Impl::Stats() const {
     s.errors = m->errors.load(std::memory_order_relaxed);
     s.bytes_up = m->bytes_up.load(std::memory_order_relaxed);
     s.bytes_down = m->bytes_down.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < kLateBuckets; ++i) s.late_bytes[i] = m->late_bytes[i].load(std::memory_order_relaxed);
     out.push_back(std::move(s));
   }
   return out;
@@ -214,6 +216,18 @@ Proxy::Proxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Proxy::~Proxy() { Stop(); }
 void Proxy::Stop() { impl_->Stop(); }
 std::vector<HostPort> Proxy::listen_endpoints() const { return impl_->listen_endpoints(); }
+double MappingStats::LateQuantileMs(double q) const {
+  uint64_t total = 0;
+  for (uint64_t b : late_bytes) total += b;
+  if (total == 0) return 0;
+  uint64_t seen = 0;
+  for (size_t i = 0; i + 1 < kLateBuckets; ++i) {
+    seen += late_bytes[i];
+    if (static_cast<double>(seen) >= q * static_cast<double>(total)) return kLateBucketMs[i];
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
 std::vector<MappingStats> Proxy::Stats() const { return impl_->Stats(); }
 double Proxy::CpuSeconds() const { return impl_->CpuSeconds(); }
 bool Proxy::realtime() const { return impl_->realtime(); }

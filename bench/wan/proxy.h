@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,14 @@ struct ProxyOptions {
   int realtime_priority = 0;
 };
 
+// How late the delay line released bytes, counted in bytes (both directions
+// of every connection of a mapping): bucket i holds bytes released up to
+// kLateBucketMs[i] ms after their release time (the last bucket: later).
+// With normal scheduling on a busy machine the timers fire late and the
+// emulated path lengthens; these say by how much.
+inline constexpr double kLateBucketMs[] = {1, 2, 5, 10, 20, 50, 100};
+inline constexpr size_t kLateBuckets = std::size(kLateBucketMs) + 1;
+
 struct MappingStats {
   std::string name;                // "LISTEN->TARGET"
   uint64_t accepted = 0;
@@ -75,6 +84,12 @@ struct MappingStats {
   uint64_t errors = 0;             // closed by a socket error (peer reset, out of fds, ...)
   uint64_t bytes_up = 0;           // client -> target, delivered
   uint64_t bytes_down = 0;         // target -> client, delivered
+  uint64_t late_bytes[kLateBuckets] = {};  // see kLateBucketMs
+
+  // The smallest bucket bound (ms) under which at least fraction q of the
+  // timed bytes were released; infinity when they fall in the last bucket,
+  // 0 when nothing was timed.
+  double LateQuantileMs(double q) const;
 };
 
 class Proxy {

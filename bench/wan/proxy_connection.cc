@@ -138,6 +138,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         p.eof_ready = true;
       } else {
         p.ready += c.bytes;
+        mapping_->RecordLate(now > c.release ? now - c.release : Nanos{0}, c.bytes);
       }
       p.pending.pop_front();
     }

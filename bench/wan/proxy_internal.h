@@ -74,6 +74,15 @@ struct MappingState {
   std::atomic<uint64_t> errors{0};
   std::atomic<uint64_t> bytes_up{0};
   std::atomic<uint64_t> bytes_down{0};
+  std::atomic<uint64_t> late_bytes[kLateBuckets] = {};
+
+  // Counts `bytes` released `late` after their release time.
+  void RecordLate(Nanos late, uint64_t bytes) {
+    const double ms = std::chrono::duration<double, std::milli>(late).count();
+    size_t i = 0;
+    while (i + 1 < kLateBuckets && ms > kLateBucketMs[i]) ++i;
+    late_bytes[i].fetch_add(bytes, std::memory_order_relaxed);
+  }
 };
 
 // A kernel pipe used as a FIFO of bytes that never enter user space.

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <thread>
 #include <vector>
@@ -136,7 +137,24 @@ TEST_P(ProxyTest, DelaysEachDirectionAndChargesTheHandshake) {
   EXPECT_EQ(stats[0].accepted, 1u);
   EXPECT_EQ(stats[0].bytes_up, 8u);
   EXPECT_EQ(stats[0].bytes_down, 8u);
+  // Every timed byte is counted once in the lateness buckets.
+  uint64_t late_counted = 0;
+  for (uint64_t b : stats[0].late_bytes) late_counted += b;
+  EXPECT_EQ(late_counted, 16u);
   EXPECT_TRUE(WaitFor([&] { return proxy->Stats()[0].active == 0; }, 2));
+}
+
+TEST(MappingStatsTest, LateQuantilesAreBucketBounds) {
+  MappingStats s;
+  EXPECT_EQ(s.LateQuantileMs(0.99), 0);  // nothing timed
+  s.late_bytes[0] = 90;                  // <= 1 ms
+  s.late_bytes[2] = 9;                   // <= 5 ms
+  s.late_bytes[kLateBuckets - 1] = 1;    // > 100 ms
+  EXPECT_EQ(s.LateQuantileMs(0.5), 1);
+  EXPECT_EQ(s.LateQuantileMs(0.9), 1);
+  EXPECT_EQ(s.LateQuantileMs(0.95), 5);
+  EXPECT_EQ(s.LateQuantileMs(0.99), 5);
+  EXPECT_TRUE(std::isinf(s.LateQuantileMs(0.999)));
 }
 
 TEST_P(ProxyTest, JitterKeepsEveryByteInOrderAndPassesTheFin) {
