@@ -204,7 +204,7 @@ void Connection::Send(std::shared_ptr<const cql::RequestFrame> frame, std::share
   }
   Request r{std::move(frame), std::move(sink), std::chrono::steady_clock::now() + timeout, timeout,
             std::move(callback)};
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  CountInFlight(1);
   bool post = false;
   {
     MutexLock l(&submit_mu_);
@@ -236,7 +236,7 @@ void Connection::DrainSubmitted() {
 
 void Connection::Admit(Request&& r) {
   if (closed()) {
-    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    CountInFlight(-1);
     r.callback(close_reason_);
     return;
   }
@@ -399,7 +399,7 @@ void Connection::Dispatch(cql::DecodedFrame&& f) {
   }
   ReplyCallback cb = std::move(slot.callback);
   FreeSlot(stream);
-  in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  CountInFlight(-1);
   cb(std::move(rep));
 }
 
@@ -480,7 +480,7 @@ void Connection::OnTimer() {
       s.sink.reset();
       ReplyCallback cb = std::move(s.callback);
       s.callback = nullptr;
-      in_flight_.fetch_sub(1, std::memory_order_relaxed);
+      CountInFlight(-1);
       stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
       cb(Status::Timeout(fmt::format("no answer from {} within {} ms", peer_, timeout_ms)));
       if (closed()) return;
@@ -492,7 +492,7 @@ void Connection::OnTimer() {
         ReplyCallback cb = std::move(it->callback);
         const auto ms = it->timeout.count();
         it = waiting_.erase(it);
-        in_flight_.fetch_sub(1, std::memory_order_relaxed);
+        CountInFlight(-1);
         stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
         cb(Status::Timeout(fmt::format("no free stream id on the connection to {} within {} ms", peer_, ms)));
         if (closed()) return;
@@ -518,7 +518,7 @@ void Connection::FailAll(const Status& why) {
     if (s.state == SlotState::kInFlight) {
       ReplyCallback cb = std::move(s.callback);
       s = Slot{SlotState::kFree, s.generation, false, nullptr, nullptr, {}};
-      in_flight_.fetch_sub(1, std::memory_order_relaxed);
+      CountInFlight(-1);
       cb(why);
     } else {
       s.state = SlotState::kFree;
@@ -530,7 +530,7 @@ void Connection::FailAll(const Status& why) {
   while (!waiting_.empty()) {
     Request r = std::move(waiting_.front());
     waiting_.pop_front();
-    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    CountInFlight(-1);
     r.callback(why);
   }
   std::vector<Request> batch;
@@ -539,7 +539,7 @@ void Connection::FailAll(const Status& why) {
     batch.swap(submitted_);
   }
   for (auto& r : batch) {
-    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    CountInFlight(-1);
     r.callback(why);
   }
 }

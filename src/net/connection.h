@@ -105,6 +105,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::function<void(const cql::Event&)> on_event;
     // Called once when the connection closes after having been opened.
     std::function<void(const Status&)> on_close;
+    // When set, the connection also counts its requests in flight here (a
+    // pool's total over its connections, read without scanning them); the
+    // connection holds a reference, so the counter outlives the pool.
+    std::shared_ptr<std::atomic<int>> in_flight_total;
   };
 
   using OpenCallback = std::function<void(StatusOr<std::shared_ptr<Connection>>)>;
@@ -249,7 +253,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool handshake_done_ = false;
 
   std::atomic<bool> closed_{false};
-  std::atomic<int> in_flight_{0};
+  std::atomic<int> in_flight_{0};  // changed only through CountInFlight
+  // in_flight_ and opts_.in_flight_total together.
+  void CountInFlight(int delta) {
+    in_flight_.fetch_add(delta, std::memory_order_relaxed);
+    if (opts_.in_flight_total) opts_.in_flight_total->fetch_add(delta, std::memory_order_relaxed);
+  }
   std::atomic<int> retired_count_{0};
   std::atomic<int> stream_slots_{0};  // slots_.size(), for stats()
   std::chrono::steady_clock::time_point last_read_ = std::chrono::steady_clock::now();

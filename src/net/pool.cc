@@ -84,6 +84,7 @@ void HostPool::Fill() {
   for (ToOpen& t : to_open) {
     Connection::Options o = owner->ConnectionOptionsFor(address_, port);
     o.transport.source_ports = std::move(t.source_ports);
+    o.in_flight_total = in_flight_total_;
     std::weak_ptr<PoolOwner> weak = owner_;
     // Weak: the pool owns its connections, so a strong reference back from
     // each connection's callback would be a cycle that outlives the pool
@@ -369,6 +370,23 @@ std::shared_ptr<Connection> HostPool::Pick(std::optional<int64_t> token, const s
   MutexLock l(&mu_);
   std::optional<int> shard;
   if (token && sharding_) shard = sharding_->ShardOf(*token);
+  const size_t in_use = std::min(in_use_, conns_.size());
+  if (!shard && in_use > kExactPickUpTo) {
+    // Many connections: the less loaded of two in use picked at random (the
+    // "power of two choices": loads stay within a few requests of the least
+    // loaded's, where a scan of every connection per request touches a cache
+    // line each). Falls back to the scan below when neither is usable.
+    const size_t a = static_cast<size_t>(NextRandom() % in_use);
+    size_t b = static_cast<size_t>(NextRandom() % (in_use - 1));
+    if (b >= a) ++b;
+    bool usable[2];
+    for (int k = 0; k < 2; ++k) {
+      const Connection* c = conns_[k == 0 ? a : b].get();
+      usable[k] = !c->closed() && std::find(avoid.begin(), avoid.end(), c) == avoid.end();
+    }
+    if (usable[0] && usable[1]) return conns_[conns_[b]->load() < conns_[a]->load() ? b : a];
+    if (usable[0] || usable[1]) return conns_[usable[0] ? a : b];
+  }
   std::shared_ptr<Connection> best;
   std::tuple<bool, bool, bool, int> best_key{};
   for (size_t i = 0; i < conns_.size(); ++i) {
@@ -391,20 +409,22 @@ HostPool::State HostPool::state() const {
   MutexLock l(&mu_);
   State s;
   s.open_connections = static_cast<int>(conns_.size());
-  for (const auto& c : conns_) s.in_flight += c->in_flight();
-  for (const auto& c : retiring_) s.in_flight += c->in_flight();
+  s.in_flight = in_flight_total_->load(std::memory_order_relaxed);
   s.shards = sharding_ ? sharding_->nr_shards : 0;
   s.last_error = last_error_;
   s.growth_limit = growth_limit_.load(std::memory_order_relaxed);
   return s;
 }
 
-int HostPool::InFlight() const {
-  MutexLock l(&mu_);
-  int n = 0;
-  for (const auto& c : conns_) n += c->in_flight();
-  for (const auto& c : retiring_) n += c->in_flight();
-  return n;
+int HostPool::InFlight() const { return in_flight_total_->load(std::memory_order_relaxed); }
+
+uint64_t HostPool::NextRandom() {
+  // xorshift64: cheap, and good enough to spread picks.
+  uint64_t x = pick_random_;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return pick_random_ = x;
 }
 
 std::string HostPool::last_error() const {

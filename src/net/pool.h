@@ -119,8 +119,12 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   void Close(const Status& why);
   // The connection for a request: not already used by it (`avoid`), then
   // not parked (a surplus over the wanted number, see above), then on the
-  // token's shard, then the least loaded; nullptr when none is open.
+  // token's shard, then the least loaded; nullptr when none is open. With
+  // more than kExactPickUpTo connections in use and no shard to match, the
+  // less loaded of two in use picked at random instead (a full scan only
+  // when neither can take the request).
   std::shared_ptr<Connection> Pick(std::optional<int64_t> token, const std::vector<const Connection*>& avoid);
+  static constexpr size_t kExactPickUpTo = 16;
 
   // Up: has (or had at its last open) a connection. MarkDown(): the cluster
   // says the host is down; plans try it last until a connection opens again.
@@ -140,7 +144,8 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
     std::string last_error;  // why the last open failed or connection closed
   };
   State state() const;
-  // Requests in flight over the pool's connections (retired ones included).
+  // Requests in flight over the pool's connections (retired ones included);
+  // a counter the connections keep, not a scan of them.
   int InFlight() const;
   std::string last_error() const;
   // Calls `f` for every open connection, retired ones included (under the
@@ -168,6 +173,7 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   // closed).
   bool NoteSurplus(int wanted) REQUIRES(mu_);
   bool ShrinksLocked() const REQUIRES(mu_);
+  uint64_t NextRandom() REQUIRES(mu_);
   // Removes conns_[i] and its entries in the parallel vectors.
   void EraseConnection(size_t i) REQUIRES(mu_);
   // The earliest time a connection now parked was parked.
@@ -210,6 +216,9 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   bool trim_scheduled_ GUARDED_BY(mu_) = false;
   std::unique_ptr<asio::steady_timer> trim_timer_ GUARDED_BY(mu_);
   std::string last_error_ GUARDED_BY(mu_);
+  uint64_t pick_random_ GUARDED_BY(mu_) = 0x9e3779b97f4a7c15ULL;  // NextRandom()'s state
+  // Requests in flight over every connection this pool opened (InFlight()).
+  const std::shared_ptr<std::atomic<int>> in_flight_total_ = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace cqlstream::net

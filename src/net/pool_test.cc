@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -251,6 +252,61 @@ TEST(HostPoolTest, ASurplusIsParkedAtOnceAndComesBackWithoutReopening) {
   pool->Close(Status::Cancelled("test over"));
   for (auto& f : replies) ASSERT_EQ(f.wait_for(3s), std::future_status::ready);
   ASSERT_TRUE(Eventually([&] { return owner->closed_connections == 4; }));
+}
+// Many connections in use: Pick() takes the less loaded of two picked at
+// random. It spreads requests over every connection in use, never hands
+// one out when the other choice is idler, never hands out a parked one
+// unless every connection in use is avoided, and the pool's in-flight count
+// (kept by the connections, not scanned) follows the requests.
+TEST(HostPoolTest, ManyConnectionsArePickedByTwoRandomChoices) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request&) { return std::nullopt; });  // never answered
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  constexpr int kOpen = static_cast<int>(HostPool::kExactPickUpTo) + 8;
+  constexpr int kInUse = kOpen - 4;
+  owner->per_host = kOpen;
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), FastReconnect(), owner);
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == kOpen; }, 10000ms));
+  std::vector<const Connection*> order;  // oldest first
+  pool->ForEachConnection([&](const Connection& c) { order.push_back(&c); });
+  ASSERT_EQ(order.size(), static_cast<size_t>(kOpen));
+  owner->per_host = kInUse;  // the 4 newest are parked
+  pool->Fill();
+
+  // Five requests in flight on the oldest.
+  std::vector<const Connection*> all_but_oldest(order.begin() + 1, order.end());
+  auto busy = pool->Pick(std::nullopt, all_but_oldest);
+  ASSERT_NE(busy, nullptr);
+  ASSERT_EQ(busy.get(), order[0]);
+  std::vector<std::future<StatusOr<Reply>>> replies;
+  for (int i = 0; i < 5; ++i) replies.push_back(SendQuery(busy, "Q" + std::to_string(i)));
+  ASSERT_TRUE(Eventually([&] { return pool->InFlight() == 5; }));
+  EXPECT_EQ(pool->state().in_flight, 5);
+
+  std::map<const Connection*, int> picked;
+  for (int i = 0; i < 2000; ++i) {
+    auto c = pool->Pick(std::nullopt, {});
+    ASSERT_NE(c, nullptr);
+    ++picked[c.get()];
+  }
+  EXPECT_EQ(picked.count(order[0]), 0u) << "the busy connection was picked over an idle one";
+  for (int i = 1; i < kInUse; ++i) EXPECT_GT(picked[order[static_cast<size_t>(i)]], 0) << "connection " << i;
+  for (int i = kInUse; i < kOpen; ++i) EXPECT_EQ(picked.count(order[static_cast<size_t>(i)]), 0u) << "parked " << i;
+
+  // Every connection in use avoided: a parked one.
+  std::vector<const Connection*> in_use(order.begin(), order.begin() + kInUse);
+  auto spare = pool->Pick(std::nullopt, in_use);
+  ASSERT_NE(spare, nullptr);
+  EXPECT_TRUE(std::find(order.begin() + kInUse, order.end(), spare.get()) != order.end());
+
+  pool->Close(Status::Cancelled("test over"));
+  for (auto& r : replies) {
+    ASSERT_EQ(r.wait_for(3s), std::future_status::ready);
+    EXPECT_FALSE(r.get().ok());
+  }
+  EXPECT_EQ(pool->InFlight(), 0);
 }
 
 // Connections that finish opening after the number fell are parked too,
