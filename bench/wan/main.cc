@@ -25,25 +25,26 @@ using cqlstream::wan::FormatBytes;
 using cqlstream::wan::MappingStats;
 using cqlstream::wan::Proxy;
 
-// How late the delay line released the mapping's bytes since the start:
-// bytes per bucket (bench/run_lib/harness.py diffs them per run) and the
-// median and 99th percentile bucket bounds.
-void PrintLateness(const MappingStats& s) {
+// How late the delay line released the mapping's bytes since the start, for
+// the end of its stats line: bytes per bucket (bench/run_lib/harness.py diffs
+// them per run) and the median and 99th percentile bucket bounds; empty when
+// nothing was timed.
+std::string Lateness(const MappingStats& s) {
   uint64_t total = 0;
   for (uint64_t b : s.late_bytes) total += b;
-  if (total == 0) return;
-  std::string buckets;
+  if (total == 0) return {};
+  std::string out = "  released late (bytes)";
   for (size_t i = 0; i < cqlstream::wan::kLateBuckets; ++i) {
-    buckets += i + 1 < cqlstream::wan::kLateBuckets
-                   ? fmt::format(" <={}ms:{}", cqlstream::wan::kLateBucketMs[i], s.late_bytes[i])
-                   : fmt::format(" >{}ms:{}", cqlstream::wan::kLateBucketMs[i - 1], s.late_bytes[i]);
+    out += i + 1 < cqlstream::wan::kLateBuckets
+               ? fmt::format(" <={}ms:{}", cqlstream::wan::kLateBucketMs[i], s.late_bytes[i])
+               : fmt::format(" >{}ms:{}", cqlstream::wan::kLateBucketMs[i - 1], s.late_bytes[i]);
   }
   auto bound = [&](double q) {
     const double ms = s.LateQuantileMs(q);
     return std::isinf(ms) ? fmt::format(">{} ms", cqlstream::wan::kLateBucketMs[cqlstream::wan::kLateBuckets - 2])
                           : fmt::format("<={} ms", ms);
   };
-  fmt::print("[wan]   {}  released late (bytes){}  p50 {}, p99 {}\n", s.name, buckets, bound(0.5), bound(0.99));
+  return out + fmt::format(" p50 {}, p99 {}", bound(0.5), bound(0.99));
 }
 
 struct Printer {
@@ -64,10 +65,9 @@ struct Printer {
       auto rate = [dt](uint64_t a, uint64_t b) { return dt > 0 ? (b - a) / dt / 1e6 : 0.0; };
       fmt::print(
           "[wan]   {}  conns {} active / {} total / {} connect failed / {} errors  up {} ({:.1f} "
-          "MB/s)  down {} ({:.1f} MB/s)\n",
+          "MB/s)  down {} ({:.1f} MB/s){}\n",
           s.name, s.active, s.accepted, s.connect_failures, s.errors, FormatBytes(s.bytes_up),
-          rate(up0, s.bytes_up), FormatBytes(s.bytes_down), rate(down0, s.bytes_down));
-      PrintLateness(s);
+          rate(up0, s.bytes_up), FormatBytes(s.bytes_down), rate(down0, s.bytes_down), Lateness(s));
     }
     std::fflush(stdout);
     prev = std::move(stats);

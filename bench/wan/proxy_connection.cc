@@ -49,6 +49,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                        ? std::numeric_limits<size_t>::max()
                        : static_cast<size_t>(std::max<uint64_t>(
                              kMinSerialUnit, o.rate_bytes_per_sec / kSerialUnitsPerSecond));
+    timer_grid_ = std::min(o.delay / kTimerGridPerDelay, kMaxTimerGrid);
     pipe_bytes_ = w == 0 ? static_cast<size_t>(kKernelPipeBytes)
                          : static_cast<size_t>(std::min<uint64_t>(w, kKernelPipeBytes));
     mode_ = proxy_->untimed() ? (o.zero_copy ? Mode::kPassThrough : Mode::kTimedCopy)
@@ -170,7 +171,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (p.wait_credit && !p.reading && !p.src_eof) {
       next = std::min(next, p.model.TimeCreditReaches(credit_wakeup_));
     }
-    if (next == TimePoint::max() || next >= p.armed) return;
+    if (next == TimePoint::max()) return;
+    if (timer_grid_.count() > 0) {
+      const auto since = next.time_since_epoch();
+      const auto rem = since % timer_grid_;
+      if (rem.count() > 0) next += timer_grid_ - rem;
+    }
+    if (next >= p.armed) return;
     p.armed = next;
     const uint64_t gen = ++p.timer_gen;
     p.timer.expires_at(next);
@@ -474,6 +481,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t credit_wakeup_ = kCreditWakeup;
   size_t serial_unit_ = std::numeric_limits<size_t>::max();
   size_t pipe_bytes_ = kKernelPipeBytes;
+  Nanos timer_grid_{0};  // see kTimerGridPerDelay
   bool closed_ = false;
 };
 

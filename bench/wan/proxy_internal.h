@@ -41,6 +41,13 @@ using asio::ip::tcp;
 // may come this much early); keeps bursts of chunks from costing one timer
 // wake-up each.
 constexpr Nanos kTimerSlack = std::chrono::microseconds(50);
+// Timers are armed on a grid of min(D / kTimerGridPerDelay, kMaxTimerGrid)
+// (D: the one-way delay), rounded up: the pipes due within one grid step
+// wake together, so at long delays the I/O thread wakes (and, at real-time
+// priority, preempts whatever runs on its core) about once per step rather
+// than once per chunk, for a release at most 1% of D late.
+constexpr int64_t kTimerGridPerDelay = 100;
+constexpr Nanos kMaxTimerGrid = std::chrono::milliseconds(1);
 // A read never starts into less free space than this: a new buffer is taken.
 constexpr size_t kMinRead = 16 << 10;
 // A pipe blocked on its window waits until at least min(kCreditWakeup,
