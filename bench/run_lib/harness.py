@@ -186,12 +186,29 @@ def s3_env(endpoint):
 STATS_RE = re.compile(r"\[wan\]\s+(\S+)->(\S+)\s+conns (\d+) active / (\d+) total.*?up ([\d.]+) (\w+).*?"
                       r"down ([\d.]+) (\w+)")
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+# The end of a stats line: bytes the delay line released up to each bound (ms)
+# after their time, and beyond the last (cqlstream-wan's kLateBucketMs).
+LATE_RE = re.compile(r"(<=|>)([\d.]+)ms:(\d+)")
+
+
+def late_quantile_ms(buckets, q):
+    """The smallest bucket bound under which fraction q of the bytes were released; inf for the last
+    bucket, None when nothing was timed. buckets: [(bound_ms, bytes)] with the last bound "beyond"."""
+    total = sum(b for _, b in buckets)
+    if not total:
+        return None
+    seen = 0
+    for i, (bound, b) in enumerate(buckets):
+        seen += b
+        if i + 1 < len(buckets) and seen >= q * total:
+            return bound
+    return float("inf")
 
 
 class Proxy:
     """cqlstream-wan with two mappings; parses its stats lines."""
 
-    def __init__(self, rtt, rate, raw_dir):
+    def __init__(self, rtt, rate, raw_dir, rt_priority=None):
         self.stats = {}
         self.cond = threading.Condition()
         self.seq = 0
@@ -201,6 +218,8 @@ class Proxy:
                "--map", f"{PROXY_IP}:{S3[1]}={S3[0]}:{S3[1]}"]
         if rate:
             cmd += ["--rate-mbit", str(rate)]
+        if rt_priority is not None:
+            cmd += ["--rt-priority", str(rt_priority)]
         log("$ " + " ".join(cmd))
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   start_new_session=True)
@@ -229,7 +248,8 @@ class Proxy:
                     self.stats[(m.group(1), m.group(2))] = dict(
                         total_conns=int(m.group(4)),
                         up=float(m.group(5)) * UNITS.get(m.group(6), 1),
-                        down=float(m.group(7)) * UNITS.get(m.group(8), 1))
+                        down=float(m.group(7)) * UNITS.get(m.group(8), 1),
+                        late=[(float(b), int(n)) for _, b, n in LATE_RE.findall(line[m.end():])])
                     self.seq += 1
                     self.cond.notify_all()
 

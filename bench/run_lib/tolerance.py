@@ -11,7 +11,10 @@ median, median client CPU s/GB and µs per image (the loader's own figure over
 its measured epochs), and the per-process CPU split of bench/cpu_split.sh —
 CPU seconds of the Cassandra node, of the emulator and of the loader process
 over the whole run (warm-up included), per GB read — with the load average
-before each run.
+before each run, and how late the emulator's delay line released the run's
+bytes (the 99th percentile's bucket bound: the emulated path was that much
+longer for 1% of the bytes). --emulator-rt-priority 0 runs the emulator at
+normal priority (it then preempts the loader less, and is late more).
 
 Outputs (OUT = bench/results, or bench/results/raw/quick with --quick):
   OUT/tolerance.md   the table (also printed)
@@ -67,17 +70,21 @@ def run_once(cfg, dataset, rtt, rate, run, proxy):
     run_cfg.epochs = epochs_of(cfg, rate)
     cmd, _ = harness.loader_command(run_cfg, "cqlstream", dataset)
     npid = node_pid()
+    late0 = late_buckets(proxy.snapshot())
     n0, w0, l0, t0 = proc_cpu(npid), proc_cpu(proxy.p.pid), loadavg(), time.time()
     rc, out, err, loader_cpu = run_cqlstream(cmd, cfg.loader_timeout)
     wall = time.time() - t0
     n1, w1 = proc_cpu(npid), proc_cpu(proxy.p.pid)
+    late1 = late_buckets(proxy.snapshot())
+    late = [(bound, n - (late0[i][1] if i < len(late0) else 0)) for i, (bound, n) in enumerate(late1)]
     res = None
     for line in out.splitlines():
         if line.startswith("{"):
             res = json.loads(line)
     rec = dict(dataset=dataset, rtt_ms=rtt, rate_mbit=rate, run=run, wall_s=round(wall, 1), load_before=l0,
                load_after=loadavg(), node_cpu_s=None, emulator_cpu_s=None, loader_cpu_s=round(loader_cpu, 2),
-               result=res)
+               emulator_late_p50_ms=harness.late_quantile_ms(late, 0.5),
+               emulator_late_p99_ms=harness.late_quantile_ms(late, 0.99), result=res)
     if None in (n0, n1, w0, w1):
         # The node (restarted by someone) or the emulator went away during
         # the run: its figures are not comparable with the others.
@@ -93,14 +100,26 @@ def run_once(cfg, dataset, rtt, rate, run, proxy):
     return rec
 
 
-def measure(cfg, points, runs, raw):
+def late_buckets(snapshot):
+    """The emulator's lateness buckets [(bound ms, bytes)] summed over its mappings (a snapshot's totals)."""
+    total = []
+    for v in snapshot.values():
+        for i, (bound, n) in enumerate(v.get("late", [])):
+            if i < len(total):
+                total[i] = (bound, total[i][1] + n)
+            else:
+                total.append((bound, n))
+    return total
+
+
+def measure(cfg, points, runs, raw, rt_priority=None):
     """Every (dataset, rate, RTT) point RUNS times, one proxy per (rate, RTT)."""
     records = []
     by_proxy = {}
     for d, rate, rtt in points:
         by_proxy.setdefault((rate, rtt), []).append(d)
     for (rate, rtt), datasets in by_proxy.items():
-        proxy = harness.Proxy(rtt, rate, raw)
+        proxy = harness.Proxy(rtt, rate, raw, rt_priority)
         try:
             for d in datasets:
                 for r in range(1, runs + 1):
@@ -142,6 +161,7 @@ def rows_of(records, cfg, points):
                          node_s_per_gb=med([r["node_cpu_s"] / gb for r in ok]),
                          emulator_s_per_gb=med([r["emulator_cpu_s"] / gb for r in ok]),
                          loader_s_per_gb=med([r["loader_cpu_s"] / gb for r in ok if r["loader_cpu_s"] is not None]),
+                         emulator_late_p99_ms=med([r.get("emulator_late_p99_ms") for r in ok]),
                          per_run="; ".join(f"{r['result']['images_per_s']:,.0f} @ {r['load_before']}" if r["result"]
                                            else f"failed @ {r['load_before']}" for r in recs)))
     for row in rows:
@@ -154,12 +174,19 @@ def rows_of(records, cfg, points):
 
 COLUMNS = ["dataset", "rate_mbit", "rtt_ms", "runs", "failed", "images_per_s", "fraction_of_rtt0", "mb_per_s",
            "cpu_s_per_gb", "cpu_us_per_image", "connections", "node_s_per_gb", "emulator_s_per_gb", "loader_s_per_gb",
-           "per_run"]
+           "emulator_late_p99_ms", "per_run"]
 
 
 def count(v):
     """v as a whole number with thousands separators; NaN as empty."""
     return "" if v != v else f"{v:,.0f}"
+
+
+def late_ms(v):
+    """A lateness bound for the table: '>100' for the last bucket, 0 when nothing was timed."""
+    if v is None or v != v:
+        return "0"
+    return ">100" if v == float("inf") else f"{v:g}"
 
 
 def markdown(rows, meta):
@@ -168,21 +195,24 @@ def markdown(rows, meta):
           f"{meta['load_end']} at the end. cqlstream bench (out-of-order, automatic window), batch "
           f"{meta['batch_size']}, 1 warm-up + {meta['epochs']} measured epochs per run ({meta['capped_epochs']} in the "
           f"rate-capped series), {meta['runs']} runs per point, "
-          "through cqlstream-wan with W = 4 MiB per connection. images/s, MB/s and client CPU: medians over the "
+          f"through cqlstream-wan with W = 4 MiB per connection, its I/O threads {meta['emulator_priority']}. images/s, MB/s and client CPU: medians over the "
           "runs of each run's median epoch; of RTT 0: over the same series' RTT-0 median. CPU split: CPU seconds "
           "of the Cassandra node, the emulator and the loader process over the whole run (warm-up included) per "
           "GB read, medians (the node's figure counts all its work: meaningful only when nothing else uses the node). "
+          "Emulator late p99: the bucket bound (ms) under which the emulator's delay line released 99% of a run's "
+          "bytes after their time (the emulated path was longer by up to that for 1% of the bytes), median over the "
+          "runs; 0 where nothing is timed (RTT 0 uncapped is a pass-through). "
           "Per run: images/s @ load average (1/5/15 min) before it.", "",
           "| data set | rate | RTT ms | images/s | of RTT 0 | MB/s | client CPU s/GB | client CPU µs/image | "
-          "connections | node s/GB | emulator s/GB | loader s/GB | runs (images/s @ load) |",
-          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+          "connections | node s/GB | emulator s/GB | loader s/GB | emulator late p99 ms | runs (images/s @ load) |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         rate = f"{r['rate_mbit']} Mbit/s" if r["rate_mbit"] else "uncapped"
         md.append(f"| {r['dataset']} | {rate} | "
                   f"{r['rtt_ms']} | {count(r['images_per_s'])} | {fmt(r['fraction_of_rtt0'], 2)} | "
                   f"{fmt(r['mb_per_s'], 1)} | {fmt(r['cpu_s_per_gb'], 2)} | {fmt(r['cpu_us_per_image'], 1)} | "
                   f"{fmt(r['connections'], 0)} | {fmt(r['node_s_per_gb'], 2)} | {fmt(r['emulator_s_per_gb'], 2)} | "
-                  f"{fmt(r['loader_s_per_gb'], 2)} | {r['per_run']}" + (f" ({r['failed']} failed)" if r['failed'] else "")
+                  f"{fmt(r['loader_s_per_gb'], 2)} | {late_ms(r['emulator_late_p99_ms'])} | {r['per_run']}" + (f" ({r['failed']} failed)" if r['failed'] else "")
                   + " |")
     return md
 
@@ -198,6 +228,8 @@ def parse_args(argv):
     ap.add_argument("--rtts", default="0,100,200", help="JPEG RTTs in ms (default 0,100,200)")
     ap.add_argument("--fashion-rtts", default="0,100", help="Fashion-MNIST RTTs in ms (default 0,100; '' for none)")
     ap.add_argument("--rates", default="0,1000", help="JPEG rate series in Mbit/s, 0 = uncapped (default 0,1000)")
+    ap.add_argument("--emulator-rt-priority", type=int, default=None,
+                    help="the emulator's SCHED_FIFO priority (default: its own, 10; 0 = normal scheduling)")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--build-dir", default=None)
     ap.add_argument("--out", default=None)
@@ -224,8 +256,10 @@ def main(argv):
     raw = os.path.join(ROOT, "bench", "results", "raw", f"tolerance-{run_id}")
     os.makedirs(raw, exist_ok=True)
     meta = dict(mode="--quick" if a.quick else "full", run=run_id, load_start=loadavg(), runs=runs,
-                epochs=cfg.epochs, capped_epochs=cfg.capped_epochs, batch_size=cfg.batch_size, machine=f"{os.cpu_count()} CPUs, {platform.release()}")
-    records = measure(cfg, points, runs, raw)
+                epochs=cfg.epochs, capped_epochs=cfg.capped_epochs, batch_size=cfg.batch_size, machine=f"{os.cpu_count()} CPUs, {platform.release()}",
+                emulator_priority="at normal priority" if a.emulator_rt_priority == 0 else
+                f"at SCHED_FIFO priority {10 if a.emulator_rt_priority is None else a.emulator_rt_priority}")
+    records = measure(cfg, points, runs, raw, a.emulator_rt_priority)
     meta["load_end"] = loadavg()
     with open(os.path.join(raw, "records.json"), "w") as f:
         json.dump(dict(meta=meta, info=cfg.info, records=records), f, indent=1)
