@@ -183,7 +183,8 @@ void Connection::Handshake(OpenCallback cb) {
 }
 
 void Connection::SendInternal(cql::RequestFrame f, std::function<void(StatusOr<Reply>)> next) {
-  Send(std::move(f), nullptr, opts_.transport.connect_timeout, std::move(next));
+  Submit(std::make_shared<const cql::RequestFrame>(std::move(f)), nullptr, opts_.transport.connect_timeout,
+         std::move(next), /*pooled=*/false);
 }
 
 // --- Submission (any thread) -----------------------------------------------
@@ -195,6 +196,11 @@ void Connection::Send(cql::RequestFrame frame, std::shared_ptr<cql::CellSink> si
 
 void Connection::Send(std::shared_ptr<const cql::RequestFrame> frame, std::shared_ptr<cql::CellSink> sink,
                       std::chrono::milliseconds timeout, ReplyCallback callback) {
+  Submit(std::move(frame), std::move(sink), timeout, std::move(callback), /*pooled=*/true);
+}
+
+void Connection::Submit(std::shared_ptr<const cql::RequestFrame> frame, std::shared_ptr<cql::CellSink> sink,
+                        std::chrono::milliseconds timeout, ReplyCallback callback, bool pooled) {
   if (frame == nullptr || frame->bytes.size() < cql::kHeaderSize) {
     // An encoder's bug, never the server's: nothing is sent.
     Status why = Status::Internal(fmt::format("request to {}: a frame of {} bytes has no header", peer_,
@@ -203,8 +209,8 @@ void Connection::Send(std::shared_ptr<const cql::RequestFrame> frame, std::share
     return;
   }
   Request r{std::move(frame), std::move(sink), std::chrono::steady_clock::now() + timeout, timeout,
-            std::move(callback)};
-  CountInFlight(1);
+            std::move(callback), pooled};
+  CountInFlight(1, pooled);
   bool post = false;
   {
     MutexLock l(&submit_mu_);
@@ -236,7 +242,7 @@ void Connection::DrainSubmitted() {
 
 void Connection::Admit(Request&& r) {
   if (closed()) {
-    CountInFlight(-1);
+    CountInFlight(-1, r.pooled);
     r.callback(close_reason_);
     return;
   }
@@ -256,6 +262,7 @@ void Connection::Admit(Request&& r) {
   s.sink = std::move(r.sink);
   s.callback = std::move(r.callback);
   s.deadline = r.deadline;
+  s.pooled = r.pooled;
   deadlines_[r.timeout.count()].push_back(Deadline{r.deadline, id, s.generation});
   const cql::RequestFrame& frame = *r.frame;
   const bool copy = frame.size() <= kCopiedFrameBytes;
@@ -398,8 +405,9 @@ void Connection::Dispatch(cql::DecodedFrame&& f) {
     rep.response = std::move(r).value();
   }
   ReplyCallback cb = std::move(slot.callback);
+  const bool pooled = slot.pooled;
   FreeSlot(stream);
-  CountInFlight(-1);
+  CountInFlight(-1, pooled);
   cb(std::move(rep));
 }
 
@@ -480,7 +488,7 @@ void Connection::OnTimer() {
       s.sink.reset();
       ReplyCallback cb = std::move(s.callback);
       s.callback = nullptr;
-      CountInFlight(-1);
+      CountInFlight(-1, s.pooled);
       stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
       cb(Status::Timeout(fmt::format("no answer from {} within {} ms", peer_, timeout_ms)));
       if (closed()) return;
@@ -491,8 +499,9 @@ void Connection::OnTimer() {
       if (it->deadline <= now) {
         ReplyCallback cb = std::move(it->callback);
         const auto ms = it->timeout.count();
+        const bool pooled = it->pooled;
         it = waiting_.erase(it);
-        CountInFlight(-1);
+        CountInFlight(-1, pooled);
         stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
         cb(Status::Timeout(fmt::format("no free stream id on the connection to {} within {} ms", peer_, ms)));
         if (closed()) return;
@@ -517,8 +526,9 @@ void Connection::FailAll(const Status& why) {
     Slot& s = slots_[i];
     if (s.state == SlotState::kInFlight) {
       ReplyCallback cb = std::move(s.callback);
-      s = Slot{SlotState::kFree, s.generation, false, nullptr, nullptr, {}};
-      CountInFlight(-1);
+      const bool pooled = s.pooled;
+      s = Slot{SlotState::kFree, s.generation, false, nullptr, nullptr, {}, false};
+      CountInFlight(-1, pooled);
       cb(why);
     } else {
       s.state = SlotState::kFree;
@@ -530,7 +540,7 @@ void Connection::FailAll(const Status& why) {
   while (!waiting_.empty()) {
     Request r = std::move(waiting_.front());
     waiting_.pop_front();
-    CountInFlight(-1);
+    CountInFlight(-1, r.pooled);
     r.callback(why);
   }
   std::vector<Request> batch;
@@ -539,7 +549,7 @@ void Connection::FailAll(const Status& why) {
     batch.swap(submitted_);
   }
   for (auto& r : batch) {
-    CountInFlight(-1);
+    CountInFlight(-1, r.pooled);
     r.callback(why);
   }
 }

@@ -105,9 +105,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::function<void(const cql::Event&)> on_event;
     // Called once when the connection closes after having been opened.
     std::function<void(const Status&)> on_close;
-    // When set, the connection also counts its requests in flight here (a
-    // pool's total over its connections, read without scanning them); the
-    // connection holds a reference, so the counter outlives the pool.
+    // When set, the connection also counts the requests sent through Send()
+    // in flight here (a pool's total over its connections, read without
+    // scanning them; not the handshake's own requests, sent before the pool
+    // hands the connection out); the connection holds a reference, so the
+    // counter outlives the pool.
     std::shared_ptr<std::atomic<int>> in_flight_total;
   };
 
@@ -162,6 +164,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::chrono::steady_clock::time_point deadline;
     std::chrono::milliseconds timeout;
     ReplyCallback callback;
+    bool pooled;  // counted in opts_.in_flight_total (sent through Send())
   };
   enum class SlotState : uint8_t { kFree, kInFlight, kRetired };
   struct Slot {
@@ -171,6 +174,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::shared_ptr<cql::CellSink> sink;
     ReplyCallback callback;
     std::chrono::steady_clock::time_point deadline;
+    bool pooled = false;  // Request::pooled
   };
   struct Deadline {
     std::chrono::steady_clock::time_point at;
@@ -194,6 +198,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void CloseOnIoThread(Status why);
   // Handshake-only: send a request and continue with `next`.
   void SendInternal(cql::RequestFrame f, std::function<void(StatusOr<Reply>)> next);
+  // Both Send()s and SendInternal(): `pooled` as in Request.
+  void Submit(std::shared_ptr<const cql::RequestFrame> frame, std::shared_ptr<cql::CellSink> sink,
+              std::chrono::milliseconds timeout, ReplyCallback callback, bool pooled);
 
   std::unique_ptr<Transport> transport_;
   Options opts_;
@@ -254,10 +261,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::atomic<bool> closed_{false};
   std::atomic<int> in_flight_{0};  // changed only through CountInFlight
-  // in_flight_ and opts_.in_flight_total together.
-  void CountInFlight(int delta) {
+  // in_flight_, and opts_.in_flight_total for a request sent through Send().
+  void CountInFlight(int delta, bool pooled) {
     in_flight_.fetch_add(delta, std::memory_order_relaxed);
-    if (opts_.in_flight_total) opts_.in_flight_total->fetch_add(delta, std::memory_order_relaxed);
+    if (pooled && opts_.in_flight_total) opts_.in_flight_total->fetch_add(delta, std::memory_order_relaxed);
   }
   std::atomic<int> retired_count_{0};
   std::atomic<int> stream_slots_{0};  // slots_.size(), for stats()

@@ -45,6 +45,10 @@ class FakeOwner final : public PoolOwner {
   Connection::Options ConnectionOptionsFor(const std::string& address, uint16_t port) override {
     ++opens;
     Connection::Options o;
+    if (!username.empty()) {
+      o.username = username;
+      o.password = Secret("secret");
+    }
     o.transport.host = address;
     o.transport.port = port;
     o.transport.connect_timeout = 1000ms;
@@ -55,6 +59,7 @@ class FakeOwner final : public PoolOwner {
   void OnPoolUp() override { ++ups; }
 
   std::atomic<int> per_host{2};
+  std::string username;  // set before the pool opens anything
   std::atomic<int> opens{0}, closed_connections{0}, ups{0};
   std::atomic<bool> closed_{false};
 
@@ -260,7 +265,13 @@ TEST(HostPoolTest, ASurplusIsParkedAtOnceAndComesBackWithoutReopening) {
 // (kept by the connections, not scanned) follows the requests.
 TEST(HostPoolTest, ManyConnectionsArePickedByTwoRandomChoices) {
   FakeServer srv;
-  srv.SetHandler([](const testing::Request&) { return std::nullopt; });  // never answered
+  // Only "answered" is answered.
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    if (r.query != "answered") return std::nullopt;
+    cql::Bytes void_result;
+    cql::Writer(&void_result).Int(0x0001);
+    return testing::Frame(cql::Opcode::kResult, r.header.stream, void_result);
+  });
   IoPool io(1);
   auto owner = std::make_shared<FakeOwner>(&io);
   constexpr int kOpen = static_cast<int>(HostPool::kExactPickUpTo) + 8;
@@ -301,12 +312,53 @@ TEST(HostPoolTest, ManyConnectionsArePickedByTwoRandomChoices) {
   ASSERT_NE(spare, nullptr);
   EXPECT_TRUE(std::find(order.begin() + kInUse, order.end(), spare.get()) != order.end());
 
+  // A request that times out gives its count back. (An answer to a later
+  // request keeps its connection from being taken for dead.)
+  auto other = pool->Pick(std::nullopt, {});
+  ASSERT_NE(other, nullptr);
+  auto frame = cql::EncodeQuery("late", cql::QueryParameters{});
+  ASSERT_TRUE(frame.ok());
+  std::promise<StatusOr<Reply>> timed_out;
+  other->Send(std::move(*frame), nullptr, 300ms, [&](StatusOr<Reply> r) { timed_out.set_value(std::move(r)); });
+  auto late = timed_out.get_future();
+  auto answered = SendQuery(other, "answered");
+  ASSERT_EQ(answered.wait_for(3s), std::future_status::ready);
+  EXPECT_TRUE(answered.get().ok());
+  ASSERT_EQ(late.wait_for(3s), std::future_status::ready);
+  EXPECT_EQ(late.get().status().code(), Status::Code::kTimeout);
+  EXPECT_FALSE(other->closed());
+  EXPECT_EQ(pool->InFlight(), 5);
+
   pool->Close(Status::Cancelled("test over"));
   for (auto& r : replies) {
     ASSERT_EQ(r.wait_for(3s), std::future_status::ready);
     EXPECT_FALSE(r.get().ok());
   }
   EXPECT_EQ(pool->InFlight(), 0);
+}
+
+// The handshake's own requests (here an AUTH_RESPONSE the server never
+// answers) are not the pool's requests in flight: a host whose connections
+// are still opening does not look busier to load balancing.
+TEST(HostPoolTest, HandshakesInProgressAreNotRequestsInFlight) {
+  FakeServer srv;
+  srv.SetRequireAuth(true);
+  srv.SetHandler([](const testing::Request&) { return std::nullopt; });  // never answered
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  owner->username = "cassandra";
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), FastReconnect(), owner);
+  pool->Fill();
+  auto auth_responses = [&] {
+    int n = 0;
+    for (const auto& r : srv.requests()) n += r.header.opcode == cql::Opcode::kAuthResponse;
+    return n;
+  };
+  ASSERT_TRUE(Eventually([&] { return auth_responses() == 2; }));
+  EXPECT_EQ(pool->state().open_connections, 0);
+  EXPECT_EQ(pool->InFlight(), 0);
+  EXPECT_EQ(pool->state().in_flight, 0);
+  pool->Close(Status::Cancelled("test over"));
 }
 
 // Connections that finish opening after the number fell are parked too,
