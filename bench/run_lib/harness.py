@@ -192,8 +192,9 @@ LATE_RE = re.compile(r"(<=|>)([\d.]+)ms:(\d+)")
 
 
 def late_quantile_ms(buckets, q):
-    """The smallest bucket bound under which fraction q of the bytes were released; inf for the last
-    bucket, None when nothing was timed. buckets: [(bound_ms, bytes)] with the last bound "beyond"."""
+    """The smallest bucket bound under which fraction q of the bytes were released; the string ">B" (B: the
+    last bound) for the last bucket, None when nothing was timed. buckets: [(bound_ms, bytes)] with the last
+    bound "beyond" (strings rather than inf keep records.json strict JSON)."""
     total = sum(b for _, b in buckets)
     if not total:
         return None
@@ -202,7 +203,7 @@ def late_quantile_ms(buckets, q):
         seen += b
         if i + 1 < len(buckets) and seen >= q * total:
             return bound
-    return float("inf")
+    return f">{buckets[-1][0]:g}"
 
 
 class Proxy:
@@ -224,6 +225,7 @@ class Proxy:
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   start_new_session=True)
         self.listening = 0
+        self.rt_refused = False  # it printed that it runs without the SCHED_FIFO priority asked for
         self.t = threading.Thread(target=self._read, daemon=True)
         self.t.start()
         t0 = time.time()
@@ -242,6 +244,8 @@ class Proxy:
             self.logf.flush()
             if "listening" in line:
                 self.listening += 1
+            if "no SCHED_FIFO priority" in line:
+                self.rt_refused = True
             m = STATS_RE.search(line)
             if m:
                 with self.cond:

@@ -120,10 +120,12 @@ def measure(cfg, points, runs, raw, rt_priority=None):
         by_proxy.setdefault((rate, rtt), []).append(d)
     for (rate, rtt), datasets in by_proxy.items():
         proxy = harness.Proxy(rtt, rate, raw, rt_priority)
+        time.sleep(0.1)  # its warning about a refused priority, if any, comes after "listening"
         try:
             for d in datasets:
                 for r in range(1, runs + 1):
                     rec = run_once(cfg, d, rtt, rate, r, proxy)
+                    rec["emulator_rt_refused"] = proxy.rt_refused
                     records.append(rec)
                     res = rec["result"]
                     log(f"{d} rate {rate} RTT {rtt} run {r}: " + (
@@ -161,7 +163,7 @@ def rows_of(records, cfg, points):
                          node_s_per_gb=med([r["node_cpu_s"] / gb for r in ok]),
                          emulator_s_per_gb=med([r["emulator_cpu_s"] / gb for r in ok]),
                          loader_s_per_gb=med([r["loader_cpu_s"] / gb for r in ok if r["loader_cpu_s"] is not None]),
-                         emulator_late_p99_ms=med([r.get("emulator_late_p99_ms") for r in ok]),
+                         emulator_late_p99_ms=late_median([r.get("emulator_late_p99_ms") for r in ok]),
                          per_run="; ".join(f"{r['result']['images_per_s']:,.0f} @ {r['load_before']}" if r["result"]
                                            else f"failed @ {r['load_before']}" for r in recs)))
     for row in rows:
@@ -182,11 +184,21 @@ def count(v):
     return "" if v != v else f"{v:,.0f}"
 
 
+def late_median(values):
+    """The median of the runs' lateness bounds (bucket bounds in ms, or ">100" for the last bucket), itself
+    one of them (the higher of the middle two); None when no run timed anything."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return sorted(values, key=lambda v: float("inf") if isinstance(v, str) else v)[len(values) // 2]
+
+
 def late_ms(v):
-    """A lateness bound for the table: '>100' for the last bucket, 0 when nothing was timed."""
-    if v is None or v != v:
+    """A lateness bound for the table: the bucket bound, '>100' for the last bucket, 0 when nothing was
+    timed."""
+    if v is None:
         return "0"
-    return ">100" if v == float("inf") else f"{v:g}"
+    return v if isinstance(v, str) else f"{v:g}"
 
 
 def markdown(rows, meta):
@@ -260,6 +272,9 @@ def main(argv):
                 emulator_priority="at normal priority" if a.emulator_rt_priority == 0 else
                 f"at SCHED_FIFO priority {10 if a.emulator_rt_priority is None else a.emulator_rt_priority}")
     records = measure(cfg, points, runs, raw, a.emulator_rt_priority)
+    if a.emulator_rt_priority != 0 and any(r.get("emulator_rt_refused") for r in records):
+        meta["emulator_priority"] = "at normal priority (the system refused SCHED_FIFO: run as root or with " \
+                                    "CAP_SYS_NICE)"
     meta["load_end"] = loadavg()
     with open(os.path.join(raw, "records.json"), "w") as f:
         json.dump(dict(meta=meta, info=cfg.info, records=records), f, indent=1)

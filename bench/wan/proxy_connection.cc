@@ -49,7 +49,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                        ? std::numeric_limits<size_t>::max()
                        : static_cast<size_t>(std::max<uint64_t>(
                              kMinSerialUnit, o.rate_bytes_per_sec / kSerialUnitsPerSecond));
-    timer_grid_ = std::min(o.delay / kTimerGridPerDelay, kMaxTimerGrid);
+    timer_grid_ = TimerGrid(o.delay);
     pipe_bytes_ = w == 0 ? static_cast<size_t>(kKernelPipeBytes)
                          : static_cast<size_t>(std::min<uint64_t>(w, kKernelPipeBytes));
     mode_ = proxy_->untimed() ? (o.zero_copy ? Mode::kPassThrough : Mode::kTimedCopy)
@@ -172,11 +172,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       next = std::min(next, p.model.TimeCreditReaches(credit_wakeup_));
     }
     if (next == TimePoint::max()) return;
-    if (timer_grid_.count() > 0) {
-      const auto since = next.time_since_epoch();
-      const auto rem = since % timer_grid_;
-      if (rem.count() > 0) next += timer_grid_ - rem;
-    }
+    next = OnTimerGrid(next, timer_grid_);
     if (next >= p.armed) return;
     p.armed = next;
     const uint64_t gen = ++p.timer_gen;

@@ -48,6 +48,17 @@ constexpr Nanos kTimerSlack = std::chrono::microseconds(50);
 // than once per chunk, for a release at most 1% of D late.
 constexpr int64_t kTimerGridPerDelay = 100;
 constexpr Nanos kMaxTimerGrid = std::chrono::milliseconds(1);
+
+// The grid step for one-way delay `delay`; zero: no grid.
+inline Nanos TimerGrid(Nanos delay) { return std::min(delay / kTimerGridPerDelay, kMaxTimerGrid); }
+
+// `t` rounded up to a multiple of `grid` (unchanged when grid is zero, or t
+// lies before the clock's epoch: an event already due).
+inline TimePoint OnTimerGrid(TimePoint t, Nanos grid) {
+  if (grid.count() <= 0) return t;
+  const Nanos rem = t.time_since_epoch() % grid;
+  return rem.count() > 0 ? t + (grid - rem) : t;
+}
 // A read never starts into less free space than this: a new buffer is taken.
 constexpr size_t kMinRead = 16 << 10;
 // A pipe blocked on its window waits until at least min(kCreditWakeup,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "wan/bulk.h"
+#include "wan/proxy_internal.h"
 
 namespace cqlstream::wan {
 namespace {
@@ -142,6 +143,29 @@ TEST_P(ProxyTest, DelaysEachDirectionAndChargesTheHandshake) {
   for (uint64_t b : stats[0].late_bytes) late_counted += b;
   EXPECT_EQ(late_counted, 16u);
   EXPECT_TRUE(WaitFor([&] { return proxy->Stats()[0].active == 0; }, 2));
+}
+
+TEST(TimerGridTest, RoundsUpToOnePercentOfTheDelayAtMostAMillisecond) {
+  using proxy_internal::OnTimerGrid;
+  using proxy_internal::TimerGrid;
+  using std::chrono::microseconds;
+  EXPECT_EQ(TimerGrid(milliseconds(0)), Nanos{0});
+  EXPECT_EQ(TimerGrid(milliseconds(5)), microseconds(50));
+  EXPECT_EQ(TimerGrid(milliseconds(50)), microseconds(500));
+  EXPECT_EQ(TimerGrid(milliseconds(100)), milliseconds(1));
+  EXPECT_EQ(TimerGrid(milliseconds(1000)), milliseconds(1));
+  const TimePoint on(milliseconds(7000));
+  EXPECT_EQ(OnTimerGrid(on, milliseconds(1)), on);  // on the grid: unchanged
+  EXPECT_EQ(OnTimerGrid(on + microseconds(1), milliseconds(1)), on + milliseconds(1));
+  EXPECT_EQ(OnTimerGrid(on + microseconds(999), milliseconds(1)), on + milliseconds(1));
+  EXPECT_EQ(OnTimerGrid(on + microseconds(1), Nanos{0}), on + microseconds(1));  // no grid
+  // Events due at about the same time share one wake-up, none is early.
+  for (int us = 1; us <= 1000; us += 37) {
+    const TimePoint t = on + microseconds(us);
+    EXPECT_EQ(OnTimerGrid(t, milliseconds(1)), on + milliseconds(1));
+    EXPECT_GE(OnTimerGrid(t, milliseconds(1)), t);
+  }
+  EXPECT_EQ(OnTimerGrid(TimePoint::min(), milliseconds(1)), TimePoint::min());
 }
 
 TEST(MappingStatsTest, LateQuantilesAreBucketBounds) {
