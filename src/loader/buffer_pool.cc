@@ -28,13 +28,6 @@ uint64_t BatchReservation(int64_t batch_size, int64_t max_size) {
   return b * per + kSlack;
 }
 
-BudgetEstimate EstimateLanded(int64_t in_batches, int64_t pooled_resident, int64_t incoming) {
-  pooled_resident = std::max<int64_t>(pooled_resident, 0);
-  incoming = std::max<int64_t>(incoming, 0);
-  return {std::max<int64_t>(in_batches, 0) + std::max(pooled_resident, incoming),
-          std::max<int64_t>(pooled_resident - incoming, 0)};
-}
-
 StatusOr<std::unique_ptr<BatchBuffer>> BatchBuffer::Reserve(size_t capacity) {
   const size_t cap = RoundUp(std::max<size_t>(capacity, 1), PageSize());
   void* p = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -35,19 +35,6 @@ struct MemoryAccount {
   int64_t total() const { return in_batches.load() + pooled_resident.load(); }
 };
 
-// What a budget check counts: the memory once `incoming` more bytes (the
-// requests in flight that have no place in a batch yet) have landed. They
-// land in the next batches, which are pooled buffers first, so pooled pages
-// they will fill are no extra memory: in_batches + max(pooled, incoming).
-// `shrinkable`: the pooled bytes no incoming byte will fill, the only ones
-// worth giving back to get under the budget (giving back pages the next
-// batch refaults costs a page fault per page and saves nothing).
-struct BudgetEstimate {
-  int64_t landed = 0;
-  int64_t shrinkable = 0;
-};
-BudgetEstimate EstimateLanded(int64_t in_batches, int64_t pooled_resident, int64_t incoming);
-
 // The address space reserved up front for one batch buffer, at most. The
 // catalog's max_size is a hint (batch_size x max_size may be absurd or
 // overflow); the loader gives a sample that does not fit in its batch's

@@ -51,23 +51,5 @@ TEST(BufferPoolTest, TrimsOutliersAndBoundsThePool) {
   EXPECT_LE(account->pooled_resident.load(), static_cast<int64_t>(81u << 20));
 }
 
-// Incoming bytes fill pooled buffers first: pooled pages they will fill are
-// neither counted twice nor worth giving back.
-TEST(BufferPoolTest, IncomingBytesLandInPooledBuffersFirst) {
-  constexpr int64_t M = 1 << 20;
-  auto e = EstimateLanded(100 * M, 280 * M, 440 * M);  // more incoming than pooled
-  EXPECT_EQ(e.landed, 540 * M);
-  EXPECT_EQ(e.shrinkable, 0);
-  e = EstimateLanded(100 * M, 280 * M, 80 * M);  // fewer incoming: 200 MiB of pooled pages stay unused
-  EXPECT_EQ(e.landed, 380 * M);
-  EXPECT_EQ(e.shrinkable, 200 * M);
-  e = EstimateLanded(0, 0, 0);
-  EXPECT_EQ(e.landed, 0);
-  EXPECT_EQ(e.shrinkable, 0);
-  e = EstimateLanded(-5, -5, -5);  // a transiently negative counter counts as nothing
-  EXPECT_EQ(e.landed, 0);
-  EXPECT_EQ(e.shrinkable, 0);
-}
-
 }  // namespace
 }  // namespace cqlstream::loader
