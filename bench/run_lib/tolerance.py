@@ -120,7 +120,7 @@ def measure(cfg, points, runs, raw, rt_priority=None):
         by_proxy.setdefault((rate, rtt), []).append(d)
     for (rate, rtt), datasets in by_proxy.items():
         proxy = harness.Proxy(rtt, rate, raw, rt_priority)
-        time.sleep(0.1)  # its warning about a refused priority, if any, comes after "listening"
+        time.sleep(0.1)  # a margin for its warning about a refused priority (printed before "listening")
         try:
             for d in datasets:
                 for r in range(1, runs + 1):

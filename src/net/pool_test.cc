@@ -74,7 +74,8 @@ PoolConfig FastReconnect() {
 }
 
 // Sends a query on `c`; its reply (or failure) arrives through the future.
-std::future<StatusOr<Reply>> SendQuery(const std::shared_ptr<Connection>& c, const std::string& query) {
+std::future<StatusOr<Reply>> SendQuery(const std::shared_ptr<Connection>& c, const std::string& query,
+                                       std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
   auto done = std::make_shared<std::promise<StatusOr<Reply>>>();
   auto reply = done->get_future();
   auto frame = cql::EncodeQuery(query, cql::QueryParameters{});
@@ -82,7 +83,7 @@ std::future<StatusOr<Reply>> SendQuery(const std::shared_ptr<Connection>& c, con
     done->set_value(frame.status());
     return reply;
   }
-  c->Send(std::move(*frame), nullptr, 10000ms, [done](StatusOr<Reply> r) { done->set_value(std::move(r)); });
+  c->Send(std::move(*frame), nullptr, timeout, [done](StatusOr<Reply> r) { done->set_value(std::move(r)); });
   return reply;
 }
 
@@ -316,15 +317,11 @@ TEST(HostPoolTest, ManyConnectionsArePickedByTwoRandomChoices) {
   // request keeps its connection from being taken for dead.)
   auto other = pool->Pick(std::nullopt, {});
   ASSERT_NE(other, nullptr);
-  auto frame = cql::EncodeQuery("late", cql::QueryParameters{});
-  ASSERT_TRUE(frame.ok());
-  std::promise<StatusOr<Reply>> timed_out;
-  other->Send(std::move(*frame), nullptr, 300ms, [&](StatusOr<Reply> r) { timed_out.set_value(std::move(r)); });
-  auto late = timed_out.get_future();
+  auto late = SendQuery(other, "late", 2000ms);
   auto answered = SendQuery(other, "answered");
-  ASSERT_EQ(answered.wait_for(3s), std::future_status::ready);
+  ASSERT_EQ(answered.wait_for(5s), std::future_status::ready);
   EXPECT_TRUE(answered.get().ok());
-  ASSERT_EQ(late.wait_for(3s), std::future_status::ready);
+  ASSERT_EQ(late.wait_for(5s), std::future_status::ready);
   EXPECT_EQ(late.get().status().code(), Status::Code::kTimeout);
   EXPECT_FALSE(other->closed());
   EXPECT_EQ(pool->InFlight(), 5);
@@ -354,7 +351,7 @@ TEST(HostPoolTest, HandshakesInProgressAreNotRequestsInFlight) {
     for (const auto& r : srv.requests()) n += r.header.opcode == cql::Opcode::kAuthResponse;
     return n;
   };
-  ASSERT_TRUE(Eventually([&] { return auth_responses() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return auth_responses() >= 2; }));
   EXPECT_EQ(pool->state().open_connections, 0);
   EXPECT_EQ(pool->InFlight(), 0);
   EXPECT_EQ(pool->state().in_flight, 0);
