@@ -32,10 +32,7 @@ class AssembledBatch final : public Batch {
 
   ~AssembledBatch() override {
     if (pool) pool->account()->in_batches -= static_cast<int64_t>(side_bytes);
-    if (buf && pool) {
-      pool->account()->in_batches -= static_cast<int64_t>(used);
-      pool->Release(std::move(buf), used);
-    }
+    if (buf && pool) pool->Release(std::move(buf), used);  // gives buf's charge back
   }
   bool InSide(size_t k) const { return k < side.size() && side[k]; }
   // Where sample `k`'s bytes are (its side buffer, or its offset in buf).
@@ -76,10 +73,16 @@ std::shared_ptr<AssembledBatch> BatchAssembler::NewBatch(int capacity, int64_t b
   }
   b->pool = pool_;
   b->Resize(capacity);
+  if (o_.ordered) ordered_open_slots_ += static_cast<uint64_t>(capacity);
   b->build_index = build_index;
   b->epoch = o_.epoch;
   building_[build_index] = b;
   return b;
+}
+
+uint64_t BatchAssembler::OpenSlots() const {
+  if (o_.ordered) return ordered_open_slots_;
+  return open_ ? static_cast<uint64_t>(open_->capacity - open_->reserved) : 0;
 }
 
 // Ordered mode: the batch that holds `seq`, opened on first use (the last
@@ -108,6 +111,7 @@ Status BatchAssembler::Place(AssembledBatch& b, int slot, uint64_t size, uint8_t
     b.offsets[k] = b.used;
     *data = b.buf->data() + b.used;
     b.used += size;
+    pool_->Charge(*b.buf, b.used);  // pages a recycled buffer kept are charged already
     return Status::OK();
   }
   auto side = BatchBuffer::Reserve(static_cast<size_t>(size));
@@ -117,6 +121,7 @@ Status BatchAssembler::Place(AssembledBatch& b, int slot, uint64_t size, uint8_t
   *data = (*side)->data();
   b.side[k] = std::move(*side);
   b.side_bytes += size;
+  pool_->account()->in_batches += static_cast<int64_t>(size);
   return Status::OK();
 }
 
@@ -143,9 +148,9 @@ StatusOr<Slot> BatchAssembler::Reserve(uint64_t seq, SampleKey key, uint64_t siz
   slot.size = size;
   const size_t k = static_cast<size_t>(slot.index);
   b.reserved++;
+  if (o_.ordered) ordered_open_slots_--;
   b.seqs[k] = seq;
   b.keys[k] = key;
-  pool_->account()->in_batches += static_cast<int64_t>(size);
   unslotted_--;
   if (!o_.ordered && b.reserved == b.capacity) {
     b.sealed = true;
@@ -200,6 +205,7 @@ void BatchAssembler::MarkUnslottedHole(uint64_t seq, std::shared_ptr<AssembledBa
     (*b)->seqs[k] = seq;
     (*b)->holes++;
     (*b)->reserved++;
+    ordered_open_slots_--;
     return;
   }
   if (open_ && open_->capacity > open_->reserved + static_cast<int>(unslotted_)) {
@@ -282,7 +288,8 @@ Status BatchAssembler::Finalize(AssembledBatch& b) {
       }
       pool_->Release(std::move(b.buf), b.used);
       b.buf = std::move(*nb);
-      account.in_batches -= static_cast<int64_t>(b.used + b.side_bytes - at);
+      pool_->Charge(*b.buf, at);
+      account.in_batches -= static_cast<int64_t>(b.side_bytes);
       b.used = at;
       b.side.clear();
       b.side_bytes = 0;
@@ -296,8 +303,7 @@ Status BatchAssembler::Finalize(AssembledBatch& b) {
       b.offsets[k] = at;
       at += b.sizes[k];
     }
-    account.in_batches -= static_cast<int64_t>(b.used - at);
-    b.used = at;
+    b.used = at;  // the pages stay resident, and charged, until the batch is released
   }
   auto pick = [&](auto& v) {
     std::remove_reference_t<decltype(v)> out;

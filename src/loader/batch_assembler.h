@@ -27,9 +27,11 @@
 //    for the consumer (TakeError) in the order of failure.
 //  * Memory: batch buffers come from the BufferPool; a sample that does not
 //    fit in its batch's buffer gets a buffer of its own, joined into one
-//    contiguous buffer when the batch is finalized. Reserved bytes are
-//    charged to the pool's MemoryAccount and given back when a handed-out
-//    batch is released (the batch may outlive the assembler and the loader).
+//    contiguous buffer when the batch is finalized. A batch's buffer is
+//    charged to the pool's MemoryAccount for its resident bytes (what a
+//    recycled buffer kept, or what was reserved in it, whichever is more), a
+//    buffer of its own for its size; the charges are given back when a
+//    handed-out batch is released (it may outlive the assembler and loader).
 //  * Checkpoints: the sequence numbers handed out, failed or lost (see
 //    AssemblyProgress::lost) are tracked as a watermark plus the set above it
 //    (done_watermark, done_above).
@@ -102,6 +104,10 @@ class BatchAssembler {
   uint64_t samples() const { return samples_; }
   // Samples neither given a slot nor resolved.
   uint64_t unslotted() const { return unslotted_; }
+  // Free slots of batches already open: besides new batches, the only place
+  // samples without a slot may land (the open batch out-of-order; every
+  // batch under assembly in ordered mode).
+  uint64_t OpenSlots() const;
 
   // Reserves sample `seq`'s slot for `size` bytes. Fails only when no memory
   // can be had for a new batch or a buffer of its own.
@@ -148,6 +154,7 @@ class BatchAssembler {
   const uint64_t samples_;
   std::shared_ptr<BufferPool> pool_;
   uint64_t unslotted_;
+  uint64_t ordered_open_slots_ = 0;  // ordered: free slots of the batches in building_
   uint64_t resolved_ = 0;
   int64_t batches_opened_ = 0;  // out-of-order: build index of the next batch
   int64_t delivered_ = 0;

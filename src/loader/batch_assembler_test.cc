@@ -223,6 +223,64 @@ TEST_F(AssemblerTest, SamplesThatDoNotFitGetTheirOwnBufferAndAreJoined) {
   }
 }
 
+// The account is the memory the batches hold: a batch assembled in a
+// recycled buffer is charged the pages the buffer kept, though its first
+// samples are fewer bytes; nothing is charged twice and all is given back.
+TEST_F(AssemblerTest, ABatchInARecycledBufferIsChargedItsKeptPages) {
+  const int64_t page = ::sysconf(_SC_PAGESIZE);
+  unit_ = static_cast<uint64_t>(page);  // 4 samples of a page and a bit: 5 pages at least
+  BatchAssembler a = Make(4, false, 8);
+  std::map<uint64_t, Slot> slots;
+  for (uint64_t s : {0, 1, 2, 3}) slots[s] = Reserve(a, s);
+  const int64_t first = account_->in_batches.load();
+  EXPECT_EQ(first, static_cast<int64_t>(4 * unit_ + 0 + 1 + 2 + 3));
+  for (uint64_t s : {0, 1, 2, 3}) Complete(a, slots[s], s);
+  auto b = a.TakeReady();
+  ASSERT_TRUE(b);
+  b.reset();  // back to the pool, its pages kept
+  const int64_t kept = account_->pooled_resident.load();
+  EXPECT_GE(kept, first);
+  EXPECT_EQ(account_->in_batches.load(), 0);
+  // The next batch takes the same buffer: its kept pages are charged as soon
+  // as it is taken, and a first sample within them adds nothing.
+  slots[4] = Reserve(a, 4);
+  EXPECT_EQ(account_->pooled_resident.load(), 0);
+  EXPECT_EQ(account_->in_batches.load(), kept);
+  for (uint64_t s : {5, 6, 7}) slots[s] = Reserve(a, s);
+  EXPECT_EQ(account_->in_batches.load(), std::max<int64_t>(kept, static_cast<int64_t>(4 * unit_ + 4 + 5 + 6 + 0)));
+  for (uint64_t s : {4, 5, 6, 7}) Complete(a, slots[s], s);
+  b = a.TakeReady();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(CheckBatch(*b), (std::vector<uint64_t>{4, 5, 6, 7}));
+  b.reset();
+  EXPECT_EQ(account_->in_batches.load(), 0);
+  EXPECT_GT(account_->pooled_resident.load(), 0);
+}
+
+// OpenSlots: where samples without a slot may land besides new batches.
+TEST_F(AssemblerTest, OpenSlotsAreTheFreeSlotsOfOpenBatches) {
+  {
+    BatchAssembler a = Make(4, false, 8);
+    EXPECT_EQ(a.OpenSlots(), 0u);  // no batch open yet
+    Slot s0 = Reserve(a, 0);
+    EXPECT_EQ(a.OpenSlots(), 3u);
+    Slot s1 = Reserve(a, 1), s2 = Reserve(a, 2), s3 = Reserve(a, 3);
+    EXPECT_EQ(a.OpenSlots(), 0u);  // sealed: the next sample opens a new batch
+  }
+  {
+    BatchAssembler a = Make(2, true, 6);
+    Slot s5 = Reserve(a, 5);  // opens batch 2
+    EXPECT_EQ(a.OpenSlots(), 1u);
+    Slot none;
+    a.Fail(3, KeyOf(3), none, Status::NotFound("gone"));  // opens batch 1 for its hole
+    EXPECT_EQ(a.OpenSlots(), 2u);
+    Slot s0 = Reserve(a, 0);  // opens batch 0
+    EXPECT_EQ(a.OpenSlots(), 3u);
+    Slot s2 = Reserve(a, 2), s4 = Reserve(a, 4), s1 = Reserve(a, 1);
+    EXPECT_EQ(a.OpenSlots(), 0u);
+  }
+}
+
 TEST_F(AssemblerTest, CheckpointBookkeepingFollowsHandOut) {
   BatchAssembler a = Make(2, false, 6);
   std::map<uint64_t, Slot> slots;

@@ -8,13 +8,17 @@
 // typical batch needs (no page faults next time) and gives the rest back to
 // the kernel (madvise(MADV_DONTNEED)).
 //
-// MemoryAccount tracks the bytes charged against the loader's budget:
-// bytes reserved in batches not yet released, plus resident bytes of pooled
-// buffers. It is shared (std::shared_ptr) so that a batch released after the
-// loader is gone still has somewhere to report to.
+// MemoryAccount tracks the bytes charged against the loader's budget: the
+// resident bytes of the batch buffers taken from the pool (what they kept
+// from their last use, or what was reserved in them since, whichever is
+// more: a recycled buffer's unfilled pages are memory too), plus the bytes of
+// buffers of their own, plus resident bytes of pooled buffers. It is shared
+// (std::shared_ptr) so that a batch released after the loader is gone still
+// has somewhere to report to.
 //
 // Thread-safety: BufferPool and MemoryAccount are thread-safe. A BatchBuffer
-// is used by one owner at a time (the loader, then the batch).
+// is used by one owner at a time (the loader, then the batch); Charge and
+// Release touch its charge and are called by that owner only.
 #ifndef CQLSTREAM_LOADER_BUFFER_POOL_H_
 #define CQLSTREAM_LOADER_BUFFER_POOL_H_
 
@@ -30,10 +34,29 @@
 namespace cqlstream::loader {
 
 struct MemoryAccount {
-  std::atomic<int64_t> in_batches{0};      // bytes reserved in live batches
+  std::atomic<int64_t> in_batches{0};      // bytes charged to live batches' buffers
   std::atomic<int64_t> pooled_resident{0}; // resident bytes of buffers in the pool
   int64_t total() const { return in_batches.load() + pooled_resident.load(); }
 };
+
+// What a budget check counts: a bound on the memory once `incoming` more
+// bytes (the requests in flight that have no place in a batch yet) have
+// landed. Up to `into_open` of them land in batches already open (their free
+// slots; counted as new memory, though some may fill pages already charged);
+// the rest open new batches, whose buffers come from the pool first (its
+// pages are charged already, as pooled_resident) and then fresh. So
+// landed = in_batches + max(pooled + into_open, incoming). This holds only
+// because in_batches charges a recycled buffer's kept pages from the moment
+// it leaves the pool, whether or not its batch fills them.
+// `shrinkable`: the pooled bytes no incoming byte will fill, the only ones
+// worth giving back to get under the budget (giving back pages the next
+// batch refaults costs a page fault per page and saves nothing).
+// Negative arguments count as 0; into_open counts as at most incoming.
+struct BudgetEstimate {
+  int64_t landed = 0;
+  int64_t shrinkable = 0;
+};
+BudgetEstimate EstimateLanded(int64_t in_batches, int64_t pooled_resident, int64_t incoming, int64_t into_open);
 
 // The address space reserved up front for one batch buffer, at most. The
 // catalog's max_size is a hint (batch_size x max_size may be absurd or
@@ -62,20 +85,35 @@ class BatchBuffer {
   }
   // Gives pages beyond `keep` bytes back to the kernel.
   void Trim(size_t keep);
+  // Bytes of this buffer charged to MemoryAccount::in_batches (BufferPool).
+  size_t charged() const { return charged_; }
 
  private:
+  friend class BufferPool;
   BatchBuffer(uint8_t* d, size_t c) : data_(d), capacity_(c) {}
   uint8_t* data_;
   size_t capacity_;
   size_t resident_ = 0;
+  size_t charged_ = 0;
 };
 
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
   BufferPool(size_t capacity, int max_pooled, std::shared_ptr<MemoryAccount> account);
-  // A buffer with at least capacity() bytes of address space.
+  // A buffer with at least capacity() bytes of address space (unless a
+  // smaller one was given to Release: see there). A recycled buffer's
+  // resident bytes move from pooled_resident to in_batches.
   StatusOr<std::unique_ptr<BatchBuffer>> Acquire() EXCLUDES(mu_);
-  // Takes a buffer back after a batch of `used` bytes was released.
+  // The first `used` bytes of `b` are (about to be) written: charges
+  // in_batches for what they add to the bytes already charged. `b` is one of
+  // the pool's buffers or one reserved for a batch larger than capacity();
+  // Release gives its charge back. Called by the buffer's owner only.
+  void Charge(BatchBuffer& b, size_t used);
+  // Takes a buffer back after a batch of `used` bytes was released, and
+  // gives its charge back to in_batches. Called by the buffer's owner (it
+  // gives it up). The loader gives back only buffers of capacity() bytes or
+  // more; tests give smaller ones to hand out memory when none can be
+  // mapped, so Acquire's users check capacity().
   void Release(std::unique_ptr<BatchBuffer> b, size_t used) EXCLUDES(mu_);
   // Unmaps pooled buffers until `bytes` of resident memory were given back
   // (or the pool is empty); returns the bytes given back.

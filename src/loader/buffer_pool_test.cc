@@ -51,5 +51,75 @@ TEST(BufferPoolTest, TrimsOutliersAndBoundsThePool) {
   EXPECT_LE(account->pooled_resident.load(), static_cast<int64_t>(81u << 20));
 }
 
+// A recycled buffer's kept pages are charged from the moment it leaves the
+// pool (they are memory whether or not the next batch fills them); bytes
+// written within them add nothing, bytes beyond them add what they add.
+TEST(BufferPoolTest, ARecycledBuffersKeptPagesAreChargedUntilReleased) {
+  auto account = std::make_shared<MemoryAccount>();
+  BufferPool pool(size_t{64} << 20, 2, account);
+  auto a = pool.Acquire();
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(account->in_batches.load(), 0);  // a fresh buffer: nothing resident
+  pool.Charge(**a, 3 << 20);
+  std::memset((*a)->data(), 1, 3 << 20);
+  EXPECT_EQ(account->in_batches.load(), 3 << 20);
+  pool.Release(std::move(*a), 3 << 20);
+  EXPECT_EQ(account->in_batches.load(), 0);
+  const int64_t kept = account->pooled_resident.load();
+  EXPECT_GE(kept, 3 << 20);
+  auto b = pool.Acquire();
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(account->pooled_resident.load(), 0);
+  EXPECT_EQ(account->in_batches.load(), kept);  // moved, not dropped
+  EXPECT_EQ(account->total(), kept);
+  pool.Charge(**b, 1 << 20);  // within the kept pages
+  EXPECT_EQ(account->in_batches.load(), kept);
+  pool.Charge(**b, static_cast<size_t>(kept) + 4096);  // 4 KiB past them
+  EXPECT_EQ(account->in_batches.load(), kept + 4096);
+  EXPECT_EQ((*b)->charged(), static_cast<size_t>(kept) + 4096);
+  pool.Release(std::move(*b), 1 << 20);
+  EXPECT_EQ(account->in_batches.load(), 0);
+  // A buffer reserved outside the pool (a batch joined into one larger than
+  // the pool's buffers) is charged and given back the same way.
+  auto own = BatchBuffer::Reserve(size_t{128} << 20);
+  ASSERT_TRUE(own.ok());
+  pool.Charge(**own, 5000);
+  std::memset((*own)->data(), 2, 5000);
+  EXPECT_EQ(account->in_batches.load(), 5000);
+  pool.Release(std::move(*own), 5000);
+  EXPECT_EQ(account->in_batches.load(), 0);
+}
+
+// Incoming bytes fill free slots of open batches (new memory, as far as
+// the estimate knows) and then new batches, whose buffers are pooled ones
+// first: pooled pages they will fill are neither counted twice nor worth
+// giving back.
+TEST(BufferPoolTest, IncomingBytesLandInOpenBatchesThenInPooledBuffers) {
+  constexpr int64_t M = 1 << 20;
+  auto e = EstimateLanded(100 * M, 280 * M, 440 * M, 0);  // more incoming than pooled
+  EXPECT_EQ(e.landed, 540 * M);
+  EXPECT_EQ(e.shrinkable, 0);
+  e = EstimateLanded(100 * M, 280 * M, 80 * M, 0);  // fewer incoming: 200 MiB of pooled pages stay unused
+  EXPECT_EQ(e.landed, 380 * M);
+  EXPECT_EQ(e.shrinkable, 200 * M);
+  // 50 MiB go to an open batch: only 30 MiB reach pooled buffers.
+  e = EstimateLanded(100 * M, 280 * M, 80 * M, 50 * M);
+  EXPECT_EQ(e.landed, 430 * M);
+  EXPECT_EQ(e.shrinkable, 250 * M);
+  // Everything into open batches (ordered mode, many batches open): the
+  // pool is spared nothing, and counted in full.
+  e = EstimateLanded(100 * M, 280 * M, 440 * M, 440 * M);
+  EXPECT_EQ(e.landed, 820 * M);
+  EXPECT_EQ(e.shrinkable, 280 * M);
+  e = EstimateLanded(100 * M, 280 * M, 440 * M, 900 * M);  // at most all incoming
+  EXPECT_EQ(e.landed, 820 * M);
+  e = EstimateLanded(0, 0, 0, 0);
+  EXPECT_EQ(e.landed, 0);
+  EXPECT_EQ(e.shrinkable, 0);
+  e = EstimateLanded(-5, -5, -5, -5);  // a transiently negative counter counts as nothing
+  EXPECT_EQ(e.landed, 0);
+  EXPECT_EQ(e.shrinkable, 0);
+}
+
 }  // namespace
 }  // namespace cqlstream::loader

@@ -105,20 +105,27 @@ void Loader::Impl::Refill(std::vector<Launch>* out) {
   }
 }
 
-// The byte budget: bytes already placed in batches and pooled buffers, plus
-// what the requests without a slot will bring. Over budget, requests wait for
-// batches to be released, except when nothing is in flight and no batch is
-// ready for the consumer: then one request is allowed, so that progress never
-// depends on the budget.
+// The byte budget: bytes charged to batches (their buffers' resident pages),
+// plus what the requests without a slot will bring: into the free slots of
+// open batches, then into new batches' buffers, pooled ones first
+// (EstimateLanded). Over budget, requests wait for batches to be released,
+// except when nothing is in flight and no batch is ready for the consumer:
+// then one request is allowed, so that progress never depends on the budget.
 bool Loader::Impl::OverBudget() {
-  double est = static_cast<double>(account->total()) +
-               static_cast<double>(in_flight_unslotted + 1) * std::max(avg_size, 1.0);
-  if (est > static_cast<double>(budget) && account->pooled_resident.load() > 0) {
-    // Recycled buffers are the first thing to give up.
-    est -= static_cast<double>(pool->Shrink(static_cast<int64_t>(est) - budget));
+  const double avg = std::max(avg_size, 1.0);
+  const auto incoming = static_cast<int64_t>(static_cast<double>(in_flight_unslotted + 1) * avg);
+  uint64_t open_slots = 0;
+  for (const auto& e : epochs) open_slots += e->batches.OpenSlots();
+  for (const auto& f : fetches) open_slots += f->batches.OpenSlots();
+  const auto into_open = static_cast<int64_t>(std::min(static_cast<double>(open_slots) * avg, static_cast<double>(incoming)));
+  auto est = loader::EstimateLanded(account->in_batches.load(), account->pooled_resident.load(), incoming, into_open);
+  if (est.landed > budget && est.shrinkable > 0) {
+    // Pooled pages no incoming byte will fill are the first thing to give up.
+    pool->Shrink(std::min(est.landed - budget, est.shrinkable));
+    est = loader::EstimateLanded(account->in_batches.load(), account->pooled_resident.load(), incoming, into_open);
   }
   const bool starving = in_flight == 0 && (epochs.empty() || !epochs.front()->batches.HoldsFinishedBatches());
-  return est > static_cast<double>(budget) && !starving;
+  return est.landed > budget && !starving;
 }
 
 // The epoch with samples left to issue: the consumer's, or the one after it
