@@ -21,6 +21,7 @@ class AssembledBatch final : public Batch {
   // into one contiguous buffer when the batch is finalized), and their bytes.
   std::vector<std::unique_ptr<BatchBuffer>> side;
   uint64_t side_bytes = 0;
+  uint64_t side_charged = 0;  // their pages, charged to in_batches
   int capacity = 0, reserved = 0, completed = 0, holes = 0;
   bool sealed = false;  // out-of-order: every slot reserved
   bool tail = false;    // opened for fewer samples than a batch: the epoch's last
@@ -31,7 +32,7 @@ class AssembledBatch final : public Batch {
   std::span<const uint8_t> data() const override { return {buf ? buf->data() : nullptr, used}; }
 
   ~AssembledBatch() override {
-    if (pool) pool->account()->in_batches -= static_cast<int64_t>(side_bytes);
+    if (pool) pool->account()->in_batches -= static_cast<int64_t>(side_charged);
     if (buf && pool) pool->Release(std::move(buf), used);  // gives buf's charge back
   }
   bool InSide(size_t k) const { return k < side.size() && side[k]; }
@@ -121,7 +122,8 @@ Status BatchAssembler::Place(AssembledBatch& b, int slot, uint64_t size, uint8_t
   *data = (*side)->data();
   b.side[k] = std::move(*side);
   b.side_bytes += size;
-  pool_->account()->in_batches += static_cast<int64_t>(size);
+  b.side_charged += PageRound(static_cast<size_t>(size));
+  pool_->account()->in_batches += static_cast<int64_t>(PageRound(static_cast<size_t>(size)));
   return Status::OK();
 }
 
@@ -277,8 +279,13 @@ Status BatchAssembler::Finalize(AssembledBatch& b) {
     // Copy into a fresh buffer in presentation order (ordered mode's one
     // extra copy; a batch with side buffers is joined into one buffer).
     auto nb = cursor <= pool_->capacity() ? pool_->Acquire() : BatchBuffer::Reserve(static_cast<size_t>(cursor));
+    if (nb.ok() && (*nb)->capacity() < cursor) {  // a smaller buffer was given to the pool (tests do)
+      pool_->Release(std::move(*nb), 0);
+      nb = BatchBuffer::Reserve(static_cast<size_t>(cursor));
+    }
     if (!nb.ok() && b.side_bytes > 0) return nb.status();
     if (nb.ok()) {
+      pool_->Charge(**nb, static_cast<size_t>(cursor));  // before the copy: the pages are written now
       uint64_t at = 0;
       for (int i : order) {
         const size_t k = static_cast<size_t>(i);
@@ -288,11 +295,11 @@ Status BatchAssembler::Finalize(AssembledBatch& b) {
       }
       pool_->Release(std::move(b.buf), b.used);
       b.buf = std::move(*nb);
-      pool_->Charge(*b.buf, at);
-      account.in_batches -= static_cast<int64_t>(b.side_bytes);
+      account.in_batches -= static_cast<int64_t>(b.side_charged);
       b.used = at;
       b.side.clear();
       b.side_bytes = 0;
+      b.side_charged = 0;
     }
   } else if (!dense) {
     // Out-of-order: only holes to close; moving down in offset order is safe.

@@ -108,6 +108,8 @@ class BatchAssembler {
   // samples without a slot may land (the open batch out-of-order; every
   // batch under assembly in ordered mode).
   uint64_t OpenSlots() const;
+  // Batches under assembly that may still take samples (at most).
+  uint64_t OpenBatches() const { return o_.ordered ? building_.size() : (open_ ? 1 : 0); }
 
   // Reserves sample `seq`'s slot for `size` bytes. Fails only when no memory
   // can be had for a new batch or a buffer of its own.

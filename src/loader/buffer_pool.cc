@@ -28,14 +28,20 @@ uint64_t BatchReservation(int64_t batch_size, int64_t max_size) {
   return b * per + kSlack;
 }
 
-BudgetEstimate EstimateLanded(int64_t in_batches, int64_t pooled_resident, int64_t incoming, int64_t into_open) {
-  pooled_resident = std::max<int64_t>(pooled_resident, 0);
-  incoming = std::max<int64_t>(incoming, 0);
-  into_open = std::clamp<int64_t>(into_open, 0, incoming);
-  const int64_t into_new = incoming - into_open;
-  return {std::max<int64_t>(in_batches, 0) + std::max(pooled_resident + into_open, incoming),
-          std::max<int64_t>(pooled_resident - into_new, 0)};
+BudgetEstimate EstimateLanded(const BudgetInputs& in) {
+  auto nn = [](int64_t v) { return std::max<int64_t>(v, 0); };
+  const int64_t pooled = nn(in.pooled);
+  const int64_t incoming = nn(in.incoming);
+  const int64_t into_new = incoming - std::clamp<int64_t>(in.into_open, 0, incoming);
+  const int64_t lost = nn(in.partial_batches) * nn(in.batch_bytes);
+  const int64_t credit = std::clamp<int64_t>(std::min(nn(in.reusable), into_new) - lost, 0, pooled);
+  const int64_t batch = nn(in.batch_bytes);
+  const int64_t new_batches = (batch > 0 ? (into_new + batch - 1) / batch : 0) + nn(in.partial_batches);
+  const int64_t rounding = nn(in.page) * (nn(in.open_batches) + new_batches);
+  return {nn(in.in_batches) + pooled + incoming - credit + rounding + nn(in.headroom), pooled - credit};
 }
+
+size_t PageRound(size_t bytes) { return RoundUp(bytes, PageSize()); }
 
 StatusOr<std::unique_ptr<BatchBuffer>> BatchBuffer::Reserve(size_t capacity) {
   const size_t cap = RoundUp(std::max<size_t>(capacity, 1), PageSize());
@@ -62,7 +68,7 @@ BufferPool::BufferPool(size_t capacity, int max_pooled, std::shared_ptr<MemoryAc
 StatusOr<std::unique_ptr<BatchBuffer>> BufferPool::Acquire() {
   {
     MutexLock l(&mu_);
-    if (!free_.empty()) {
+    if (!free_.empty()) {  // the most kept pages
       auto b = std::move(free_.back());
       free_.pop_back();
       account_->pooled_resident -= static_cast<int64_t>(b->resident());
@@ -76,9 +82,10 @@ StatusOr<std::unique_ptr<BatchBuffer>> BufferPool::Acquire() {
 
 void BufferPool::Charge(BatchBuffer& b, size_t used) {
   b.Touched(used);
-  if (used <= b.charged_) return;
-  account_->in_batches += static_cast<int64_t>(used - b.charged_);
-  b.charged_ = used;
+  const size_t pages = RoundUp(used, PageSize());
+  if (pages <= b.charged_) return;
+  account_->in_batches += static_cast<int64_t>(pages - b.charged_);
+  b.charged_ = pages;
 }
 
 void BufferPool::Release(std::unique_ptr<BatchBuffer> b, size_t used) {
@@ -92,7 +99,9 @@ void BufferPool::Release(std::unique_ptr<BatchBuffer> b, size_t used) {
       // Keep what a typical batch needs resident; give the rest back.
       b->Trim(static_cast<size_t>(avg_used_ * 1.25));
       account_->pooled_resident += static_cast<int64_t>(b->resident());
-      free_.push_back(std::move(b));
+      auto at = std::upper_bound(free_.begin(), free_.end(), b->resident(),
+                                 [](size_t r, const std::unique_ptr<BatchBuffer>& x) { return r < x->resident(); });
+      free_.insert(at, std::move(b));
     }
   }
   b.reset();  // not pooled: unmapped (outside the lock)
@@ -106,14 +115,23 @@ int64_t BufferPool::Shrink(int64_t bytes) {
   int64_t freed = 0;
   {
     MutexLock l(&mu_);
-    while (freed < bytes && !free_.empty()) {
-      freed += static_cast<int64_t>(free_.back()->resident());
-      account_->pooled_resident -= static_cast<int64_t>(free_.back()->resident());
-      drop.push_back(std::move(free_.back()));
-      free_.pop_back();
+    size_t n = 0;
+    while (freed < bytes && n < free_.size()) {  // fewest kept pages first
+      freed += static_cast<int64_t>(free_[n]->resident());
+      account_->pooled_resident -= static_cast<int64_t>(free_[n]->resident());
+      drop.push_back(std::move(free_[n]));
+      ++n;
     }
+    free_.erase(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(n));
   }
   return freed;  // `drop` unmaps outside the lock
+}
+
+int64_t BufferPool::Reusable(int64_t per_buffer) {
+  MutexLock l(&mu_);
+  int64_t sum = 0;
+  for (const auto& b : free_) sum += std::min(static_cast<int64_t>(b->resident()), std::max<int64_t>(per_buffer, 0));
+  return sum;
 }
 
 }  // namespace cqlstream::loader

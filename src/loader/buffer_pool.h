@@ -22,6 +22,7 @@
 #ifndef CQLSTREAM_LOADER_BUFFER_POOL_H_
 #define CQLSTREAM_LOADER_BUFFER_POOL_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -39,24 +40,52 @@ struct MemoryAccount {
   int64_t total() const { return in_batches.load() + pooled_resident.load(); }
 };
 
-// What a budget check counts: a bound on the memory once `incoming` more
-// bytes (the requests in flight that have no place in a batch yet) have
-// landed. Up to `into_open` of them land in batches already open (their free
-// slots; counted as new memory, though some may fill pages already charged);
-// the rest open new batches, whose buffers come from the pool first (its
-// pages are charged already, as pooled_resident) and then fresh. So
-// landed = in_batches + max(pooled + into_open, incoming). This holds only
-// because in_batches charges a recycled buffer's kept pages from the moment
-// it leaves the pool, whether or not its batch fills them.
-// `shrinkable`: the pooled bytes no incoming byte will fill, the only ones
-// worth giving back to get under the budget (giving back pages the next
-// batch refaults costs a page fault per page and saves nothing).
-// Negative arguments count as 0; into_open counts as at most incoming.
+// What a budget check counts: the memory once `incoming` more bytes (the
+// requests in flight that have no place in a batch yet) have landed.
+//  * Up to `into_open` of them land in the free slots of batches already
+//    open: counted as new memory (some may fill pages already charged).
+//  * The rest open new batches. Each takes one whole buffer, the pool's
+//    with the most kept pages first (BufferPool::Acquire), then fresh ones.
+//    A full batch fills min(kept, batch_bytes) of its buffer's kept pages:
+//    `reusable` is that sum over the pooled buffers
+//    (BufferPool::Reusable). Each of `partial_batches` new batches (one per
+//    assembler that may open them: the last one it opens is partly filled)
+//    may take a buffer and fill little of it, so the pages the incoming
+//    bytes fill are credited as min(reusable, into_new) less one batch per
+//    partial batch.
+//  * Charges are whole pages: each open batch (`open_batches`) and each new
+//    batch (incoming bytes into new batches / batch_bytes, rounded up, plus
+//    the partial ones) may add one page beyond its bytes.
+//  * landed = in_batches + pooled + incoming - credit + page rounding +
+//    `headroom` (bytes the caller adds, e.g. ordered mode's compaction copy).
+// This holds only because in_batches charges a recycled buffer's kept pages
+// from the moment it leaves the pool, whether or not its batch fills them.
+// It is exact up to the estimates it is given (incoming is counted at the
+// mean sample size; a retried sample's batch may be an older one).
+// `shrinkable`: the pooled bytes not credited, the only ones worth giving
+// back to get under the budget (giving back pages the next batch refaults
+// costs a page fault per page and saves nothing). Negative inputs count
+// as 0; into_open counts as at most incoming.
+struct BudgetInputs {
+  int64_t in_batches = 0;
+  int64_t pooled = 0;     // MemoryAccount::pooled_resident
+  int64_t reusable = 0;   // BufferPool::Reusable(batch_bytes)
+  int64_t incoming = 0;
+  int64_t into_open = 0;
+  int64_t batch_bytes = 0;  // a batch at the mean sample size
+  int partial_batches = 0;
+  int64_t open_batches = 0;
+  int64_t page = 0;  // PageRound(1)
+  int64_t headroom = 0;
+};
 struct BudgetEstimate {
   int64_t landed = 0;
   int64_t shrinkable = 0;
 };
-BudgetEstimate EstimateLanded(int64_t in_batches, int64_t pooled_resident, int64_t incoming, int64_t into_open);
+BudgetEstimate EstimateLanded(const BudgetInputs& in);
+
+// Bytes rounded up to whole pages (what the kernel makes resident).
+size_t PageRound(size_t bytes);
 
 // The address space reserved up front for one batch buffer, at most. The
 // catalog's max_size is a hint (batch_size x max_size may be absurd or
@@ -78,11 +107,10 @@ class BatchBuffer {
 
   uint8_t* data() const { return data_; }
   size_t capacity() const { return capacity_; }
-  // Bytes that may be resident (high-water mark of what was written).
+  // Bytes that may be resident (high-water mark of what was written, in
+  // whole pages).
   size_t resident() const { return resident_; }
-  void Touched(size_t used) {
-    if (used > resident_) resident_ = used;
-  }
+  void Touched(size_t used) { resident_ = std::max(resident_, PageRound(used)); }
   // Gives pages beyond `keep` bytes back to the kernel.
   void Trim(size_t keep);
   // Bytes of this buffer charged to MemoryAccount::in_batches (BufferPool).
@@ -101,11 +129,12 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
   BufferPool(size_t capacity, int max_pooled, std::shared_ptr<MemoryAccount> account);
   // A buffer with at least capacity() bytes of address space (unless a
-  // smaller one was given to Release: see there). A recycled buffer's
-  // resident bytes move from pooled_resident to in_batches.
+  // smaller one was given to Release: see there): the pooled one with the
+  // most kept pages, else a fresh one. A recycled buffer's resident bytes
+  // move from pooled_resident to in_batches.
   StatusOr<std::unique_ptr<BatchBuffer>> Acquire() EXCLUDES(mu_);
   // The first `used` bytes of `b` are (about to be) written: charges
-  // in_batches for what they add to the bytes already charged. `b` is one of
+  // in_batches for the pages they add to the bytes already charged. `b` is one of
   // the pool's buffers or one reserved for a batch larger than capacity();
   // Release gives its charge back. Called by the buffer's owner only.
   void Charge(BatchBuffer& b, size_t used);
@@ -113,11 +142,15 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   // gives its charge back to in_batches. Called by the buffer's owner (it
   // gives it up). The loader gives back only buffers of capacity() bytes or
   // more; tests give smaller ones to hand out memory when none can be
-  // mapped, so Acquire's users check capacity().
+  // mapped, so Acquire's users check capacity() (the assembler does).
   void Release(std::unique_ptr<BatchBuffer> b, size_t used) EXCLUDES(mu_);
-  // Unmaps pooled buffers until `bytes` of resident memory were given back
-  // (or the pool is empty); returns the bytes given back.
+  // Unmaps pooled buffers, fewest kept pages first, until `bytes` of
+  // resident memory were given back (or the pool is empty); returns the
+  // bytes given back.
   int64_t Shrink(int64_t bytes) EXCLUDES(mu_);
+  // Sum over the pooled buffers of min(kept bytes, per_buffer): what new
+  // batches of per_buffer bytes each would fill of pages already resident.
+  int64_t Reusable(int64_t per_buffer) EXCLUDES(mu_);
   size_t capacity() const { return capacity_; }
   const std::shared_ptr<MemoryAccount>& account() const { return account_; }
 
@@ -126,7 +159,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   const int max_pooled_;
   std::shared_ptr<MemoryAccount> account_;
   Mutex mu_;
-  std::vector<std::unique_ptr<BatchBuffer>> free_ GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<BatchBuffer>> free_ GUARDED_BY(mu_);  // fewest kept pages first
   double avg_used_ GUARDED_BY(mu_) = 0;
 };
 

@@ -74,9 +74,10 @@ TEST(BufferPoolTest, ARecycledBuffersKeptPagesAreChargedUntilReleased) {
   EXPECT_EQ(account->total(), kept);
   pool.Charge(**b, 1 << 20);  // within the kept pages
   EXPECT_EQ(account->in_batches.load(), kept);
-  pool.Charge(**b, static_cast<size_t>(kept) + 4096);  // 4 KiB past them
-  EXPECT_EQ(account->in_batches.load(), kept + 4096);
-  EXPECT_EQ((*b)->charged(), static_cast<size_t>(kept) + 4096);
+  const auto past = static_cast<int64_t>(PageRound(static_cast<size_t>(kept) + 1));  // a page past them
+  pool.Charge(**b, static_cast<size_t>(kept) + 1);
+  EXPECT_EQ(account->in_batches.load(), past);
+  EXPECT_EQ((*b)->charged(), static_cast<size_t>(past));
   pool.Release(std::move(*b), 1 << 20);
   EXPECT_EQ(account->in_batches.load(), 0);
   // A buffer reserved outside the pool (a batch joined into one larger than
@@ -85,7 +86,7 @@ TEST(BufferPoolTest, ARecycledBuffersKeptPagesAreChargedUntilReleased) {
   ASSERT_TRUE(own.ok());
   pool.Charge(**own, 5000);
   std::memset((*own)->data(), 2, 5000);
-  EXPECT_EQ(account->in_batches.load(), 5000);
+  EXPECT_EQ(account->in_batches.load(), static_cast<int64_t>(PageRound(5000)));  // whole pages
   pool.Release(std::move(*own), 5000);
   EXPECT_EQ(account->in_batches.load(), 0);
 }
@@ -93,32 +94,94 @@ TEST(BufferPoolTest, ARecycledBuffersKeptPagesAreChargedUntilReleased) {
 // Incoming bytes fill free slots of open batches (new memory, as far as
 // the estimate knows) and then new batches, whose buffers are pooled ones
 // first: pooled pages they will fill are neither counted twice nor worth
-// giving back.
+// giving back, less one batch for each batch that may be left partly filled.
 TEST(BufferPoolTest, IncomingBytesLandInOpenBatchesThenInPooledBuffers) {
   constexpr int64_t M = 1 << 20;
-  auto e = EstimateLanded(100 * M, 280 * M, 440 * M, 0);  // more incoming than pooled
-  EXPECT_EQ(e.landed, 540 * M);
-  EXPECT_EQ(e.shrinkable, 0);
-  e = EstimateLanded(100 * M, 280 * M, 80 * M, 0);  // fewer incoming: 200 MiB of pooled pages stay unused
-  EXPECT_EQ(e.landed, 380 * M);
-  EXPECT_EQ(e.shrinkable, 200 * M);
-  // 50 MiB go to an open batch: only 30 MiB reach pooled buffers.
-  e = EstimateLanded(100 * M, 280 * M, 80 * M, 50 * M);
+  BudgetInputs in;
+  in.in_batches = 100 * M;
+  in.pooled = 280 * M;    // 5 buffers of 56 MiB
+  in.reusable = 250 * M;  // of which batches of 50 MiB fill 50 each
+  in.batch_bytes = 50 * M;
+  in.partial_batches = 1;
+  in.incoming = 440 * M;  // more than the pool: 250 reused, less a partial batch's 50
+  auto e = EstimateLanded(in);
+  EXPECT_EQ(e.landed, 620 * M);
+  EXPECT_EQ(e.shrinkable, 80 * M);
+  in.incoming = 80 * M;  // fewer: 30 MiB of pooled pages credited
+  e = EstimateLanded(in);
   EXPECT_EQ(e.landed, 430 * M);
   EXPECT_EQ(e.shrinkable, 250 * M);
-  // Everything into open batches (ordered mode, many batches open): the
-  // pool is spared nothing, and counted in full.
-  e = EstimateLanded(100 * M, 280 * M, 440 * M, 440 * M);
-  EXPECT_EQ(e.landed, 820 * M);
+  in.into_open = 50 * M;  // 50 of them go to an open batch: no credit left
+  e = EstimateLanded(in);
+  EXPECT_EQ(e.landed, 460 * M);
   EXPECT_EQ(e.shrinkable, 280 * M);
-  e = EstimateLanded(100 * M, 280 * M, 440 * M, 900 * M);  // at most all incoming
-  EXPECT_EQ(e.landed, 820 * M);
-  e = EstimateLanded(0, 0, 0, 0);
+  in.into_open = 900 * M;  // at most all incoming
+  EXPECT_EQ(EstimateLanded(in).landed, 460 * M);
+  in.into_open = 0;
+  in.incoming = 440 * M;
+  in.partial_batches = 0;  // every new batch full: all reusable pages credited
+  e = EstimateLanded(in);
+  EXPECT_EQ(e.landed, 570 * M);
+  EXPECT_EQ(e.shrinkable, 30 * M);
+  in.headroom = 50 * M;  // e.g. ordered mode's compaction copy
+  EXPECT_EQ(EstimateLanded(in).landed, 620 * M);
+  // Whole pages: 2 open batches and 9 new full ones (440 / 50, rounded up)
+  // may each add a page beyond their bytes.
+  in.page = 4096;
+  in.open_batches = 2;
+  EXPECT_EQ(EstimateLanded(in).landed, 620 * M + 11 * 4096);
+  // Nothing pooled: everything incoming is new memory.
+  BudgetInputs none;
+  none.in_batches = 10 * M;
+  none.incoming = 20 * M;
+  none.reusable = 0;
+  e = EstimateLanded(none);
+  EXPECT_EQ(e.landed, 30 * M);
+  EXPECT_EQ(e.shrinkable, 0);
+  BudgetInputs neg{-5, -5, -5, -5, -5, -5, -5, -5};  // transiently negative counters count as nothing
+  e = EstimateLanded(neg);
   EXPECT_EQ(e.landed, 0);
   EXPECT_EQ(e.shrinkable, 0);
-  e = EstimateLanded(-5, -5, -5, -5);  // a transiently negative counter counts as nothing
-  EXPECT_EQ(e.landed, 0);
-  EXPECT_EQ(e.shrinkable, 0);
+}
+
+// New batches take the buffer with the most kept pages; the budget gives
+// back those with the fewest first.
+TEST(BufferPoolTest, AcquireTakesTheMostKeptPagesAndShrinkTheFewest) {
+  constexpr size_t M = 1 << 20;
+  auto account = std::make_shared<MemoryAccount>();
+  BufferPool pool(64 * M, 3, account);
+  std::vector<std::unique_ptr<BatchBuffer>> bufs;
+  for (int i = 0; i < 3; ++i) {
+    auto b = pool.Acquire();
+    ASSERT_TRUE(b.ok());
+    bufs.push_back(std::move(*b));
+  }
+  const uint8_t* three = bufs[0]->data();
+  const uint8_t* one = bufs[1]->data();
+  // Released in this order nothing is trimmed (each is under 1.25x the
+  // running average of used bytes): they keep 3, 1 and 2 MiB.
+  size_t mib[] = {3, 1, 2};
+  for (int i = 0; i < 3; ++i) {
+    pool.Charge(*bufs[static_cast<size_t>(i)], mib[i] * M);
+    std::memset(bufs[static_cast<size_t>(i)]->data(), 1, mib[i] * M);
+    pool.Release(std::move(bufs[static_cast<size_t>(i)]), mib[i] * M);
+  }
+  EXPECT_EQ(account->pooled_resident.load(), static_cast<int64_t>(6 * M));
+  EXPECT_EQ(pool.Reusable(static_cast<int64_t>(2 * M)), static_cast<int64_t>(5 * M));  // 2 + 1 + 2
+  auto top = pool.Acquire();
+  ASSERT_TRUE(top.ok());
+  EXPECT_EQ((*top)->data(), three);
+  EXPECT_EQ(account->in_batches.load(), static_cast<int64_t>(3 * M));
+  pool.Release(std::move(*top), 3 * M);
+  // Shrinking by one byte gives back the buffer that kept the fewest.
+  EXPECT_EQ(pool.Shrink(1), static_cast<int64_t>(M));
+  EXPECT_EQ(account->pooled_resident.load(), static_cast<int64_t>(5 * M));
+  for (int i = 0; i < 2; ++i) {
+    auto b = pool.Acquire();
+    ASSERT_TRUE(b.ok());
+    EXPECT_NE((*b)->data(), one);
+    bufs[static_cast<size_t>(i)] = std::move(*b);
+  }
 }
 
 }  // namespace

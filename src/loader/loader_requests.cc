@@ -107,22 +107,43 @@ void Loader::Impl::Refill(std::vector<Launch>* out) {
 
 // The byte budget: bytes charged to batches (their buffers' resident pages),
 // plus what the requests without a slot will bring: into the free slots of
-// open batches, then into new batches' buffers, pooled ones first
-// (EstimateLanded). Over budget, requests wait for batches to be released,
+// open batches, then into new batches' buffers, pooled ones first, less the
+// pooled pages they fill (EstimateLanded). Over budget, requests wait for batches to be released,
 // except when nothing is in flight and no batch is ready for the consumer:
 // then one request is allowed, so that progress never depends on the budget.
 bool Loader::Impl::OverBudget() {
   const double avg = std::max(avg_size, 1.0);
   const auto incoming = static_cast<int64_t>(static_cast<double>(in_flight_unslotted + 1) * avg);
-  uint64_t open_slots = 0;
-  for (const auto& e : epochs) open_slots += e->batches.OpenSlots();
-  for (const auto& f : fetches) open_slots += f->batches.OpenSlots();
-  const auto into_open = static_cast<int64_t>(std::min(static_cast<double>(open_slots) * avg, static_cast<double>(incoming)));
-  auto est = loader::EstimateLanded(account->in_batches.load(), account->pooled_resident.load(), incoming, into_open);
+  uint64_t open_slots = 0, open_batches = 0;
+  for (const auto& e : epochs) {
+    open_slots += e->batches.OpenSlots();
+    open_batches += e->batches.OpenBatches();
+  }
+  for (const auto& f : fetches) {
+    open_slots += f->batches.OpenSlots();
+    open_batches += f->batches.OpenBatches();
+  }
+  loader::BudgetInputs in;
+  in.incoming = incoming;
+  in.into_open = static_cast<int64_t>(std::min(static_cast<double>(open_slots) * avg, static_cast<double>(incoming)));
+  in.batch_bytes = static_cast<int64_t>(static_cast<double>(o.batch_size) * avg);
+  in.partial_batches = static_cast<int>(epochs.size() + fetches.size());
+  in.open_batches = static_cast<int64_t>(open_batches);
+  in.page = static_cast<int64_t>(loader::PageRound(1));
+  // Ordered mode (and Fetch) copies a finished batch into another buffer
+  // while it still holds the first: one batch more, for a moment.
+  in.headroom = o.ordered || !fetches.empty() ? in.batch_bytes : 0;
+  auto estimate = [&] {
+    in.in_batches = account->in_batches.load();
+    in.pooled = account->pooled_resident.load();
+    in.reusable = pool->Reusable(in.batch_bytes);
+    return loader::EstimateLanded(in);
+  };
+  auto est = estimate();
   if (est.landed > budget && est.shrinkable > 0) {
     // Pooled pages no incoming byte will fill are the first thing to give up.
     pool->Shrink(std::min(est.landed - budget, est.shrinkable));
-    est = loader::EstimateLanded(account->in_batches.load(), account->pooled_resident.load(), incoming, into_open);
+    est = estimate();
   }
   const bool starving = in_flight == 0 && (epochs.empty() || !epochs.front()->batches.HoldsFinishedBatches());
   return est.landed > budget && !starving;
