@@ -81,6 +81,12 @@ std::shared_ptr<AssembledBatch> BatchAssembler::NewBatch(int capacity, int64_t b
   return b;
 }
 
+uint64_t BatchAssembler::BufferlessBatches() const {
+  uint64_t n = 0;
+  for (const auto& [index, b] : building_) n += b->buf ? 0 : 1;
+  return n;
+}
+
 uint64_t BatchAssembler::OpenSlots() const {
   if (o_.ordered) return ordered_open_slots_;
   return open_ ? static_cast<uint64_t>(open_->capacity - open_->reserved) : 0;

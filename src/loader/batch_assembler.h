@@ -110,6 +110,9 @@ class BatchAssembler {
   uint64_t OpenSlots() const;
   // Batches under assembly that may still take samples (at most).
   uint64_t OpenBatches() const { return o_.ordered ? building_.size() : (open_ ? 1 : 0); }
+  // Batches under assembly without a buffer yet (ordered mode: opened for
+  // holes while no memory could be had); each takes one when a sample lands.
+  uint64_t BufferlessBatches() const;
 
   // Reserves sample `seq`'s slot for `size` bytes. Fails only when no memory
   // can be had for a new batch or a buffer of its own.

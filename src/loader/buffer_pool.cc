@@ -127,10 +127,12 @@ int64_t BufferPool::Shrink(int64_t bytes) {
   return freed;  // `drop` unmaps outside the lock
 }
 
-int64_t BufferPool::Reusable(int64_t per_buffer) {
+int64_t BufferPool::Reusable(int64_t per_buffer, int64_t count) {
   MutexLock l(&mu_);
   int64_t sum = 0;
-  for (const auto& b : free_) sum += std::min(static_cast<int64_t>(b->resident()), std::max<int64_t>(per_buffer, 0));
+  for (auto it = free_.rbegin(); it != free_.rend() && count > 0; ++it, --count) {  // most kept pages first
+    sum += std::min(static_cast<int64_t>((*it)->resident()), std::max<int64_t>(per_buffer, 0));
+  }
   return sum;
 }
 

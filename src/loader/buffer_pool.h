@@ -46,13 +46,15 @@ struct MemoryAccount {
 //    open: counted as new memory (some may fill pages already charged).
 //  * The rest open new batches. Each takes one whole buffer, the pool's
 //    with the most kept pages first (BufferPool::Acquire), then fresh ones.
-//    A full batch fills min(kept, batch_bytes) of its buffer's kept pages:
-//    `reusable` is that sum over the pooled buffers
-//    (BufferPool::Reusable). Each of `partial_batches` new batches (one per
-//    assembler that may open them: the last one it opens is partly filled)
-//    may take a buffer and fill little of it, so the pages the incoming
-//    bytes fill are credited as min(reusable, into_new) less one batch per
-//    partial batch.
+//    A full batch fills min(kept, batch_bytes) of its buffer's kept pages,
+//    and the incoming bytes open ceil(into_new / batch_bytes) full ones at
+//    most: `reusable` is that sum over as many pooled buffers, those with
+//    the most kept pages (BufferPool::Reusable). Each of `partial_batches`
+//    batches (one per assembler that may open new ones: the last one it
+//    opens is partly filled; and each open batch that has no buffer yet)
+//    may take one of those buffers and fill little of it, so the pages the
+//    incoming bytes fill are credited as min(reusable, into_new) less one
+//    batch per partial batch.
 //  * Charges are whole pages: each open batch (`open_batches`) and each new
 //    batch (incoming bytes into new batches / batch_bytes, rounded up, plus
 //    the partial ones) may add one page beyond its bytes.
@@ -60,8 +62,9 @@ struct MemoryAccount {
 //    `headroom` (bytes the caller adds, e.g. ordered mode's compaction copy).
 // This holds only because in_batches charges a recycled buffer's kept pages
 // from the moment it leaves the pool, whether or not its batch fills them.
-// It is exact up to the estimates it is given (incoming is counted at the
-// mean sample size; a retried sample's batch may be an older one).
+// It is an upper bound up to the estimates it is given (incoming is
+// counted at the mean sample size; a retried sample's batch may be an older
+// one).
 // `shrinkable`: the pooled bytes not credited, the only ones worth giving
 // back to get under the budget (giving back pages the next batch refaults
 // costs a page fault per page and saves nothing). Negative inputs count
@@ -69,7 +72,7 @@ struct MemoryAccount {
 struct BudgetInputs {
   int64_t in_batches = 0;
   int64_t pooled = 0;     // MemoryAccount::pooled_resident
-  int64_t reusable = 0;   // BufferPool::Reusable(batch_bytes)
+  int64_t reusable = 0;   // BufferPool::Reusable(batch_bytes, ceil(into_new / batch_bytes))
   int64_t incoming = 0;
   int64_t into_open = 0;
   int64_t batch_bytes = 0;  // a batch at the mean sample size
@@ -148,9 +151,10 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   // resident memory were given back (or the pool is empty); returns the
   // bytes given back.
   int64_t Shrink(int64_t bytes) EXCLUDES(mu_);
-  // Sum over the pooled buffers of min(kept bytes, per_buffer): what new
-  // batches of per_buffer bytes each would fill of pages already resident.
-  int64_t Reusable(int64_t per_buffer) EXCLUDES(mu_);
+  // Sum of min(kept bytes, per_buffer) over the `count` pooled buffers
+  // with the most kept pages (those Acquire hands out first): what `count`
+  // new batches of per_buffer bytes would fill of pages already resident.
+  int64_t Reusable(int64_t per_buffer, int64_t count) EXCLUDES(mu_);
   size_t capacity() const { return capacity_; }
   const std::shared_ptr<MemoryAccount>& account() const { return account_; }
 

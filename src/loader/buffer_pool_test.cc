@@ -167,7 +167,15 @@ TEST(BufferPoolTest, AcquireTakesTheMostKeptPagesAndShrinkTheFewest) {
     pool.Release(std::move(bufs[static_cast<size_t>(i)]), mib[i] * M);
   }
   EXPECT_EQ(account->pooled_resident.load(), static_cast<int64_t>(6 * M));
-  EXPECT_EQ(pool.Reusable(static_cast<int64_t>(2 * M)), static_cast<int64_t>(5 * M));  // 2 + 1 + 2
+  // What new batches of 2 MiB would refill: each takes one buffer, the most
+  // kept pages first (3 -> 2 of them, then 2, then 1).
+  EXPECT_EQ(pool.Reusable(static_cast<int64_t>(2 * M), 3), static_cast<int64_t>(5 * M));
+  EXPECT_EQ(pool.Reusable(static_cast<int64_t>(2 * M), 2), static_cast<int64_t>(4 * M));
+  EXPECT_EQ(pool.Reusable(static_cast<int64_t>(2 * M), 1), static_cast<int64_t>(2 * M));
+  EXPECT_EQ(pool.Reusable(static_cast<int64_t>(2 * M), 0), 0);
+  // Batches of 8 MiB: one new batch refills only its own buffer's 3 MiB,
+  // not the 6 MiB the pool keeps (buffers that kept less than a batch).
+  EXPECT_EQ(pool.Reusable(static_cast<int64_t>(8 * M), 1), static_cast<int64_t>(3 * M));
   auto top = pool.Acquire();
   ASSERT_TRUE(top.ok());
   EXPECT_EQ((*top)->data(), three);

@@ -114,29 +114,38 @@ void Loader::Impl::Refill(std::vector<Launch>* out) {
 bool Loader::Impl::OverBudget() {
   const double avg = std::max(avg_size, 1.0);
   const auto incoming = static_cast<int64_t>(static_cast<double>(in_flight_unslotted + 1) * avg);
-  uint64_t open_slots = 0, open_batches = 0;
+  uint64_t open_slots = 0, open_batches = 0, bufferless = 0;
   for (const auto& e : epochs) {
     open_slots += e->batches.OpenSlots();
     open_batches += e->batches.OpenBatches();
+    bufferless += e->batches.BufferlessBatches();
   }
   for (const auto& f : fetches) {
     open_slots += f->batches.OpenSlots();
     open_batches += f->batches.OpenBatches();
+    bufferless += f->batches.BufferlessBatches();
   }
   loader::BudgetInputs in;
   in.incoming = incoming;
   in.into_open = static_cast<int64_t>(std::min(static_cast<double>(open_slots) * avg, static_cast<double>(incoming)));
   in.batch_bytes = static_cast<int64_t>(static_cast<double>(o.batch_size) * avg);
-  in.partial_batches = static_cast<int>(epochs.size() + fetches.size());
+  in.partial_batches = static_cast<int>(epochs.size() + fetches.size() + bufferless);
   in.open_batches = static_cast<int64_t>(open_batches);
   in.page = static_cast<int64_t>(loader::PageRound(1));
   // Ordered mode (and Fetch) copies a finished batch into another buffer
   // while it still holds the first: one batch more, for a moment.
   in.headroom = o.ordered || !fetches.empty() ? in.batch_bytes : 0;
+  if (static_cast<double>(pool->capacity()) < static_cast<double>(in.batch_bytes)) {
+    // Batches outgrow their buffers: samples get buffers of their own (a
+    // page each at least) and a batch is joined by a copy.
+    in.headroom = in.batch_bytes + (in_flight_unslotted + 1) * in.page;
+  }
+  const int64_t into_new = in.incoming - in.into_open;
+  const int64_t new_batches = in.batch_bytes > 0 ? (into_new + in.batch_bytes - 1) / in.batch_bytes : 0;
   auto estimate = [&] {
     in.in_batches = account->in_batches.load();
     in.pooled = account->pooled_resident.load();
-    in.reusable = pool->Reusable(in.batch_bytes);
+    in.reusable = pool->Reusable(in.batch_bytes, new_batches);
     return loader::EstimateLanded(in);
   };
   auto est = estimate();
