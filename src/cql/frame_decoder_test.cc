@@ -284,6 +284,50 @@ TEST(FrameDecoder, ImageSizedCellsMostlyBypassTheBuffer) {
   EXPECT_GT(d.direct_bytes(), image_bytes * 9 / 10) << d.direct_bytes() << " of " << image_bytes;
 }
 
+TEST(FrameDecoder, OneImagePerFrameMostlyBypassesTheBuffer) {
+  // The loader's traffic: one frame per sample, each a row of (id int,
+  // image blob of ~110 KB), back to back on the socket. Reads at the next
+  // frame's header are short too once frames carry large cells, so nearly
+  // all image bytes go straight to their destinations; a frame of small
+  // cells ends that, and the reads after it are whole read_chunks again.
+  std::vector<Bytes> frames_in;
+  size_t image_bytes = 0;
+  std::vector<Bytes> images;
+  for (int r = 0; r < 30; ++r) {
+    Bytes image = Pattern(100000 + size_t(r) * 997, uint8_t(r));
+    image_bytes += image.size();
+    images.push_back(image);
+    frames_in.push_back(ResponseFrame(Opcode::kResult, int16_t(r + 1), RowsBody(2, {{Hex("00000001"), image}})));
+  }
+  frames_in.push_back(ResponseFrame(Opcode::kResult, 40, RowsBody(2, {{Hex("00000002"), Pattern(300, 9)}})));
+  Bytes input;
+  for (const Bytes& f : frames_in) input.insert(input.end(), f.begin(), f.end());
+  auto sink = std::make_shared<RecordingSink>();
+  sink->direct_min = 1024;
+  FrameDecoder::Options o;
+  FrameDecoder d(o, [&](int16_t) -> std::shared_ptr<CellSink> { return sink; });
+  std::vector<DecodedFrame> frames;
+  size_t reads = 0;
+  for (size_t pos = 0; pos < input.size(); ++reads) {
+    std::span<uint8_t> t = d.ReadTarget();
+    size_t n = std::min(t.size(), input.size() - pos);
+    std::memcpy(t.data(), input.data() + pos, n);
+    pos += n;
+    ASSERT_TRUE(d.Commit(n, &frames).ok());
+  }
+  ASSERT_EQ(frames.size(), 31u);
+  ASSERT_EQ(sink->cells.size(), 62u);
+  for (size_t r = 0; r < 30; ++r) EXPECT_TRUE(*sink->cells[2 * r + 1].data == images[r]);
+  // Image cells only: the small one of the last frame is buffered (under direct_min).
+  EXPECT_EQ(d.direct_bytes() + d.copied_bytes(), image_bytes);
+  // The first frame's first read_chunk is copied; then at most kLookahead
+  // (4 KiB) of each (a whole read_chunk each before: 57% copied here).
+  EXPECT_GT(d.direct_bytes(), image_bytes * 9 / 10) << d.direct_bytes() << " of " << image_bytes;
+  EXPECT_LE(reads, 31u * 2 + 2) << "two reads a frame: its start, then the rest of its image";
+  // The last frame had no large cell: the next read is a whole read_chunk.
+  EXPECT_EQ(d.ReadTarget().size(), o.read_chunk);
+}
+
 TEST(FrameDecoder, DirectedCellsWithTinyReads) {
   const Bytes cell = Pattern(5000, 1);
   const Bytes input = Cat({ResponseFrame(Opcode::kResult, 1, RowsBody(1, {{cell}, {cell}})),
