@@ -38,12 +38,16 @@ constexpr size_t kPrefixAllowance = 64 << 10;
 // cell boundaries are cut to this many bytes: enough for the small cells and
 // the length that precede the next large cell, so that little of that cell
 // lands in the receive buffer (to be copied) instead of its destination.
-// The same holds between frames while the last streamed frame had one: a
+// The same holds between frames while the last streamed frame had one (at
+// the next header, its rows prefix and the cells of its first row): a
 // loader reads one sample per frame, and a full read_chunk at the next
 // frame's header took up to read_chunk bytes of its cell into the buffer
 // (45% of the image bytes of the 20,000-JPEG set were copied). A streamed
 // frame without a large cell ends it, so small-cell traffic keeps whole
-// read_chunk reads.
+// read_chunk reads after it; frames buffered whole (answers without a sink,
+// e.g. key lookups interleaved with sample reads) do not end it, so the
+// image after them is still received in place, at the cost of 4 KiB reads
+// for such frames until a streamed frame ends the cut.
 constexpr size_t kLookahead = 4096;
 
 enum class Phase : uint8_t {
@@ -522,6 +526,7 @@ void FrameDecoder::State::NextCell() {
   if (++col == metadata.column_count) {
     col = 0;
     ++row;
+    prev_large = false;  // the last frame's large cell predicts this one's first row only
   }
   phase = Phase::kCellLength;
 }

@@ -94,9 +94,11 @@ class FrameDecoder {
   // read_chunk bytes of the receive buffer; the rest of a directed cell (the
   // sink's destination) or the next part of a large buffered body
   // (DecodedFrame::body, at most as much as has arrived of it, at least
-  // read_chunk) when that is what comes next; and, in a streamed result that has had a
-  // directed cell of read_chunk bytes or more, only a few KiB at cell
-  // boundaries, so that the next large cell is not read into the buffer.
+  // read_chunk) when that is what comes next; and only a few KiB at cell
+  // boundaries of a streamed result that has had a directed cell of
+  // read_chunk bytes or more, and, while the last streamed result had one,
+  // at the next frame's header, rows prefix and first row, so that the next
+  // large cell is not read into the buffer (frame_decoder.cc, kLookahead).
   std::span<uint8_t> ReadTarget();
   // `n` bytes were written to the start of the span last returned by
   // ReadTarget(). Decodes as much as possible; complete frames are appended

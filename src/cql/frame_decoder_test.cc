@@ -328,6 +328,48 @@ TEST(FrameDecoder, OneImagePerFrameMostlyBypassesTheBuffer) {
   EXPECT_EQ(d.ReadTarget().size(), o.read_chunk);
 }
 
+TEST(FrameDecoder, TheCutAfterALargeFrameCoversOnlyTheNextFramesFirstRow) {
+  // An image frame, then a frame of 100 small cells (a coalesced read): the
+  // small frame's header, prefix and first row are read 4 KiB at a time,
+  // its other rows in whole read_chunks (2 reads per cell if the cut went on).
+  std::vector<std::vector<Cell>> small_rows;
+  for (int r = 0; r < 100; ++r) small_rows.push_back({Pattern(3000, uint8_t(r))});
+  const Bytes image = Pattern(100000, 7);
+  const Bytes large = ResponseFrame(Opcode::kResult, 1, RowsBody(1, {{image}}));
+  const Bytes small = ResponseFrame(Opcode::kResult, 2, RowsBody(1, small_rows));
+  auto sink = std::make_shared<RecordingSink>();
+  sink->direct_min = 50000;  // the image is directed, the small cells buffered
+  FrameDecoder::Options o;
+  FrameDecoder d(o, [&](int16_t) -> std::shared_ptr<CellSink> { return sink; });
+  std::vector<DecodedFrame> frames;
+  auto feed = [&](const Bytes& in) {
+    size_t reads = 0;
+    for (size_t pos = 0; pos < in.size(); ++reads) {
+      std::span<uint8_t> t = d.ReadTarget();
+      size_t n = std::min(t.size(), in.size() - pos);
+      std::memcpy(t.data(), in.data() + pos, n);
+      pos += n;
+      EXPECT_TRUE(d.Commit(n, &frames).ok());
+    }
+    return reads;
+  };
+  feed(large);
+  EXPECT_EQ(d.ReadTarget().size(), 4096u);  // a large cell may come next
+  // 300 KB: 4 KiB for the header and first row, then 64 KiB reads.
+  EXPECT_LE(feed(small), 2u + small.size() / o.read_chunk + 2u);
+  ASSERT_EQ(frames.size(), 2u);
+  ASSERT_EQ(sink->cells.size(), 101u);
+  EXPECT_EQ(d.ReadTarget().size(), o.read_chunk);  // ended by the small frame
+  // A frame buffered whole (no sink: a READY) between image frames does not
+  // end the cut, so the image after it is still received in place.
+  feed(large);
+  feed(ResponseFrame(Opcode::kReady, 3, {}));
+  EXPECT_EQ(d.ReadTarget().size(), 4096u);
+  const uint64_t direct = d.direct_bytes();
+  feed(large);
+  EXPECT_GT(d.direct_bytes() - direct, image.size() * 9 / 10);
+}
+
 TEST(FrameDecoder, DirectedCellsWithTinyReads) {
   const Bytes cell = Pattern(5000, 1);
   const Bytes input = Cat({ResponseFrame(Opcode::kResult, 1, RowsBody(1, {{cell}, {cell}})),
