@@ -149,6 +149,20 @@ inline std::string Describe(const RecordingSink& sink) {
   return s;
 }
 
+// Feeds `input` as a socket that fills whatever ReadTarget offers, each
+// Commit expected to succeed; returns how many reads that took.
+inline size_t FeedAsOffered(FrameDecoder& d, const Bytes& input, std::vector<DecodedFrame>* out) {
+  size_t reads = 0;
+  for (size_t pos = 0; pos < input.size(); ++reads) {
+    std::span<uint8_t> t = d.ReadTarget();
+    const size_t n = std::min(t.size(), input.size() - pos);
+    std::memcpy(t.data(), input.data() + pos, n);
+    pos += n;
+    EXPECT_TRUE(d.Commit(n, out).ok());
+  }
+  return reads;
+}
+
 enum class Mode { kWhole, kByteByByte, kRandomFeed, kSocket };
 
 // Runs `input` through a fresh decoder; streams in `sink_streams` get a

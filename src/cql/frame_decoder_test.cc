@@ -19,6 +19,7 @@ namespace {
 
 using testing::Cat;
 using testing::Cell;
+using testing::FeedAsOffered;
 using testing::Harness;
 using testing::Hex;
 using testing::Mode;
@@ -270,13 +271,7 @@ TEST(FrameDecoder, ImageSizedCellsMostlyBypassTheBuffer) {
   sink->direct_min = 1024;
   FrameDecoder d([&](int16_t) -> std::shared_ptr<CellSink> { return sink; });
   std::vector<DecodedFrame> frames;
-  for (size_t pos = 0; pos < input.size();) {
-    std::span<uint8_t> t = d.ReadTarget();
-    size_t n = std::min(t.size(), input.size() - pos);
-    std::memcpy(t.data(), input.data() + pos, n);
-    pos += n;
-    ASSERT_TRUE(d.Commit(n, &frames).ok());
-  }
+  FeedAsOffered(d, input, &frames);
   ASSERT_EQ(frames.size(), 2u);
   ASSERT_EQ(sink->cells.size(), 80u);
   for (int r = 0; r < 40; ++r) EXPECT_TRUE(*sink->cells[size_t(2 * r + 1)].data == rows[size_t(r)][1].value());
@@ -307,14 +302,7 @@ TEST(FrameDecoder, OneImagePerFrameMostlyBypassesTheBuffer) {
   FrameDecoder::Options o;
   FrameDecoder d(o, [&](int16_t) -> std::shared_ptr<CellSink> { return sink; });
   std::vector<DecodedFrame> frames;
-  size_t reads = 0;
-  for (size_t pos = 0; pos < input.size(); ++reads) {
-    std::span<uint8_t> t = d.ReadTarget();
-    size_t n = std::min(t.size(), input.size() - pos);
-    std::memcpy(t.data(), input.data() + pos, n);
-    pos += n;
-    ASSERT_TRUE(d.Commit(n, &frames).ok());
-  }
+  const size_t reads = FeedAsOffered(d, input, &frames);
   ASSERT_EQ(frames.size(), 31u);
   ASSERT_EQ(sink->cells.size(), 62u);
   for (size_t r = 0; r < 30; ++r) EXPECT_TRUE(*sink->cells[2 * r + 1].data == images[r]);
@@ -342,17 +330,7 @@ TEST(FrameDecoder, TheCutAfterALargeFrameCoversOnlyTheNextFramesFirstRow) {
   FrameDecoder::Options o;
   FrameDecoder d(o, [&](int16_t) -> std::shared_ptr<CellSink> { return sink; });
   std::vector<DecodedFrame> frames;
-  auto feed = [&](const Bytes& in) {
-    size_t reads = 0;
-    for (size_t pos = 0; pos < in.size(); ++reads) {
-      std::span<uint8_t> t = d.ReadTarget();
-      size_t n = std::min(t.size(), in.size() - pos);
-      std::memcpy(t.data(), in.data() + pos, n);
-      pos += n;
-      EXPECT_TRUE(d.Commit(n, &frames).ok());
-    }
-    return reads;
-  };
+  auto feed = [&](const Bytes& in) { return FeedAsOffered(d, in, &frames); };
   feed(large);
   EXPECT_EQ(d.ReadTarget().size(), 4096u);  // a large cell may come next
   // 300 KB: 4 KiB for the header and first row, then 64 KiB reads.
