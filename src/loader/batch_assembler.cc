@@ -82,6 +82,7 @@ std::shared_ptr<AssembledBatch> BatchAssembler::NewBatch(int capacity, int64_t b
 }
 
 uint64_t BatchAssembler::BufferlessBatches() const {
+  if (!o_.ordered) return 0;  // out-of-order batches are opened with a buffer or not at all
   uint64_t n = 0;
   for (const auto& [index, b] : building_) n += b->buf ? 0 : 1;
   return n;
@@ -128,8 +129,9 @@ Status BatchAssembler::Place(AssembledBatch& b, int slot, uint64_t size, uint8_t
   *data = (*side)->data();
   b.side[k] = std::move(*side);
   b.side_bytes += size;
-  b.side_charged += PageRound(static_cast<size_t>(size));
-  pool_->account()->in_batches += static_cast<int64_t>(PageRound(static_cast<size_t>(size)));
+  const size_t pages = PageRound(static_cast<size_t>(size));
+  b.side_charged += pages;
+  pool_->account()->in_batches += static_cast<int64_t>(pages);
   return Status::OK();
 }
 

@@ -163,11 +163,12 @@ Status Loader::Impl::SizeMemory() {
   // Pooled buffers count against the budget: keep at most what it can hold,
   // as many buffers as half of it holds batches of the catalog's mean (each
   // keeps 1.25 typical batches: about 5/8 of the budget; the budget check
-  // gives pooled pages back first). A buffer the pool cannot keep is unmapped, and the next
-  // batch pays a page fault for every page of a fresh one: at long round
-  // trips the batches being filled at once (one per batch_size requests in
-  // flight, and their stragglers) outnumbered a pool of a quarter of the
-  // budget, and fresh pages cost the loader up to a third of its CPU.
+  // gives pooled pages back first). A buffer the pool cannot keep is
+  // unmapped, and the next batch pays a page fault for every page of a
+  // fresh one: at long round trips the batches being filled at once (one
+  // per batch_size requests in flight, and their stragglers) outnumbered a
+  // pool of a quarter of the budget, and fresh pages cost the loader up to
+  // a third of its CPU.
   const int max_pooled = static_cast<int>(std::clamp<double>(static_cast<double>(budget) / (2.0 * batch_bytes), 1.0, 16.0));
   pool = std::make_shared<loader::BufferPool>(static_cast<size_t>(reservation), max_pooled, account);
   return Status::OK();

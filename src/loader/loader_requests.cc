@@ -108,9 +108,10 @@ void Loader::Impl::Refill(std::vector<Launch>* out) {
 // The byte budget: bytes charged to batches (their buffers' resident pages),
 // plus what the requests without a slot will bring: into the free slots of
 // open batches, then into new batches' buffers, pooled ones first, less the
-// pooled pages they fill (EstimateLanded). Over budget, requests wait for batches to be released,
-// except when nothing is in flight and no batch is ready for the consumer:
-// then one request is allowed, so that progress never depends on the budget.
+// pooled pages they fill (EstimateLanded). Over budget, requests wait for
+// batches to be released, except when nothing is in flight and no batch is
+// ready for the consumer: then one request is allowed, so that progress
+// never depends on the budget.
 bool Loader::Impl::OverBudget() {
   const double avg = std::max(avg_size, 1.0);
   const auto incoming = static_cast<int64_t>(static_cast<double>(in_flight_unslotted + 1) * avg);
