@@ -360,6 +360,16 @@ struct Loader::Impl {
   Status LoadPacks();
   Status PrepareAttached();
   Status SizeMemory() REQUIRES(mu);
+  // The catalog's mean sample size of the split (a guess for attached
+  // datasets whose key snapshot knows no sizes).
+  double CatalogMeanSize() const;
+  int UpHosts() const;
+  // The connections, all hosts together, that the window starts with: at
+  // least `per_host` on each up host, and with adaptive connections those
+  // for 4x the initial window (WindowController::InitialConnections), at
+  // most `max_per_host` on each. Init asks for them before the statements
+  // are prepared, so that they open during those round trips.
+  int StartConnections(int per_host, int max_per_host) const;
   void ConfigureWindow(int connections, int max_connections) REQUIRES(mu);
   // An epoch over `ranges`; `resplit`: the rest of a resumed epoch re-split
   // over another world size (drop_last then cuts this rank's own part).

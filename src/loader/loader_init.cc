@@ -41,6 +41,8 @@ Status Loader::Impl::Init() {
   co.connections_per_host = std::min(std::max(1, co.connections_per_host), max_conns);
   CQLS_RETURN_IF_ERROR(Connect(co));
   CQLS_RETURN_IF_ERROR(LoadSampleSet());
+  // The first window's connections open during the round trips below.
+  session->SetTotalConnections(StartConnections(co.connections_per_host, max_conns));
   CQLS_RETURN_IF_ERROR(LoadPacks());
   CQLS_RETURN_IF_ERROR(PrepareStatements());
   MutexLock lock(&mu);  // (the pump thread starts below)
@@ -139,14 +141,11 @@ Status Loader::Impl::PrepareStatements() {
 // Batch memory: the address space a batch may need, and the byte budget.
 Status Loader::Impl::SizeMemory() {
   const int64_t max_size = std::max<int64_t>(ds.MaxSize(split), 1);
-  const int64_t split_bytes = std::max<int64_t>(ds.Bytes(split), 1);
-  double mean = static_cast<double>(split_bytes) / static_cast<double>(std::max<int64_t>(ds.Count(split), 1));
+  const double mean = CatalogMeanSize();
   uint64_t reservation = loader::BatchReservation(o.batch_size, max_size);
   if (ds.attached() && ds.Bytes(split) <= 0) {
-    // The key snapshot knows no sizes: assume an ImageNet-sized sample until
-    // the running average (avg_size) knows better, and reserve the most
-    // address space a batch may have (it is reserved, not committed).
-    mean = static_cast<double>(loader_impl::kAttachedSizeGuess);
+    // The key snapshot knows no sizes: reserve the most address space a
+    // batch may have (it is reserved, not committed).
     reservation = loader::kMaxBatchReservation;
   }
   avg_size = mean;
@@ -174,6 +173,30 @@ Status Loader::Impl::SizeMemory() {
   return Status::OK();
 }
 
+double Loader::Impl::CatalogMeanSize() const {
+  // The key snapshot of an attached dataset knows no sizes: assume an
+  // ImageNet-sized sample until the running average (avg_size) knows better.
+  if (ds.attached() && ds.Bytes(split) <= 0) return static_cast<double>(loader_impl::kAttachedSizeGuess);
+  const int64_t split_bytes = std::max<int64_t>(ds.Bytes(split), 1);
+  return static_cast<double>(split_bytes) / static_cast<double>(std::max<int64_t>(ds.Count(split), 1));
+}
+
+int Loader::Impl::UpHosts() const {
+  int up_hosts = 0;
+  for (const auto& h : session->Hosts()) up_hosts += h.up ? 1 : 0;
+  return std::max(1, up_hosts);
+}
+
+int Loader::Impl::StartConnections(int per_host, int max_per_host) const {
+  const int hosts = UpHosts();
+  int n = per_host * hosts;
+  if (o.adaptive) {
+    const int window = o.initial_window > 0 ? o.initial_window : loader_impl::kDefaultInitialWindow;
+    n = std::max(n, loader::WindowController::InitialConnections(window, CatalogMeanSize()));
+  }
+  return std::clamp(n, 1, std::max(1, max_per_host) * hosts);
+}
+
 void Loader::Impl::ConfigureWindow(int connections, int max_connections) {
   loader::WindowController::Options wo;
   wo.initial_window = o.initial_window > 0 ? o.initial_window : loader_impl::kDefaultInitialWindow;
@@ -189,10 +212,8 @@ void Loader::Impl::ConfigureWindow(int connections, int max_connections) {
   // The controller counts connections to all hosts together (what the
   // bytes in flight need); the session spreads them over the up hosts
   // (SetTotalConnections) and says how many it can hold (ConnectionLimit).
-  int up_hosts = 0;
-  for (const auto& h : session->Hosts()) up_hosts += h.up ? 1 : 0;
-  up_hosts = std::max(1, up_hosts);
-  wo.initial_connections = connections * up_hosts;
+  const int up_hosts = UpHosts();
+  wo.initial_connections = StartConnections(connections, max_connections);
   wo.max_connections = max_connections * up_hosts;
   wo.adaptive = o.adaptive;
   ctl = loader::WindowController(wo, Clock::now());

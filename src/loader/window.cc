@@ -155,15 +155,26 @@ bool WindowController::Tick(Clock::time_point now) {
   return window_ != w0 || connections_ != c0;
 }
 
+int WindowController::InitialConnections(int initial_window, double mean_bytes) {
+  const double n = std::ceil(kConnectionLookAhead * std::max(initial_window, 1) * std::max(mean_bytes, 0.0) /
+                             kBytesPerConnection);
+  return static_cast<int>(std::clamp(n, 1.0, static_cast<double>(kDefaultMaxConnections)));
+}
+
 void WindowController::GrowConnections() {
   const double mean = mean_bytes_ > 0 ? mean_bytes_
                       : completions_ > 0 ? static_cast<double>(bytes_) / static_cast<double>(completions_)
                                          : 0.0;
   if (mean <= 0) return;
   // For 1.5x the window: a connection needs two round trips to open and a
-  // third to bring answers, while the window doubles in one.
-  const double want = std::ceil(1.5 * static_cast<double>(window_) * mean / kBytesPerConnection);
-  const int target = static_cast<int>(std::min(want, static_cast<double>(MaxConnections())));
+  // third to bring answers, while the window doubles in one. On long round
+  // trips, for the window two doublings on (kConnectionLookAhead).
+  const double per_window = static_cast<double>(window_) * mean / kBytesPerConnection;
+  const auto count = [&](double factor) {
+    return static_cast<int>(std::clamp(std::ceil(factor * per_window), 1.0, static_cast<double>(MaxConnections())));
+  };
+  const bool far = min_rtt_us_ >= static_cast<double>(std::chrono::microseconds(kLookAheadLatency).count());
+  const int target = far && phase_ == Phase::kStartup ? count(kConnectionLookAhead) : count(1.5);
   const int before = connections_;
   // A resumed start-up adds none beyond the bytes in flight once a probe
   // showed that they do not pay.

@@ -12,7 +12,10 @@
 //    flight (one TCP connection carries at most its window per round trip,
 //    Linux's default is 4 MiB; a connection takes two round trips to open,
 //    TCP's and OPTIONS+STARTUP's, and a third to bring answers, while the
-//    window doubles in one), up to max_connections. The window stops
+//    window doubles in one), of 4x on round trips of kLookAheadLatency and
+//    more (the window two doublings on), up to max_connections; before the
+//    first request the loader opens those 4x the initial window needs
+//    (InitialConnections). The window stops
 //    growing while requests queue (the smoothed latency above 1.25x the
 //    lowest: HyStart's delay signal, for windows of kMinCap and more) and
 //    never grows past 3 bandwidth-delay products of the last round trip's
@@ -129,6 +132,25 @@ class WindowController {
   static constexpr double kBytesPerConnection = 2.0 * 1048576;
   // Start-up goes on while each round trip raises goodput by this factor.
   static constexpr double kStartupGain = 1.15;
+  // Start-up on a long round trip asks for the connections the window will
+  // need by the time they take requests: a connection opens two round
+  // trips after it is asked for (TCP, then OPTIONS and STARTUP), and the
+  // window may double in each, so for kConnectionLookAhead (4) times the
+  // window instead of 1.5 times. Through a 200 ms path the 1.5x rule left
+  // the open connections two round trips behind the window at every
+  // doubling (2 open while the window was 64, 9 at 450), and the rate in
+  // the second second was 219-332 MB/s where the node serves ~1,100
+  // (docs/benchmarks.md). Below kLookAheadLatency those two round trips
+  // are tens of milliseconds, and start-up keeps the 1.5x rule (fewer
+  // connections for the probes to give back).
+  static constexpr double kConnectionLookAhead = 4.0;
+  static constexpr std::chrono::milliseconds kLookAheadLatency{20};
+  // The connections, all hosts together, that a loader asks for before its
+  // first request (the round trip is not known yet): those for
+  // kConnectionLookAhead times the initial window of `mean_bytes` samples,
+  // one per kBytesPerConnection, between 1 and kDefaultMaxConnections —
+  // 7 for 110-KB images and a window of 32, 1 for 540-B ones.
+  static int InitialConnections(int initial_window, double mean_bytes);
   // Fewer-connections probes leave at least this many: a probe costs a dip
   // while it is measured, and below a few dozen connections there is
   // nothing worth it to give back. At 10 ms (13-26 connections) probes

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <map>
 #include <set>
@@ -221,6 +222,50 @@ TEST_F(LoaderTest, ResumeWithTheSameAndWithAnotherWorldSize) {
     ASSERT_TRUE(d.ok());
     EXPECT_FALSE((*d)->Restore(states).ok());
   }
+}
+
+TEST_F(LoaderTest, TheFirstWindowsConnectionsOpenBeforeItsFirstRequest) {
+  // 100-kB samples: the first window of 32 needs, two doublings on,
+  // ceil(4 x 32 x 100,000 / 2 MiB) = 7 connections (WindowController::
+  // InitialConnections); they are asked for while the loader prepares its
+  // statements and open before anything is read. A fixed window keeps the
+  // connections the user set.
+  auto s = testing::TestSession();
+  ASSERT_NE(s, nullptr);
+  int up = 0;
+  for (const auto& h : s->Hosts()) up += h.up ? 1 : 0;
+  ASSERT_GE(up, 1);
+  SyntheticSpec spec;
+  spec.name = "ldr_conns";
+  spec.samples = 48;
+  spec.segments = 1;
+  spec.size = [](int) -> int64_t { return 100000; };
+  auto d = MakeSyntheticDataset(*s, testing::TestKeyspace(), spec);
+  s->Close();
+  {
+    LoaderOptions o = testing::TestLoaderOptions("ldr_conns");
+    auto l = Loader::Open(o);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    const int want = std::max(7, o.connection.connections_per_host * up);
+    auto m = (*l)->Metrics();
+    EXPECT_EQ(m.connections_wanted, want);
+    EXPECT_EQ(m.in_flight, 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while ((m = (*l)->Metrics()).connections < want && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(m.connections, want);
+    EXPECT_EQ(m.images, 0);
+    Delivered got = ReadEpoch(**l, d);
+    ASSERT_TRUE(got.error.empty()) << got.error;
+    EXPECT_EQ(got.keys.size(), d.payload.size());
+  }
+  LoaderOptions o = testing::TestLoaderOptions("ldr_conns");
+  o.adaptive = false;
+  o.max_in_flight = 8;
+  auto l = Loader::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ((*l)->Metrics().connections_wanted, o.connection.connections_per_host * up);
 }
 
 TEST_F(LoaderTest, TheByteBudgetHolds) {
