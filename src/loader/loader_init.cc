@@ -191,7 +191,9 @@ int Loader::Impl::StartConnections(int per_host, int max_per_host) const {
   const int hosts = UpHosts();
   int n = per_host * hosts;
   if (o.adaptive) {
-    const int window = o.initial_window > 0 ? o.initial_window : loader_impl::kDefaultInitialWindow;
+    // The controller's first window: clamped to a user's max_in_flight.
+    int window = o.initial_window > 0 ? o.initial_window : loader_impl::kDefaultInitialWindow;
+    if (o.max_in_flight > 0) window = std::clamp(window, std::min(4, o.max_in_flight), o.max_in_flight);
     n = std::max(n, loader::WindowController::InitialConnections(window, CatalogMeanSize()));
   }
   return std::clamp(n, 1, std::max(1, max_per_host) * hosts);

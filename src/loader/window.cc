@@ -173,8 +173,14 @@ void WindowController::GrowConnections() {
   const auto count = [&](double factor) {
     return static_cast<int>(std::clamp(std::ceil(factor * per_window), 1.0, static_cast<double>(MaxConnections())));
   };
+  // Not where the connections cannot be given back (shard-aware ScyllaDB
+  // pools), nor in a resumed start-up (steady state had the path measured).
+  // The latency is a request's, the node's service time included: a slow
+  // node on a LAN may pass kLookAheadLatency too, and its surplus is given
+  // back by the probes.
   const bool far = min_rtt_us_ >= static_cast<double>(std::chrono::microseconds(kLookAheadLatency).count());
-  const int target = far && phase_ == Phase::kStartup ? count(kConnectionLookAhead) : count(1.5);
+  const bool ahead = far && phase_ == Phase::kStartup && startup_resumes_ == 0 && connections_shrink_;
+  const int target = ahead ? count(kConnectionLookAhead) : count(1.5);
   const int before = connections_;
   // A resumed start-up adds none beyond the bytes in flight once a probe
   // showed that they do not pay.
@@ -279,8 +285,8 @@ void WindowController::EvaluateSteady(double g) {
   // more connections, up, down. A down probe costs throughput while it
   // lasts, so it is the rarest; the first after start-up is up (start-up
   // may have ended short of the path), the second gives back start-up's
-  // look-ahead (connections for 1.5x the window, asked for while they were
-  // still opening).
+  // look-ahead (connections for 1.5x or 4x the window, asked for while they
+  // were still opening).
   for (int k = 0; k < 5; ++k) {
     const int kind = next_probe_++ % 5;
     if ((kind == 0 || kind == 3) && window_ < o_.max_window) return StartProbe(Probe::kWindowUp);

@@ -136,7 +136,9 @@ class WindowController {
   // need by the time they take requests: a connection opens two round
   // trips after it is asked for (TCP, then OPTIONS and STARTUP), and the
   // window may double in each, so for kConnectionLookAhead (4) times the
-  // window instead of 1.5 times. Through a 200 ms path the 1.5x rule left
+  // window instead of 1.5 times (only in the first start-up and where the
+  // session shrinks: the probes give the surplus back). Through a 200 ms
+  // path the 1.5x rule left
   // the open connections two round trips behind the window at every
   // doubling (2 open while the window was 64, 9 at 450), and the rate in
   // the second second was 219-332 MB/s where the node serves ~1,100
@@ -149,7 +151,10 @@ class WindowController {
   // first request (the round trip is not known yet): those for
   // kConnectionLookAhead times the initial window of `mean_bytes` samples,
   // one per kBytesPerConnection, between 1 and kDefaultMaxConnections —
-  // 7 for 110-KB images and a window of 32, 1 for 540-B ones.
+  // 7 for 110-KB images and a window of 32, 1 for 540-B ones. On a short
+  // path they stay (probes keep 32): start-up there asks for about as many
+  // within its first round trips (7 at the end of RTT-0 runs, 9-11
+  // before).
   static int InitialConnections(int initial_window, double mean_bytes);
   // Fewer-connections probes leave at least this many: a probe costs a dip
   // while it is measured, and below a few dozen connections there is

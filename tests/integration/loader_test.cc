@@ -227,9 +227,11 @@ TEST_F(LoaderTest, ResumeWithTheSameAndWithAnotherWorldSize) {
 TEST_F(LoaderTest, TheFirstWindowsConnectionsOpenBeforeItsFirstRequest) {
   // 100-kB samples: the first window of 32 needs, two doublings on,
   // ceil(4 x 32 x 100,000 / 2 MiB) = 7 connections (WindowController::
-  // InitialConnections); they are asked for while the loader prepares its
-  // statements and open before anything is read. A fixed window keeps the
-  // connections the user set.
+  // InitialConnections), all hosts together (the session opens
+  // ceil(7 / hosts) on each); they open before anything is read. (That
+  // they are asked for before the statements are prepared, so that they
+  // open during those round trips, is what bench/startup.sh measures.) A
+  // fixed window keeps the connections the user set.
   auto s = testing::TestSession();
   ASSERT_NE(s, nullptr);
   int up = 0;
@@ -254,7 +256,8 @@ TEST_F(LoaderTest, TheFirstWindowsConnectionsOpenBeforeItsFirstRequest) {
     while ((m = (*l)->Metrics()).connections < want && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    EXPECT_EQ(m.connections, want);
+    EXPECT_GE(m.connections, want);
+    EXPECT_LE(m.connections, (want + up - 1) / up * up);
     EXPECT_EQ(m.images, 0);
     Delivered got = ReadEpoch(**l, d);
     ASSERT_TRUE(got.error.empty()) << got.error;
