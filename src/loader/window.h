@@ -140,7 +140,7 @@ class WindowController {
   // session shrinks: the probes give the surplus back). Through a 200 ms
   // path the 1.5x rule left
   // the open connections two round trips behind the window at every
-  // doubling (2 open while the window was 64, 9 at 450), and the rate in
+  // doubling (2 open while the window was 64, 9 at 448), and the rate in
   // the second second was 219-332 MB/s where the node serves ~1,100
   // (docs/benchmarks.md). Below kLookAheadLatency those two round trips
   // are tens of milliseconds, and start-up keeps the 1.5x rule (fewer
