@@ -39,9 +39,14 @@ void WindowController::OnComplete(int64_t bytes, std::chrono::microseconds laten
     // more of it would only lengthen the queue (HyStart's delay signal).
     // Windows below the floor stay free to grow (at sub-millisecond round
     // trips the latency's noise is larger than a quarter of it).
-    const bool queued = min_rtt_us_ > 0 && srtt_us_ > kStartupDelayGrowth * min_rtt_us_ && window_ >= kMinCap;
+    const bool queued = min_rtt_us_ > 0 && srtt_us_ > StartupDelayLimitUs() && window_ >= kMinCap;
     if (window_ < limit && !queued) ++window_;
   }
+}
+
+double WindowController::StartupDelayLimitUs() const {
+  const double cap = static_cast<double>(std::chrono::microseconds(kStartupDelayCap).count());
+  return min_rtt_us_ + std::min((kStartupDelayGrowth - 1.0) * min_rtt_us_, cap);
 }
 
 void WindowController::OnCongestion(Clock::time_point now) {
@@ -220,7 +225,7 @@ void WindowController::EvaluateStartup(double g) {
   // (OnComplete) stops it once requests queue — with connections for it,
   // and start-up ends after kStartupFlatRounds flat round trips in a row
   // (of either kind).
-  if (srtt_us_ <= kStartupDelayGrowth * min_rtt_us_) {
+  if (srtt_us_ <= StartupDelayLimitUs()) {
     ++rounds_since_connections_;
     startup_paused_ = false;
     queued_flat_intervals_ = 0;

@@ -15,9 +15,9 @@
 //    window doubles in one), of 4x on round trips of kLookAheadLatency and
 //    more (the window two doublings on), up to max_connections; before the
 //    first request the loader opens those 4x the initial window needs
-//    (InitialConnections). The window stops
-//    growing while requests queue (the smoothed latency above 1.25x the
-//    lowest: HyStart's delay signal, for windows of kMinCap and more) and
+//    (InitialConnections). The window stops growing while requests queue
+//    (the smoothed latency above 1.25x the lowest, at most kStartupDelayCap
+//    above it: HyStart's delay signal, for windows of kMinCap and more) and
 //    never grows past 3 bandwidth-delay products of the last round trip's
 //    goodput. Once per measured round trip (an interval of
 //    max(startup_interval, the smoothed latency)) goodput is checked: the
@@ -298,8 +298,16 @@ class WindowController {
   // kConnectionOpenRounds have passed since connections were asked for.
   static constexpr double kStartupQueueing = 2.0;
   // Start-up stops growing the window while the smoothed latency is above
-  // this many times the lowest.
+  // this many times the lowest, and never more than kStartupDelayCap above
+  // it (StartupDelayLimitUs): as HyStart++ caps its delay threshold at
+  // 16 ms (RFC 9406), since at long round trips a quarter of one is a
+  // large queue — at 200 ms, 50 ms of a ~1.1 GB/s path, and start-up's
+  // window peaked at 2.1-2.4 bandwidth-delay products before the signal
+  // stopped it.
   static constexpr double kStartupDelayGrowth = 1.25;
+  static constexpr std::chrono::milliseconds kStartupDelayCap{16};
+  // The smoothed latency above which start-up's window does not grow.
+  double StartupDelayLimitUs() const;
   // Flat round trips in a row (with or without queueing) that end start-up.
   static constexpr int kStartupFlatRounds = 3;
   static constexpr int kMinCap = 64;
