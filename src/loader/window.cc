@@ -34,11 +34,12 @@ void WindowController::OnComplete(int64_t bytes, std::chrono::microseconds laten
     int limit = std::min(o_.max_window, 2 * std::max(interval_window_, 1));
     if (startup_cap_ > 0) limit = std::min(limit, startup_cap_);
     if (startup_growth_cap_ > 0) limit = std::min(limit, startup_growth_cap_);
-    // Requests that wait a quarter round trip longer than the fastest ones
-    // are queueing: the window is past the bandwidth-delay product, and
-    // more of it would only lengthen the queue (HyStart's delay signal).
-    // Windows below the floor stay free to grow (at sub-millisecond round
-    // trips the latency's noise is larger than a quarter of it).
+    // Requests that wait a quarter round trip (at most 16 ms) longer than
+    // the fastest ones are queueing: the window is past the bandwidth-delay
+    // product, and more of it would only lengthen the queue (HyStart's
+    // delay signal). Windows below the floor stay free to grow (at
+    // sub-millisecond round trips the latency's noise is larger than a
+    // quarter of it).
     const bool queued = min_rtt_us_ > 0 && srtt_us_ > StartupDelayLimitUs() && window_ >= kMinCap;
     if (window_ < limit && !queued) ++window_;
   }
@@ -142,6 +143,7 @@ bool WindowController::Tick(Clock::time_point now) {
     interval_window_ = window_;
     return window_ != w0 || connections_ != c0;
   }
+  interval_latency_us_ = mean_lat;
   Evaluate(goodput);
   // Requests beyond a few bandwidth-delay products only wait in queues —
   // mostly the server's: a node buffers the answers a slow path cannot take
@@ -219,13 +221,18 @@ void WindowController::EvaluateStartup(double g) {
     return;
   }
   // A flat round trip without queueing (latency within a quarter of the
-  // lowest) is the lag of the measure: the answers to what the window
-  // added arrive a round trip later, in waves that one round trip's
-  // interval cuts unevenly. The window keeps growing — the delay signal
-  // (OnComplete) stops it once requests queue — with connections for it,
-  // and start-up ends after kStartupFlatRounds flat round trips in a row
-  // (of either kind).
-  if (srtt_us_ <= StartupDelayLimitUs()) {
+  // lowest, at most 16 ms above it) is the lag of the measure: the answers
+  // to what the window added arrive a round trip later, in waves that one
+  // round trip's interval cuts unevenly. The window keeps growing — the
+  // delay signal (OnComplete) stops it once requests queue — with
+  // connections for it, and start-up ends after kStartupFlatRounds flat
+  // round trips in a row (of either kind). The verdict takes the lower of
+  // the smoothed latency (the last few dozen answers) and the round trip's
+  // mean: a queue shows in both, a hiccup of a few answers only in the
+  // first, and a 16-ms limit is closer to such noise than a quarter of
+  // 200 ms was.
+  const double lat = interval_latency_us_ > 0 ? std::min(srtt_us_, interval_latency_us_) : srtt_us_;
+  if (lat <= StartupDelayLimitUs()) {
     ++rounds_since_connections_;
     startup_paused_ = false;
     queued_flat_intervals_ = 0;
@@ -238,7 +245,7 @@ void WindowController::EvaluateStartup(double g) {
   // connections just asked for are still opening): hold the window and
   // judge the next one; a second in a row ends start-up. Heavy queueing
   // is a clear enough signal at once.
-  const bool queueing = srtt_us_ > kStartupQueueing * min_rtt_us_;
+  const bool queueing = min_rtt_us_ > 0 && lat > kStartupQueueing * min_rtt_us_;
   if (++rounds_since_connections_ <= kConnectionOpenRounds) {
     startup_paused_ = true;  // connections still opening: wait for them
     return;

@@ -242,6 +242,7 @@ class WindowController {
   double min_rtt_us_ = 0;    // lowest smoothed-interval latency seen (decays slowly)
   double floor_rtt_us_ = 0;  // lowest interval-mean latency ever seen (no drift)
   double sum_latency_us_ = 0;
+  double interval_latency_us_ = 0;  // the last measured interval's mean latency
   bool held_back_ = false;
 
   double best_goodput_ = 0;
