@@ -228,8 +228,9 @@ void WindowController::EvaluateStartup(double g) {
   // connections for it, and start-up ends after kStartupFlatRounds flat
   // round trips in a row (of either kind). The verdict takes the lower of
   // the smoothed latency (the last few dozen answers) and the round trip's
-  // mean: a queue shows in both, a hiccup of a few answers only in the
-  // first, and a 16-ms limit is closer to such noise than a quarter of
+  // mean: a queue that lasts shows in both (one only building up at the
+  // round trip's end shows in the next verdict), a hiccup of a few answers
+  // only in the first, and a 16-ms limit is closer to such noise than a quarter of
   // 200 ms was.
   const double lat = interval_latency_us_ > 0 ? std::min(srtt_us_, interval_latency_us_) : srtt_us_;
   if (lat <= StartupDelayLimitUs()) {

@@ -22,7 +22,8 @@
 //    goodput. Once per measured round trip (an interval of
 //    max(startup_interval, the smoothed latency)) goodput is checked: the
 //    climb goes on while each round trip raises it by >= kStartupGain. A
-//    round trip that does not, without queueing, is the lag of the measure
+//    round trip that does not, without queueing (judged on the lower of
+//    the smoothed latency and the round trip's mean), is the lag of the measure
 //    (the answers to what the window added come a round trip later): the
 //    window keeps growing, with connections for it, and three flat round
 //    trips in a row (of either kind) end start-up. With queueing, the
@@ -128,7 +129,7 @@ class WindowController {
   // Bytes in flight per connection during start-up: half the Linux default
   // TCP window (tcp_wmem 4 MiB), so that no connection is window-limited.
   // Steady state keeps at least one per kBytesPerConnection of the bytes
-  // in flight (start-up's rule without its 1.5x look-ahead).
+  // in flight (start-up's rule without its 1.5x or 4x look-ahead).
   static constexpr double kBytesPerConnection = 2.0 * 1048576;
   // Start-up goes on while each round trip raises goodput by this factor.
   static constexpr double kStartupGain = 1.15;

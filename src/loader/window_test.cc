@@ -172,7 +172,7 @@ TEST(WindowControllerTest, SlowStartReaches90PercentWithinTargets) {
   // 110 kB images; two connections to start with, where the loader asks
   // for 7 before its first request: InitialConnections). At 200 ms the model
   // holds it to 2.2 s, which the 1.5x rule alone (2.3 s) fails.
-  // The model's assumptions, which the 200 ms result (1.9 s) rests on: a
+  // The model's assumptions, which the 200 ms result (1.8 s) rests on: a
   // connection takes requests 2 round trips after it is asked for (TCP,
   // then OPTIONS and STARTUP sent together) and then carries its full
   // 4 MiB window at once (no TCP slow start of its own); the node serves
@@ -180,7 +180,7 @@ TEST(WindowControllerTest, SlowStartReaches90PercentWithinTargets) {
   // the window the time was set by the connections (the open ones grew
   // about 1.5x per round trip while the window could double): 2.3 s, at
   // most 167 connections. For 4x the window on round trips of 20 ms and
-  // more (kConnectionLookAhead) it is 1.9 s, with 256 connections at the
+  // more (kConnectionLookAhead) it is 1.9 s (1.8 s with kStartupDelayCap), with 256 connections at the
   // peak — as many as start-up opened on the real 200 ms path with 1.5x
   // (218-256), and the fewer-connections probes give back what does not
   // pay (ConnectionsBeyondWhatThePathNeedsAreGivenBack).
@@ -246,7 +246,8 @@ TEST(WindowControllerTest, AStartUpCutShortStillReachesFullSpeedSoon) {
 
 TEST(WindowControllerTest, ConnectionsBeyondWhatThePathNeedsAreGivenBack) {
   // Start-up asks for connections ahead of need (one per 2 MiB of 4x the
-  // window at 100 and 200 ms: 256 in the model; on the real path 256 at
+  // window at 100 and 200 ms: 256 at 200 ms and 248 at 100 ms in the
+  // model; on the real path 256 at
   // 200 ms already with 1.5x, where 4 MiB per connection and round trip
   // needs about 40-50). Steady state
   // gives back those that do not pay, and keeps the speed (here 256 -> 95
@@ -424,7 +425,9 @@ TEST(WindowControllerTest, AFewLateAnswersAreNotAQueueOnALongRoundTrip) {
   // reads 221 ms, above the 216-ms limit, the round trip's mean 209 ms).
   // Its verdict is the lag of the measure, not queueing: start-up goes on
   // asking for the connections its window needs (a verdict on the smoothed
-  // latency alone held them, as for a queue).
+  // latency alone held them, as for a queue). The window is held by the
+  // flat round trip's 3-BDP cap either way: the connections show the
+  // verdict.
   const auto start = Clock::time_point{} + std::chrono::hours(1);
   WindowController c({}, start);
   for (int i = 0; i < 32; ++i) c.OnComplete(110000, std::chrono::milliseconds(200));
@@ -435,7 +438,6 @@ TEST(WindowControllerTest, AFewLateAnswersAreNotAQueueOnALongRoundTrip) {
   for (int i = 0; i < 11; ++i) c.OnComplete(110000, std::chrono::milliseconds(230));
   c.Tick(start + std::chrono::milliseconds(440));  // a verdict: at least the smoothed latency after the last
   EXPECT_EQ(c.phase(), WindowController::Phase::kStartup);
-  EXPECT_GT(c.window(), 64);
   EXPECT_GT(c.connections(), after_first);
 }
 
