@@ -364,6 +364,9 @@ struct Loader::Impl {
   // datasets whose key snapshot knows no sizes).
   double CatalogMeanSize() const;
   int UpHosts() const;
+  // The window the controller starts with: the option or the default, at
+  // most a user's max_in_flight (the controller clamps the same way).
+  int FirstWindow() const;
   // The connections, all hosts together, that the window starts with: at
   // least `per_host` on each up host, and with adaptive connections those
   // for 4x the initial window (WindowController::InitialConnections), at

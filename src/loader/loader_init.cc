@@ -187,21 +187,21 @@ int Loader::Impl::UpHosts() const {
   return std::max(1, up_hosts);
 }
 
+int Loader::Impl::FirstWindow() const {
+  const int window = o.initial_window > 0 ? o.initial_window : loader_impl::kDefaultInitialWindow;
+  return o.max_in_flight > 0 ? std::clamp(window, std::min(4, o.max_in_flight), o.max_in_flight) : window;
+}
+
 int Loader::Impl::StartConnections(int per_host, int max_per_host) const {
   const int hosts = UpHosts();
   int n = per_host * hosts;
-  if (o.adaptive) {
-    // The controller's first window: clamped to a user's max_in_flight.
-    int window = o.initial_window > 0 ? o.initial_window : loader_impl::kDefaultInitialWindow;
-    if (o.max_in_flight > 0) window = std::clamp(window, std::min(4, o.max_in_flight), o.max_in_flight);
-    n = std::max(n, loader::WindowController::InitialConnections(window, CatalogMeanSize()));
-  }
+  if (o.adaptive) n = std::max(n, loader::WindowController::InitialConnections(FirstWindow(), CatalogMeanSize()));
   return std::clamp(n, 1, std::max(1, max_per_host) * hosts);
 }
 
 void Loader::Impl::ConfigureWindow(int connections, int max_connections) {
   loader::WindowController::Options wo;
-  wo.initial_window = o.initial_window > 0 ? o.initial_window : loader_impl::kDefaultInitialWindow;
+  wo.initial_window = FirstWindow();
   wo.max_window = o.max_in_flight > 0 ? o.max_in_flight : loader_impl::kDefaultMaxInFlight;
   if (o.max_in_flight <= 0 && packed_layout) {
     // The window counts samples; a pack request moves P of them. The

@@ -143,8 +143,7 @@ bool WindowController::Tick(Clock::time_point now) {
     interval_window_ = window_;
     return window_ != w0 || connections_ != c0;
   }
-  interval_latency_us_ = mean_lat;
-  Evaluate(goodput);
+  Evaluate(goodput, mean_lat);
   // Requests beyond a few bandwidth-delay products only wait in queues —
   // mostly the server's: a node buffers the answers a slow path cannot take
   // yet (a 1 GiB Cassandra node ran out of direct memory at 100 ms RTT
@@ -200,9 +199,9 @@ void WindowController::GrowConnections() {
   if (connections_ > before) rounds_since_connections_ = 0;
 }
 
-void WindowController::Evaluate(double g) {
+void WindowController::Evaluate(double g, double mean_lat) {
   if (phase_ == Phase::kStartup) {
-    EvaluateStartup(g);
+    EvaluateStartup(g, mean_lat);
   } else if (probe_ == Probe::kNone) {
     EvaluateSteady(g);
   } else {
@@ -210,7 +209,7 @@ void WindowController::Evaluate(double g) {
   }
 }
 
-void WindowController::EvaluateStartup(double g) {
+void WindowController::EvaluateStartup(double g, double mean_lat) {
   if (g >= best_goodput_ * kStartupGain) {
     best_goodput_ = g;
     best_window_ = window_;
@@ -230,9 +229,9 @@ void WindowController::EvaluateStartup(double g) {
   // the smoothed latency (the last few dozen answers) and the round trip's
   // mean: a queue that lasts shows in both (one only building up at the
   // round trip's end shows in the next verdict), a hiccup of a few answers
-  // only in the first, and a 16-ms limit is closer to such noise than a quarter of
-  // 200 ms was.
-  const double lat = interval_latency_us_ > 0 ? std::min(srtt_us_, interval_latency_us_) : srtt_us_;
+  // only in the first, and a 16-ms limit is closer to such noise than a
+  // quarter of 200 ms was.
+  const double lat = std::min(srtt_us_, mean_lat);
   if (lat <= StartupDelayLimitUs()) {
     ++rounds_since_connections_;
     startup_paused_ = false;

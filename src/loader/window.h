@@ -213,10 +213,11 @@ class WindowController {
  private:
   enum class Probe { kNone, kWindowUp, kWindowDown, kConnections, kFewerConnections };
   void StartProbe(Probe p);
-  // One interval's goodput: the startup climb, the steady state's probe
-  // schedule, or the verdict on a running probe.
-  void Evaluate(double goodput);
-  void EvaluateStartup(double goodput);
+  // One interval's goodput (and its answers' mean latency): the startup
+  // climb, the steady state's probe schedule, or the verdict on a running
+  // probe.
+  void Evaluate(double goodput, double mean_latency_us);
+  void EvaluateStartup(double goodput, double mean_latency_us);
   void EvaluateSteady(double goodput);
   void EvaluateProbe(double goodput);
   // Start-up: connections for the bytes the window keeps in flight.
@@ -243,7 +244,6 @@ class WindowController {
   double min_rtt_us_ = 0;    // lowest smoothed-interval latency seen (decays slowly)
   double floor_rtt_us_ = 0;  // lowest interval-mean latency ever seen (no drift)
   double sum_latency_us_ = 0;
-  double interval_latency_us_ = 0;  // the last measured interval's mean latency
   bool held_back_ = false;
 
   double best_goodput_ = 0;
