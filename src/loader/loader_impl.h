@@ -373,7 +373,9 @@ struct Loader::Impl {
   // most `max_per_host` on each. Init asks for them before the statements
   // are prepared, so that they open during those round trips.
   int StartConnections(int per_host, int max_per_host) const;
-  void ConfigureWindow(int connections, int max_connections) REQUIRES(mu);
+  // `start_connections`: StartConnections, all hosts together;
+  // `max_connections`: per host.
+  void ConfigureWindow(int start_connections, int max_connections) REQUIRES(mu);
   // An epoch over `ranges`; `resplit`: the rest of a resumed epoch re-split
   // over another world size (drop_last then cuts this rank's own part).
   std::unique_ptr<Epoch> MakeEpoch(int64_t number, std::vector<loader::PositionRange> ranges, int64_t base_batches,

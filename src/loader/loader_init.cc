@@ -42,7 +42,8 @@ Status Loader::Impl::Init() {
   CQLS_RETURN_IF_ERROR(Connect(co));
   CQLS_RETURN_IF_ERROR(LoadSampleSet());
   // The first window's connections open during the round trips below.
-  session->SetTotalConnections(StartConnections(co.connections_per_host, max_conns));
+  const int start_connections = StartConnections(co.connections_per_host, max_conns);
+  session->SetTotalConnections(start_connections);
   CQLS_RETURN_IF_ERROR(LoadPacks());
   CQLS_RETURN_IF_ERROR(PrepareStatements());
   MutexLock lock(&mu);  // (the pump thread starts below)
@@ -50,7 +51,7 @@ Status Loader::Impl::Init() {
   if (attached) {
     for (auto& [name, sp] : attached->splits) sp.row.max_bytes = budget;
   }
-  ConfigureWindow(co.connections_per_host, max_conns);
+  ConfigureWindow(start_connections, max_conns);
   next_epoch = 0;
   pump = std::thread([this] { PumpLoop(); });
   return Status::OK();
@@ -199,7 +200,7 @@ int Loader::Impl::StartConnections(int per_host, int max_per_host) const {
   return std::clamp(n, 1, std::max(1, max_per_host) * hosts);
 }
 
-void Loader::Impl::ConfigureWindow(int connections, int max_connections) {
+void Loader::Impl::ConfigureWindow(int start_connections, int max_connections) {
   loader::WindowController::Options wo;
   wo.initial_window = FirstWindow();
   wo.max_window = o.max_in_flight > 0 ? o.max_in_flight : loader_impl::kDefaultMaxInFlight;
@@ -215,7 +216,7 @@ void Loader::Impl::ConfigureWindow(int connections, int max_connections) {
   // bytes in flight need); the session spreads them over the up hosts
   // (SetTotalConnections) and says how many it can hold (ConnectionLimit).
   const int up_hosts = UpHosts();
-  wo.initial_connections = StartConnections(connections, max_connections);
+  wo.initial_connections = start_connections;
   wo.max_connections = max_connections * up_hosts;
   wo.adaptive = o.adaptive;
   ctl = loader::WindowController(wo, Clock::now());

@@ -94,8 +94,12 @@ int WindowController::ConnectionFloor(double factor) const {
   // bandwidth-delay product of the best goodput.
   double bytes = static_cast<double>(window_) * std::max(mean_bytes_, 0.0);
   if (best_goodput_ > 0 && min_rtt_us_ > 0) bytes = std::min(bytes, best_goodput_ * min_rtt_us_ / 1e6);
-  const double n = std::ceil(factor * bytes / kBytesPerConnection);
-  return std::clamp(static_cast<int>(std::min(n, 1e9)), 1, MaxConnections());
+  return ConnectionsFor(factor * bytes, MaxConnections());
+}
+
+int WindowController::ConnectionsFor(double bytes, int most) {
+  const double n = std::ceil(std::max(bytes, 0.0) / kBytesPerConnection);
+  return static_cast<int>(std::clamp(n, 1.0, static_cast<double>(std::max(most, 1))));
 }
 
 int WindowController::FewerConnections() const {
@@ -162,9 +166,8 @@ bool WindowController::Tick(Clock::time_point now) {
 }
 
 int WindowController::InitialConnections(int initial_window, double mean_bytes) {
-  const double n = std::ceil(kConnectionLookAhead * std::max(initial_window, 1) * std::max(mean_bytes, 0.0) /
-                             kBytesPerConnection);
-  return static_cast<int>(std::clamp(n, 1.0, static_cast<double>(kDefaultMaxConnections)));
+  return ConnectionsFor(kConnectionLookAhead * std::max(initial_window, 1) * std::max(mean_bytes, 0.0),
+                        kDefaultMaxConnections);
 }
 
 void WindowController::GrowConnections() {
@@ -175,10 +178,7 @@ void WindowController::GrowConnections() {
   // For 1.5x the window: a connection needs two round trips to open and a
   // third to bring answers, while the window doubles in one. On long round
   // trips, for the window two doublings on (kConnectionLookAhead).
-  const double per_window = static_cast<double>(window_) * mean / kBytesPerConnection;
-  const auto count = [&](double factor) {
-    return static_cast<int>(std::clamp(std::ceil(factor * per_window), 1.0, static_cast<double>(MaxConnections())));
-  };
+  const double bytes = static_cast<double>(window_) * mean;
   // Not where the connections cannot be given back (shard-aware ScyllaDB
   // pools), nor in a resumed start-up (steady state had the path measured).
   // The latency is a request's, the node's service time included: a slow
@@ -186,7 +186,7 @@ void WindowController::GrowConnections() {
   // back by the probes.
   const bool far = min_rtt_us_ >= static_cast<double>(std::chrono::microseconds(kLookAheadLatency).count());
   const bool ahead = far && phase_ == Phase::kStartup && startup_resumes_ == 0 && connections_shrink_;
-  const int target = ahead ? count(kConnectionLookAhead) : count(1.5);
+  const int target = ConnectionsFor((ahead ? kConnectionLookAhead : 1.5) * bytes, MaxConnections());
   const int before = connections_;
   // A resumed start-up adds none beyond the bytes in flight once a probe
   // showed that they do not pay.

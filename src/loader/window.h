@@ -23,7 +23,8 @@
 //    max(startup_interval, the smoothed latency)) goodput is checked: the
 //    climb goes on while each round trip raises it by >= kStartupGain. A
 //    round trip that does not, without queueing (judged on the lower of
-//    the smoothed latency and the round trip's mean), is the lag of the measure
+//    the smoothed latency and the round trip's mean), is the lag of the
+//    measure
 //    (the answers to what the window added come a round trip later): the
 //    window keeps growing, with connections for it, and three flat round
 //    trips in a row (of either kind) end start-up. With queueing, the
@@ -139,11 +140,10 @@ class WindowController {
   // window may double in each, so for kConnectionLookAhead (4) times the
   // window instead of 1.5 times (only in the first start-up and where the
   // session shrinks: the probes give the surplus back). Through a 200 ms
-  // path the 1.5x rule left
-  // the open connections two round trips behind the window at every
-  // doubling (2 open while the window was 64, 9 at 448), and the rate in
-  // the second second was 219-332 MB/s where the node serves ~1,100
-  // (docs/benchmarks.md). Below kLookAheadLatency those two round trips
+  // path the 1.5x rule left the open connections two round trips behind
+  // the window at every doubling (2 open while the window was 64, 9 at
+  // 448), and the rate in the second second was 219-332 MB/s where the
+  // node serves ~1,100 (docs/benchmarks.md). Below kLookAheadLatency those two round trips
   // are tens of milliseconds, and start-up keeps the 1.5x rule (fewer
   // connections for the probes to give back).
   static constexpr double kConnectionLookAhead = 4.0;
@@ -268,6 +268,8 @@ class WindowController {
   // kBytesPerConnection each: the window's bytes, at most the
   // bandwidth-delay product (1..MaxConnections()).
   int ConnectionFloor(double factor) const;
+  // One connection per kBytesPerConnection of `bytes`, between 1 and `most`.
+  static int ConnectionsFor(double bytes, int most);
   int probe_intervals_ = 0;
   double probe_sum_ = 0;
   double probe_first_ = 0;  // the first measured interval's goodput

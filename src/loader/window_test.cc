@@ -180,8 +180,8 @@ TEST(WindowControllerTest, SlowStartReaches90PercentWithinTargets) {
   // the window the time was set by the connections (the open ones grew
   // about 1.5x per round trip while the window could double): 2.3 s, at
   // most 167 connections. For 4x the window on round trips of 20 ms and
-  // more (kConnectionLookAhead) it is 1.9 s (1.8 s with kStartupDelayCap), with 256 connections at the
-  // peak — as many as start-up opened on the real 200 ms path with 1.5x
+  // more (kConnectionLookAhead) it is 1.9 s (1.8 s with kStartupDelayCap),
+  // with 256 connections at the peak — as many as start-up opened on the real 200 ms path with 1.5x
   // (218-256), and the fewer-connections probes give back what does not
   // pay (ConnectionsBeyondWhatThePathNeedsAreGivenBack).
   struct Case {
@@ -247,10 +247,9 @@ TEST(WindowControllerTest, AStartUpCutShortStillReachesFullSpeedSoon) {
 TEST(WindowControllerTest, ConnectionsBeyondWhatThePathNeedsAreGivenBack) {
   // Start-up asks for connections ahead of need (one per 2 MiB of 4x the
   // window at 100 and 200 ms: 256 at 200 ms and 248 at 100 ms in the
-  // model; on the real path 256 at
-  // 200 ms already with 1.5x, where 4 MiB per connection and round trip
-  // needs about 40-50). Steady state
-  // gives back those that do not pay, and keeps the speed (here 256 -> 95
+  // model; on the real path 256 at 200 ms already with 1.5x, where 4 MiB
+  // per connection and round trip needs about 40-50). Steady state gives
+  // back those that do not pay, and keeps the speed (here 256 -> 95
   // at 200 ms, 248 -> 44 at 100 ms). With 1 MiB TCP windows (a host tuned
   // down) the path needs more connections than the floor of 2 MiB each
   // assumes: a probe below what it needs loses and is undone.
