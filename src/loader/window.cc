@@ -65,6 +65,7 @@ void WindowController::OnCongestion(Clock::time_point now) {
   }
   if (probe_ != Probe::kNone) connections_ = std::min(saved_connections_, MaxConnections());
   fewer_reference_ = 0;
+  down_reference_ = 0;  // the path changed: what it carried before says little
   if (phase_ == Phase::kStartup) {
     phase_ = Phase::kSteady;
     best_window_ = window_;
@@ -284,6 +285,7 @@ void WindowController::ResumeStartup(double g) {
   // trip; steady state's estimate drifts up (1% an interval) and may have
   // followed a queue.
   min_rtt_us_ = floor_rtt_us_;
+  down_reference_ = 0;
   too_few_connections_ = too_few_age_ = 0;  // a path far from full: counts judged before say little
   GrowConnections();  // for the window the probe found paying
 }
@@ -325,7 +327,7 @@ void WindowController::EvaluateProbe(double g) {
       keep = pg >= baseline_ * 1.05;
       break;
     case Probe::kWindowDown:
-      keep = pg >= baseline_ * 0.97;
+      keep = pg >= std::max(baseline_, down_reference_) * 0.97;
       break;
     case Probe::kFewerConnections:
       // Within 3% of the goodput before the series began, not of the last
@@ -338,6 +340,7 @@ void WindowController::EvaluateProbe(double g) {
   const bool down = probe_ == Probe::kWindowDown || probe_ == Probe::kFewerConnections;
   if (probe_ != Probe::kFewerConnections || !keep) fewer_reference_ = 0;  // the series ends
   if (keep) {
+    if (probe_ == Probe::kWindowDown) down_reference_ = std::max(down_reference_, baseline_);
     best_goodput_ = std::max(pg, down ? pg : best_goodput_);
     if (probe_ == Probe::kConnections) {
       // The count before was too few: no fewer-connections probe goes back.

@@ -43,7 +43,9 @@
 //    server, is the limit: one TCP connection carries at most window/RTT),
 //    more connections — keeping a change only if goodput rises by >= 5%, and
 //    now and then a smaller window (x0.9), kept if goodput does not fall by
-//    more than 3% (less memory for the same speed), and fewer connections
+//    more than 3% (less memory for the same speed), neither from before the
+//    probe nor from the best goodput a smaller window was kept from (so
+//    that small losses do not add up), and fewer connections
 //    (x2/3; the session's pools park the surplus at once and close each 30 s
 //    after it was parked: net/pool.h), kept while goodput stays within 3%
 //    of what it was before the first of a series of them — each connection
@@ -258,6 +260,16 @@ class WindowController {
   // Fewer connections: the goodput before the first of a series of kept
   // probes (0: no series), and the most connections shown too few.
   double fewer_reference_ = 0;
+  // Smaller window: the highest goodput a kept smaller-window probe started
+  // from (0: none yet). Each such probe is judged against it as well, so
+  // that 1-3% losses, each within the 3% a probe may lose on a noisy
+  // measure, do not add up and walk the window down (judged one at a time,
+  // the window went 64 -> 9 requests at RTT 0 in one 25-s run and goodput
+  // fell 15%: docs/benchmarks.md). Not forgotten when a larger window is
+  // kept (the measure's noise keeps some of those; forgetting let the
+  // model's window walk down to 0.91 of its goodput), only when start-up
+  // resumes or congestion shows the path changed.
+  double down_reference_ = 0;
   int too_few_connections_ = 0;
   int too_few_age_ = 0;  // probes since too_few_connections_ was set
   // A count shown too few is forgotten after this many probes (one noisy
