@@ -270,6 +270,12 @@ void WindowController::EndStartup(double g) {
   const double settle = mean_bytes_ > 0 && min_rtt_us_ > 0 ? std::min(1.25 * bdp, 1.25 * best_window_)
                                                            : 1.25 * best_window_;
   window_ = std::clamp(static_cast<int>(std::min(settle, 1e9)), o_.min_window, o_.max_window);
+  // The look-ahead's surplus back (kSettledConnectionFactor), never below
+  // kKeptConnections, only where the session shrinks.
+  if (connections_shrink_) {
+    const int settled = ConnectionsFor(kSettledConnectionFactor * window_ * std::max(mean_bytes_, 0.0), MaxConnections());
+    connections_ = std::min(connections_, std::max(settled, kKeptConnections));
+  }
   next_probe_ = 0;  // up, then fewer connections (EvaluateSteady)
 }
 

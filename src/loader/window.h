@@ -52,8 +52,10 @@
 //    costs the client system calls and wake-ups, and start-up asks for them
 //    ahead of need (at 200 ms it opened 218-256 where ~50 carry the path,
 //    and a cap of 96 carried it faster at less CPU per GB:
-//    docs/benchmarks.md), so the second probe after start-up is this one
-//    (the first is a larger window: start-up may have ended short).
+//    docs/benchmarks.md), so start-up's end gives back at once all beyond
+//    kSettledConnectionFactor times the settled window's bytes, and the
+//    second probe after start-up is this one (the first is a larger
+//    window: start-up may have ended short).
 //    Never below kKeptConnections (32: too few to be worth a probe's dip)
 //    nor one connection per kBytesPerConnection on the wire (the
 //    window's bytes, at most the bandwidth-delay product: start-up's rule
@@ -150,6 +152,17 @@ class WindowController {
   // connections for the probes to give back).
   static constexpr double kConnectionLookAhead = 4.0;
   static constexpr std::chrono::milliseconds kLookAheadLatency{20};
+  // When start-up ends, the connections beyond kSettledConnectionFactor
+  // times the bytes the settled window keeps in flight (one per 1 MiB of
+  // them) are given back at once: the look-ahead was for doublings that no
+  // longer come. The pools park them (a probe that asks for them again has
+  // them at once); before, fewer-connections probes gave them back x2/3 at
+  // a time, and at 100 ms 196-253 stayed open for the first 8-14 s of
+  // steady state where 51-62 carried the path. Twice, not start-up's 1.5x:
+  // a path whose TCP windows are a quarter of Linux's default then keeps
+  // what it needs (the model: 776 MB/s of 800 at 200 ms with 1 MiB
+  // windows, 692 with 1.5x, 753 without the trim).
+  static constexpr double kSettledConnectionFactor = 2.0;
   // The connections, all hosts together, that a loader asks for before its
   // first request (the round trip is not known yet): those for
   // kConnectionLookAhead times the initial window of `mean_bytes` samples,

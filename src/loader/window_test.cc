@@ -77,6 +77,8 @@ struct PathRun {
   int max_connections_after_refusal = 0;  // once the controller was told the limit
   double max_node_queue_s = 0;  // longest wait at the node (start-up)
   int startup_resumes = 0;      // WindowController::startup_resumes() at the end
+  int connections_at_startup_end = 0;  // the controller's count when start-up first ended (0: never)
+  int window_at_startup_end = 0;
   double steady = 0;  // mean of the last half
   // From the first request until the rate first reaches 90% of `steady` and
   // holds it for the following second.
@@ -139,7 +141,12 @@ PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double se
       congest_at.erase(congest_at.begin());
     }
     const int before = c.connections();
+    const bool was_startup = c.phase() == WindowController::Phase::kStartup;
     c.Tick(now);
+    if (was_startup && c.phase() == WindowController::Phase::kSteady && r.connections_at_startup_end == 0) {
+      r.connections_at_startup_end = c.connections();
+      r.window_at_startup_end = c.window();
+    }
     // Open after TCP and OPTIONS+STARTUP (net/connection.cc sends them together).
     if (c.connections() > before) opening.emplace_back(t + 2 * rtt_s, c.connections());
     // Fewer: the pool parks the surplus at once (net/pool.h); more again
@@ -249,11 +256,11 @@ TEST(WindowControllerTest, ConnectionsBeyondWhatThePathNeedsAreGivenBack) {
   // Start-up asks for connections ahead of need (one per 2 MiB of 4x the
   // window at 100 and 200 ms: 256 at 200 ms and 248 at 100 ms in the
   // model; on the real path 256 at 200 ms already with 1.5x, where 4 MiB
-  // per connection and round trip needs about 40-50). Steady state gives
-  // back those that do not pay, and keeps the speed (here 256 -> 95
-  // at 200 ms, 248 -> 44 at 100 ms). With 1 MiB TCP windows (a host tuned
-  // down) the path needs more connections than the floor of 2 MiB each
-  // assumes: a probe below what it needs loses and is undone.
+  // per connection and round trip needs about 40-50). Start-up's end and
+  // then steady state give back those that do not pay, and keep the speed
+  // (here 256 -> 91 at 200 ms, 248 -> 49 at 100 ms). With 1 MiB TCP windows
+  // (a host tuned down) the path needs more connections than the floor of
+  // 2 MiB each assumes: a probe below what it needs loses and is undone.
   struct Case {
     double rtt, conn_window;
   };
@@ -277,6 +284,32 @@ TEST(WindowControllerTest, ConnectionsBeyondWhatThePathNeedsAreGivenBack) {
       EXPECT_LE(r.final_connections, 0.75 * r.max_connections);
     }
   }
+}
+
+TEST(WindowControllerTest, StartUpsEndGivesBackTheLookAheadsSurplusAtOnce) {
+  // On long round trips start-up asks for the connections of 4x its window
+  // (256 at 200 ms and 248 at 100 ms in the model). When it ends no more
+  // doublings come: all beyond one connection per 1 MiB of the settled
+  // window's bytes go back at once (before: all stayed until
+  // fewer-connections probes took them x2/3 a probe at a time), and the
+  // speed is kept. Not where the session cannot give connections back.
+  const double node = 800e6, size = 110e3, conn_window = 4 * 1048576.0;
+  for (double rtt : {0.1, 0.2}) {
+    PathRun r = SimulatePath(rtt, node, conn_window, 20, size);
+    SCOPED_TRACE(testing::Message() << "rtt " << rtt);
+    ASSERT_GT(r.connections_at_startup_end, 0);
+    const int settled = static_cast<int>(std::ceil(WindowController::kSettledConnectionFactor *
+                                                   r.window_at_startup_end * size /
+                                                   WindowController::kBytesPerConnection));
+    std::printf("rtt %.0f ms: connections max %d, when start-up ended %d (window %d), steady %.0f MB/s\n", rtt * 1e3,
+                r.max_connections, r.connections_at_startup_end, r.window_at_startup_end, r.steady / 1e6);
+    EXPECT_LT(r.connections_at_startup_end, r.max_connections);
+    EXPECT_LE(r.connections_at_startup_end, std::max(settled, WindowController::kKeptConnections));
+    EXPECT_GE(r.steady, 0.95 * node);
+  }
+  PathRun fixed = SimulatePath(0.2, node, conn_window, 20, size, {}, 0, {}, /*shrink=*/false);
+  ASSERT_GT(fixed.connections_at_startup_end, 0);
+  EXPECT_EQ(fixed.connections_at_startup_end, fixed.max_connections);
 }
 
 TEST(WindowControllerTest, ANodeThatKeepsSheddingLoadIsNotPushedIntoItAgainAndAgain) {
