@@ -271,9 +271,16 @@ void WindowController::EndStartup(double g) {
                                                            : 1.25 * best_window_;
   window_ = std::clamp(static_cast<int>(std::min(settle, 1e9)), o_.min_window, o_.max_window);
   // The look-ahead's surplus back (kSettledConnectionFactor), never below
-  // kKeptConnections, only where the session shrinks.
-  if (connections_shrink_) {
-    const int settled = ConnectionsFor(kSettledConnectionFactor * window_ * std::max(mean_bytes_, 0.0), MaxConnections());
+  // kKeptConnections: only after a start-up that looked ahead (the first,
+  // on a long round trip, where the session shrinks; see GrowConnections).
+  // A resumed start-up asked for no surplus, and may follow a
+  // more-connections probe that paid. A start-up that congestion ends
+  // (OnCongestion) keeps its connections: it ended short, and resuming
+  // needs them.
+  const bool looked_ahead = connections_shrink_ && startup_resumes_ == 0 &&
+                            min_rtt_us_ >= static_cast<double>(std::chrono::microseconds(kLookAheadLatency).count());
+  if (looked_ahead) {
+    const int settled = ConnectionsFor(kSettledConnectionFactor * window_ * mean_bytes_, MaxConnections());
     connections_ = std::min(connections_, std::max(settled, kKeptConnections));
   }
   next_probe_ = 0;  // up, then fewer connections (EvaluateSteady)
@@ -304,9 +311,9 @@ void WindowController::EvaluateSteady(double g) {
   // Round-robin over the probes that can apply: up, fewer connections,
   // more connections, up, down. A down probe costs throughput while it
   // lasts, so it is the rarest; the first after start-up is up (start-up
-  // may have ended short of the path), the second gives back start-up's
-  // look-ahead (connections for 1.5x or 4x the window, asked for while they
-  // were still opening).
+  // may have ended short of the path), the second gives back what is left
+  // of start-up's look-ahead (connections for 1.5x or 4x the window, asked
+  // for while they were still opening; EndStartup gave back the most).
   for (int k = 0; k < 5; ++k) {
     const int kind = next_probe_++ % 5;
     if ((kind == 0 || kind == 3) && window_ < o_.max_window) return StartProbe(Probe::kWindowUp);
@@ -398,6 +405,9 @@ void WindowController::StartProbe(Probe p) {
       connections_ = std::max(connections_, ConnectionFloor(1.25));
       break;
     case Probe::kWindowDown:
+      // Goodput fell further than kept smaller windows can explain: the
+      // path changed, and the old reference says nothing about this one.
+      if (baseline_ < (1.0 - kDownReferenceDrop) * down_reference_) down_reference_ = 0;
       window_ = std::max(o_.min_window, static_cast<int>(window_ * 0.9));
       break;
     case Probe::kConnections:

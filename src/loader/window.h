@@ -52,12 +52,13 @@
 //    costs the client system calls and wake-ups, and start-up asks for them
 //    ahead of need (at 200 ms it opened 218-256 where ~50 carry the path,
 //    and a cap of 96 carried it faster at less CPU per GB:
-//    docs/benchmarks.md), so start-up's end gives back at once all beyond
-//    kSettledConnectionFactor times the settled window's bytes, and the
-//    second probe after start-up is this one (the first is a larger
-//    window: start-up may have ended short).
-//    Never below kKeptConnections (32: too few to be worth a probe's dip)
-//    nor one connection per kBytesPerConnection on the wire (the
+//    docs/benchmarks.md), so the end of a first start-up that looked ahead
+//    gives back at once all beyond one connection per 1 MiB of the settled
+//    window's bytes (kSettledConnectionFactor; never below
+//    kKeptConnections), and the second probe after start-up is this one
+//    (the first is a larger window: start-up may have ended short). A
+//    fewer-connections probe goes never below kKeptConnections (32: too
+//    few to be worth a probe's dip) nor one connection per kBytesPerConnection on the wire (the
 //    window's bytes, at most the bandwidth-delay product: start-up's rule
 //    without its look-ahead for connections still opening; a larger-window
 //    probe brings the connections its window needs), nor to a count a probe
@@ -143,7 +144,7 @@ class WindowController {
   // trips after it is asked for (TCP, then OPTIONS and STARTUP), and the
   // window may double in each, so for kConnectionLookAhead (4) times the
   // window instead of 1.5 times (only in the first start-up and where the
-  // session shrinks: the probes give the surplus back). Through a 200 ms
+  // session shrinks: its end and then the probes give the surplus back). Through a 200 ms
   // path the 1.5x rule left the open connections two round trips behind
   // the window at every doubling (2 open while the window was 64, 9 at
   // 448), and the rate in the second second was 219-332 MB/s where the
@@ -152,16 +153,18 @@ class WindowController {
   // connections for the probes to give back).
   static constexpr double kConnectionLookAhead = 4.0;
   static constexpr std::chrono::milliseconds kLookAheadLatency{20};
-  // When start-up ends, the connections beyond kSettledConnectionFactor
-  // times the bytes the settled window keeps in flight (one per 1 MiB of
-  // them) are given back at once: the look-ahead was for doublings that no
-  // longer come. The pools park them (a probe that asks for them again has
-  // them at once); before, fewer-connections probes gave them back x2/3 at
-  // a time, and at 100 ms 196-253 stayed open for the first 8-14 s of
-  // steady state where 51-62 carried the path. Twice, not start-up's 1.5x:
-  // a path whose TCP windows are a quarter of Linux's default then keeps
-  // what it needs (the model: 776 MB/s of 800 at 200 ms with 1 MiB
-  // windows, 692 with 1.5x, 753 without the trim).
+  // When a first start-up that looked ahead ends, the connections beyond
+  // one per 1 MiB of the bytes the settled window keeps in flight
+  // (kSettledConnectionFactor per kBytesPerConnection; at least
+  // kKeptConnections) are given back at once: the look-ahead was for
+  // doublings that no longer come. The pools park them (a probe that asks
+  // for them again has them at once); before, fewer-connections probes
+  // gave them back x2/3 at a time, and at 100 ms 196-253 stayed open for
+  // the first 8-14 s of steady state where 51-62 carried the path
+  // (docs/benchmarks.md). Twice, not start-up's 1.5x: a path whose TCP
+  // windows are a quarter of Linux's default then keeps what it needs (in
+  // the model, which is deterministic, 776 MB/s of 800 at 200 ms with
+  // 1 MiB windows; 692 with 1.5x; 753 without giving any back here).
   static constexpr double kSettledConnectionFactor = 2.0;
   // The connections, all hosts together, that a loader asks for before its
   // first request (the round trip is not known yet): those for
@@ -277,12 +280,18 @@ class WindowController {
   // from (0: none yet). Each such probe is judged against it as well, so
   // that 1-3% losses, each within the 3% a probe may lose on a noisy
   // measure, do not add up and walk the window down (judged one at a time,
-  // the window went 64 -> 9 requests at RTT 0 in one 25-s run and goodput
-  // fell 15%: docs/benchmarks.md). Not forgotten when a larger window is
-  // kept (the measure's noise keeps some of those; forgetting let the
-  // model's window walk down to 0.91 of its goodput), only when start-up
-  // resumes or congestion shows the path changed.
+  // traced runs at RTT 0 went from 64 to 23-31 requests in 25 s, and one
+  // run ended at 9 with 15% fewer images/s than the others of its series:
+  // docs/benchmarks.md). Not forgotten when a larger window is kept (the
+  // measure's noise keeps some of those; forgetting let the model's window
+  // walk down to 0.91 of its goodput); forgotten when start-up resumes,
+  // on congestion, and when a smaller-window probe starts more than
+  // kDownReferenceDrop below it (kept smaller windows account for at
+  // most 3% of that: the path changed, e.g. a host went down or other
+  // clients load the node, and the probes must still be able to give
+  // memory back).
   double down_reference_ = 0;
+  static constexpr double kDownReferenceDrop = 0.10;
   int too_few_connections_ = 0;
   int too_few_age_ = 0;  // probes since too_few_connections_ was set
   // A count shown too few is forgotten after this many probes (one noisy

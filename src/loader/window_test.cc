@@ -281,7 +281,8 @@ TEST(WindowControllerTest, ConnectionsBeyondWhatThePathNeedsAreGivenBack) {
     // and is undone; 3% less is within what a probe may keep).
     EXPECT_GE(r.mean_connections_late, 0.97 * needed);
     if (k.conn_window >= 4 * 1048576.0) {
-      EXPECT_LE(r.final_connections, 0.75 * r.max_connections);
+      // The probes give back more than start-up's end did.
+      EXPECT_LT(r.final_connections, 0.75 * r.connections_at_startup_end);
     }
   }
 }
@@ -303,7 +304,10 @@ TEST(WindowControllerTest, StartUpsEndGivesBackTheLookAheadsSurplusAtOnce) {
                                                    WindowController::kBytesPerConnection));
     std::printf("rtt %.0f ms: connections max %d, when start-up ended %d (window %d), steady %.0f MB/s\n", rtt * 1e3,
                 r.max_connections, r.connections_at_startup_end, r.window_at_startup_end, r.steady / 1e6);
-    EXPECT_LT(r.connections_at_startup_end, r.max_connections);
+    // The model's figures: 248 -> 97 at 100 ms, 256 -> 192 at 200 ms
+    // (at 200 ms the settled window is ~1,800 requests: still ~5x the 39
+    // connections 4 MiB windows need; the probes give back the rest).
+    EXPECT_LE(r.connections_at_startup_end, (rtt < 0.15 ? 0.5 : 0.8) * r.max_connections);
     EXPECT_LE(r.connections_at_startup_end, std::max(settled, WindowController::kKeptConnections));
     EXPECT_GE(r.steady, 0.95 * node);
   }
@@ -535,9 +539,10 @@ TEST(WindowControllerTest, SmallerWindowsAreNotKeptOneSmallLossAtATime) {
   // probe costs 1-3%, within the 3% such a probe may lose; judged one at a
   // time, the steps added up and walked the window down (to 0.80-0.91 of
   // the goodput start-up reached, here; on the real node at RTT 0, 64 -> 9
-  // requests in one 25-s run, goodput -15%). Judged against the best
-  // goodput a smaller window was kept from as well, the goodput stays
-  // within the 3% of where start-up left it.
+  // requests in one run, goodput -15%). Judged against the best goodput a
+  // smaller window was kept from as well, the goodput stays within 5% of
+  // where start-up left it (3%, and the noise), and the window does not
+  // climb far past it either.
   const double bw = 800e6, size = 110e3, rtt = 0.001;
   for (double knee : {2.0, 4.0}) {
     for (uint64_t seed : {1u, 2u, 3u}) {
@@ -553,7 +558,7 @@ TEST(WindowControllerTest, SmallerWindowsAreNotKeptOneSmallLossAtATime) {
       auto now = Clock::time_point{} + std::chrono::hours(1);
       WindowController c({}, now);
       double factor = 1, at_startup_end = 0, late_sum = 0;
-      int late_n = 0, steps = 0;
+      int late_n = 0, steps = 0, window_at_startup_end = 0;
       for (double t = 0; t < 300; t += 0.01, ++steps) {
         if (steps % 10 == 0) factor = noise();  // a new measure every 100 ms
         const int w = c.window();
@@ -564,7 +569,10 @@ TEST(WindowControllerTest, SmallerWindowsAreNotKeptOneSmallLossAtATime) {
         }
         now += std::chrono::milliseconds(10);
         c.Tick(now);
-        if (at_startup_end == 0 && c.phase() == WindowController::Phase::kSteady) at_startup_end = clean(c.window());
+        if (at_startup_end == 0 && c.phase() == WindowController::Phase::kSteady) {
+          at_startup_end = clean(c.window());
+          window_at_startup_end = c.window();
+        }
         if (t >= 150) {
           late_sum += clean(c.window());
           ++late_n;
@@ -574,12 +582,44 @@ TEST(WindowControllerTest, SmallerWindowsAreNotKeptOneSmallLossAtATime) {
       ASSERT_GT(at_startup_end, 0);
       const double late = late_sum / late_n;
       std::printf("knee %.0f, seed %u: goodput when start-up ended %.0f MB/s, mean of the last 150 s %.0f MB/s (%.2f), "
-                  "window %d\n",
+                  "window %d (%d when start-up ended)\n",
                   knee, static_cast<unsigned>(seed), at_startup_end / 1e6, late / 1e6, late / at_startup_end,
-                  c.window());
+                  c.window(), window_at_startup_end);
       EXPECT_GE(late, 0.95 * at_startup_end);
+      EXPECT_LE(c.window(), 3 * window_at_startup_end);
     }
   }
+}
+
+TEST(WindowControllerTest, AfterThePathSlowsSmallerWindowsAreKeptAgain) {
+  // The node's rate halves after 60 s without a timeout (other clients,
+  // a host gone): goodput falls far below the best a smaller window was
+  // kept from, which no longer says anything about this path. Smaller
+  // windows are kept again, down to about the new bandwidth-delay
+  // product, rather than all losing against the old reference.
+  const double rtt = 0.01, size = 100e3;
+  auto now = Clock::time_point{} + std::chrono::hours(1);
+  WindowController c({}, now);
+  int window_at_step = 0;
+  for (double t = 0; t < 240; t += 0.01) {
+    const double bw = t < 60 ? 1e9 : 0.5e9;
+    if (t >= 60 && window_at_step == 0) window_at_step = c.window();
+    const Pipe p{rtt, bw, size};
+    const int w = c.window();
+    const double g = p.Goodput(w, c.connections());
+    const double lat = p.Latency(w, c.connections());
+    for (int i = 0; i < static_cast<int>(std::lround(g / size * 0.01)); ++i) {
+      c.OnComplete(static_cast<int64_t>(size), std::chrono::microseconds(static_cast<int64_t>(lat * 1e6)));
+    }
+    now += std::chrono::milliseconds(10);
+    c.Tick(now);
+  }
+  SCOPED_TRACE(c.Describe());
+  const double new_bdp = 0.5e9 * rtt / size;  // 50 requests
+  std::printf("window when the rate halved %d, at the end %d (the new bandwidth-delay product: %.0f)\n",
+              window_at_step, c.window(), new_bdp);
+  EXPECT_LE(c.window(), 1.5 * new_bdp);
+  EXPECT_LT(c.window(), window_at_step);
 }
 
 TEST(WindowControllerTest, AddsConnectionsWhenEachConnectionIsWindowLimited) {
