@@ -1,178 +1,29 @@
 // Copyright (c) cqlstream authors.
+//
+// WindowController: start-up (slow start, the delay signal, connections
+// ahead of the window) and the connection count (growth, limits, giving
+// back). Steady state's probes: window_steady_test.cc.
 #include "loader/window.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
-#include <deque>
+#include <cstdio>
 #include <vector>
+
+#include "loader/window_model_test_util.h"
 
 namespace cqlstream::loader {
 namespace {
 
-using Clock = WindowController::Clock;
-
-// A pipe with a fixed round trip and a bandwidth limit: with w requests in
-// flight over `conns` connections, goodput = min(w * size / rtt, Cap(conns))
-// and latency grows once the pipe is full (queueing).
-struct Pipe {
-  double rtt_s;
-  double bw;        // bytes/s
-  double size = 100e3;
-  // Per connection at most `conn_window` bytes per round trip (0: no limit).
-  double conn_window = 0;
-  double Cap(int conns) const { return conn_window > 0 ? std::min(bw, conns * conn_window / rtt_s) : bw; }
-  double Goodput(int w, int conns) const { return std::min(w * size / rtt_s, Cap(conns)); }
-  double Latency(int w, int conns) const { return std::max(rtt_s, w * size / Cap(conns)); }
-  double Bdp() const { return bw * rtt_s / size; }  // requests
-};
-
-// Drives the controller for `seconds` of simulated time; *mean_goodput gets
-// the average goodput of the last half.
-WindowController Simulate(const Pipe& p, double seconds, WindowController::Options o = {},
-                          double* mean_goodput = nullptr, int* max_connections = nullptr, bool shrink = true) {
-  double sum = 0;
-  int samples = 0;
-  auto now = Clock::time_point{} + std::chrono::hours(1);
-  WindowController c(o, now);
-  c.SetConnectionsShrink(shrink);
-  const auto step = std::chrono::milliseconds(10);
-  for (double t = 0; t < seconds; t += 0.01) {
-    const int w = c.window();
-    const double goodput = p.Goodput(w, c.connections());
-    const double lat = p.Latency(w, c.connections());
-    const double completions = goodput / p.size * 0.01;
-    for (int i = 0; i < static_cast<int>(std::lround(completions)); ++i) {
-      c.OnComplete(static_cast<int64_t>(p.size), std::chrono::microseconds(static_cast<int64_t>(lat * 1e6)));
-    }
-    now += step;
-    c.Tick(now);
-    if (max_connections) *max_connections = std::max(*max_connections, c.connections());
-    if (t >= seconds / 2) {
-      sum += goodput;
-      ++samples;
-    }
-  }
-  if (mean_goodput) *mean_goodput = sum / std::max(1, samples);
-  return c;
-}
-
-// A path in fake time, request by request: a node that serves at most
-// `node_bw` bytes/s (FIFO), one TCP window of `conn_window` bytes per round
-// trip per open connection, a fixed round trip `rtt_s`, and connections that
-// open 3 round trips after the controller asks for them (TCP, OPTIONS,
-// STARTUP).
-// Answers arrive one round trip after the node sent them, so the
-// controller sees what a window did one round trip later, as in life.
-struct PathRun {
-  std::vector<double> bins;  // delivered bytes/s per 100 ms
-  int max_window = 0;          // over the run
-  int max_startup_window = 0;  // while in start-up
-  int max_connections = 0;
-  int final_connections = 0;
-  double mean_connections_late = 0;  // the controller's count, averaged over the last half
-  int max_connections_after_refusal = 0;  // once the controller was told the limit
-  double max_node_queue_s = 0;  // longest wait at the node (start-up)
-  int startup_resumes = 0;      // WindowController::startup_resumes() at the end
-  int connections_at_startup_end = 0;  // the controller's count when start-up first ended (0: never)
-  int window_at_startup_end = 0;
-  double steady = 0;  // mean of the last half
-  // From the first request until the rate first reaches 90% of `steady` and
-  // holds it for the following second.
-  double TimeTo90() const {
-    for (size_t i = 0; i + 10 <= bins.size(); ++i) {
-      bool holds = true;
-      for (size_t k = i; k < i + 10; ++k) holds = holds && bins[k] >= 0.9 * steady;
-      if (holds) return static_cast<double>(i + 1) / 10.0;
-    }
-    return 1e9;
-  }
-};
-
-// `connection_limit` > 0: the node takes no more connections than that (as
-// native_transport_max_connections_per_ip); the session learns it when an
-// open beyond it is refused, one round trip after it was asked for, and
-// then tells the controller (SetConnectionLimit), as the loader does.
-// `congest_at`: times (ascending) of a timeout or an overload answer
-// (OnCongestion), as a stall of the path or a node shedding load causes.
-PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double seconds, double size = 110e3,
-                     WindowController::Options o = {}, int connection_limit = 0,
-                     std::vector<double> congest_at = {}, bool shrink = true) {
-  auto now = Clock::time_point{} + std::chrono::hours(1);
-  const auto start = now;
-  WindowController c(o, now);
-  c.SetConnectionsShrink(shrink);
-  std::deque<std::pair<double, double>> in_flight;  // (arrival time, issue time), arrival-ordered
-  std::deque<std::pair<double, int>> opening;       // (open time, connections)
-  int open = c.connections();
-  double refused_at = -1;  // when the first refused open fails (-1: none yet)
-  bool told = false;
-  double node_free = 0;
-  PathRun r;
-  r.bins.assign(static_cast<size_t>(seconds * 10), 0.0);
-  const double dt = 0.0005;
-  for (double t = 0; t < seconds; t += dt) {
-    while (!opening.empty() && opening.front().first <= t) {
-      open = std::max(open, opening.front().second);
-      if (connection_limit > 0) open = std::min(open, connection_limit);
-      opening.pop_front();
-    }
-    if (refused_at >= 0 && t >= refused_at && !told) {
-      c.SetConnectionLimit(connection_limit);
-      told = true;
-    }
-    const double rate = std::min(node_bw, open * conn_window / rtt_s);
-    while (static_cast<int>(in_flight.size()) < c.window()) {
-      node_free = std::max(node_free, t + rtt_s / 2) + size / rate;  // the request reaches the node, is served
-      in_flight.emplace_back(node_free + rtt_s / 2, t);
-    }
-    while (!in_flight.empty() && in_flight.front().first <= t) {
-      c.OnComplete(static_cast<int64_t>(size),
-                   std::chrono::microseconds(static_cast<int64_t>((t - in_flight.front().second) * 1e6)));
-      in_flight.pop_front();
-      r.bins[std::min(r.bins.size() - 1, static_cast<size_t>(t * 10))] += size * 10;
-    }
-    now = start + std::chrono::microseconds(static_cast<int64_t>((t + dt) * 1e6));
-    if (!congest_at.empty() && t >= congest_at.front()) {
-      c.OnCongestion(now);
-      congest_at.erase(congest_at.begin());
-    }
-    const int before = c.connections();
-    const bool was_startup = c.phase() == WindowController::Phase::kStartup;
-    c.Tick(now);
-    if (was_startup && c.phase() == WindowController::Phase::kSteady && r.connections_at_startup_end == 0) {
-      r.connections_at_startup_end = c.connections();
-      r.window_at_startup_end = c.window();
-    }
-    // Open after TCP and OPTIONS+STARTUP (net/connection.cc sends them together).
-    if (c.connections() > before) opening.emplace_back(t + 2 * rtt_s, c.connections());
-    // Fewer: the pool parks the surplus at once (net/pool.h); more again
-    // waits for the opening above (conservative: parked ones would come
-    // back at once).
-    if (c.connections() < before) {
-      open = std::min(open, c.connections());
-      for (auto& o : opening) o.second = std::min(o.second, c.connections());
-    }
-    if (connection_limit > 0 && c.connections() > connection_limit && refused_at < 0) refused_at = t + rtt_s;
-    if (told) r.max_connections_after_refusal = std::max(r.max_connections_after_refusal, c.connections());
-    r.max_window = std::max(r.max_window, c.window());
-    if (c.phase() == WindowController::Phase::kStartup) {
-      r.max_startup_window = std::max(r.max_startup_window, c.window());
-      r.max_node_queue_s = std::max(r.max_node_queue_s, node_free - (t + rtt_s / 2));
-    }
-    r.max_connections = std::max(r.max_connections, c.connections());
-    if (t >= seconds / 2) r.mean_connections_late += c.connections() * dt / (seconds - seconds / 2);
-  }
-  r.final_connections = c.connections();
-  r.startup_resumes = c.startup_resumes();
-  double sum = 0;
-  for (size_t i = r.bins.size() / 2; i < r.bins.size(); ++i) sum += r.bins[i];
-  r.steady = sum / static_cast<double>(r.bins.size() - r.bins.size() / 2);
-  return r;
-}
+using window_model::Clock;
+using window_model::Pipe;
+using window_model::Simulate;
+using window_model::PathRun;
+using window_model::SimulatePath;
 
 TEST(WindowControllerTest, SlowStartReaches90PercentWithinTargets) {
   // The issue's targets: >= 90% of steady state within 1 s at 10 ms and
@@ -497,6 +348,7 @@ TEST(WindowControllerTest, TheUsersConnectionLimitIsKept) {
 // Issue 13 review: a node that refuses connections beyond 24 stops the
 // growth (the controller no longer asks for 256 the session cannot open),
 // and the loader still gets what 24 connections carry.
+
 TEST(WindowControllerTest, RefusedConnectionsStopTheGrowth) {
   const double per_conn = 4 * 1048576.0 / 0.2;
   PathRun r = SimulatePath(0.2, 800e6, 4 * 1048576.0, 20, 110e3, {}, 24);
@@ -517,109 +369,6 @@ TEST(WindowControllerTest, ConnectionLimitBelowTheCurrentCountLowersIt) {
   EXPECT_EQ(c.connections(), 6);
   c.SetConnectionLimit(0);  // none known: the count stays, growth may resume
   EXPECT_EQ(c.connections(), 6);
-}
-
-TEST(WindowControllerTest, SettlesNearTheBandwidthDelayProduct) {
-  for (double rtt : {0.001, 0.01, 0.05, 0.1, 0.2}) {
-    Pipe p{rtt, 1e9};  // 1 GB/s
-    double mean = 0;
-    auto c = Simulate(p, 120, {}, &mean);
-    SCOPED_TRACE(c.Describe());
-    EXPECT_GE(mean, 0.95 * p.bw) << "rtt " << rtt;
-    EXPECT_LE(c.window(), 4 * p.Bdp() + 64) << "rtt " << rtt;
-    EXPECT_EQ(c.phase(), WindowController::Phase::kSteady);
-  }
-}
-
-TEST(WindowControllerTest, SmallerWindowsAreNotKeptOneSmallLossAtATime) {
-  // A node-bound path at a short round trip whose goodput still rises a
-  // little with the window (a soft knee: w / (w + knee) of the node's
-  // rate, as requests pipelined at the node give), measured with +-4%
-  // noise (a busy 2-core machine). Each x0.9 step of a smaller-window
-  // probe costs 1-3%, within the 3% such a probe may lose; judged one at a
-  // time, the steps added up and walked the window down (to 0.80-0.91 of
-  // the goodput start-up reached, here; on the real node at RTT 0, 64 -> 9
-  // requests in one run, goodput -15%). Judged against the best goodput a
-  // smaller window was kept from as well, the goodput stays within 5% of
-  // where start-up left it (3%, and the noise), and the window does not
-  // climb far past it either.
-  const double bw = 800e6, size = 110e3, rtt = 0.001;
-  for (double knee : {2.0, 4.0}) {
-    for (uint64_t seed : {1u, 2u, 3u}) {
-      auto clean = [&](int w) { return bw * w / (w + knee); };
-      uint64_t state = seed;
-      auto noise = [&state] {  // splitmix64: the same sequence with every standard library
-        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        return 0.96 + 0.08 * static_cast<double>(z >> 11) / 9007199254740992.0;
-      };
-      auto now = Clock::time_point{} + std::chrono::hours(1);
-      WindowController c({}, now);
-      double factor = 1, at_startup_end = 0, late_sum = 0;
-      int late_n = 0, steps = 0, window_at_startup_end = 0;
-      for (double t = 0; t < 300; t += 0.01, ++steps) {
-        if (steps % 10 == 0) factor = noise();  // a new measure every 100 ms
-        const int w = c.window();
-        const double g = clean(w) * factor;
-        const double lat = std::max(rtt, w * size / g);
-        for (int i = 0; i < static_cast<int>(std::lround(g / size * 0.01)); ++i) {
-          c.OnComplete(static_cast<int64_t>(size), std::chrono::microseconds(static_cast<int64_t>(lat * 1e6)));
-        }
-        now += std::chrono::milliseconds(10);
-        c.Tick(now);
-        if (at_startup_end == 0 && c.phase() == WindowController::Phase::kSteady) {
-          at_startup_end = clean(c.window());
-          window_at_startup_end = c.window();
-        }
-        if (t >= 150) {
-          late_sum += clean(c.window());
-          ++late_n;
-        }
-      }
-      SCOPED_TRACE(testing::Message() << "knee " << knee << " seed " << seed << ": " << c.Describe());
-      ASSERT_GT(at_startup_end, 0);
-      const double late = late_sum / late_n;
-      std::printf("knee %.0f, seed %u: goodput when start-up ended %.0f MB/s, mean of the last 150 s %.0f MB/s (%.2f), "
-                  "window %d (%d when start-up ended)\n",
-                  knee, static_cast<unsigned>(seed), at_startup_end / 1e6, late / 1e6, late / at_startup_end,
-                  c.window(), window_at_startup_end);
-      EXPECT_GE(late, 0.95 * at_startup_end);
-      EXPECT_LE(c.window(), 3 * window_at_startup_end);
-    }
-  }
-}
-
-TEST(WindowControllerTest, AfterThePathSlowsSmallerWindowsAreKeptAgain) {
-  // The node's rate halves after 60 s without a timeout (other clients,
-  // a host gone): goodput falls far below the best a smaller window was
-  // kept from, which no longer says anything about this path. Smaller
-  // windows are kept again, down to about the new bandwidth-delay
-  // product, rather than all losing against the old reference.
-  const double rtt = 0.01, size = 100e3;
-  auto now = Clock::time_point{} + std::chrono::hours(1);
-  WindowController c({}, now);
-  int window_at_step = 0;
-  for (double t = 0; t < 240; t += 0.01) {
-    const double bw = t < 60 ? 1e9 : 0.5e9;
-    if (t >= 60 && window_at_step == 0) window_at_step = c.window();
-    const Pipe p{rtt, bw, size};
-    const int w = c.window();
-    const double g = p.Goodput(w, c.connections());
-    const double lat = p.Latency(w, c.connections());
-    for (int i = 0; i < static_cast<int>(std::lround(g / size * 0.01)); ++i) {
-      c.OnComplete(static_cast<int64_t>(size), std::chrono::microseconds(static_cast<int64_t>(lat * 1e6)));
-    }
-    now += std::chrono::milliseconds(10);
-    c.Tick(now);
-  }
-  SCOPED_TRACE(c.Describe());
-  const double new_bdp = 0.5e9 * rtt / size;  // 50 requests
-  std::printf("window when the rate halved %d, at the end %d (the new bandwidth-delay product: %.0f)\n",
-              window_at_step, c.window(), new_bdp);
-  EXPECT_LE(c.window(), 1.5 * new_bdp);
-  EXPECT_LT(c.window(), window_at_step);
 }
 
 TEST(WindowControllerTest, AddsConnectionsWhenEachConnectionIsWindowLimited) {
@@ -653,144 +402,6 @@ TEST(WindowControllerTest, AUserWindowCapStillLetsConnectionsGrow) {
   EXPECT_GE(mean, 0.9 * p.bw);
   EXPECT_LE(c.window(), 800);
   EXPECT_GE(c.connections(), static_cast<int>(std::ceil(p.bw * p.rtt_s / p.conn_window)));
-}
-
-TEST(WindowControllerTest, ConnectionsStopGrowingWhenTheyDoNotPay) {
-  // A busy server (no per-connection limit): requests queue as the window
-  // grows, but more connections bring nothing.
-  Pipe p{0.001, 300e6};
-  double mean = 0;
-  auto c = Simulate(p, 60, {}, &mean);
-  SCOPED_TRACE(c.Describe());
-  EXPECT_GE(mean, 0.95 * p.bw);
-  // Start-up opens connections for the bytes in flight of its first round
-  // trips (2 -> 5 here); they do not grow further.
-  EXPECT_LE(c.connections(), 5);
-}
-
-TEST(WindowControllerTest, MoreConnectionsThatDoNotPayAreGivenBack) {
-  // Requests wait 3x as long after start-up as in it (the lowest latency
-  // seen drifts up 1% an interval: more-connections probes run), and the
-  // node, not the connections, limits goodput: each probe's connections
-  // are given back. Fewer-connections probes are off (a session that
-  // cannot shrink), so only the give-back lowers the count.
-  const double rtt = 0.02, bw = 300e6, size = 100e3;
-  auto now = Clock::time_point{} + std::chrono::hours(1);
-  WindowController c({}, now);
-  c.SetConnectionsShrink(false);
-  int after_startup = 0, most = 0;
-  for (double t = 0; t < 60; t += 0.01) {
-    const bool startup = c.phase() == WindowController::Phase::kStartup;
-    if (!startup && after_startup == 0) after_startup = c.connections();
-    const double lat = (startup ? 1.0 : 3.0) * std::max(rtt, c.window() * size / bw);
-    const double goodput = std::min(c.window() * size / lat, bw);
-    for (int i = 0; i < static_cast<int>(std::lround(goodput / size * 0.01)); ++i) {
-      c.OnComplete(static_cast<int64_t>(size), std::chrono::microseconds(static_cast<int64_t>(lat * 1e6)));
-    }
-    now += std::chrono::milliseconds(10);
-    c.Tick(now);
-    most = std::max(most, c.connections());
-  }
-  SCOPED_TRACE(c.Describe());
-  ASSERT_GT(after_startup, 0);
-  EXPECT_GT(most, after_startup);  // a more-connections probe ran
-  EXPECT_EQ(c.connections(), after_startup);
-}
-
-TEST(WindowControllerTest, FewerConnectionsStopAtTheBytesInFlightAndOnlyWhereTheSessionShrinks) {
-  // No per-connection limit: every fewer-connections probe costs nothing,
-  // and the count falls to the floor (one per 2 MiB the window keeps in
-  // flight), not below. Where the session cannot shrink (ScyllaDB's
-  // shard-aware pools), or with fewer than kKeptConnections, no
-  // fewer-connections probe runs.
-  Pipe p{0.2, 800e6, 110e3, 0};
-  int most = 0;
-  auto c = Simulate(p, 120, {}, nullptr, &most);
-  SCOPED_TRACE(c.Describe());
-  // The controller's floor: the window's bytes, at most the
-  // bandwidth-delay product of its goodput.
-  const double wire = std::min(c.window() * p.size, c.goodput() * static_cast<double>(c.min_latency().count()) / 1e6);
-  const int floor = static_cast<int>(std::ceil(wire / WindowController::kBytesPerConnection));
-  EXPECT_LT(c.connections(), most);
-  EXPECT_GE(c.connections(), floor);
-  EXPECT_LE(c.connections(), floor * 4 / 3 + 1);  // one more step would have gone below
-  PathRun r = SimulatePath(0.2, 800e6, 4 * 1048576.0, 40, 110e3, {}, 0, {}, /*shrink=*/false);
-  EXPECT_EQ(r.final_connections, r.max_connections);
-  // A few connections (13 at 10 ms) are not worth a probe's dip.
-  PathRun short_path = SimulatePath(0.01, 800e6, 4 * 1048576.0, 40, 110e3);
-  ASSERT_LT(short_path.max_connections, WindowController::kKeptConnections);
-  EXPECT_EQ(short_path.final_connections, short_path.max_connections);
-}
-
-TEST(WindowControllerTest, CongestionDuringFewerConnectionsUndoesThem) {
-  // A timeout or an overload answer while fewer connections are under test
-  // may be their doing: the count goes back to what it was at once. (The
-  // loader sends it to the session at its next tick: it compares the count
-  // with the last one it sent, not with the one before Tick().)
-  Pipe p{0.1, 800e6, 110e3, 4 * 1048576.0};
-  auto now = Clock::time_point{} + std::chrono::hours(1);
-  WindowController c({}, now);
-  bool undone = false;
-  for (double t = 0; t < 60 && !undone; t += 0.01) {
-    const int w = c.window(), n = c.connections();
-    const double completions = p.Goodput(w, n) / p.size * 0.01;
-    const auto lat = std::chrono::microseconds(static_cast<int64_t>(p.Latency(w, n) * 1e6));
-    for (int i = 0; i < static_cast<int>(std::lround(completions)); ++i) {
-      c.OnComplete(static_cast<int64_t>(p.size), lat);
-    }
-    now += std::chrono::milliseconds(10);
-    c.Tick(now);
-    // A fewer-connections probe starts: fewer connections, the same window
-    // (a larger-window probe given back changes both).
-    if (c.phase() == WindowController::Phase::kSteady && c.connections() < n && c.window() == w) {
-      c.OnCongestion(now);
-      EXPECT_EQ(c.connections(), n);
-      undone = true;
-    }
-  }
-  EXPECT_TRUE(undone) << "no fewer-connections probe in 60 s: " << c.Describe();
-}
-
-TEST(WindowControllerTest, AUserCapBelowTheFloorIsKept) {
-  WindowController::Options o;
-  o.initial_window = 8;
-  o.max_window = 16;  // --max-in-flight 16, adaptive
-  double mean = 0;
-  auto c = Simulate(Pipe{0.01, 1e9}, 10, o, &mean);
-  EXPECT_LE(c.window(), 16);
-  EXPECT_GE(c.window(), o.min_window);
-}
-
-TEST(WindowControllerTest, CongestionShrinksTheWindow) {
-  auto now = Clock::now();
-  WindowController::Options o;
-  o.initial_window = 1000;
-  WindowController c(o, now);
-  c.OnCongestion(now);
-  EXPECT_EQ(c.window(), 700);
-  for (int i = 0; i < 20; ++i) c.OnCongestion(now);
-  EXPECT_EQ(c.window(), o.min_window);
-}
-
-TEST(WindowControllerTest, FixedWindowWhenNotAdaptive) {
-  WindowController::Options o;
-  o.adaptive = false;
-  o.max_window = 500;
-  auto c = Simulate(Pipe{0.01, 1e9}, 5, o);
-  EXPECT_EQ(c.window(), 500);
-}
-
-TEST(WindowControllerTest, HeldBackIntervalsDoNotGrowTheWindow) {
-  auto now = Clock::now();
-  WindowController c({}, now);
-  const int w0 = c.window();
-  for (int i = 0; i < 50; ++i) {
-    for (int k = 0; k < 100; ++k) c.OnComplete(1000, std::chrono::microseconds(1000));
-    c.OnHeldBack();
-    now += std::chrono::milliseconds(200);
-    c.Tick(now);
-  }
-  EXPECT_EQ(c.window(), w0);
 }
 
 }  // namespace
