@@ -280,9 +280,9 @@ class WindowController {
   // from (0: none yet). Each such probe is judged against it as well, so
   // that 1-3% losses, each within the 3% a probe may lose on a noisy
   // measure, do not add up and walk the window down (judged one at a time,
-  // traced runs at RTT 0 went from 64 to 23-31 requests in 25 s, and one
-  // run ended at 9 with 15% fewer images/s than the others of its series:
-  // docs/benchmarks.md). Not forgotten when a larger window is kept (the
+  // traced runs at RTT 0 went from 40-47 to 23-25 requests in 15-20 s,
+  // and one run ended at 9 with 15% fewer images/s than the others of its
+  // series: docs/benchmarks.md). Not forgotten when a larger window is kept (the
   // measure's noise keeps some of those; forgetting let the model's window
   // walk down to 0.91 of its goodput); forgotten when start-up resumes,
   // on congestion, and when a smaller-window probe starts more than
