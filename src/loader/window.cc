@@ -187,6 +187,7 @@ void WindowController::GrowConnections() {
   // back by the probes.
   const bool far = min_rtt_us_ >= static_cast<double>(std::chrono::microseconds(kLookAheadLatency).count());
   const bool ahead = far && phase_ == Phase::kStartup && startup_resumes_ == 0 && connections_shrink_;
+  if (ahead) looked_ahead_ = true;
   const int target = ConnectionsFor((ahead ? kConnectionLookAhead : 1.5) * bytes, MaxConnections());
   const int before = connections_;
   // A resumed start-up adds none beyond the bytes in flight once a probe
@@ -271,15 +272,13 @@ void WindowController::EndStartup(double g) {
                                                            : 1.25 * best_window_;
   window_ = std::clamp(static_cast<int>(std::min(settle, 1e9)), o_.min_window, o_.max_window);
   // The look-ahead's surplus back (kSettledConnectionFactor), never below
-  // kKeptConnections: only after a start-up that looked ahead (the first,
-  // on a long round trip, where the session shrinks; see GrowConnections).
-  // A resumed start-up asked for no surplus, and may follow a
-  // more-connections probe that paid. A start-up that congestion ends
-  // (OnCongestion) keeps its connections: it ended short, and resuming
-  // needs them.
-  const bool looked_ahead = connections_shrink_ && startup_resumes_ == 0 &&
-                            min_rtt_us_ >= static_cast<double>(std::chrono::microseconds(kLookAheadLatency).count());
-  if (looked_ahead) {
+  // kKeptConnections: only at the end of the start-up that looked ahead
+  // (the first, on a long round trip, where the session shrinks; see
+  // GrowConnections), and where the session (still) shrinks. A resumed
+  // start-up asked for no surplus, and may follow a more-connections probe
+  // that paid. A start-up that congestion ends (OnCongestion) keeps its
+  // connections: it ended short, and resuming needs them.
+  if (looked_ahead_ && startup_resumes_ == 0 && connections_shrink_) {
     const int settled = ConnectionsFor(kSettledConnectionFactor * window_ * mean_bytes_, MaxConnections());
     connections_ = std::min(connections_, std::max(settled, kKeptConnections));
   }
@@ -353,7 +352,10 @@ void WindowController::EvaluateProbe(double g) {
   const bool down = probe_ == Probe::kWindowDown || probe_ == Probe::kFewerConnections;
   if (probe_ != Probe::kFewerConnections || !keep) fewer_reference_ = 0;  // the series ends
   if (keep) {
-    if (probe_ == Probe::kWindowDown) down_reference_ = std::max(down_reference_, baseline_);
+    if (probe_ == Probe::kWindowDown && baseline_ > down_reference_) {
+      down_reference_ = baseline_;
+      down_reference_latency_us_ = baseline_latency_us_;
+    }
     best_goodput_ = std::max(pg, down ? pg : best_goodput_);
     if (probe_ == Probe::kConnections) {
       // The count before was too few: no fewer-connections probe goes back.
@@ -396,6 +398,7 @@ void WindowController::StartProbe(Probe p) {
   probe_sum_ = 0;
   saved_window_ = window_;
   saved_connections_ = connections_;
+  baseline_latency_us_ = srtt_us_;
   if (too_few_connections_ > 0 && ++too_few_age_ > kTooFewMemory) too_few_connections_ = too_few_age_ = 0;
   switch (p) {
     case Probe::kWindowUp:
@@ -405,9 +408,13 @@ void WindowController::StartProbe(Probe p) {
       connections_ = std::max(connections_, ConnectionFloor(1.25));
       break;
     case Probe::kWindowDown:
-      // Goodput fell further than kept smaller windows can explain: the
-      // path changed, and the old reference says nothing about this one.
-      if (baseline_ < (1.0 - kDownReferenceDrop) * down_reference_) down_reference_ = 0;
+      // Goodput fell far below the reference while requests wait longer
+      // than they did then: the path slowed (smaller windows lower the
+      // latency with the goodput), and the old reference says nothing
+      // about this one.
+      if (baseline_ < (1.0 - kDownReferenceDrop) * down_reference_ && srtt_us_ > down_reference_latency_us_) {
+        down_reference_ = 0;
+      }
       window_ = std::max(o_.min_window, static_cast<int>(window_ * 0.9));
       break;
     case Probe::kConnections:

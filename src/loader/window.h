@@ -159,9 +159,9 @@ class WindowController {
   // kKeptConnections) are given back at once: the look-ahead was for
   // doublings that no longer come. The pools park them (a probe that asks
   // for them again has them at once); before, fewer-connections probes
-  // gave them back x2/3 at a time, and at 100 ms 196-253 stayed open for
-  // the first 8-14 s of steady state where 51-62 carried the path
-  // (docs/benchmarks.md). Twice, not start-up's 1.5x: a path whose TCP
+  // gave them back x2/3 at a time, and at 100 ms 214 and 238 stayed in
+  // use for the first 12.7 and 14.0 s of steady state, until the probes
+  // had them down to 62 and 51 (docs/benchmarks.md). Twice, not start-up's 1.5x: a path whose TCP
   // windows are a quarter of Linux's default then keeps what it needs (in
   // the model, which is deterministic, 776 MB/s of 800 at 200 ms with
   // 1 MiB windows; 692 with 1.5x; 753 without giving any back here).
@@ -280,18 +280,26 @@ class WindowController {
   // from (0: none yet). Each such probe is judged against it as well, so
   // that 1-3% losses, each within the 3% a probe may lose on a noisy
   // measure, do not add up and walk the window down (judged one at a time,
-  // traced runs at RTT 0 went from 40-47 to 23-25 requests in 15-20 s,
+  // two traced runs at RTT 0 went from 47 to 23 and from 41 to 25
+  // requests in 15 and 20 s,
   // and one run ended at 9 with 15% fewer images/s than the others of its
-  // series: docs/benchmarks.md). Not forgotten when a larger window is kept (the
-  // measure's noise keeps some of those; forgetting let the model's window
-  // walk down to 0.91 of its goodput); forgotten when start-up resumes,
-  // on congestion, and when a smaller-window probe starts more than
-  // kDownReferenceDrop below it (kept smaller windows account for at
-  // most 3% of that: the path changed, e.g. a host went down or other
-  // clients load the node, and the probes must still be able to give
-  // memory back).
+  // series: docs/benchmarks.md). Not forgotten when a larger window is
+  // kept (the measure's noise keeps some of those; forgetting let the
+  // model's window walk down to 0.91 of its goodput); forgotten when
+  // start-up resumes, on congestion, and when a smaller-window probe
+  // starts with goodput more than kDownReferenceDrop below it and the
+  // smoothed latency above what it was then (down_reference_latency_us_):
+  // the path slowed (a host went down, other clients load the node), and
+  // the probes must still be able to give memory back. A drop that
+  // smaller windows caused comes with a lower latency, and does not
+  // forget it.
   double down_reference_ = 0;
+  double down_reference_latency_us_ = 0;
   static constexpr double kDownReferenceDrop = 0.10;
+  double baseline_latency_us_ = 0;  // the smoothed latency when the probe began
+  // Whether this start-up asked for connections ahead of the window
+  // (GrowConnections): its end gives the surplus back.
+  bool looked_ahead_ = false;
   int too_few_connections_ = 0;
   int too_few_age_ = 0;  // probes since too_few_connections_ was set
   // A count shown too few is forgotten after this many probes (one noisy

@@ -43,7 +43,7 @@ struct Pipe {
 // Drives the controller for `seconds` of simulated time; *mean_goodput gets
 // the average goodput of the last half.
 inline WindowController Simulate(const Pipe& p, double seconds, WindowController::Options o = {},
-                          double* mean_goodput = nullptr, int* max_connections = nullptr, bool shrink = true) {
+                                 double* mean_goodput = nullptr, int* max_connections = nullptr, bool shrink = true) {
   double sum = 0;
   int samples = 0;
   auto now = Clock::time_point{} + std::chrono::hours(1);
@@ -108,9 +108,9 @@ struct PathRun {
 // then tells the controller (SetConnectionLimit), as the loader does.
 // `congest_at`: times (ascending) of a timeout or an overload answer
 // (OnCongestion), as a stall of the path or a node shedding load causes.
-inline PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double seconds, double size = 110e3,
-                     WindowController::Options o = {}, int connection_limit = 0,
-                     std::vector<double> congest_at = {}, bool shrink = true) {
+inline PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double seconds,
+                            double size = 110e3, WindowController::Options o = {}, int connection_limit = 0,
+                            std::vector<double> congest_at = {}, bool shrink = true) {
   auto now = Clock::time_point{} + std::chrono::hours(1);
   const auto start = now;
   WindowController c(o, now);
