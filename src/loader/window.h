@@ -54,19 +54,19 @@
 //    and a cap of 96 carried it faster at less CPU per GB:
 //    docs/benchmarks.md), so the end of a first start-up that looked ahead
 //    gives back at once all beyond one connection per 1 MiB of the settled
-//    window's bytes (kSettledConnectionFactor; never below
-//    kKeptConnections), and the second probe after start-up is this one
-//    (the first is a larger window: start-up may have ended short). A
-//    fewer-connections probe goes never below kKeptConnections (32: too
-//    few to be worth a probe's dip) nor one connection per kBytesPerConnection on the wire (the
-//    window's bytes, at most the bandwidth-delay product: start-up's rule
-//    without its look-ahead for connections still opening; a larger-window
-//    probe brings the connections its window needs), nor to a count a probe
-//    showed too few (a fewer-connections probe that lost or met a timeout
-//    or overload answer, the count before a more-connections probe that
-//    paid; forgotten after kTooFewMemory probes and when start-up resumes),
-//    and not at all where the session cannot shrink (SetConnectionsShrink:
-//    ScyllaDB's shard-aware pools). A probe that does not pay, or meets a
+//    window's bytes (kSettledConnectionFactor; never below kKeptConnections),
+//    and the second probe after start-up is this one (the first is a larger
+//    window: start-up may have ended short). A fewer-connections probe goes
+//    never below kKeptConnections (32: too few to be worth a probe's dip) nor
+//    one connection per kBytesPerConnection on the wire (the window's bytes,
+//    at most the bandwidth-delay product: start-up's rule without its
+//    look-ahead for connections still opening; a larger-window probe brings
+//    the connections its window needs), nor to a count a probe showed too few
+//    (a fewer-connections probe that lost or met a timeout or overload
+//    answer, the count before a more-connections probe that paid; forgotten
+//    after kTooFewMemory probes and when start-up resumes), and not at all
+//    where the session cannot shrink (SetConnectionsShrink: ScyllaDB's
+//    shard-aware pools). A probe that does not pay, or meets a
 //    timeout or overload answer, gives back the connections it added. A window or connection
 //    probe whose two measured intervals each raise goodput as much as a
 //    start-up round trip must (kStartupGain) shows a path far from full —
@@ -140,31 +140,31 @@ class WindowController {
   // Start-up goes on while each round trip raises goodput by this factor.
   static constexpr double kStartupGain = 1.15;
   // Start-up on a long round trip asks for the connections the window will
-  // need by the time they take requests: a connection opens two round
-  // trips after it is asked for (TCP, then OPTIONS and STARTUP), and the
-  // window may double in each, so for kConnectionLookAhead (4) times the
-  // window instead of 1.5 times (only in the first start-up and where the
-  // session shrinks: its end and then the probes give the surplus back). Through a 200 ms
-  // path the 1.5x rule left the open connections two round trips behind
-  // the window at every doubling (2 open while the window was 64, 9 at
-  // 448), and the rate in the second second was 219-332 MB/s where the
-  // node serves ~1,100 (docs/benchmarks.md). Below kLookAheadLatency those two round trips
-  // are tens of milliseconds, and start-up keeps the 1.5x rule (fewer
-  // connections for the probes to give back).
+  // need by the time they take requests: a connection opens two round trips
+  // after it is asked for (TCP, then OPTIONS and STARTUP), and the window may
+  // double in each, so for kConnectionLookAhead (4) times the window instead
+  // of 1.5 times (only in the first start-up and where the session shrinks:
+  // its end and then the probes give the surplus back). Through a 200 ms path
+  // the 1.5x rule left the open connections two round trips behind the window
+  // at every doubling (2 open while the window was 64, 9 at 448), and the
+  // rate in the second second was 219-332 MB/s where the node serves ~1,100
+  // (docs/benchmarks.md). Below kLookAheadLatency those two round trips are
+  // tens of milliseconds, and start-up keeps the 1.5x rule (fewer connections
+  // for the probes to give back).
   static constexpr double kConnectionLookAhead = 4.0;
   static constexpr std::chrono::milliseconds kLookAheadLatency{20};
-  // When a first start-up that looked ahead ends, the connections beyond
-  // one per 1 MiB of the bytes the settled window keeps in flight
+  // When a first start-up that looked ahead ends, the connections beyond one
+  // per 1 MiB of the bytes the settled window keeps in flight
   // (kSettledConnectionFactor per kBytesPerConnection; at least
   // kKeptConnections) are given back at once: the look-ahead was for
-  // doublings that no longer come. The pools park them (a probe that asks
-  // for them again has them at once); before, fewer-connections probes
-  // gave them back x2/3 at a time, and at 100 ms 214 and 238 stayed in
-  // use for the first 12.7 and 14.0 s of steady state, until the probes
-  // had them down to 62 and 51 (docs/benchmarks.md). Twice, not start-up's 1.5x: a path whose TCP
-  // windows are a quarter of Linux's default then keeps what it needs (in
-  // the model, which is deterministic, 776 MB/s of 800 at 200 ms with
-  // 1 MiB windows; 692 with 1.5x; 753 without giving any back here).
+  // doublings that no longer come. The pools park them (a probe that asks for
+  // them again has them at once); before, fewer-connections probes gave them
+  // back x2/3 at a time, and at 100 ms 214 and 238 stayed in use for the
+  // first 12.7 and 14.0 s of steady state, until the probes had them down to
+  // 62 and 51 (docs/benchmarks.md). Twice, not start-up's 1.5x: a path whose
+  // TCP windows are a quarter of Linux's default then keeps what it needs (in
+  // the model, which is deterministic, 776 MB/s of 800 at 200 ms with 1 MiB
+  // windows; 692 with 1.5x; 753 without giving any back here).
   static constexpr double kSettledConnectionFactor = 2.0;
   // The connections, all hosts together, that a loader asks for before its
   // first request (the round trip is not known yet): those for
@@ -277,22 +277,20 @@ class WindowController {
   // probes (0: no series), and the most connections shown too few.
   double fewer_reference_ = 0;
   // Smaller window: the highest goodput a kept smaller-window probe started
-  // from (0: none yet). Each such probe is judged against it as well, so
-  // that 1-3% losses, each within the 3% a probe may lose on a noisy
-  // measure, do not add up and walk the window down (judged one at a time,
-  // two traced runs at RTT 0 went from 47 to 23 and from 41 to 25
-  // requests in 15 and 20 s,
-  // and one run ended at 9 with 15% fewer images/s than the others of its
-  // series: docs/benchmarks.md). Not forgotten when a larger window is
-  // kept (the measure's noise keeps some of those; forgetting let the
-  // model's window walk down to 0.91 of its goodput); forgotten when
-  // start-up resumes, on congestion, and when a smaller-window probe
-  // starts with goodput more than kDownReferenceDrop below it and the
-  // smoothed latency above what it was then (down_reference_latency_us_):
-  // the path slowed (a host went down, other clients load the node), and
-  // the probes must still be able to give memory back. A drop that
-  // smaller windows caused comes with a lower latency, and does not
-  // forget it.
+  // from (0: none yet). Each such probe is judged against it as well, so that
+  // 1-3% losses, each within the 3% a probe may lose on a noisy measure, do
+  // not add up and walk the window down (judged one at a time, two traced
+  // runs at RTT 0 went from 47 to 23 and from 41 to 25 requests in 15 and
+  // 20 s, and one run ended at 9 with 15% fewer images/s than the others of its
+  // series: docs/benchmarks.md). Not forgotten when a larger window is kept
+  // (the measure's noise keeps some of those; forgetting let the model's
+  // window walk down to 0.91 of its goodput); forgotten when start-up
+  // resumes, on congestion, and when a smaller-window probe starts with
+  // goodput more than kDownReferenceDrop below it and the smoothed latency
+  // above what it was then (down_reference_latency_us_): the path slowed (a
+  // host went down, other clients load the node), and the probes must still
+  // be able to give memory back. A drop that smaller windows caused comes
+  // with a lower latency, and does not forget it.
   double down_reference_ = 0;
   double down_reference_latency_us_ = 0;
   static constexpr double kDownReferenceDrop = 0.10;
