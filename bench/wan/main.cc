@@ -79,6 +79,7 @@ struct Printer {
 struct Flags {
   std::vector<std::string> maps;
   double delay_ms = 0, rtt_ms = -1, jitter_ms = 0, rate_mbit = 0, stats_interval = 0;
+  double change_at_s = -1, change_rtt_ms = -1;
   std::string window = "4MiB", sockbuf = "256KiB", read_chunk = "256KiB";
   int threads = 1;
   uint64_t seed = 1;
@@ -94,6 +95,14 @@ void AddFlags(CLI::App& app, Flags* f) {
   app.add_option("--rtt-ms", f->rtt_ms, "round-trip time in ms (sets --delay-ms to RTT/2)")
       ->check(CLI::NonNegativeNumber)
       ->excludes(delay_opt);
+  auto* change_at = app.add_option("--change-at-s", f->change_at_s,
+                                   "seconds after start at which the RTT becomes --change-rtt-ms, for open and "
+                                   "new connections alike (a route change mid-run); bytes keep their order")
+                        ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--change-rtt-ms", f->change_rtt_ms, "the round-trip time from --change-at-s on")
+      ->check(CLI::Range(0.0, 1e6))
+      ->needs(change_at);
+  change_at->needs("--change-rtt-ms");
   app.add_option("--jitter-ms", f->jitter_ms,
                  "extra one-way delay, uniform in [0, J] ms; never reorders bytes")
       ->check(CLI::NonNegativeNumber);
@@ -133,6 +142,10 @@ cqlstream::StatusOr<cqlstream::wan::ProxyOptions> MakeOptions(Flags* f) {
   auto to_ns = [](double ms) { return std::chrono::nanoseconds(std::llround(ms * 1e6)); };
   o.delay = to_ns(f->delay_ms);
   o.jitter = to_ns(f->jitter_ms);
+  if (f->change_at_s >= 0) {
+    o.change_after = std::chrono::nanoseconds(std::llround(f->change_at_s * 1e9));
+    o.changed_delay = to_ns(f->change_rtt_ms / 2);
+  }
   o.rate_bytes_per_sec = static_cast<uint64_t>(std::llround(f->rate_mbit * 1e6 / 8));
   CQLS_ASSIGN_OR_RETURN(const uint64_t w, cqlstream::wan::ParseByteSize(f->window));
   CQLS_ASSIGN_OR_RETURN(const uint64_t sb, cqlstream::wan::ParseByteSize(f->sockbuf));
@@ -157,6 +170,7 @@ void Announce(const Proxy& proxy, const Flags& f, const cqlstream::wan::ProxyOpt
              f.rate_mbit > 0 ? fmt::format("{} Mbit/s", f.rate_mbit) : std::string("uncapped"),
              o.window_bytes ? FormatBytes(o.window_bytes) : std::string("unlimited"), f.threads,
              f.copy ? "copy path" : "splice");
+  if (f.change_at_s >= 0) fmt::print("[wan] RTT {} ms from {} s after start\n", f.change_rtt_ms, f.change_at_s);
   if (f.rt_priority > 0) {
     // The threads set their priority as they start.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

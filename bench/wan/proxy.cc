@@ -75,8 +75,8 @@ Status Proxy::Impl::Init() {
   if (options_.read_chunk < 2 * kMinRead) {
     return Status::InvalidArgument(fmt::format("read chunk must be >= {}", 2 * kMinRead));
   }
-  if (options_.delay.count() < 0 || options_.jitter.count() < 0) {
-    return Status::InvalidArgument("negative delay or jitter");
+  if (options_.delay.count() < 0 || options_.jitter.count() < 0 || options_.change_after.count() < 0) {
+    return Status::InvalidArgument("negative delay, jitter or change time");
   }
   if (options_.realtime_priority < 0 || options_.realtime_priority > 99) {
     return Status::InvalidArgument("realtime priority must be 0..99");

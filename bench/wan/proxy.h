@@ -42,6 +42,12 @@ struct ProxyOptions {
   std::vector<MappingSpec> mappings;    // listen port 0 = any free port
   std::chrono::nanoseconds delay{0};    // one-way delay D (RTT = 2D)
   std::chrono::nanoseconds jitter{0};   // extra one-way delay in [0, J], no reordering
+  // `change_after` (>= 0) after Start, the one-way delay becomes
+  // `changed_delay` for every connection, open or new (a route change, a
+  // failover to a far data centre); a negative `changed_delay`: no change.
+  // Bytes keep their order.
+  std::chrono::nanoseconds change_after{0};
+  std::chrono::nanoseconds changed_delay{-1};
   uint64_t rate_bytes_per_sec = 0;      // per direction, shared by all connections; 0 = uncapped
   uint64_t window_bytes = 4 << 20;      // per connection and direction; 0 = unlimited
   int threads = 1;                      // I/O threads

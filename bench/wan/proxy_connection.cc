@@ -49,7 +49,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
                        ? std::numeric_limits<size_t>::max()
                        : static_cast<size_t>(std::max<uint64_t>(
                              kMinSerialUnit, o.rate_bytes_per_sec / kSerialUnitsPerSecond));
-    timer_grid_ = TimerGrid(o.delay);
     pipe_bytes_ = w == 0 ? static_cast<size_t>(kKernelPipeBytes)
                          : static_cast<size_t>(std::min<uint64_t>(w, kKernelPipeBytes));
     mode_ = proxy_->untimed() ? (o.zero_copy ? Mode::kPassThrough : Mode::kTimedCopy)
@@ -77,7 +76,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   PipeParams Params() const {
     const ProxyOptions& o = proxy_->options();
-    return PipeParams{.delay = o.delay, .jitter = o.jitter,
+    return PipeParams{.delay = o.delay,
+                      .changed_delay = o.changed_delay,
+                      .change_at = proxy_->change_at(),
+                      .jitter = o.jitter,
                       .window = o.window_bytes == 0 ? kUnlimited : o.window_bytes};
   }
 
@@ -91,7 +93,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     asio::error_code e;
     server_.set_option(tcp::no_delay(true), e);
     if (proxy_->options().emulate_handshake) {
-      const Nanos d = proxy_->options().delay;
+      const Nanos d = proxy_->DelayAt(accepted_at_);  // the delay when the handshake began
       // SYN (D), SYN-ACK (D), then the client's first byte (D); the server
       // can send once the final ACK arrived (3D) and its bytes take D.
       up_.model.SetReleaseFloor(accepted_at_ + 3 * d);
@@ -172,7 +174,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       next = std::min(next, p.model.TimeCreditReaches(credit_wakeup_));
     }
     if (next == TimePoint::max()) return;
-    next = OnTimerGrid(next, timer_grid_);
+    next = OnTimerGrid(next, TimerGrid(proxy_->DelayAt(next)));  // the delay may change mid-run
     if (next >= p.armed) return;
     p.armed = next;
     const uint64_t gen = ++p.timer_gen;
@@ -477,7 +479,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t credit_wakeup_ = kCreditWakeup;
   size_t serial_unit_ = std::numeric_limits<size_t>::max();
   size_t pipe_bytes_ = kKernelPipeBytes;
-  Nanos timer_grid_{0};  // see kTimerGridPerDelay
   bool closed_ = false;
 };
 

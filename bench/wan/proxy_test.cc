@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,18 +87,24 @@ bool WaitFor(Pred pred, double seconds) {
   return pred();
 }
 
-TEST_P(ProxyTest, DelaysEachDirectionAndChargesTheHandshake) {
-  uint16_t port = 0;
-  int lfd = ListenAny(&port);
-  std::thread echo([lfd] {
+// Accepts one connection on `lfd` and echoes small messages back without
+// delay (TCP_NODELAY) until the client's FIN, then closes its side too.
+std::thread SmallEcho(int lfd) {
+  return std::thread([lfd] {
     int fd = ::accept(lfd, nullptr, nullptr);
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     char buf[256];
     ssize_t n;
     while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) ::send(fd, buf, static_cast<size_t>(n), MSG_NOSIGNAL);
-    ::close(fd);  // after the client's FIN: close our side too
+    ::close(fd);
   });
+}
+
+TEST_P(ProxyTest, DelaysEachDirectionAndChargesTheHandshake) {
+  uint16_t port = 0;
+  int lfd = ListenAny(&port);
+  std::thread echo = SmallEcho(lfd);
   ProxyOptions o = Options();
   o.delay = milliseconds(20);
   auto proxy = StartProxy(port, o);
@@ -143,6 +150,46 @@ TEST_P(ProxyTest, DelaysEachDirectionAndChargesTheHandshake) {
   for (uint64_t b : stats[0].late_bytes) late_counted += b;
   EXPECT_EQ(late_counted, 16u);
   EXPECT_TRUE(WaitFor([&] { return proxy->Stats()[0].active == 0; }, 2));
+}
+
+TEST_P(ProxyTest, TheRoundTripChangesForAnOpenConnection) {
+  uint16_t port = 0;
+  int lfd = ListenAny(&port);
+  std::thread echo = SmallEcho(lfd);
+  ProxyOptions o = Options();
+  o.delay = milliseconds(5);
+  o.change_after = milliseconds(400);
+  o.changed_delay = milliseconds(40);
+  auto proxy = StartProxy(port, o);
+  ASSERT_NE(proxy, nullptr);
+  const auto started = std::chrono::steady_clock::now();
+  int fd = Connect(proxy->listen_endpoints()[0].port);
+  char c = 'x';
+  auto rtt = [&] {
+    auto t = std::chrono::steady_clock::now();
+    EXPECT_EQ(::send(fd, &c, 1, 0), 1);
+    EXPECT_EQ(::recv(fd, &c, 1, 0), 1);
+    return Seconds(std::chrono::steady_clock::now() - t).count();
+  };
+  (void)rtt();  // the handshake's
+  // Round trips before the change, then after it (a margin either side:
+  // only the lower bounds are asserted, as late is a busy machine's doing).
+  std::vector<double> before, after;
+  while (std::chrono::steady_clock::now() - started < milliseconds(200)) before.push_back(rtt());
+  std::this_thread::sleep_until(started + milliseconds(500));
+  for (int i = 0; i < 3; ++i) after.push_back(rtt());
+  std::printf("round trips before the change: %zu, lowest %.1f ms; after: lowest %.1f ms\n", before.size(),
+              *std::min_element(before.begin(), before.end()) * 1e3,
+              *std::min_element(after.begin(), after.end()) * 1e3);
+  ASSERT_FALSE(before.empty());
+  EXPECT_GE(*std::min_element(before.begin(), before.end()), 0.0099);  // never early
+  EXPECT_LT(*std::min_element(before.begin(), before.end()), 0.040);   // not yet the new one
+  EXPECT_GE(*std::min_element(after.begin(), after.end()), 0.0799);    // the new round trip, never early
+  ::shutdown(fd, SHUT_WR);
+  EXPECT_EQ(::recv(fd, &c, 1, 0), 0);
+  ::close(fd);
+  echo.join();
+  ::close(lfd);
 }
 
 TEST(TimerGridTest, RoundsUpToOnePercentOfTheDelayAtMostAMillisecond) {
@@ -366,6 +413,9 @@ TEST(ProxyOptionsTest, RejectsBadOptions) {
   EXPECT_FALSE(Proxy::Start(o).ok());
   o.threads = 1;
   o.realtime_priority = 100;
+  EXPECT_FALSE(Proxy::Start(o).ok());
+  o.realtime_priority = 0;
+  o.change_after = std::chrono::milliseconds(-1);
   EXPECT_FALSE(Proxy::Start(o).ok());
 }
 

@@ -45,7 +45,7 @@ uint64_t PipeModel::Credit(TimePoint now) {
 }
 
 TimePoint PipeModel::Release(TimePoint serialized) {
-  Nanos extra = params_.delay;
+  Nanos extra = DelayAt(serialized);
   if (params_.jitter.count() > 0) {
     auto span = static_cast<uint64_t>(params_.jitter.count()) + 1;
     extra += Nanos(static_cast<int64_t>(NextRandom() % span));
@@ -69,11 +69,13 @@ TimePoint PipeModel::OnEof(TimePoint now) {
 
 void PipeModel::OnDelivered(uint64_t n, TimePoint now) {
   assert(n <= in_flight_);
-  if (params_.delay.count() == 0) {
+  const Nanos d = DelayAt(now);
+  if (d.count() == 0 && returns_.empty()) {
     in_flight_ -= n;
     return;
   }
-  returns_.push_back({now + params_.delay, n});
+  // Not before a return queued earlier (the delay may have fallen since).
+  returns_.push_back({returns_.empty() ? now + d : std::max(returns_.back().at, now + d), n});
 }
 
 TimePoint PipeModel::TimeCreditReaches(uint64_t bytes) const {

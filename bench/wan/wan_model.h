@@ -72,6 +72,11 @@ class Link {
 
 struct PipeParams {
   Nanos delay{0};             // one-way delay D
+  // From `change_at` on, the one-way delay is `changed_delay` (a route
+  // change in the middle of a run; negative: none). Bytes keep their order
+  // and credit returns theirs when the delay falls.
+  Nanos changed_delay{-1};
+  TimePoint change_at{};
   Nanos jitter{0};            // extra delay, uniform in [0, J]; never reorders
   uint64_t window = kUnlimited;  // W: bytes read but not yet acknowledged
 };
@@ -84,6 +89,12 @@ class PipeModel {
   PipeModel(const PipeParams& params, Link* link, uint64_t seed);
 
   const PipeParams& params() const { return params_; }
+
+  // The one-way delay at time t (params().delay, or changed_delay from
+  // change_at on).
+  Nanos DelayAt(TimePoint t) const {
+    return params_.changed_delay.count() >= 0 && t >= params_.change_at ? params_.changed_delay : params_.delay;
+  }
 
   // Bytes the pipe may read at `now` (after applying every credit return due
   // by `now`); kUnlimited when the window is unlimited.

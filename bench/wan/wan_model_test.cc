@@ -50,6 +50,42 @@ TEST(PipeModelTest, DelaysByOneWayDelayAndReturnsCreditOneRttAfterRead) {
   EXPECT_EQ(m.in_flight(), 0u);
 }
 
+TEST(PipeModelTest, TheDelayChangesAtItsTimeAndBytesKeepTheirOrder) {
+  // 10 ms one way, 100 ms from 1 s on: bytes read after the change take the
+  // new delay; when it falls again, no byte passes one read before it, and
+  // no credit returns before one queued earlier.
+  const TimePoint at = kT0 + std::chrono::seconds(1);
+  PipeModel rise({.delay = milliseconds(10), .changed_delay = milliseconds(100), .change_at = at}, nullptr, 1);
+  EXPECT_EQ(rise.DelayAt(kT0), milliseconds(10));
+  EXPECT_EQ(rise.OnRead(10, kT0 + milliseconds(500)), kT0 + milliseconds(510));
+  EXPECT_EQ(rise.OnRead(10, kT0 + milliseconds(1000)), kT0 + milliseconds(1100));
+  PipeModel fall({.delay = milliseconds(100), .changed_delay = milliseconds(10), .change_at = at, .window = 100},
+                 nullptr, 1);
+  const TimePoint before = fall.OnRead(10, kT0 + milliseconds(990));  // released at 1,090 ms
+  EXPECT_EQ(before, kT0 + milliseconds(1090));
+  EXPECT_EQ(fall.OnRead(10, kT0 + milliseconds(1000)), before);  // 1,010 ms would pass the first
+  EXPECT_EQ(fall.OnRead(10, kT0 + milliseconds(1100)), kT0 + milliseconds(1110));
+  fall.OnDelivered(10, kT0 + milliseconds(995));   // before the change: credit at 1,095 ms
+  fall.OnDelivered(10, kT0 + milliseconds(1001));  // after: 1,011 ms, but not before the first
+  EXPECT_EQ(fall.Credit(kT0 + milliseconds(1094)), 70u);
+  EXPECT_EQ(fall.Credit(kT0 + milliseconds(1095)), 90u);
+  // To no delay at all, with a credit return still queued: the next waits
+  // for it instead of returning at once.
+  PipeModel to_zero({.delay = milliseconds(20), .changed_delay = Nanos(0), .change_at = kT0 + milliseconds(100),
+                     .window = 100},
+                    nullptr, 1);
+  (void)to_zero.OnRead(10, kT0);
+  (void)to_zero.OnRead(10, kT0 + milliseconds(100));  // released at once
+  to_zero.OnDelivered(10, kT0 + milliseconds(99));    // credit at 119 ms
+  to_zero.OnDelivered(10, kT0 + milliseconds(101));   // at 101 ms, but not before the first
+  EXPECT_EQ(to_zero.Credit(kT0 + milliseconds(118)), 80u);
+  EXPECT_EQ(to_zero.Credit(kT0 + milliseconds(119)), 100u);
+  // With nothing queued, at once.
+  (void)to_zero.OnRead(10, kT0 + milliseconds(200));
+  to_zero.OnDelivered(10, kT0 + milliseconds(200));
+  EXPECT_EQ(to_zero.Credit(kT0 + milliseconds(200)), 100u);
+}
+
 TEST(PipeModelTest, WindowCreditArithmetic) {
   PipeModel m({.delay = milliseconds(10), .jitter = {}, .window = 100}, nullptr, 1);
   (void)m.OnRead(60, kT0);
