@@ -66,6 +66,16 @@ void WindowController::OnCongestion(Clock::time_point now) {
   if (probe_ != Probe::kNone) connections_ = std::min(saved_connections_, MaxConnections());
   fewer_reference_ = 0;
   down_reference_ = 0;  // the path changed: what it carried before says little
+  // The window was cut: the average restarts at the next interval's goodput
+  // (within the 30% the cut can take), a step down of the controller's own
+  // making, not a changed path; probes are judged against it.
+  ForgetStep();
+  restart_average_ = true;
+  if (step_probe_pending_) {  // the probe after a step is over, unjudged
+    min_rtt_us_ = std::min(min_rtt_us_, step_saved_min_us_);
+    floor_rtt_us_ = std::min(floor_rtt_us_, step_saved_floor_us_);
+    step_probe_pending_ = false;
+  }
   if (phase_ == Phase::kStartup) {
     phase_ = Phase::kSteady;
     best_window_ = window_;
@@ -136,7 +146,8 @@ bool WindowController::Tick(Clock::time_point now) {
   sum_latency_us_ = 0;
   held_back_ = false;
   // The lowest mean latency seen approximates the unloaded round trip; it
-  // drifts up slowly so that a changed path is eventually accepted.
+  // drifts up slowly so that a changed path is eventually accepted, and a
+  // step down in goodput (EvaluateSteady) takes it to the new path's at once.
   // (Not in start-up: its intervals are single round trips, and a drift per
   // interval would let the 3-BDP cap grow with the queue it should bound.)
   const double drift = phase_ == Phase::kStartup ? 1.0 : 1.01;
@@ -144,11 +155,12 @@ bool WindowController::Tick(Clock::time_point now) {
   floor_rtt_us_ = floor_rtt_us_ == 0 ? mean_lat : std::min(mean_lat, floor_rtt_us_);
   if (held) {
     // Not limited by the window: nothing to learn, and no reason to grow.
+    ForgetStep();  // nor intervals in a row
     if (phase_ == Phase::kStartup) window_ = std::min(window_, std::max(interval_window_, o_.min_window));
     interval_window_ = window_;
     return window_ != w0 || connections_ != c0;
   }
-  Evaluate(goodput, mean_lat);
+  Evaluate(goodput, mean_lat, secs);
   // Requests beyond a few bandwidth-delay products only wait in queues —
   // mostly the server's: a node buffers the answers a slow path cannot take
   // yet (a 1 GiB Cassandra node ran out of direct memory at 100 ms RTT
@@ -201,11 +213,11 @@ void WindowController::GrowConnections() {
   if (connections_ > before) rounds_since_connections_ = 0;
 }
 
-void WindowController::Evaluate(double g, double mean_lat) {
+void WindowController::Evaluate(double g, double mean_lat, double secs) {
   if (phase_ == Phase::kStartup) {
     EvaluateStartup(g, mean_lat);
   } else if (probe_ == Probe::kNone) {
-    EvaluateSteady(g);
+    EvaluateSteady(g, mean_lat, secs);
   } else {
     EvaluateProbe(g);
   }
@@ -283,6 +295,7 @@ void WindowController::EndStartup(double g) {
     connections_ = std::min(connections_, std::max(settled, kKeptConnections));
   }
   next_probe_ = 0;  // up, then fewer connections (EvaluateSteady)
+  ForgetStep();  // intervals off the average before start-up resumed say nothing of this one
 }
 
 void WindowController::ResumeStartup(double g) {
@@ -295,15 +308,93 @@ void WindowController::ResumeStartup(double g) {
   steady_intervals_ = 0;
   // Start-up's delay signals judge latency against the unloaded round
   // trip; steady state's estimate drifts up (1% an interval) and may have
-  // followed a queue.
+  // followed a queue. The lowest since the path last changed (a step down
+  // in goodput resets it): judged against the lowest from before a round
+  // trip rose, a resumed start-up read its first round trip as queueing,
+  // ended, and settled at the old round trip's bandwidth-delay product.
   min_rtt_us_ = floor_rtt_us_;
   down_reference_ = 0;
   too_few_connections_ = too_few_age_ = 0;  // a path far from full: counts judged before say little
+  ForgetStep();
+  restart_average_ = false;
   GrowConnections();  // for the window the probe found paying
 }
 
-void WindowController::EvaluateSteady(double g) {
-  best_goodput_ = 0.8 * best_goodput_ + 0.2 * g;  // follow slow changes
+void WindowController::ForgetStep() {
+  step_side_ = 0;
+  step_intervals_ = 0;
+  step_bytes_ = step_secs_ = step_min_latency_us_ = 0;
+}
+
+void WindowController::EvaluateSteady(double g, double mean_lat, double secs) {
+  // Follow slow changes (0.2 an interval). A step — steady intervals in a row
+  // (probes between them aside) more than kLevelStep off the average on one
+  // side, those after the first (which may straddle the step) at least
+  // kLevelStepTime long — restarts the average at those after the first and
+  // probes at the next interval, a larger window first after a step down. A
+  // step down is a changed path (its round trip rose, a host went down, other
+  // clients came), and the lowest latency becomes that of those intervals: the
+  // caps, the delay signal and a resumed start-up are judged against the path
+  // as it is. Before, the average took ~25 s at 200 ms to come down from
+  // 800 MB/s to a path that then carried 90, and the lowest latency, drifting
+  // up 1% an interval, minutes to follow 20 -> 200 ms: meanwhile the probes
+  // were judged against the old level, none was kept, and the 3-BDP cap of
+  // goodput x 20 ms held the window near a tenth of the new path's
+  // (APathWhoseRoundTripRoseIsFilledAgain). The time keeps a node's pause of
+  // under a second from passing for a step at any round trip
+  // (OnlyAStepThatLastsRestartsTheGoodputAverage,
+  // NodePausesAreNotAChangedPath); at short round trips the average follows
+  // within about a second anyway. A step up (a host came back, other clients
+  // left) restarts the average too; the latency follows down by itself.
+  if (restart_average_) {
+    // Congestion cut the window (OnCongestion): by at most 30%; an interval
+    // lower than that measured the stall, not the cut window, and one higher
+    // than the average measured answers to the window before it.
+    restart_average_ = false;
+    best_goodput_ = std::clamp(g, 0.7 * best_goodput_, best_goodput_);
+  } else {
+    // Judged against the average when the row began: the average moves
+    // toward the new level (0.2 an interval), and judged against it a row
+    // of 100-ms intervals died out within a second unless goodput fell to
+    // under a third.
+    const double reference = step_intervals_ > 0 ? step_reference_ : best_goodput_;
+    const int side = g < (1.0 - kLevelStep) * reference   ? -1
+                     : g > (1.0 + kLevelStep) * reference ? 1
+                                                          : 0;
+    if (side != step_side_) {
+      ForgetStep();
+      step_side_ = side;
+      step_reference_ = best_goodput_;
+    }
+    best_goodput_ = 0.8 * best_goodput_ + 0.2 * g;
+    if (side != 0 && step_intervals_++ > 0) {  // not the first interval off
+      step_bytes_ += g * secs;
+      step_secs_ += secs;
+      step_min_latency_us_ = step_min_latency_us_ == 0 ? mean_lat : std::min(step_min_latency_us_, mean_lat);
+      if (step_secs_ >= kLevelStepTime) {
+        ++level_steps_;
+        best_goodput_ = step_bytes_ / step_secs_;
+        if (side < 0) {
+          // Until the larger window probed next shows the path
+          // window-limited (EvaluateProbe restores them if it does not pay).
+          step_saved_min_us_ = min_rtt_us_;
+          step_saved_floor_us_ = floor_rtt_us_;
+          step_probe_pending_ = true;
+          min_rtt_us_ = floor_rtt_us_ = step_min_latency_us_;
+          next_probe_ = 0;  // up first: the path may have room the window no longer fills
+          // Verdicts learnt against the old level say little of this path.
+          connections_help_ = true;
+          too_few_connections_ = too_few_age_ = 0;
+        }
+        ForgetStep();
+        // A series of fewer-connections probes restarts from here. (The
+        // smaller windows' reference forgets itself once goodput is 10%
+        // below it with a longer latency: StartProbe.)
+        fewer_reference_ = 0;
+        steady_intervals_ = 4;
+      }
+    }
+  }
   if (++steady_intervals_ < 5) return;
   steady_intervals_ = 0;
   baseline_ = best_goodput_;
@@ -348,6 +439,16 @@ void WindowController::EvaluateProbe(double g) {
       break;
     case Probe::kNone:
       break;
+  }
+  if (step_probe_pending_ && probe_ == Probe::kWindowUp) {
+    // The larger window probed after a step down did not pay: the path is
+    // not window-limited (a node slowed and the window's own queue grew),
+    // and the lowest latency from before the step still holds.
+    if (!keep) {
+      min_rtt_us_ = std::min(min_rtt_us_, step_saved_min_us_);
+      floor_rtt_us_ = std::min(floor_rtt_us_, step_saved_floor_us_);
+    }
+    step_probe_pending_ = false;
   }
   const bool down = probe_ == Probe::kWindowDown || probe_ == Probe::kFewerConnections;
   if (probe_ != Probe::kFewerConnections || !keep) fewer_reference_ = 0;  // the series ends
@@ -433,9 +534,10 @@ void WindowController::StartProbe(Probe p) {
 
 std::string WindowController::Describe() const {
   return fmt::format(
-      "window {} connections {} phase {} goodput {:.1f} MB/s srtt {:.2f} ms min {:.2f} ms start-up resumed {}", window_,
-      connections_, phase_ == Phase::kStartup ? "startup" : "steady", best_goodput_ / 1e6, srtt_us_ / 1000.0,
-      min_rtt_us_ / 1000.0, startup_resumes_);
+      "window {} connections {} phase {} goodput {:.1f} MB/s srtt {:.2f} ms min {:.2f} ms start-up resumed {} "
+      "steps {}",
+      window_, connections_, phase_ == Phase::kStartup ? "startup" : "steady", best_goodput_ / 1e6, srtt_us_ / 1000.0,
+      min_rtt_us_ / 1000.0, startup_resumes_, level_steps_);
 }
 
 }  // namespace cqlstream::loader

@@ -72,16 +72,17 @@
 //    start-up round trip must (kStartupGain) shows a path far from full —
 //    start-up ended early, on a timeout or a stall, with a fraction of the
 //    window and connections the path needs — and start-up resumes from
-//    there, judging latency against the lowest ever seen (steady state's
-//    estimate drifts up): without that, one timeout in the first second at
-//    200 ms left a run at 8-36% of its speed for tens of seconds (x1.25 a
-//    probe, a probe every few round trips). Congestion after a resumed
+//    there, judging latency against the lowest seen since the path last
+//    changed (a step down in goodput, below): without that, one timeout in
+//    the first second at 200 ms left a run at 8-36% of its speed for tens of
+//    seconds (x1.25 a probe, a probe every few round trips). Congestion after a resumed
 //    start-up (a node shedding load, not a stall) ends the resuming, and a
 //    resumed start-up adds no connections once a probe showed they do not
 //    pay.
 //  * Timeouts and overload errors shrink the window at once (x0.7) and end
 //    start-up; a first start-up they end probes after one steady-state
-//    interval instead of five.
+//    interval instead of five. The goodput average restarts at the next
+//    interval (within the 30% the cut can take).
 //  * The window never exceeds 3 bandwidth-delay products (goodput x the
 //    lowest latency seen): more requests only queue, mostly in the server,
 //    which buffers the answers a slow path cannot take yet.
@@ -91,7 +92,15 @@
 //
 // A steady-state interval lasts max(min_interval, 4 x the smoothed latency)
 // and needs at least a few completions, so the measurement spans several
-// round trips whatever the network's latency. At steady state the window
+// round trips whatever the network's latency. Probes are judged against an
+// average of the intervals between them, which a step (intervals 30% off it
+// on one side for over a second) restarts, and so does a timeout or an
+// overload answer in steady state (the cut is the controller's own); a step
+// down also takes the lowest latency, which the caps and the delay signal
+// are measured against, to the new path's. A path whose round trip rose mid-run (a route change, a
+// failover to a far data centre) is so filled again within seconds; before,
+// a run stayed at a fraction of the path for minutes (the model's figures:
+// APathWhoseRoundTripRoseIsFilledAgain). At steady state the window
 // settles near bandwidth x latency (the bandwidth-delay product) of the
 // path.
 //
@@ -219,10 +228,14 @@ class WindowController {
   int connections() const { return connections_; }
   // How often steady state went back to start-up (a probe paid kStartupGain).
   int startup_resumes() const { return startup_resumes_; }
+  // How often steady state saw goodput step to a new level (a changed path:
+  // EvaluateSteady).
+  int level_steps() const { return level_steps_; }
   Phase phase() const { return phase_; }
   double goodput() const { return best_goodput_; }  // bytes/s, best stable measurement
-  // The lowest interval mean latency seen (about the unloaded round trip);
-  // zero before the first measurement.
+  // The lowest interval mean latency (about the unloaded round trip; it
+  // drifts up 1% a steady interval, and a step down in goodput sets it to the
+  // new path's); zero before the first measurement.
   std::chrono::microseconds min_latency() const {
     return std::chrono::microseconds(static_cast<int64_t>(min_rtt_us_));
   }
@@ -234,9 +247,9 @@ class WindowController {
   // One interval's goodput (and its answers' mean latency): the startup
   // climb, the steady state's probe schedule, or the verdict on a running
   // probe.
-  void Evaluate(double goodput, double mean_latency_us);
+  void Evaluate(double goodput, double mean_latency_us, double secs);
   void EvaluateStartup(double goodput, double mean_latency_us);
-  void EvaluateSteady(double goodput);
+  void EvaluateSteady(double goodput, double mean_latency_us, double secs);
   void EvaluateProbe(double goodput);
   // Start-up: connections for the bytes the window keeps in flight.
   void GrowConnections();
@@ -259,12 +272,46 @@ class WindowController {
   int64_t bytes_ = 0;
   int64_t completions_ = 0;
   double srtt_us_ = 0;       // smoothed latency
-  double min_rtt_us_ = 0;    // lowest smoothed-interval latency seen (decays slowly)
-  double floor_rtt_us_ = 0;  // lowest interval-mean latency ever seen (no drift)
+  // The lowest interval mean latency: in steady state it drifts up 1% an
+  // interval, and a step down in goodput sets it to the new path's
+  // (EvaluateSteady).
+  double min_rtt_us_ = 0;
+  // The lowest interval mean latency since the path last changed (no drift;
+  // a step down in goodput resets it): what a resumed start-up judges
+  // latency against.
+  double floor_rtt_us_ = 0;
   double sum_latency_us_ = 0;
   bool held_back_ = false;
 
   double best_goodput_ = 0;
+  // Steady state: a step in goodput (EvaluateSteady). The side (-1, +1) on
+  // which the last intervals in a row were more than kLevelStep off the
+  // average (0: the last one was not), how many, and of those after the
+  // first: their bytes, seconds and lowest mean latency.
+  // 30%: a round trip that rose 1.8x or more at a window of 1.25
+  // bandwidth-delay products (the model's rises take 38-90% off); smaller
+  // changes the average follows, and the probes with it, within seconds. A
+  // margin against a node's noise at short round trips, where a false step
+  // only restarts the average and probes at once.
+  static constexpr double kLevelStep = 0.3;
+  static constexpr double kLevelStepTime = 1.0;  // seconds, after the first interval off
+  int step_side_ = 0;
+  int level_steps_ = 0;  // level_steps()
+  bool restart_average_ = false;  // congestion cut the window: the next interval's goodput is the average
+  double step_reference_ = 0;     // the average when the row began
+  // After a step down: the lowest latencies from before it, restored if the
+  // larger window probed next does not pay (a node slowed; the path did not).
+  bool step_probe_pending_ = false;
+  double step_saved_min_us_ = 0;
+  double step_saved_floor_us_ = 0;
+  int step_intervals_ = 0;
+  double step_bytes_ = 0;
+  double step_secs_ = 0;
+  double step_min_latency_us_ = 0;
+  // No intervals off the average counted: a held-back interval, congestion,
+  // or start-up ending or resuming broke the row (a probe's intervals do
+  // not: they are not the average's).
+  void ForgetStep();
   int best_window_ = 0;
   int flat_intervals_ = 0;         // start-up: flat round trips in a row
   int queued_flat_intervals_ = 0;  // start-up: of those, in a row with requests queueing

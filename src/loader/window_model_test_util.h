@@ -72,9 +72,9 @@ inline WindowController Simulate(const Pipe& p, double seconds, WindowController
 
 // A path in fake time, request by request: a node that serves at most
 // `node_bw` bytes/s (FIFO), one TCP window of `conn_window` bytes per round
-// trip per open connection, a fixed round trip `rtt_s`, and connections that
-// open 3 round trips after the controller asks for them (TCP, OPTIONS,
-// STARTUP).
+// trip per open connection, a round trip `rtt_s` (`changes` may change it
+// and pause the node), and connections that open 3 round trips after the
+// controller asks for them (TCP, OPTIONS, STARTUP).
 // Answers arrive one round trip after the node sent them, so the
 // controller sees what a window did one round trip later, as in life.
 struct PathRun {
@@ -87,6 +87,7 @@ struct PathRun {
   int max_connections_after_refusal = 0;  // once the controller was told the limit
   double max_node_queue_s = 0;  // longest wait at the node (start-up)
   int startup_resumes = 0;      // WindowController::startup_resumes() at the end
+  int level_steps = 0;          // WindowController::level_steps() at the end
   int connections_at_startup_end = 0;  // the controller's count when start-up first ended (0: never)
   int window_at_startup_end = 0;
   double steady = 0;  // mean of the last half
@@ -102,6 +103,17 @@ struct PathRun {
   }
 };
 
+// What changes during a SimulatePath run.
+struct PathChanges {
+  // (time, round trip), ascending: from that time on the path's round trip is
+  // the new one (a route change, a failover to a far data centre); answers
+  // stay in order, as on one TCP connection.
+  std::vector<std::pair<double, double>> rtt_steps;
+  // (time, seconds), ascending: the node serves nothing for that long (a
+  // garbage-collection pause); what it had not served yet waits.
+  std::vector<std::pair<double, double>> node_pauses;
+};
+
 // `connection_limit` > 0: the node takes no more connections than that (as
 // native_transport_max_connections_per_ip); the session learns it when an
 // open beyond it is refused, one round trip after it was asked for, and
@@ -110,7 +122,9 @@ struct PathRun {
 // (OnCongestion), as a stall of the path or a node shedding load causes.
 inline PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, double seconds,
                             double size = 110e3, WindowController::Options o = {}, int connection_limit = 0,
-                            std::vector<double> congest_at = {}, bool shrink = true) {
+                            std::vector<double> congest_at = {}, bool shrink = true, PathChanges changes = {}) {
+  auto& rtt_steps = changes.rtt_steps;
+  auto& node_pauses = changes.node_pauses;
   auto now = Clock::time_point{} + std::chrono::hours(1);
   const auto start = now;
   WindowController c(o, now);
@@ -125,6 +139,19 @@ inline PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, do
   r.bins.assign(static_cast<size_t>(seconds * 10), 0.0);
   const double dt = 0.0005;
   for (double t = 0; t < seconds; t += dt) {
+    if (!rtt_steps.empty() && t >= rtt_steps.front().first) {
+      rtt_s = rtt_steps.front().second;
+      rtt_steps.erase(rtt_steps.begin());
+    }
+    if (!node_pauses.empty() && t >= node_pauses.front().first) {
+      const auto [at, length] = node_pauses.front();
+      node_pauses.erase(node_pauses.begin());
+      // Answers the node had not sent by the pause leave it `length` later.
+      for (auto& f : in_flight) {
+        if (f.first > at + rtt_s / 2) f.first += length;
+      }
+      node_free = std::max(node_free, at) + length;
+    }
     while (!opening.empty() && opening.front().first <= t) {
       open = std::max(open, opening.front().second);
       if (connection_limit > 0) open = std::min(open, connection_limit);
@@ -137,7 +164,8 @@ inline PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, do
     const double rate = std::min(node_bw, open * conn_window / rtt_s);
     while (static_cast<int>(in_flight.size()) < c.window()) {
       node_free = std::max(node_free, t + rtt_s / 2) + size / rate;  // the request reaches the node, is served
-      in_flight.emplace_back(node_free + rtt_s / 2, t);
+      const double arrival = node_free + rtt_s / 2;
+      in_flight.emplace_back(in_flight.empty() ? arrival : std::max(arrival, in_flight.back().first), t);
     }
     while (!in_flight.empty() && in_flight.front().first <= t) {
       c.OnComplete(static_cast<int64_t>(size),
@@ -178,6 +206,7 @@ inline PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, do
   }
   r.final_connections = c.connections();
   r.startup_resumes = c.startup_resumes();
+  r.level_steps = c.level_steps();
   double sum = 0;
   for (size_t i = r.bins.size() / 2; i < r.bins.size(); ++i) sum += r.bins[i];
   r.steady = sum / static_cast<double>(r.bins.size() - r.bins.size() / 2);
