@@ -440,11 +440,13 @@ void WindowController::EvaluateProbe(double g) {
     case Probe::kNone:
       break;
   }
-  if (step_probe_pending_ && probe_ == Probe::kWindowUp) {
+  if (step_probe_pending_) {
     // The larger window probed after a step down did not pay: the path is
     // not window-limited (a node slowed and the window's own queue grew),
-    // and the lowest latency from before the step still holds.
-    if (!keep) {
+    // and the lowest latency from before the step still holds. (Where the
+    // first probe after the step could not be a larger window, at a user's
+    // cap, the step's latency stays.)
+    if (probe_ == Probe::kWindowUp && !keep) {
       min_rtt_us_ = std::min(min_rtt_us_, step_saved_min_us_);
       floor_rtt_us_ = std::min(floor_rtt_us_, step_saved_floor_us_);
     }
