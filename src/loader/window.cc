@@ -71,11 +71,7 @@ void WindowController::OnCongestion(Clock::time_point now) {
   // making, not a changed path; probes are judged against it.
   ForgetStep();
   restart_average_ = true;
-  if (step_probe_pending_) {  // the probe after a step is over, unjudged
-    min_rtt_us_ = std::min(min_rtt_us_, step_saved_min_us_);
-    floor_rtt_us_ = std::min(floor_rtt_us_, step_saved_floor_us_);
-    step_probe_pending_ = false;
-  }
+  if (step_probe_pending_) EndStepProbe(/*restore=*/true);  // the probe after a step is over, unjudged
   if (phase_ == Phase::kStartup) {
     phase_ = Phase::kSteady;
     best_window_ = window_;
@@ -320,6 +316,14 @@ void WindowController::ResumeStartup(double g) {
   GrowConnections();  // for the window the probe found paying
 }
 
+void WindowController::EndStepProbe(bool restore) {
+  if (restore) {
+    min_rtt_us_ = std::min(min_rtt_us_, step_saved_min_us_);
+    floor_rtt_us_ = std::min(floor_rtt_us_, step_saved_floor_us_);
+  }
+  step_probe_pending_ = false;
+}
+
 void WindowController::ForgetStep() {
   step_side_ = 0;
   step_intervals_ = 0;
@@ -446,11 +450,7 @@ void WindowController::EvaluateProbe(double g) {
     // and the lowest latency from before the step still holds. (Where the
     // first probe after the step could not be a larger window, at a user's
     // cap, the step's latency stays.)
-    if (probe_ == Probe::kWindowUp && !keep) {
-      min_rtt_us_ = std::min(min_rtt_us_, step_saved_min_us_);
-      floor_rtt_us_ = std::min(floor_rtt_us_, step_saved_floor_us_);
-    }
-    step_probe_pending_ = false;
+    EndStepProbe(/*restore=*/probe_ == Probe::kWindowUp && !keep);
   }
   const bool down = probe_ == Probe::kWindowDown || probe_ == Probe::kFewerConnections;
   if (probe_ != Probe::kFewerConnections || !keep) fewer_reference_ = 0;  // the series ends

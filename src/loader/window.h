@@ -304,6 +304,9 @@ class WindowController {
   bool step_probe_pending_ = false;
   double step_saved_min_us_ = 0;
   double step_saved_floor_us_ = 0;
+  // The probe after a step down is over: the lowest latencies from before the
+  // step back if `restore`.
+  void EndStepProbe(bool restore);
   int step_intervals_ = 0;
   double step_bytes_ = 0;
   double step_secs_ = 0;
