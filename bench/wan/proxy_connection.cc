@@ -32,8 +32,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
         accepted_at_(Clock::now()),
         client_(std::move(client)),
         server_(worker->io),
-        up_(worker->io, Params(), proxy->link_up(), proxy->NextSeed()),
-        down_(worker->io, Params(), proxy->link_down(), proxy->NextSeed() + 1) {
+        up_(worker->io, proxy->pipe_params(), proxy->link_up(), proxy->NextSeed()),
+        down_(worker->io, proxy->pipe_params(), proxy->link_down(), proxy->NextSeed() + 1) {
     mapping_->active.fetch_add(1, std::memory_order_relaxed);
     up_.src = &client_;
     up_.dst = &server_;
@@ -74,15 +74,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
-  PipeParams Params() const {
-    const ProxyOptions& o = proxy_->options();
-    return PipeParams{.delay = o.delay,
-                      .changed_delay = o.changed_delay,
-                      .change_at = proxy_->change_at(),
-                      .jitter = o.jitter,
-                      .window = o.window_bytes == 0 ? kUnlimited : o.window_bytes};
-  }
-
   void OnConnected(const asio::error_code& ec) {
     if (closed_) return;
     if (ec) {
@@ -93,7 +84,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     asio::error_code e;
     server_.set_option(tcp::no_delay(true), e);
     if (proxy_->options().emulate_handshake) {
-      const Nanos d = proxy_->DelayAt(accepted_at_);  // the delay when the handshake began
+      const Nanos d = proxy_->pipe_params().DelayAt(accepted_at_);  // the delay when the handshake began
       // SYN (D), SYN-ACK (D), then the client's first byte (D); the server
       // can send once the final ACK arrived (3D) and its bytes take D.
       up_.model.SetReleaseFloor(accepted_at_ + 3 * d);
@@ -174,7 +165,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       next = std::min(next, p.model.TimeCreditReaches(credit_wakeup_));
     }
     if (next == TimePoint::max()) return;
-    next = OnTimerGrid(next, TimerGrid(proxy_->DelayAt(next)));  // the delay may change mid-run
+    next = OnTimerGrid(next, TimerGrid(proxy_->pipe_params().DelayAt(next)));  // the delay may change mid-run
     if (next >= p.armed) return;
     p.armed = next;
     const uint64_t gen = ++p.timer_gen;

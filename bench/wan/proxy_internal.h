@@ -255,7 +255,11 @@ class Proxy::Impl {
  public:
   explicit Impl(const ProxyOptions& options)
       : options_(options),
-        change_at_(Clock::now() + options.change_after),
+        pipe_params_{.delay = options.delay,
+                     .changed_delay = options.changed_delay,
+                     .change_at = Clock::now() + options.change_after,
+                     .jitter = options.jitter,
+                     .window = options.window_bytes == 0 ? kUnlimited : options.window_bytes},
         link_up_(options.rate_bytes_per_sec),
         link_down_(options.rate_bytes_per_sec) {}
   ~Impl() { Stop(); }
@@ -276,20 +280,15 @@ class Proxy::Impl {
     return !options_.force_timed && options_.delay.count() == 0 && options_.changed_delay.count() <= 0 &&
            options_.jitter.count() == 0 && options_.rate_bytes_per_sec == 0;
   }
-  // When the delay changes (ProxyOptions::change_after after the proxy was
-  // created, just before it binds its listeners).
-  TimePoint change_at() const { return change_at_; }
-  // The one-way delay at time t (as PipeModel::DelayAt, for the timer grid
-  // and the handshake, which no pipe owns).
-  Nanos DelayAt(TimePoint t) const {
-    return options_.changed_delay.count() >= 0 && t >= change_at_ ? options_.changed_delay : options_.delay;
-  }
+  // Every pipe's parameters. The delay changes ProxyOptions::change_after
+  // after the proxy was created, just before it binds its listeners.
+  const PipeParams& pipe_params() const { return pipe_params_; }
 
  private:
   void DoAccept(proxy_internal::MappingState* m);
 
   ProxyOptions options_;
-  const TimePoint change_at_;  // immutable: read by every I/O thread
+  const PipeParams pipe_params_;  // immutable: read by every I/O thread
   Link link_up_;
   Link link_down_;
   std::vector<std::unique_ptr<proxy_internal::MappingState>> mappings_;

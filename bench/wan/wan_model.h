@@ -79,6 +79,10 @@ struct PipeParams {
   TimePoint change_at{};
   Nanos jitter{0};            // extra delay, uniform in [0, J]; never reorders
   uint64_t window = kUnlimited;  // W: bytes read but not yet acknowledged
+
+  // The one-way delay at time t (`delay`, or `changed_delay` from
+  // `change_at` on).
+  Nanos DelayAt(TimePoint t) const { return changed_delay.count() >= 0 && t >= change_at ? changed_delay : delay; }
 };
 
 // One direction of one proxied connection. Not thread-safe.
@@ -90,11 +94,7 @@ class PipeModel {
 
   const PipeParams& params() const { return params_; }
 
-  // The one-way delay at time t (params().delay, or changed_delay from
-  // change_at on).
-  Nanos DelayAt(TimePoint t) const {
-    return params_.changed_delay.count() >= 0 && t >= params_.change_at ? params_.changed_delay : params_.delay;
-  }
+  Nanos DelayAt(TimePoint t) const { return params_.DelayAt(t); }
 
   // Bytes the pipe may read at `now` (after applying every credit return due
   // by `now`); kUnlimited when the window is unlimited.
