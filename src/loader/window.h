@@ -75,10 +75,10 @@
 //    there, judging latency against the lowest seen since the path last
 //    changed (a step down in goodput, below): without that, one timeout in
 //    the first second at 200 ms left a run at 8-36% of its speed for tens of
-//    seconds (x1.25 a probe, a probe every few round trips). Congestion after a resumed
-//    start-up (a node shedding load, not a stall) ends the resuming, and a
-//    resumed start-up adds no connections once a probe showed they do not
-//    pay.
+//    seconds (x1.25 a probe, a probe every few round trips). Congestion
+//    after a resumed start-up (a node shedding load, not a stall) ends the
+//    resuming, and a resumed start-up adds no connections once a probe
+//    showed they do not pay.
 //  * Timeouts and overload errors shrink the window at once (x0.7) and end
 //    start-up; a first start-up they end probes after one steady-state
 //    interval instead of five. The goodput average restarts at the next
@@ -97,10 +97,10 @@
 // on one side for over a second) restarts, and so does a timeout or an
 // overload answer in steady state (the cut is the controller's own); a step
 // down also takes the lowest latency, which the caps and the delay signal
-// are measured against, to the new path's. A path whose round trip rose mid-run (a route change, a
-// failover to a far data centre) is so filled again within seconds; before,
-// a run stayed at a fraction of the path for minutes (the model's figures:
-// APathWhoseRoundTripRoseIsFilledAgain). At steady state the window
+// are measured against, to the new path's. A path whose round trip rose
+// mid-run (a route change, a failover to a far data centre) is so filled
+// again within seconds; before, a run stayed at a fraction of the path for
+// minutes (the model's figures: APathWhoseRoundTripRoseIsFilledAgain). At steady state the window
 // settles near bandwidth x latency (the bandwidth-delay product) of the
 // path.
 //
@@ -286,9 +286,10 @@ class WindowController {
   double best_goodput_ = 0;
   // Steady state: a step in goodput (EvaluateSteady). The side (-1, +1) on
   // which the last intervals in a row were more than kLevelStep off the
-  // average (0: the last one was not), how many, and of those after the
-  // first: their bytes, seconds and lowest mean latency.
-  // 30%: a round trip that rose 1.8x or more at a window of 1.25
+  // average (0: the last one was not), how many, of those after the first
+  // their bytes, seconds and lowest mean latency, and the average the row is
+  // judged against.
+  // kLevelStep, 30%: a round trip that rose 1.8x or more at a window of 1.25
   // bandwidth-delay products (the model's rises take 38-90% off); smaller
   // changes the average follows, and the probes with it, within seconds. A
   // margin against a node's noise at short round trips, where a false step
@@ -296,9 +297,13 @@ class WindowController {
   static constexpr double kLevelStep = 0.3;
   static constexpr double kLevelStepTime = 1.0;  // seconds, after the first interval off
   int step_side_ = 0;
-  int level_steps_ = 0;  // level_steps()
+  int step_intervals_ = 0;
+  double step_bytes_ = 0;
+  double step_secs_ = 0;
+  double step_min_latency_us_ = 0;
+  double step_reference_ = 0;  // the average when the row began
+  int level_steps_ = 0;        // level_steps()
   bool restart_average_ = false;  // congestion cut the window: the next interval's goodput is the average
-  double step_reference_ = 0;     // the average when the row began
   // After a step down: the lowest latencies from before it, restored if the
   // larger window probed next does not pay (a node slowed; the path did not).
   bool step_probe_pending_ = false;
@@ -307,10 +312,6 @@ class WindowController {
   // The probe after a step down is over: the lowest latencies from before the
   // step back if `restore`.
   void EndStepProbe(bool restore);
-  int step_intervals_ = 0;
-  double step_bytes_ = 0;
-  double step_secs_ = 0;
-  double step_min_latency_us_ = 0;
   // No intervals off the average counted: a held-back interval, congestion,
   // or start-up ending or resuming broke the row (a probe's intervals do
   // not: they are not the average's).
