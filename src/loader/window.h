@@ -290,7 +290,7 @@ class WindowController {
   // their bytes, seconds and lowest mean latency, and the average the row is
   // judged against.
   // kLevelStep, 30%: a round trip that rose 1.8x or more at a window of 1.25
-  // bandwidth-delay products (the model's rises take 38-90% off); smaller
+  // bandwidth-delay products (the model's rises take 38-95% off); smaller
   // changes the average follows, and the probes with it, within seconds. A
   // margin against a node's noise at short round trips, where a false step
   // only restarts the average and probes at once.
