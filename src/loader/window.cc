@@ -320,6 +320,7 @@ void WindowController::EndStepProbe(bool restore) {
   if (restore) {
     min_rtt_us_ = std::min(min_rtt_us_, step_saved_min_us_);
     floor_rtt_us_ = std::min(floor_rtt_us_, step_saved_floor_us_);
+    may_resume_ = may_resume_ && step_saved_may_resume_;
   }
   step_probe_pending_ = false;
 }
@@ -381,10 +382,18 @@ void WindowController::EvaluateSteady(double g, double mean_lat, double secs) {
         if (side < 0) {
           // Until the larger window probed next shows the path
           // window-limited (EvaluateProbe restores them if it does not pay).
-          step_saved_min_us_ = min_rtt_us_;
-          step_saved_floor_us_ = floor_rtt_us_;
+          // (From before the first step, where a second came before any
+          // probe ran after it.)
+          if (!step_probe_pending_) {
+            step_saved_min_us_ = min_rtt_us_;
+            step_saved_floor_us_ = floor_rtt_us_;
+            step_saved_may_resume_ = may_resume_;
+          }
           step_probe_pending_ = true;
           min_rtt_us_ = floor_rtt_us_ = step_min_latency_us_;
+          // A node that shed load after a resumed start-up (OnCongestion)
+          // was the old path's: the new one may be climbed again once.
+          may_resume_ = true;
           next_probe_ = 0;  // up first: the path may have room the window no longer fills
           // Verdicts learnt against the old level say little of this path.
           connections_help_ = true;

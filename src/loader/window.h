@@ -77,8 +77,8 @@
 //    the first second at 200 ms left a run at 8-36% of its speed for tens of
 //    seconds (x1.25 a probe, a probe every few round trips). Congestion
 //    after a resumed start-up (a node shedding load, not a stall) ends the
-//    resuming, and a resumed start-up adds no connections once a probe
-//    showed they do not pay.
+//    resuming until a step down shows a changed path (below), and a resumed
+//    start-up adds no connections once a probe showed they do not pay.
 //  * Timeouts and overload errors shrink the window at once (x0.7) and end
 //    start-up; a first start-up they end probes after one steady-state
 //    interval instead of five. The goodput average restarts at the next
@@ -309,6 +309,7 @@ class WindowController {
   bool step_probe_pending_ = false;
   double step_saved_min_us_ = 0;
   double step_saved_floor_us_ = 0;
+  bool step_saved_may_resume_ = true;  // may_resume_ before the step
   // The probe after a step down is over: the lowest latencies from before the
   // step back if `restore`.
   void EndStepProbe(bool restore);
@@ -369,7 +370,9 @@ class WindowController {
   bool connections_help_ = true;
   bool startup_paused_ = false;           // a round trip did not pay: wait for the next verdict
   int startup_resumes_ = 0;               // steady-state probes that paid a start-up round trip's gain
-  bool may_resume_ = true;                // false once congestion followed a resumed start-up
+  // False once congestion followed a resumed start-up; a step down makes it
+  // true (the old path's verdict), restored if its probe does not pay.
+  bool may_resume_ = true;
   int startup_cap_ = 0;                   // the 3-BDP cap of the last interval (0: none yet)
   int startup_growth_cap_ = 0;            // kStartupBdpFactor x the last interval's BDP (0: none yet)
   int interval_window_ = 0;               // the window when the interval began

@@ -184,6 +184,57 @@ TEST(WindowControllerTest, APathWhoseRoundTripRoseIsFilledAgain) {
   }
 }
 
+TEST(WindowControllerTest, APathThatRoseAfterTheNodeShedLoadIsClimbedAgain) {
+  // Congestion after a resumed start-up ends the resuming (a node that sheds
+  // load is not pushed into it again: ANodeThatKeepsSheddingLoadIsNotPushedIntoItAgainAndAgain).
+  // That verdict was the old path's: when the round trip then rose (50 or
+  // 100 -> 200 ms at 10 s), x1.25 probes alone climbed the new path, back at
+  // 90% only 16-36 s after the change, or not within 50 s (300 MB/s of 800
+  // in the last 30 s). A step down allows one more resume.
+  const double node = 800e6, size = 110e3, change = 10;
+  for (double from : {0.05, 0.1}) {
+    for (double second : {2.0, 3.0, 4.0, 6.0}) {
+      // Start-up ends on congestion at 0.3 s, resumes, and the congestion
+      // at `second` follows the resume.
+      PathRun before = SimulatePath(from, node, 4 * 1048576.0, second, size, {}, 0, {0.3});
+      ASSERT_EQ(before.startup_resumes, 1) << from << " " << second;
+      PathRun r = SimulatePath(from, node, 4 * 1048576.0, 60, size, {}, 0, {0.3, second}, /*shrink=*/true,
+                               {.rtt_steps = {{change, 0.2}}});
+      double back = -1;
+      for (size_t i = static_cast<size_t>(change * 10); i + 10 <= r.bins.size() && back < 0; ++i) {
+        bool holds = true;
+        for (size_t j = i; j < i + 10; ++j) holds = holds && r.bins[j] >= 0.9 * node;
+        if (holds) back = static_cast<double>(i) / 10.0 - change;
+      }
+      const double rtt = 0.2 + size / node, bdp = node * rtt / size;
+      std::printf("%.0f -> 200 ms, congestion at 0.3 and %.0f s: at 90%% again %.1f s after the change, last 30 s "
+                  "%.0f MB/s, resumed %d, window max %d, queue at the node %.2f s\n",
+                  from * 1e3, second, back, r.steady / 1e6, r.startup_resumes, r.max_window, r.max_node_queue_s);
+      SCOPED_TRACE(testing::Message() << from << " " << second);
+      EXPECT_GE(back, 0.0);
+      EXPECT_LE(back, 10.0);
+      EXPECT_GE(r.steady, 0.95 * node);
+      EXPECT_LE(r.startup_resumes, 2);
+      EXPECT_LE(r.max_window, 3.0 * bdp + 64);
+      EXPECT_LE(r.max_node_queue_s, 2.3 * rtt);
+    }
+  }
+  // A node that sheds load every 2 s before the change and again from 10 s
+  // after it: one more resume for the new path, not one after each overload
+  // answer.
+  std::vector<double> shed;
+  for (double t = 1.0; t < 60; t += 2) {
+    if (t < change || t > change + 10) shed.push_back(t);
+  }
+  for (double from : {0.02, 0.05}) {
+    PathRun r = SimulatePath(from, node, 4 * 1048576.0, 60, size, {}, 0, shed, /*shrink=*/true,
+                             {.rtt_steps = {{change, 0.2}}});
+    std::printf("%.0f -> 200 ms, overload every 2 s but for 10 s after the change: resumed %d, steps %d\n",
+                from * 1e3, r.startup_resumes, r.level_steps);
+    EXPECT_LE(r.startup_resumes, 2) << from;
+  }
+}
+
 TEST(WindowControllerTest, OnlyAStepThatLastsRestartsTheGoodputAverage) {
   // A node-bound path (the window does not change goodput) whose node serves
   // a quarter of its rate for a while: a step that lasts restarts the
