@@ -115,6 +115,13 @@ int WindowController::FewerConnections() const {
   return target < connections_ && target > too_few_connections_ ? target : connections_;
 }
 
+int WindowController::WindowFloor() const {
+  // Requests, not bytes: kFloorBytes of samples when they are large.
+  double n = kMinCap;
+  if (mean_bytes_ > 0) n = std::min(n, std::ceil(kFloorBytes / mean_bytes_));
+  return std::clamp(static_cast<int>(n), o_.min_window, o_.max_window);
+}
+
 int WindowController::MaxConnections() const {
   const int m = std::max(1, o_.max_connections);
   return connection_limit_ > 0 ? std::min(m, connection_limit_) : m;
@@ -215,7 +222,7 @@ void WindowController::Evaluate(double g, double mean_lat, double secs) {
   } else if (probe_ == Probe::kNone) {
     EvaluateSteady(g, mean_lat, secs);
   } else {
-    EvaluateProbe(g);
+    EvaluateProbe(g, mean_lat);
   }
 }
 
@@ -278,7 +285,18 @@ void WindowController::EndStartup(double g) {
   const double bdp = best_goodput_ * (min_rtt_us_ / 1e6) / std::max(1.0, mean_bytes_);
   const double settle = mean_bytes_ > 0 && min_rtt_us_ > 0 ? std::min(1.25 * bdp, 1.25 * best_window_)
                                                            : 1.25 * best_window_;
-  window_ = std::clamp(static_cast<int>(std::min(settle, 1e9)), o_.min_window, o_.max_window);
+  // Not below WindowFloor() (kMinCap requests of 110-kB samples) where the
+  // window reached it: at round trips of a few milliseconds, where the
+  // node's service time is most of the latency, the first round trips of a
+  // cold node measure a fraction of its goodput with latencies of 3-8x the
+  // lowest, and start-up ended within 30-40 ms at a window of 51-64 that
+  // settled at 9 or 23 (traced RTT-0 runs).
+  // Such a node's goodput still rises a little with the window (a soft
+  // knee, requests pipelined at the node), by less than the 5% a larger-
+  // window probe must gain, and runs stayed near windows of 13-27 at 2-13%
+  // fewer images/s than runs at 45-100.
+  const double settled = std::max(settle, static_cast<double>(std::min(window_, WindowFloor())));
+  window_ = std::clamp(static_cast<int>(std::min(settled, 1e9)), o_.min_window, o_.max_window);
   // The look-ahead's surplus back (kSettledConnectionFactor), never below
   // kKeptConnections: only at the end of the start-up that looked ahead
   // (the first, on a long round trip, where the session shrinks; see
@@ -294,7 +312,7 @@ void WindowController::EndStartup(double g) {
   ForgetStep();  // intervals off the average before start-up resumed say nothing of this one
 }
 
-void WindowController::ResumeStartup(double g) {
+void WindowController::ResumeStartup(double g, double latency_us) {
   phase_ = Phase::kStartup;
   ++startup_resumes_;
   best_goodput_ = g;
@@ -308,7 +326,14 @@ void WindowController::ResumeStartup(double g) {
   // in goodput resets it): judged against the lowest from before a round
   // trip rose, a resumed start-up read its first round trip as queueing,
   // ended, and settled at the old round trip's bandwidth-delay product.
-  min_rtt_us_ = floor_rtt_us_;
+  // And not below `latency_us`, that of a larger window whose goodput and
+  // not its latency grew (EvaluateProbe): the path's round trip. A probe may
+  // pay before a rise is seen as a step (a row of intervals that lasts a
+  // second): judged against the floor from before 5 -> 15 ms, a resumed
+  // start-up read its first round trip as queueing, settled at the old
+  // path's bandwidth-delay product, and the next probe paid again, 40 times
+  // in 50 s (the model).
+  min_rtt_us_ = floor_rtt_us_ = std::max(floor_rtt_us_, latency_us);
   down_reference_ = 0;
   too_few_connections_ = too_few_age_ = 0;  // a path far from full: counts judged before say little
   ForgetStep();
@@ -392,7 +417,8 @@ void WindowController::EvaluateSteady(double g, double mean_lat, double secs) {
           step_probe_pending_ = true;
           min_rtt_us_ = floor_rtt_us_ = step_min_latency_us_;
           // A node that shed load after a resumed start-up (OnCongestion)
-          // was the old path's: the new one may be climbed again once.
+          // was the old path's: the new one may be climbed again, until
+          // congestion follows a resume again.
           may_resume_ = true;
           next_probe_ = 0;  // up first: the path may have room the window no longer fills
           // Verdicts learnt against the old level say little of this path.
@@ -420,7 +446,8 @@ void WindowController::EvaluateSteady(double g, double mean_lat, double secs) {
   for (int k = 0; k < 5; ++k) {
     const int kind = next_probe_++ % 5;
     if ((kind == 0 || kind == 3) && window_ < o_.max_window) return StartProbe(Probe::kWindowUp);
-    if (kind == 4 && window_ > o_.min_window) return StartProbe(Probe::kWindowDown);
+    // Not to within 10% of the floor: such a probe measures nothing.
+    if (kind == 4 && static_cast<int>(window_ * 0.9) >= WindowFloor()) return StartProbe(Probe::kWindowDown);
     if (kind == 2 && connections_help_ && connections_ < MaxConnections() && srtt_us_ > 2.0 * min_rtt_us_) {
       return StartProbe(Probe::kConnections);
     }
@@ -428,12 +455,16 @@ void WindowController::EvaluateSteady(double g, double mean_lat, double secs) {
   }
 }
 
-void WindowController::EvaluateProbe(double g) {
+void WindowController::EvaluateProbe(double g, double mean_lat) {
   // Measure a probe over two intervals (the first absorbs the transition).
   ++probe_intervals_;
   if (probe_intervals_ == 1) return;
   probe_sum_ += g;
-  if (probe_intervals_ == 2) probe_first_ = g;
+  if (probe_intervals_ == 2) {
+    probe_first_ = g;
+    probe_latency_us_ = mean_lat;
+  }
+  probe_latency_us_ = std::min(probe_latency_us_, mean_lat);
   if (probe_intervals_ < 3) return;
   const double pg = probe_sum_ / 2.0;
   bool keep = false;
@@ -479,8 +510,13 @@ void WindowController::EvaluateProbe(double g) {
       // It paid as a start-up round trip does: the path is far from full
       // (start-up ended early: a timeout, a stall), and probing x1.25 at a
       // time would take tens of round trips to fill it. Climb again.
+      // A larger window whose latency did not grow with it was not
+      // queueing: its latency is the path's round trip. (Not after a
+      // more-connections probe, which runs while requests wait: its latency
+      // is mostly queue.)
+      const bool unqueued = probe_ == Probe::kWindowUp && probe_latency_us_ <= kUnqueuedGrowth * baseline_latency_us_;
       probe_ = Probe::kNone;
-      ResumeStartup(pg);
+      ResumeStartup(pg, unqueued ? probe_latency_us_ : 0);
       return;
     }
     if (probe_ == Probe::kWindowUp || probe_ == Probe::kConnections || probe_ == Probe::kFewerConnections) {
@@ -527,7 +563,9 @@ void WindowController::StartProbe(Probe p) {
       if (baseline_ < (1.0 - kDownReferenceDrop) * down_reference_ && srtt_us_ > down_reference_latency_us_) {
         down_reference_ = 0;
       }
-      window_ = std::max(o_.min_window, static_cast<int>(window_ * 0.9));
+      // Not below WindowFloor(): what a smaller window saves there is at most
+      // kFloorBytes, and on a soft knee the measure's noise costs more.
+      window_ = std::max(WindowFloor(), static_cast<int>(window_ * 0.9));
       break;
     case Probe::kConnections:
       connections_ = std::min(MaxConnections(), connections_ + std::max(1, connections_ / 2));

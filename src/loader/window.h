@@ -31,7 +31,9 @@
 //    first one pauses the growth; a second one in a row, or one with
 //    heavy queueing (latency 2x the lowest: a whole
 //    bandwidth-delay product waiting), ends start-up at the measured
-//    bandwidth-delay product plus 25% headroom — but not within
+//    bandwidth-delay product plus 25% headroom (not below the window it
+//    reached, up to WindowFloor(): kMinCap requests of 110-kB samples; a
+//    cold node's first answers measured a fraction of its goodput) — but not within
 //    kConnectionOpenRounds round trips of asking for more connections
 //    (they are still opening: the growth only pauses). A timeout or an
 //    overload answer ends it at once (see below), and the 3-BDP cap bounds
@@ -42,7 +44,8 @@
 //    requests wait much longer than the fastest ones (the path, not the
 //    server, is the limit: one TCP connection carries at most window/RTT),
 //    more connections — keeping a change only if goodput rises by >= 5%, and
-//    now and then a smaller window (x0.9), kept if goodput does not fall by
+//    now and then a smaller window (x0.9, never below WindowFloor(): a few MB
+//    saved there cost more on a noisy measure), kept if goodput does not fall by
 //    more than 3% (less memory for the same speed), neither from before the
 //    probe nor from the best goodput a smaller window was kept from (so
 //    that small losses do not add up), and fewer connections
@@ -73,7 +76,9 @@
 //    start-up ended early, on a timeout or a stall, with a fraction of the
 //    window and connections the path needs — and start-up resumes from
 //    there, judging latency against the lowest seen since the path last
-//    changed (a step down in goodput, below): without that, one timeout in
+//    changed (a step down in goodput, below), or against the larger
+//    window's own latency where that did not grow with it (a window-limited
+//    path's round trip, seen before a step could be): without that, one timeout in
 //    the first second at 200 ms left a run at 8-36% of its speed for tens of
 //    seconds (x1.25 a probe, a probe every few round trips). Congestion
 //    after a resumed start-up (a node shedding load, not a stall) ends the
@@ -234,8 +239,9 @@ class WindowController {
   Phase phase() const { return phase_; }
   double goodput() const { return best_goodput_; }  // bytes/s, best stable measurement
   // The lowest interval mean latency (about the unloaded round trip; it
-  // drifts up 1% a steady interval, and a step down in goodput sets it to the
-  // new path's); zero before the first measurement.
+  // drifts up 1% a steady interval, a step down in goodput sets it to the
+  // new path's, and a resumed start-up may raise it to the latency of the
+  // probe that paid); zero before the first measurement.
   std::chrono::microseconds min_latency() const {
     return std::chrono::microseconds(static_cast<int64_t>(min_rtt_us_));
   }
@@ -250,7 +256,7 @@ class WindowController {
   void Evaluate(double goodput, double mean_latency_us, double secs);
   void EvaluateStartup(double goodput, double mean_latency_us);
   void EvaluateSteady(double goodput, double mean_latency_us, double secs);
-  void EvaluateProbe(double goodput);
+  void EvaluateProbe(double goodput, double mean_latency_us);
   // Start-up: connections for the bytes the window keeps in flight.
   void GrowConnections();
   // o_.max_connections, and the session's limit (SetConnectionLimit).
@@ -260,8 +266,9 @@ class WindowController {
   // and above a count shown too few (too_few_connections_).
   int FewerConnections() const;
   void EndStartup(double goodput);
-  // Back to start-up from steady state at goodput `goodput`.
-  void ResumeStartup(double goodput);
+  // Back to start-up from steady state at goodput `goodput`, after a probe
+  // whose lowest interval mean latency was `latency_us`.
+  void ResumeStartup(double goodput, double latency_us);
 
   Options o_;
   Phase phase_ = Phase::kStartup;
@@ -277,7 +284,8 @@ class WindowController {
   // (EvaluateSteady).
   double min_rtt_us_ = 0;
   // The lowest interval mean latency since the path last changed (no drift;
-  // a step down in goodput resets it): what a resumed start-up judges
+  // a step down in goodput resets it, and a resumed start-up may raise it to
+  // the latency of the probe that paid): what a resumed start-up judges
   // latency against.
   double floor_rtt_us_ = 0;
   double sum_latency_us_ = 0;
@@ -365,6 +373,7 @@ class WindowController {
   int probe_intervals_ = 0;
   double probe_sum_ = 0;
   double probe_first_ = 0;  // the first measured interval's goodput
+  double probe_latency_us_ = 0;  // the lowest mean latency of the measured intervals
   int steady_intervals_ = 0;
   int next_probe_ = 0;    // round-robin over probe kinds
   bool connections_help_ = true;
@@ -409,6 +418,15 @@ class WindowController {
   // Flat round trips in a row (with or without queueing) that end start-up.
   static constexpr int kStartupFlatRounds = 3;
   static constexpr int kMinCap = 64;
+  // The smallest window start-up settles at (where the window reached it)
+  // and smaller-window probes go to: kMinCap requests, at most kFloorBytes
+  // of samples (4 of 4-MB ones), within the user's bounds (a user cap below
+  // it is kept, and no smaller-window probe runs).
+  static constexpr double kFloorBytes = 16.0 * 1048576;
+  int WindowFloor() const;
+  // A probe's larger window is taken as unqueued while its lowest interval
+  // mean latency is within this factor of the smoothed latency before it.
+  static constexpr double kUnqueuedGrowth = 1.1;
 };
 
 }  // namespace cqlstream::loader

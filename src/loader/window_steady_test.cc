@@ -47,7 +47,10 @@ TEST(WindowControllerTest, SmallerWindowsAreNotKeptOneSmallLossAtATime) {
   // ended at 9 requests, with 15% fewer images/s than others). Judged against the best goodput a
   // smaller window was kept from as well, the goodput stays within 5% of
   // where start-up left it (3%, and the noise), and the window does not
-  // climb far past it either.
+  // climb far past it either. (Since smaller-window probes stop at kMinCap,
+  // 64 requests, the windows here stay at 64-80 whatever the reference; at
+  // longer round trips the windows are above it and the reference holds
+  // them.)
   const double bw = 800e6, size = 110e3, rtt = 0.001;
   for (double knee : {2.0, 4.0}) {
     for (uint64_t seed : {1u, 2u, 3u}) {
@@ -178,8 +181,11 @@ TEST(WindowControllerTest, APathWhoseRoundTripRoseIsFilledAgain) {
     EXPECT_LE(r.startup_resumes, 1);
     EXPECT_LE(r.max_window, 3.0 * bdp + 64);
     EXPECT_LE(r.max_node_queue_s, 2.3 * rtt);
-    if (k.to > k.from) {
-      EXPECT_GE(r.level_steps, 1);  // seen as a changed path
+    if (k.to > k.from && back > 0) {
+      // A rise that cost goodput was seen as a changed path: a step, or a
+      // probe that paid a start-up round trip's gain (5 -> 15 ms; 2 -> 8 ms
+      // costs nothing at a window of kMinCap).
+      EXPECT_GE(r.level_steps + r.startup_resumes, 1);
     }
   }
 }
@@ -231,6 +237,7 @@ TEST(WindowControllerTest, APathThatRoseAfterTheNodeShedLoadIsClimbedAgain) {
                              {.rtt_steps = {{change, 0.2}}});
     std::printf("%.0f -> 200 ms, overload every 2 s but for 10 s after the change: resumed %d, steps %d\n",
                 from * 1e3, r.startup_resumes, r.level_steps);
+    EXPECT_GE(r.level_steps, 1) << from;  // the rise was a step: a resume was allowed again
     EXPECT_LE(r.startup_resumes, 2) << from;
   }
 }
