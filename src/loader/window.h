@@ -420,7 +420,7 @@ class WindowController {
   static constexpr int kMinCap = 64;
   // The smallest window start-up settles at (where the window reached it)
   // and smaller-window probes go to: kMinCap requests, at most kFloorBytes
-  // of samples (4 of 4-MB ones), within the user's bounds (a user cap below
+  // of samples (4 of 4-MiB ones), within the user's bounds (a user cap below
   // it is kept, and no smaller-window probe runs).
   static constexpr double kFloorBytes = 16.0 * 1048576;
   int WindowFloor() const;

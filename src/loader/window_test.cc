@@ -265,11 +265,11 @@ TEST(WindowControllerTest, AColdNodeDoesNotSettleTheWindowBelowTheFloor) {
   // start-up within 30 ms, and the bandwidth-delay product of that goodput
   // and the first latency settled the window at 9 requests (1.25 x 7.9).
   // The node then served ~700 MB/s at 2.2 ms, where larger windows gained
-  // under the 5% a probe must: the run stayed at windows of 13-27 with 2-13%
-  // fewer images/s than runs at 45-100. Where the window reached kMinCap
-  // requests, start-up settles at no fewer than kMinCap (where it reached
-  // fewer, at no fewer than it reached), and smaller-window probes stop
-  // there.
+  // under the 5% a probe must: the run stayed at windows of 13-27
+  // (docs/benchmarks.md, "A window floor straight to the node"). Where the
+  // window reached kMinCap requests, start-up settles at no fewer than
+  // kMinCap (where it reached fewer, at no fewer than it reached), and
+  // smaller-window probes stop there.
   constexpr int kFloor = 64;  // WindowController::kMinCap
   auto now = Clock::now();
   WindowController::Options o;
