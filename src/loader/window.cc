@@ -332,7 +332,7 @@ void WindowController::ResumeStartup(double g, double latency_us) {
   // pay before a rise is seen as a step (a row of intervals that lasts a
   // second): judged against the floor from before 5 -> 15 ms, a resumed
   // start-up read its first round trip as queueing, settled at the old
-  // path's bandwidth-delay product, and the next probe paid again, 40 times
+  // path's bandwidth-delay product, and the next probe paid again, 58 times
   // in 50 s (the model).
   min_rtt_us_ = floor_rtt_us_ = std::max(floor_rtt_us_, latency_us);
   down_reference_ = 0;
