@@ -101,6 +101,16 @@ struct PathRun {
     }
     return 1e9;
   }
+  // Seconds after `at` (a path change) until the first 100-ms bin from
+  // which the rate holds `rate` bytes/s for a second; -1: never.
+  double BackAfter(double at, double rate) const {
+    for (size_t i = static_cast<size_t>(at * 10); i + 10 <= bins.size(); ++i) {
+      bool holds = true;
+      for (size_t k = i; k < i + 10; ++k) holds = holds && bins[k] >= rate;
+      if (holds) return static_cast<double>(i) / 10.0 - at;
+    }
+    return -1;
+  }
 };
 
 // What changes during a SimulatePath run.

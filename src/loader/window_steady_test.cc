@@ -156,14 +156,7 @@ TEST(WindowControllerTest, APathWhoseRoundTripRoseIsFilledAgain) {
     const double change = 10;
     PathRun r = SimulatePath(k.from, node, 4 * 1048576.0, 60, size, {}, 0, {}, /*shrink=*/true,
                              {.rtt_steps = {{change, k.to}}});
-    // The first 100-ms bin after the change from which the rate holds 90%
-    // of the node's for a second.
-    double back = -1;
-    for (size_t i = static_cast<size_t>(change * 10); i + 10 <= r.bins.size() && back < 0; ++i) {
-      bool holds = true;
-      for (size_t j = i; j < i + 10; ++j) holds = holds && r.bins[j] >= 0.9 * node;
-      if (holds) back = static_cast<double>(i) / 10.0 - change;
-    }
+    const double back = r.BackAfter(change, 0.9 * node);  // at 90% of the node's rate for a second
     const double rtt = std::max(k.from, k.to) + size / node, bdp = node * rtt / size;
     std::printf("%.0f -> %.0f ms at %.0f s: at 90%% again %.1f s after, last 30 s %.0f MB/s, steps %d, resumed %d, "
                 "window max %d (%.1f bandwidth-delay products of the longer path), start-up's queue at the node "
@@ -206,12 +199,7 @@ TEST(WindowControllerTest, APathThatRoseAfterTheNodeShedLoadIsClimbedAgain) {
       ASSERT_EQ(before.startup_resumes, 1) << from << " " << second;
       PathRun r = SimulatePath(from, node, 4 * 1048576.0, 60, size, {}, 0, {0.3, second}, /*shrink=*/true,
                                {.rtt_steps = {{change, 0.2}}});
-      double back = -1;
-      for (size_t i = static_cast<size_t>(change * 10); i + 10 <= r.bins.size() && back < 0; ++i) {
-        bool holds = true;
-        for (size_t j = i; j < i + 10; ++j) holds = holds && r.bins[j] >= 0.9 * node;
-        if (holds) back = static_cast<double>(i) / 10.0 - change;
-      }
+      const double back = r.BackAfter(change, 0.9 * node);
       const double rtt = 0.2 + size / node, bdp = node * rtt / size;
       std::printf("%.0f -> 200 ms, congestion at 0.3 and %.0f s: at 90%% again %.1f s after the change, last 30 s "
                   "%.0f MB/s, resumed %d, window max %d, queue at the node %.2f s\n",
