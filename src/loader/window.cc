@@ -290,10 +290,10 @@ void WindowController::EndStartup(double g) {
   // node's service time is most of the latency, the first round trips of a
   // cold node measure a fraction of its goodput with latencies of 3-8x the
   // lowest, and start-up ended within 30-40 ms at a window of 51-64 that
-  // settled at 9 or 23 (2 of 9 traced RTT-0 runs). Such a node's goodput
+  // settled at 9, 11 or 23 (3 of 9 traced RTT-0 runs). Such a node's goodput
   // still rises a little with the window (a soft knee, requests pipelined
-  // at the node), by less than the 5% a larger-window probe must gain: the
-  // two runs stayed at 13-35 requests. In 6 alternating pairs the build
+  // at the node), by less than the 5% a larger-window probe must gain: two
+  // of the runs stayed at 13-35 requests. In 6 alternating pairs the build
   // before made 7,653-8,482 images/s (2 runs ended at 23 and 33 requests),
   // this one 8,388-8,758 (docs/benchmarks.md).
   const double settled = std::max(settle, static_cast<double>(std::min(window_, WindowFloor())));
