@@ -137,6 +137,22 @@ TEST(WindowControllerTest, AfterThePathSlowsSmallerWindowsAreKeptAgain) {
   EXPECT_GE(late_goodput / late_n, 0.95 * 0.5e9);  // not below what the path carries
 }
 
+// A run whose round trip changed (`back`: PathRun::BackAfter) is at 90% of
+// the node's rate again within 10 s and carries 95% of it in its last half,
+// as bounded as a start-up that nothing disturbed: at most `resumes`
+// resumes, a window within 3 bandwidth-delay products (of the longer path,
+// `bdp` requests) and a queue at the node within about two round trips
+// (SlowStartReaches90PercentWithinTargets,
+// AStartUpCutShortStillReachesFullSpeedSoon).
+void ExpectFilledAgain(const PathRun& r, double back, double node, double rtt, double bdp, int resumes) {
+  EXPECT_GE(back, 0.0);
+  EXPECT_LE(back, 10.0);
+  EXPECT_GE(r.steady, 0.95 * node);
+  EXPECT_LE(r.startup_resumes, resumes);
+  EXPECT_LE(r.max_window, 3.0 * bdp + 64);
+  EXPECT_LE(r.max_node_queue_s, 2.3 * rtt);
+}
+
 TEST(WindowControllerTest, APathWhoseRoundTripRoseIsFilledAgain) {
   // The round trip changes at 10 s of a run (a route change, a failover to
   // a far data centre). Before a step down in goodput restarted the average
@@ -164,16 +180,7 @@ TEST(WindowControllerTest, APathWhoseRoundTripRoseIsFilledAgain) {
                 k.from * 1e3, k.to * 1e3, change, back, r.steady / 1e6, r.level_steps, r.startup_resumes, r.max_window,
                 r.max_window / bdp, r.max_node_queue_s);
     SCOPED_TRACE(testing::Message() << k.from << " -> " << k.to);
-    EXPECT_GE(back, 0.0);
-    EXPECT_LE(back, 10.0);
-    EXPECT_GE(r.steady, 0.95 * node);
-    // As bounded as a start-up that nothing disturbed: at most one resume,
-    // a window within 3 bandwidth-delay products and a queue at the node
-    // within about two round trips (SlowStartReaches90PercentWithinTargets,
-    // AStartUpCutShortStillReachesFullSpeedSoon).
-    EXPECT_LE(r.startup_resumes, 1);
-    EXPECT_LE(r.max_window, 3.0 * bdp + 64);
-    EXPECT_LE(r.max_node_queue_s, 2.3 * rtt);
+    ExpectFilledAgain(r, back, node, rtt, bdp, /*resumes=*/1);
     if (k.to > k.from && back > 0) {
       // A rise that cost goodput was seen as a changed path: a step, or a
       // probe that paid a start-up round trip's gain (5 -> 15 ms; 2 -> 8 ms
@@ -205,12 +212,7 @@ TEST(WindowControllerTest, APathThatRoseAfterTheNodeShedLoadIsClimbedAgain) {
                   "%.0f MB/s, resumed %d, window max %d, queue at the node %.2f s\n",
                   from * 1e3, second, back, r.steady / 1e6, r.startup_resumes, r.max_window, r.max_node_queue_s);
       SCOPED_TRACE(testing::Message() << from << " " << second);
-      EXPECT_GE(back, 0.0);
-      EXPECT_LE(back, 10.0);
-      EXPECT_GE(r.steady, 0.95 * node);
-      EXPECT_LE(r.startup_resumes, 2);
-      EXPECT_LE(r.max_window, 3.0 * bdp + 64);
-      EXPECT_LE(r.max_node_queue_s, 2.3 * rtt);
+      ExpectFilledAgain(r, back, node, rtt, bdp, /*resumes=*/2);
     }
   }
   // A node that sheds load every 2 s before the change and again from 10 s
