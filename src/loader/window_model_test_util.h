@@ -122,6 +122,9 @@ struct PathChanges {
   // (time, seconds), ascending: the node serves nothing for that long (a
   // garbage-collection pause); what it had not served yet waits.
   std::vector<std::pair<double, double>> node_pauses;
+  // (time, bytes/s), ascending: from that time on the node serves at the new
+  // rate (a compaction, another client's load).
+  std::vector<std::pair<double, double>> node_rates;
 };
 
 // `connection_limit` > 0: the node takes no more connections than that (as
@@ -135,6 +138,7 @@ inline PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, do
                             std::vector<double> congest_at = {}, bool shrink = true, PathChanges changes = {}) {
   auto& rtt_steps = changes.rtt_steps;
   auto& node_pauses = changes.node_pauses;
+  auto& node_rates = changes.node_rates;
   auto now = Clock::time_point{} + std::chrono::hours(1);
   const auto start = now;
   WindowController c(o, now);
@@ -152,6 +156,10 @@ inline PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, do
     if (!rtt_steps.empty() && t >= rtt_steps.front().first) {
       rtt_s = rtt_steps.front().second;
       rtt_steps.erase(rtt_steps.begin());
+    }
+    if (!node_rates.empty() && t >= node_rates.front().first) {
+      node_bw = node_rates.front().second;
+      node_rates.erase(node_rates.begin());
     }
     if (!node_pauses.empty() && t >= node_pauses.front().first) {
       const auto [at, length] = node_pauses.front();
