@@ -96,7 +96,7 @@ class FrameDecoder {
   // (DecodedFrame::body, at most as much as has arrived of it, at least
   // read_chunk) when that is what comes next; and only a few KiB at cell
   // boundaries of a streamed result that has had a directed cell of
-  // read_chunk bytes or more, and, while the last streamed result had one,
+  // 16 KiB or more (read_chunk, if that is less), and, while the last streamed result had one,
   // at the next frame's header, rows prefix and first row, so that the next
   // large cell is not read into the buffer (frame_decoder.cc, kLookahead).
   std::span<uint8_t> ReadTarget();
