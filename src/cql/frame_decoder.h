@@ -95,16 +95,17 @@ class FrameDecoder {
   // sink's destination) or the next part of a large buffered body
   // (DecodedFrame::body, at most as much as has arrived of it, at least
   // read_chunk) when that is what comes next; and only a few KiB at cell
-  // boundaries of a streamed result that has had a directed cell of
-  // 16 KiB or more (read_chunk, if that is less), and, while the last streamed result had one,
-  // at the next frame's header, rows prefix and first row, so that the next
-  // large cell is not read into the buffer (frame_decoder.cc, kLookahead).
+  // boundaries of a streamed result that has had a directed cell of 16 KiB
+  // or more (read_chunk, if that is less), and, while the last streamed
+  // result had one, at the next frame's header, rows prefix and first row,
+  // so that the next large cell is not read into the buffer
+  // (frame_decoder.cc, kLookahead).
   std::span<uint8_t> ReadTarget();
   // `n` bytes were written to the start of the span last returned by
   // ReadTarget(). Decodes as much as possible; complete frames are appended
   // to *out in wire order.
   Status Commit(size_t n, std::vector<DecodedFrame>* out);
-  // Copies `data` through ReadTarget/Commit (tests, fuzzing, TLS).
+  // Copies `data` through ReadTarget/Commit (tests, fuzzing).
   Status Feed(ByteView data, std::vector<DecodedFrame>* out);
 
   // Stream id of the frame being decoded, if its header has arrived.
