@@ -72,8 +72,8 @@ inline WindowController Simulate(const Pipe& p, double seconds, WindowController
 
 // A path in fake time, request by request: a node that serves at most
 // `node_bw` bytes/s (FIFO), one TCP window of `conn_window` bytes per round
-// trip per open connection, a round trip `rtt_s` (`changes` may change it
-// and pause the node), and connections that open 3 round trips after the
+// trip per open connection, a round trip `rtt_s` (`changes` may change it,
+// the node's rate, and pause the node), and connections that open 3 round trips after the
 // controller asks for them (TCP, OPTIONS, STARTUP).
 // Answers arrive one round trip after the node sent them, so the
 // controller sees what a window did one round trip later, as in life.
@@ -123,7 +123,9 @@ struct PathChanges {
   // garbage-collection pause); what it had not served yet waits.
   std::vector<std::pair<double, double>> node_pauses;
   // (time, bytes/s), ascending: from that time on the node serves at the new
-  // rate (a compaction, another client's load).
+  // rate (a compaction, another client's load). Requests already queued at
+  // the node keep the service times of the old rate: the change takes effect
+  // up to one queue later.
   std::vector<std::pair<double, double>> node_rates;
 };
 

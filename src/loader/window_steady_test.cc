@@ -50,14 +50,16 @@ TEST(WindowControllerTest, SmallerWindowsAreNotKeptOneSmallLossAtATime) {
   // climb far past it either. (Since smaller-window probes stop at kMinCap,
   // 64 requests, the windows at 1 ms stay at 64-80 whatever the reference.
   // At 20 ms, with a knee of 10 or 20 requests, start-up ends at 160-179;
-  // without the reference the probes walked those windows to the floor, to
-  // 0.93-0.95 of the goodput; with it the goodput stays at 0.95-1.01. There
-  // the window may climb past 1.5x, as goodput still grows with it.)
+  // without the reference the probes walked those windows toward the floor,
+  // below 0.95 of the goodput (0.930-0.946); with it the goodput stays at
+  // 0.954-1.01. There the window climbs past 1.5x: with the +-4% noise some
+  // larger-window probes gain the 5% they must, though the clean curve
+  // gains less; 2x bounds it.)
   const double bw = 800e6, size = 110e3;
   struct Case {
-    double rtt, knee;
+    double rtt, knee, climb;  // climb: the most the window may end above where start-up left it
   };
-  for (Case k : {Case{0.001, 2}, Case{0.001, 4}, Case{0.02, 10}, Case{0.02, 20}}) {
+  for (Case k : {Case{0.001, 2, 1.5}, Case{0.001, 4, 1.5}, Case{0.02, 10, 2}, Case{0.02, 20, 2}}) {
     const double rtt = k.rtt, knee = k.knee;
     for (uint64_t seed : {1u, 2u, 3u}) {
       auto clean = [&](int w) { return bw * w / (w + knee); };
@@ -95,14 +97,12 @@ TEST(WindowControllerTest, SmallerWindowsAreNotKeptOneSmallLossAtATime) {
       SCOPED_TRACE(testing::Message() << "rtt " << rtt << " knee " << knee << " seed " << seed << ": " << c.Describe());
       ASSERT_GT(at_startup_end, 0);
       const double late = late_sum / late_n;
-      std::printf("%.0f ms, knee %.0f, seed %u: goodput when start-up ended %.0f MB/s, mean of the last 150 s %.0f MB/s "
-                  "(%.2f), window %d (%d when start-up ended)\n",
+      std::printf("%.0f ms, knee %.0f, seed %u: goodput when start-up ended %.0f MB/s, "
+                  "mean of the last 150 s %.0f MB/s (%.2f), window %d (%d when start-up ended)\n",
                   rtt * 1e3, knee, static_cast<unsigned>(seed), at_startup_end / 1e6, late / 1e6, late / at_startup_end,
                   c.window(), window_at_startup_end);
       EXPECT_GE(late, 0.95 * at_startup_end);
-      if (rtt < 0.01) {
-        EXPECT_LE(c.window(), 1.5 * window_at_startup_end);
-      }
+      EXPECT_LE(c.window(), k.climb * window_at_startup_end);
     }
   }
 }
@@ -245,15 +245,22 @@ TEST(WindowControllerTest, ANodeThatSlowedAfterItShedLoadIsNotPushedIntoItAgain)
   // slower node caused is no new path: the larger window probed after it
   // does not pay, and the verdict that congestion after the resume gave is
   // restored. When the node is fast again the window climbs x1.25 a probe,
-  // not by a start-up that would push the node into shedding load again
-  // (without the restore each of these resumed a second time). Not every
-  // slowdown of the model ends so: of 32 (to 0.3 or 0.5 of the rate, from 8
-  // or 15 s, for 5 or 15 s, at 20-200 ms), 9 resumed a second time with the
-  // restore too (why was not traced), and 8 did only without it.
+  // not by a start-up that would push the node into shedding load again.
+  // This guards that restore: without it each of these cases resumed a
+  // second time. Not every slowdown of the model ends so: of 32 (to 0.3 or
+  // 0.5 of the rate, from 8 or 15 s, for 5 or 15 s, at 20-200 ms), 9
+  // resumed a second time with the restore too (why was not traced); 8,
+  // these four among them, did only without it.
   const double node = 800e6, size = 110e3;
   struct Slowdown {
     double rate, from, to;
   };
+  for (double rtt : {0.05, 0.1}) {
+    // The resume comes before the congestion at 3 s (which then ends the
+    // resuming).
+    PathRun before = SimulatePath(rtt, node, 4 * 1048576.0, 3.0, size, {}, 0, {0.3});
+    ASSERT_EQ(before.startup_resumes, 1) << rtt;
+  }
   for (Slowdown s : {Slowdown{node / 2, 8, 23}, Slowdown{0.3 * node, 15, 30}}) {
     for (double rtt : {0.05, 0.1}) {
       PathRun r = SimulatePath(rtt, node, 4 * 1048576.0, 60, size, {}, 0, {0.3, 3.0}, /*shrink=*/true,
@@ -262,7 +269,7 @@ TEST(WindowControllerTest, ANodeThatSlowedAfterItShedLoadIsNotPushedIntoItAgain)
                   "steps %d, last 30 s %.0f MB/s\n",
                   rtt * 1e3, s.rate / 1e6, s.from, s.to, r.startup_resumes, r.level_steps, r.steady / 1e6);
       SCOPED_TRACE(testing::Message() << rtt << " " << s.rate << " " << s.from);
-      EXPECT_GE(r.level_steps, 1);       // the slower node was a step down
+      EXPECT_GE(r.level_steps, 1);      // a step (the slowdown's: without the restore a second resume follows)
       EXPECT_EQ(r.startup_resumes, 1);  // the one before the congestion at 3 s
       EXPECT_GE(r.steady, 0.9 * node);  // climbed back all the same
     }
