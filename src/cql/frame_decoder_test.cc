@@ -279,6 +279,38 @@ TEST(FrameDecoder, ImageSizedCellsMostlyBypassTheBuffer) {
   EXPECT_GT(d.direct_bytes(), image_bytes * 9 / 10) << d.direct_bytes() << " of " << image_bytes;
 }
 
+// Feeds `input` (frames of one row (id int, image blob) each, `images` in
+// order, then any others; `frame_count` in all) as a socket would, to a
+// decoder whose sink directs cells of 1 KiB or more, and checks that every
+// image arrived whole and that each image byte was received either directly
+// or copied.
+struct ImageFeed {
+  uint64_t direct = 0, copied = 0;
+  size_t reads = 0;
+  size_t next_read = 0;  // ReadTarget().size() once the input is in
+};
+ImageFeed FeedImageFrames(const Bytes& input, const std::vector<Bytes>& images, size_t frame_count) {
+  auto sink = std::make_shared<RecordingSink>();
+  sink->direct_min = 1024;
+  FrameDecoder d(FrameDecoder::Options{}, [&](int16_t) -> std::shared_ptr<CellSink> { return sink; });
+  std::vector<DecodedFrame> frames;
+  ImageFeed f;
+  f.reads = FeedAsOffered(d, input, &frames);
+  EXPECT_EQ(frames.size(), frame_count);
+  EXPECT_EQ(sink->cells.size(), 2 * frame_count);
+  size_t image_bytes = 0;
+  for (size_t r = 0; r < images.size(); ++r) {
+    image_bytes += images[r].size();
+    const bool arrived = 2 * r + 1 < sink->cells.size() && sink->cells[2 * r + 1].data.has_value();
+    EXPECT_TRUE(arrived && *sink->cells[2 * r + 1].data == images[r]) << "image " << r;
+  }
+  EXPECT_EQ(d.direct_bytes() + d.copied_bytes(), image_bytes);
+  f.direct = d.direct_bytes();
+  f.copied = d.copied_bytes();
+  f.next_read = d.ReadTarget().size();
+  return f;
+}
+
 TEST(FrameDecoder, OneImagePerFrameMostlyBypassesTheBuffer) {
   // The loader's traffic: one frame per sample, each a row of (id int,
   // image blob of ~110 KB), back to back on the socket. Reads at the next
@@ -297,23 +329,14 @@ TEST(FrameDecoder, OneImagePerFrameMostlyBypassesTheBuffer) {
   frames_in.push_back(ResponseFrame(Opcode::kResult, 40, RowsBody(2, {{Hex("00000002"), Pattern(300, 9)}})));
   Bytes input;
   for (const Bytes& f : frames_in) input.insert(input.end(), f.begin(), f.end());
-  auto sink = std::make_shared<RecordingSink>();
-  sink->direct_min = 1024;
-  FrameDecoder::Options o;
-  FrameDecoder d(o, [&](int16_t) -> std::shared_ptr<CellSink> { return sink; });
-  std::vector<DecodedFrame> frames;
-  const size_t reads = FeedAsOffered(d, input, &frames);
-  ASSERT_EQ(frames.size(), 31u);
-  ASSERT_EQ(sink->cells.size(), 62u);
-  for (size_t r = 0; r < 30; ++r) EXPECT_TRUE(*sink->cells[2 * r + 1].data == images[r]);
-  // Image cells only: the small one of the last frame is buffered (under direct_min).
-  EXPECT_EQ(d.direct_bytes() + d.copied_bytes(), image_bytes);
+  // Image cells only count: the small one of the last frame is buffered (under 1 KiB).
+  const ImageFeed f = FeedImageFrames(input, images, 31);
   // The first frame's first read_chunk is copied; then at most kLookahead
   // (4 KiB) of each (a whole read_chunk each before: 57% copied here).
-  EXPECT_GT(d.direct_bytes(), image_bytes * 9 / 10) << d.direct_bytes() << " of " << image_bytes;
-  EXPECT_LE(reads, 31u * 2 + 2) << "two reads a frame: its start, then the rest of its image";
+  EXPECT_GT(f.direct, image_bytes * 9 / 10) << f.direct << " of " << image_bytes;
+  EXPECT_LE(f.reads, 31u * 2 + 2) << "two reads a frame: its start, then the rest of its image";
   // The last frame had no large cell: the next read is a whole read_chunk.
-  EXPECT_EQ(d.ReadTarget().size(), o.read_chunk);
+  EXPECT_EQ(f.next_read, FrameDecoder::Options{}.read_chunk);
 }
 
 TEST(FrameDecoder, ImagesUnderAReadChunkAreReceivedInPlaceToo) {
@@ -334,19 +357,10 @@ TEST(FrameDecoder, ImagesUnderAReadChunkAreReceivedInPlaceToo) {
     input.insert(input.end(), f.begin(), f.end());
     images.push_back(std::move(image));
   }
-  auto sink = std::make_shared<RecordingSink>();
-  sink->direct_min = 1024;
-  FrameDecoder::Options o;
-  FrameDecoder d(o, [&](int16_t) -> std::shared_ptr<CellSink> { return sink; });
-  std::vector<DecodedFrame> frames;
-  const size_t reads = FeedAsOffered(d, input, &frames);
-  ASSERT_EQ(frames.size(), 40u);
-  ASSERT_EQ(sink->cells.size(), 80u);
-  for (size_t r = 0; r < 40; ++r) EXPECT_TRUE(*sink->cells[2 * r + 1].data == images[r]);
-  EXPECT_EQ(d.direct_bytes() + d.copied_bytes(), image_bytes);
+  const ImageFeed f = FeedImageFrames(input, images, 40);
   // The first frame's first read chunk is copied, then at most 4 KiB of each.
-  EXPECT_LE(d.copied_bytes(), o.read_chunk + 40 * 4096) << d.copied_bytes() << " of " << image_bytes;
-  EXPECT_LE(reads, 40u * 2 + 2) << "two reads a frame: its start, then the rest of its image";
+  EXPECT_LE(f.copied, FrameDecoder::Options{}.read_chunk + 40 * 4096) << f.copied << " of " << image_bytes;
+  EXPECT_LE(f.reads, 40u * 2 + 2) << "two reads a frame: its start, then the rest of its image";
 }
 
 TEST(FrameDecoder, TheCutAfterALargeFrameCoversOnlyTheNextFramesFirstRow) {
