@@ -73,8 +73,8 @@ inline WindowController Simulate(const Pipe& p, double seconds, WindowController
 // A path in fake time, request by request: a node that serves at most
 // `node_bw` bytes/s (FIFO), one TCP window of `conn_window` bytes per round
 // trip per open connection, a round trip `rtt_s` (`changes` may change it,
-// the node's rate, and pause the node), and connections that open 3 round trips after the
-// controller asks for them (TCP, OPTIONS, STARTUP).
+// the node's rate, and pause the node), and connections that open 3 round
+// trips after the controller asks for them (TCP, OPTIONS, STARTUP).
 // Answers arrive one round trip after the node sent them, so the
 // controller sees what a window did one round trip later, as in life.
 struct PathRun {
