@@ -57,7 +57,8 @@
 //    on 2026-12-05, before any were given back, a cap of 96 was faster in
 //    8 of 9 pairs, by ~4% at 3% less CPU per GB in the medians of 6; on a
 //    slower instance on 2026-12-06, with the surplus given back, 4
-//    alternating pairs showed no difference: docs/benchmarks.md), so the end of a first start-up that looked ahead
+//    alternating pairs showed no difference: docs/benchmarks.md), so the
+//    end of a first start-up that looked ahead
 //    gives back at once all beyond one connection per 1 MiB of the settled
 //    window's bytes (kSettledConnectionFactor; never below kKeptConnections),
 //    and the second probe after start-up is this one (the first is a larger
