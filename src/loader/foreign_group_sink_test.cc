@@ -13,7 +13,7 @@ namespace cqlstream::loader {
 namespace {
 
 // A member's sink: the data cell (column 0 after the key) is placed.
-std::shared_ptr<testing::RecordingSink> Member() { return std::make_shared<testing::RecordingSink>(0); }
+std::shared_ptr<testing::RecordingSink> GroupMember() { return std::make_shared<testing::RecordingSink>(0); }
 
 cql::ByteView View(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
@@ -39,7 +39,7 @@ void FeedRow(ForeignGroupSink& s, int32_t row, const std::string& key, uint8_t f
 }
 
 TEST(ForeignGroupSinkTest, PassesEachRowToTheSampleOfItsKey) {
-  auto a = Member(), b = Member(), c = Member();
+  auto a = GroupMember(), b = GroupMember(), c = GroupMember();
   ForeignGroupSink s({{"key-a", a}, {"key-b", b}, {"key-c", c}}, 3);
   ASSERT_TRUE(s.OnRowsBegin(Columns(3), 2).ok());
   FeedRow(s, 0, "key-b", 0xbb);  // the server's order, not the caller's
@@ -63,7 +63,7 @@ TEST(ForeignGroupSinkTest, PassesEachRowToTheSampleOfItsKey) {
 }
 
 TEST(ForeignGroupSinkTest, AKeyNotAskedForFailsTheAnswerAndNothingMoreIsPassed) {
-  auto a = Member(), b = Member();
+  auto a = GroupMember(), b = GroupMember();
   ForeignGroupSink s({{std::string("\x01\x02", 2), a}, {std::string("\x03\x04", 2), b}}, 3);
   FeedRow(s, 0, std::string("\x01\x02", 2), 0x11);
   FeedRow(s, 1, std::string("\x09\x09", 2), 0x99);  // not asked for
@@ -77,7 +77,7 @@ TEST(ForeignGroupSinkTest, AKeyNotAskedForFailsTheAnswerAndNothingMoreIsPassed) 
 }
 
 TEST(ForeignGroupSinkTest, MalformedRowsFailTheAnswer) {
-  auto a = Member();
+  auto a = GroupMember();
   {
     ForeignGroupSink s({{"k", a}}, 3);
     ASSERT_TRUE(s.OnCell(0, 0, std::nullopt).ok());  // a null key
@@ -98,7 +98,7 @@ TEST(ForeignGroupSinkTest, MalformedRowsFailTheAnswer) {
 // refused before a cell is passed, even when its first cell is the key.
 TEST(ForeignGroupSinkTest, AnAnswerOfOtherColumnsIsRefusedWhole) {
   for (const int32_t columns : {0, 2, 4}) {
-    auto a = Member();
+    auto a = GroupMember();
     ForeignGroupSink s({{"k", a}}, 3);
     ASSERT_TRUE(s.OnRowsBegin(Columns(columns), 1).ok());
     FeedRow(s, 0, "k", 7);
@@ -111,7 +111,7 @@ TEST(ForeignGroupSinkTest, AnAnswerOfOtherColumnsIsRefusedWhole) {
 }
 
 TEST(ForeignGroupSinkTest, TwoRowsOfOneKeyAreCountedAndNumbered) {
-  auto a = Member();
+  auto a = GroupMember();
   ForeignGroupSink s({{"k", a}}, 3);
   FeedRow(s, 0, "k", 1);
   FeedRow(s, 1, "k", 2);

@@ -29,8 +29,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
-
 // Calls `fn(seg, row)` for every committed metadata row of `segs` (a scan
 // of their metadata; `fn` runs under one lock).
 Status ForEachCommittedRow(net::Session& s, const DatasetInfo& d, const std::vector<SegRow>& segs, int concurrency,
@@ -438,12 +436,12 @@ Status Ingest(net::Session& s, const IngestOptions& o, IngestReport* report) {
   CQLS_RETURN_IF_ERROR(run.PlanSplits());
   Status st = run.ValidateStrict();
   if (!st.ok()) {
-    report->seconds = Seconds(t0);
+    report->seconds = SecondsSince(t0);
     return st;
   }
   CQLS_RETURN_IF_ERROR(run.EnsureSchema());
   st = run.WriteSplits();
-  report->seconds = Seconds(t0);
+  report->seconds = SecondsSince(t0);
   return st;
 }
 

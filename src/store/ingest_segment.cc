@@ -18,8 +18,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
-
 struct ReadResult {
   Payload payload;
   std::string skip;
@@ -150,7 +148,7 @@ void SegmentFeed::ReportProgress(bool force) {
   if (!o_.on_progress) return;
   progress_->last_report = now;
   p.split = plan_.split;
-  p.elapsed_s = Seconds(progress_->start);
+  p.elapsed_s = SecondsSince(progress_->start);
   o_.on_progress(p);
 }
 

@@ -27,7 +27,7 @@ namespace {
 
 using testing::Env;
 
-std::string WriteFile(const std::string& name, const std::string& data) {
+std::string WriteBundleFile(const std::string& name, const std::string& data) {
   const std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
   ::chmod(path.c_str(), 0600);
@@ -56,7 +56,7 @@ class SecureBundleTest : public testing::SecureNodeTest {
   void SetUp() override {
     SecureNodeTest::SetUp();
     if (HasFatalFailure()) return;
-    password_file_ = WriteFile("secure_bundle_pw", Env("CQLSTREAM_TEST_SECURE_PASSWORD", "cassandra") + "\n");
+    password_file_ = WriteBundleFile("secure_bundle_pw", Env("CQLSTREAM_TEST_SECURE_PASSWORD", "cassandra") + "\n");
   }
 
   loader::OptionArgs Credentials() const {
@@ -75,7 +75,7 @@ class SecureBundleTest : public testing::SecureNodeTest {
   }
 
   std::string DirectBundle(const std::string& config) const {
-    return WriteFile("direct_bundle.zip", net::testing::MakeBundle(config, Read("ca.crt"), Read("client.crt"),
+    return WriteBundleFile("direct_bundle.zip", net::testing::MakeBundle(config, Read("ca.crt"), Read("client.crt"),
                                                                    Read("client.key")));
   }
   std::string Read(const std::string& name) const { return net::testing::ReadFileOrEmpty(certs_ + "/" + name); }
@@ -86,13 +86,13 @@ class SecureBundleTest : public testing::SecureNodeTest {
 TEST_F(SecureBundleTest, EncryptedClientKeyWithItsPassphrase) {
   const std::string encrypted = EncryptKey(Read("client.key"), "correct horse battery");
   ASSERT_NE(encrypted.find("ENCRYPTED PRIVATE KEY"), std::string::npos);
-  const std::string key = WriteFile("client.enc.key", encrypted);
+  const std::string key = WriteBundleFile("client.enc.key", encrypted);
   loader::OptionArgs a = Credentials();
   a.hosts = std::vector<std::string>{host_};
   a.tls_ca = certs_ + "/ca.crt";
   a.tls_cert = certs_ + "/client.crt";
   a.tls_key = key;
-  a.tls_key_passphrase_file = WriteFile("key_pass", "correct horse battery\n");
+  a.tls_key_passphrase_file = WriteBundleFile("key_pass", "correct horse battery\n");
   auto s = Connect(a);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   auto rows = (*s)->Query("SELECT release_version FROM system.local");
@@ -101,7 +101,7 @@ TEST_F(SecureBundleTest, EncryptedClientKeyWithItsPassphrase) {
   (*s)->Close();
 
   // A wrong passphrase: a TLS error naming the key file, not the passphrase.
-  a.tls_key_passphrase_file = WriteFile("key_pass_wrong", "wrong-xyzzy\n");
+  a.tls_key_passphrase_file = WriteBundleFile("key_pass_wrong", "wrong-xyzzy\n");
   s = Connect(a);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), Status::Code::kTlsError) << s.status().ToString();
@@ -133,7 +133,7 @@ TEST_F(SecureBundleTest, DirectEndpointBundle) {
 
 TEST_F(SecureBundleTest, BundleWithAnotherCaFailsVerification) {
   loader::OptionArgs a = Credentials();
-  a.secure_bundle = WriteFile(
+  a.secure_bundle = WriteBundleFile(
       "other_ca_bundle.zip",
       net::testing::MakeBundle(fmt::format(R"({{"host": "{}", "cql_port": 9042}})", host_), Read("other-ca.crt"),
                                Read("client.crt"), Read("client.key")));
