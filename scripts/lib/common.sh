@@ -99,6 +99,14 @@ pip_ccache_args() {
 # One tree instead of three compiles the library once instead of three times
 # (about half of CI's build time). -O1 -g1 with assertions on: much faster to
 # compile than -O2 -g, close to it under ASan, and traces keep file:line.
+# A unity build (CMake's, batches of 8 files of a target in one compile):
+# the shared headers (GoogleTest, Asio, the standard library) are parsed and
+# their templates instantiated once per batch, not once per file. Measured
+# cold on 2 cores: the test binaries 344 -> 100 s, the library 245 -> ~130 s.
+# Every file is still compiled alone by the build stage (GCC, no unity), which
+# is what checks that each file includes what it uses, and the tests run in
+# both builds. A helper in an unnamed namespace must have a name no other file
+# of its target uses (a unity batch is one translation unit).
 configure_check_build() {
   local dir=$1
   shift
@@ -109,5 +117,5 @@ configure_check_build() {
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
     -DCQLSTREAM_SANITIZE=ON -DCQLSTREAM_FUZZ=ON -DCQLSTREAM_BUILD_TESTS=ON \
-    -DCQLSTREAM_BUILD_BENCH=OFF -DCQLSTREAM_BUILD_CLI=ON "${launcher[@]}" "$@"
+    -DCQLSTREAM_BUILD_BENCH=OFF -DCQLSTREAM_BUILD_CLI=ON -DCMAKE_UNITY_BUILD=ON "${launcher[@]}" "$@"
 }
