@@ -103,10 +103,13 @@ pip_ccache_args() {
 # the shared headers (GoogleTest, Asio, the standard library) are parsed and
 # their templates instantiated once per batch, not once per file. Measured
 # cold on 2 cores: the test binaries 344 -> 100 s, the library 245 -> ~130 s.
-# Every file is still compiled alone by the build stage (GCC, no unity), which
-# is what checks that each file includes what it uses, and the tests run in
-# both builds. A helper in an unnamed namespace must have a name no other file
-# of its target uses (a unity batch is one translation unit).
+# In a full scripts/test run every file is still compiled alone by the build
+# stage (GCC, no unity: that is what checks that each file includes what it
+# uses) and the tests run in both builds. A batch is one translation unit and
+# batches are positional (adding a file moves the later ones), so a name at
+# namespace scope in an unnamed namespace (a helper, a constant, an alias, a
+# using-declaration) is best unique within its target, and must never shadow
+# a name of a header the target includes.
 configure_check_build() {
   local dir=$1
   shift

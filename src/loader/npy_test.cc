@@ -35,7 +35,7 @@ std::string Dict(const std::string& descr, const std::string& shape, bool fortra
          ", }";
 }
 
-std::string Bytes(std::span<const uint8_t> s) { return {s.begin(), s.end()}; }
+std::string AsString(std::span<const uint8_t> s) { return {s.begin(), s.end()}; }
 
 // np.lib.format.write_array(f, np.array([1, -2, 0x01020304], dtype='>i4'), version=(3, 0))
 const char kNumpyBigEndianV3[] =
@@ -126,7 +126,7 @@ TEST(Npy, FortranOrderIsReportedAndTheDataKept) {
   auto a = ParseNpy(a_bytes);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_TRUE(a->fortran_order);
-  EXPECT_EQ(Bytes(a->data()), data);
+  EXPECT_EQ(AsString(a->data()), data);
 }
 
 TEST(Npy, BigEndianComplexSwapsEachHalf) {

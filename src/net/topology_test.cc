@@ -15,7 +15,7 @@
 namespace cqlstream::net {
 namespace {
 
-HostPtr MakeHost(const std::string& address, const std::string& dc, std::vector<int64_t> tokens) {
+HostPtr MakeTokenHost(const std::string& address, const std::string& dc, std::vector<int64_t> tokens) {
   auto h = std::make_shared<Host>();
   h->address = address;
   h->datacenter = dc;
@@ -33,8 +33,8 @@ std::set<std::string> Addresses(const std::vector<HostPtr>& hosts) {
 // (t_{i-1}, t_i]; with RF 2 (SimpleStrategy) its replicas are its owner and
 // the next host clockwise.
 std::vector<HostPtr> SixRanges() {
-  return {MakeHost("10.0.0.1", "dc1", {100, 400}), MakeHost("10.0.0.2", "dc1", {200, 500}),
-          MakeHost("10.0.0.3", "dc1", {300, 600})};
+  return {MakeTokenHost("10.0.0.1", "dc1", {100, 400}), MakeTokenHost("10.0.0.2", "dc1", {200, 500}),
+          MakeTokenHost("10.0.0.3", "dc1", {300, 600})};
 }
 
 TEST(ReplicaIndexTest, TokensOnTheSameReplicasShareASetIdAndOthersDoNot) {
@@ -63,7 +63,8 @@ TEST(ReplicaIndexTest, TokensOnTheSameReplicasShareASetIdAndOthersDoNot) {
 TEST(ReplicaIndexTest, TheOrderOfTheReplicasDoesNotChangeTheId) {
   // .1 owns 100 and 300, .2 owns 200 and 400; RF 2: (0,100] has .1 then .2,
   // (100,200] .2 then .1.
-  std::vector<HostPtr> hosts{MakeHost("10.0.0.1", "dc1", {100, 300}), MakeHost("10.0.0.2", "dc1", {200, 400})};
+  std::vector<HostPtr> hosts{MakeTokenHost("10.0.0.1", "dc1", {100, 300}),
+                             MakeTokenHost("10.0.0.2", "dc1", {200, 400})};
   auto index = ReplicaIndex::Build(hosts, {{"class", "SimpleStrategy"}, {"replication_factor", "2"}});
   ASSERT_NE(index, nullptr);
   ASSERT_EQ(index->Replicas(50).front()->address, "10.0.0.1");
@@ -78,8 +79,8 @@ TEST(ReplicaIndexTest, TheOrderOfTheReplicasDoesNotChangeTheId) {
 
 TEST(ReplicaIndexTest, TheSetIsTheLocalDataCentersReplicas) {
   // dc1: .1 .2; dc2: .3 .4; one replica per DC.
-  std::vector<HostPtr> hosts{MakeHost("10.0.0.1", "dc1", {100}), MakeHost("10.0.0.3", "dc2", {200}),
-                             MakeHost("10.0.0.2", "dc1", {300}), MakeHost("10.0.0.4", "dc2", {400})};
+  std::vector<HostPtr> hosts{MakeTokenHost("10.0.0.1", "dc1", {100}), MakeTokenHost("10.0.0.3", "dc2", {200}),
+                             MakeTokenHost("10.0.0.2", "dc1", {300}), MakeTokenHost("10.0.0.4", "dc2", {400})};
   auto index = ReplicaIndex::Build(hosts, {{"class", "NetworkTopologyStrategy"}, {"dc1", "1"}, {"dc2", "1"}});
   ASSERT_NE(index, nullptr);
   // Tokens with the same dc1 replica (50 and 350: .1; 150 and 250: .2)

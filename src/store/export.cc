@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Distinct extra-column names a manifest may get; more is a corrupt dataset.
-constexpr size_t kMaxExtraColumns = 4096;
+constexpr size_t kMaxExportColumns = 4096;
 // Largest sample export buffers (the ingest limit is 2^32 bytes).
 constexpr int64_t kMaxSampleBytes = int64_t{1} << 32;
 
@@ -89,9 +89,9 @@ StatusOr<std::set<std::string>> ExtraColumns(net::Session& s, const DatasetInfo&
         if (k != "path" && k != "label" && k != "labels" && k != "target" && k != "split") cols.insert(k);
       }
     }
-    if (cols.size() > kMaxExtraColumns) {
+    if (cols.size() > kMaxExportColumns) {
       return Status::Corruption(fmt::format("dataset '{}' has more than {} distinct extra columns", d.name,
-                                            kMaxExtraColumns));
+                                            kMaxExportColumns));
     }
     return Status::OK();
   }));

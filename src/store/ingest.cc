@@ -355,7 +355,7 @@ Status IngestRun::WriteSplits() {
   return result;
 }
 
-Status CheckOptions(const IngestOptions& o) {
+Status CheckIngestOptions(const IngestOptions& o) {
   CQLS_RETURN_IF_ERROR(ValidateGeneratedKeyspace(o.keyspace));
   CQLS_RETURN_IF_ERROR(ValidateDatasetName(o.dataset));
   if (o.concurrency < 1 || o.concurrency > 4096) {
@@ -428,7 +428,7 @@ Status Ingest(net::Session& s, const IngestOptions& o, IngestReport* report) {
   KeepLargeBuffersInHeap();
   *report = IngestReport();
   report->dataset = o.dataset;
-  CQLS_RETURN_IF_ERROR(CheckOptions(o));
+  CQLS_RETURN_IF_ERROR(CheckIngestOptions(o));
   IngestRun run(s, o, report);
   CQLS_RETURN_IF_ERROR(run.ListPhase());
   CQLS_RETURN_IF_ERROR(run.ReadExisting());

@@ -17,13 +17,13 @@ using testing::TarBuilder;
 using testing::TempDir;
 using testing::WriteFile;
 
-ReadOptions Options(SampleKind kind, std::string_view preprocess) {
+ReadOptions ReadOptionsOf(SampleKind kind, std::string_view preprocess) {
   auto o = MakeReadOptions(kind, preprocess);
   EXPECT_TRUE(o.ok()) << o.status().ToString();
   return o.ok() ? *o : ReadOptions();
 }
 
-ImageInfo Info(std::span<const uint8_t> b) {
+ImageInfo ImageInfoOf(std::span<const uint8_t> b) {
   ImageInfo info;
   EXPECT_EQ(CheckImage(b, &info), "");
   return info;
@@ -56,10 +56,10 @@ TEST(ReadItemTest, BlobsAreAnyNonEmptyBytes) {
   auto by = ByPath(*l);
   ASSERT_TRUE(by.count("c/a.npy"));
   Payload p;
-  EXPECT_EQ(ReadItem(*by["c/a.npy"], Options(SampleKind::kBlob, ""), &p), "");
+  EXPECT_EQ(ReadItem(*by["c/a.npy"], ReadOptionsOf(SampleKind::kBlob, ""), &p), "");
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(p.data.get()), p.size), "\x93NUMPY not an image");
-  EXPECT_EQ(ReadItem(*by["c/a.npy"], Options(SampleKind::kImage, ""), &p), "not an image (unknown signature)");
-  EXPECT_EQ(ReadItem(*by["c/b.jpg"], Options(SampleKind::kBlob, ""), &p), "empty file");
+  EXPECT_EQ(ReadItem(*by["c/a.npy"], ReadOptionsOf(SampleKind::kImage, ""), &p), "not an image (unknown signature)");
+  EXPECT_EQ(ReadItem(*by["c/b.jpg"], ReadOptionsOf(SampleKind::kBlob, ""), &p), "empty file");
 }
 
 TEST(ReadItemTest, PreprocessesImagesAndSkipsWithAReason) {
@@ -71,19 +71,19 @@ TEST(ReadItemTest, PreprocessesImagesAndSkipsWithAReason) {
   auto l = ListSource(lo);
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   auto by = ByPath(*l);
-  const ReadOptions o = Options(SampleKind::kImage, "resize-shorter=64,center-crop=56,reencode=jpeg:90");
+  const ReadOptions o = ReadOptionsOf(SampleKind::kImage, "resize-shorter=64,center-crop=56,reencode=jpeg:90");
   Payload p;
   ASSERT_EQ(ReadItem(*by["c/big.jpg"], o, &p), "");
   EXPECT_EQ(p.image_size, p.size);
-  const ImageInfo info = Info(p.bytes());
+  const ImageInfo info = ImageInfoOf(p.bytes());
   EXPECT_EQ(info.format, ImageFormat::kJpeg);
   EXPECT_EQ(info.width, 56);
   EXPECT_EQ(info.height, 56);
   // Enlarged (20 -> 64), then cropped: PNG in, JPEG out.
   ASSERT_EQ(ReadItem(*by["c/small.png"], o, &p), "");
-  EXPECT_EQ(Info(p.bytes()).format, ImageFormat::kJpeg);
+  EXPECT_EQ(ImageInfoOf(p.bytes()).format, ImageFormat::kJpeg);
   // A crop larger than the image is a skip with its reason.
-  ReadOptions crop = Options(SampleKind::kImage, "center-crop=100");
+  ReadOptions crop = ReadOptionsOf(SampleKind::kImage, "center-crop=100");
   const std::string why = ReadItem(*by["c/small.png"], crop, &p);
   EXPECT_EQ(why.rfind("preprocess: ", 0), 0u) << why;
   EXPECT_NE(why.find("smaller than center-crop 100"), std::string::npos) << why;
@@ -108,17 +108,17 @@ TEST(ReadItemTest, TarTargetsKeptUnlessResizeTarget) {
   ASSERT_EQ(l->items.size(), 1u);
   Payload p;
   // Without resize-target the mask is stored as it came.
-  ASSERT_EQ(ReadItem(l->items[0], Options(SampleKind::kImage, "resize-shorter=40,reencode=png"), &p), "");
-  const ImageInfo im = Info({p.data.get(), p.image_size});
+  ASSERT_EQ(ReadItem(l->items[0], ReadOptionsOf(SampleKind::kImage, "resize-shorter=40,reencode=png"), &p), "");
+  const ImageInfo im = ImageInfoOf({p.data.get(), p.image_size});
   EXPECT_EQ(im.format, ImageFormat::kPng);
   EXPECT_EQ(im.width, 60);
   EXPECT_EQ(im.height, 40);
   EXPECT_EQ(std::vector<uint8_t>(p.data.get() + p.image_size, p.data.get() + p.size), mask);
   // With it, the mask gets the image's geometry, as PNG.
-  ASSERT_EQ(ReadItem(l->items[0], Options(SampleKind::kImage, "resize-shorter=40,center-crop=32,resize-target"), &p),
-            "");
-  const ImageInfo a = Info({p.data.get(), p.image_size});
-  const ImageInfo t = Info({p.data.get() + p.image_size, p.size - p.image_size});
+  const ReadOptions o = ReadOptionsOf(SampleKind::kImage, "resize-shorter=40,center-crop=32,resize-target");
+  ASSERT_EQ(ReadItem(l->items[0], o, &p), "");
+  const ImageInfo a = ImageInfoOf({p.data.get(), p.image_size});
+  const ImageInfo t = ImageInfoOf({p.data.get() + p.image_size, p.size - p.image_size});
   EXPECT_EQ(a.format, ImageFormat::kJpeg);
   EXPECT_EQ(t.format, ImageFormat::kPng);
   EXPECT_EQ(a.width, 32);
@@ -132,16 +132,16 @@ TEST(PreparePayloadTest, InMemorySamples) {
   p.size = p.image_size = img.size();
   p.data.reset(new uint8_t[p.size]);
   std::memcpy(p.data.get(), img.data(), img.size());
-  ASSERT_EQ(PreparePayload(Options(SampleKind::kImage, "resize-shorter=25"), false, &p), "");
-  const ImageInfo info = Info(p.bytes());
+  ASSERT_EQ(PreparePayload(ReadOptionsOf(SampleKind::kImage, "resize-shorter=25"), false, &p), "");
+  const ImageInfo info = ImageInfoOf(p.bytes());
   EXPECT_EQ(info.width, 50);
   EXPECT_EQ(info.height, 25);
   Payload junk;
   junk.size = junk.image_size = 3;
   junk.data.reset(new uint8_t[3]{1, 2, 3});
-  EXPECT_EQ(PreparePayload(Options(SampleKind::kImage, "resize-shorter=25"), false, &junk),
+  EXPECT_EQ(PreparePayload(ReadOptionsOf(SampleKind::kImage, "resize-shorter=25"), false, &junk),
             "not an image (unknown signature)");
-  EXPECT_EQ(PreparePayload(Options(SampleKind::kBlob, ""), false, &junk), "");
+  EXPECT_EQ(PreparePayload(ReadOptionsOf(SampleKind::kBlob, ""), false, &junk), "");
 }
 
 }  // namespace

@@ -186,14 +186,14 @@ void FeedDecoder(SampleRowDecoder& d, int32_t row, SampleKey key, int64_t size, 
   d.OnCell(row, kColData, View(chunk));
 }
 
-std::vector<uint8_t> Bytes(size_t n, uint8_t seed) {
+std::vector<uint8_t> FilledBytes(size_t n, uint8_t seed) {
   std::vector<uint8_t> b(n);
   for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(seed + i * 7);
   return b;
 }
 
 TEST(SampleRowTest, DecoderHoldsTheChunksOfAnAnswerOverPages) {
-  const auto c0 = Bytes(4096, 1), c1 = Bytes(4096, 2), c2 = Bytes(100, 3);
+  const auto c0 = FilledBytes(4096, 1), c1 = FilledBytes(4096, 2), c2 = FilledBytes(100, 3);
   SampleRowDecoder d(kKey, Hints(), /*keep_bytes=*/true);
   d.BeginPage();
   FeedDecoder(d, 0, kKey, 8292, c0);
@@ -225,7 +225,7 @@ TEST(SampleRowTest, DecoderHoldsTheChunksOfAnAnswerOverPages) {
 }
 
 TEST(SampleRowTest, DecoderRefusesWhatTheLoaderRefuses) {
-  const auto chunk = Bytes(4096, 1);
+  const auto chunk = FilledBytes(4096, 1);
   // Chunks short of the size.
   SampleRowDecoder short_answer(kKey, Hints(), true);
   FeedDecoder(short_answer, 0, kKey, 5000, chunk);

@@ -24,7 +24,7 @@ bool ValidDcName(std::string_view dc) {
   return true;
 }
 
-bool ParseInt(std::string_view s, int* out) {
+bool ParseDecimal(std::string_view s, int* out) {
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && p == s.data() + s.size();
@@ -121,7 +121,7 @@ StatusOr<Replication> Replication::Parse(std::string_view text) {
   Replication r;
   if (text.starts_with("simple:")) {
     r.kind = Kind::kSimple;
-    if (!ParseInt(text.substr(7), &r.replication_factor)) return bad("the replication factor is not a number");
+    if (!ParseDecimal(text.substr(7), &r.replication_factor)) return bad("the replication factor is not a number");
     if (r.replication_factor < 1 || r.replication_factor > 99) return bad("the replication factor must be 1..99");
     return r;
   }
@@ -139,7 +139,7 @@ StatusOr<Replication> Replication::Parse(std::string_view text) {
       std::string dc(item.substr(0, eq));
       int rf = 0;
       if (!ValidDcName(dc)) return bad(fmt::format("'{}' is not a data center name ([A-Za-z0-9_.-]{{1,64}})", dc));
-      if (!ParseInt(item.substr(eq + 1), &rf) || rf < 0 || rf > 99) {
+      if (!ParseDecimal(item.substr(eq + 1), &rf) || rf < 0 || rf > 99) {
         return bad(fmt::format("the replication factor of '{}' must be 0..99", dc));
       }
       if (!seen.insert(dc).second) return bad(fmt::format("data center '{}' is given twice", dc));
