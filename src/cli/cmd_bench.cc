@@ -144,10 +144,10 @@ StatusOr<EpochResult> ReadEpoch(Loader& loader, std::chrono::steady_clock::time_
     r.waits_ms.push_back(wait_ms);
     r.images += static_cast<double>((*b)->size());
     r.bytes += static_cast<double>((*b)->data().size());
-    curve->Add(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+    curve->Add(SecondsSince(start),
                static_cast<double>((*b)->data().size()));
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = SecondsSince(t0);
   r.cpu = ProcessCpuSeconds() - cpu0;
   r.metrics = loader.Metrics();
   r.stall = r.metrics.stall_s - m0.stall_s;

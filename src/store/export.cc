@@ -18,6 +18,7 @@
 #include "store/preprocess.h"
 #include "store/sample_row.h"
 #include "store/scan.h"
+#include "util/measure.h"
 #include "util/mutex.h"
 #include "util/output_dir.h"
 
@@ -436,7 +437,7 @@ Status Export(net::Session& s, const DatasetInfo& d, const ExportOptions& o, Exp
   }
   Exporter e(s, d, o, report);
   Status st = e.Run(segs);
-  report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report->seconds = SecondsSince(t0);
   return st;
 }
 

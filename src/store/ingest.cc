@@ -22,6 +22,7 @@
 #include "store/segments_table.h"
 #include "store/split_plan.h"
 #include "util/escape.h"
+#include "util/measure.h"
 #include "util/mutex.h"
 
 namespace cqlstream::store {

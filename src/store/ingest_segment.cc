@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/measure.h"
 #include "util/mutex.h"
 
 namespace cqlstream::store {

@@ -33,11 +33,6 @@
 
 namespace cqlstream::store {
 
-// Seconds on the steady clock since `since` (the run's and the reports' times).
-inline double SecondsSince(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
 // Progress shared by the splits of one run (calling thread only).
 struct IngestProgressState {
   IngestProgress p;

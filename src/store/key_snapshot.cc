@@ -14,6 +14,7 @@
 #include "store/scan.h"
 #include "store/schema.h"
 #include "store/segments_table.h"
+#include "util/measure.h"
 #include "util/mutex.h"
 
 namespace cqlstream::store {
@@ -221,7 +222,7 @@ StatusOr<KeySnapshot> WriteKeySnapshot(net::Session& s, const std::string& keysp
   CQLS_RETURN_IF_ERROR(w.Prepare());
   Status st = ParallelFor(pieces.size(), concurrency, [&](size_t i) { return w.ScanRange(pieces[i]); }, o.stop);
   if (!st.ok()) return st.WithContext(fmt::format("scanning the keys of {}", a.tables.at(split)));
-  return w.Result(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return w.Result(SecondsSince(start));
 }
 
 }  // namespace cqlstream::store

@@ -12,6 +12,7 @@
 #include "store/scan.h"
 #include "store/schema.h"
 #include "store/segments_table.h"
+#include "util/measure.h"
 #include "util/mutex.h"
 
 namespace cqlstream::store {
@@ -296,7 +297,7 @@ Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, 
     report->segments.push_back(std::move(ps));
   }
   if (work.empty()) {
-    report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report->seconds = SecondsSince(t0);
     return Status::OK();
   }
   CQLS_ASSIGN_OR_RETURN(net::PreparedPtr read, s.Prepare(DataReadQuery(d)));
@@ -380,7 +381,7 @@ Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, 
     report->samples_packed += packed;
     report->left_out += left_out;
   }
-  report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report->seconds = SecondsSince(t0);
   return Status::OK();
 }
 

@@ -9,6 +9,7 @@
 
 #include "store/attached_scan.h"
 #include "store/sample_row.h"
+#include "util/measure.h"
 #include "util/mutex.h"
 
 namespace cqlstream::store {
@@ -161,7 +162,7 @@ Status Verify(net::Session& s, const DatasetInfo& d, const VerifyOptions& o, Ver
     Status st = VerifyAttached(s, d, segs, o, report);
     std::sort(report->problems.begin(), report->problems.end(),
               [](const auto& a, const auto& b) { return a.key < b.key; });
-    report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report->seconds = SecondsSince(t0);
     return st;
   }
   const auto blocks = CommittedBlocks(segs);
@@ -210,7 +211,7 @@ Status Verify(net::Session& s, const DatasetInfo& d, const VerifyOptions& o, Ver
       o.stop);
   std::sort(report->problems.begin(), report->problems.end(),
             [](const auto& a, const auto& b) { return a.key < b.key; });
-  report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report->seconds = SecondsSince(t0);
   return st;
 }
 
