@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "gen/tar_writer.h"
+#include "util/measure.h"
 
 namespace cqlstream::gen {
 namespace {
@@ -171,7 +172,7 @@ StatusOr<DatasetStats> WriteDataset(const DatasetOptions& o) {
     }
     CQLS_RETURN_IF_ERROR(WriteFile(out / "manifest.csv", csv.data(), csv.size()));
   }
-  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats.seconds = SecondsSince(t0);
   return stats;
 }
 

@@ -30,6 +30,7 @@
 #include "gen/image_synth.h"
 #include "store/preprocess.h"
 #include "util/main_guard.h"
+#include "util/measure.h"
 
 namespace cqlstream::bench {
 namespace {
@@ -93,7 +94,7 @@ StatusOr<Pass> RunPass(const store::PreprocessSpec& spec, const std::vector<std:
     }
     out_bytes += static_cast<double>(r.value().bytes.size());
   }
-  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double wall = SecondsSince(t0);
   double cpu = ThreadCpuSeconds() - cpu0;
   double n = static_cast<double>(images.size());
   p.wall_ms_per_image = wall * 1e3 / n;
@@ -161,8 +162,7 @@ int Main(int argc, char** argv) {
   std::printf("\n| preprocessing | passes | CPU ms/image | wall ms/image | images/s per core (CPU) "
               "| output kB | skipped | load average before each pass |\n|---|---:|---:|---:|---:|---:|---:|---|\n");
   for (const auto& row : table) std::printf("%s\n", row.c_str());
-  std::printf("\nwall time of this command: %.0f s\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
+  std::printf("\nwall time of this command: %.0f s\n", SecondsSince(t_start));
   return 0;
 }
 
