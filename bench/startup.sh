@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Start-up of the loader at long round trips (issue 13 part 3; docs/benchmarks.md
-# "Start-up"). One command:
+# Start-up of the loader at long round trips (issue 13 part 3;
+# docs/benchmarks-startup.md). One command:
 #
 #   bench/startup.sh DATASET [--rtts "10 200"] [--runs 3] [--epochs 6]
 #                    [--batch-size 512] [--build-dir build] [--keyspace cqlstream]

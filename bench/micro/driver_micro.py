@@ -165,8 +165,8 @@ def main():
 
     # One node: plain round robin (no token-aware wrapper that would look up
     # replicas by their system.local address); the contact point is the only
-    # host the driver knows (docs/benchmarks.md, "Keeping every loader behind
-    # the emulator").
+    # host the driver knows (docs/benchmarks.md, "Loader comparison": nodes
+    # advertise the proxy's address, so that every loader stays behind it).
     profile = ExecutionProfile(load_balancing_policy=RoundRobinPolicy(),
                                consistency_level=ConsistencyLevel.LOCAL_ONE, request_timeout=60)
     cluster = Cluster(a.hosts.split(","), port=a.port, protocol_version=4,

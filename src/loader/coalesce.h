@@ -20,7 +20,7 @@
 // hint (GroupLimitForSize). The read is sent unpaged with PER PARTITION
 // LIMIT 2 (store::DataReadManyQuery): Cassandra reads the keys of a paged
 // IN one after another through its multi-partition pager, and starts them
-// all at once unpaged (docs/benchmarks.md "Tiny samples: unpaged groups");
+// all at once unpaged (docs/benchmarks-tiny.md "Tiny samples: unpaged groups");
 // the limit bounds the answer to two rows per key. By the hint, a
 // group's bytes stay below ScyllaDB's soft limit for unpaged reads (1 MiB,
 // above which it warns); rows that break the hint (a wrong max_size, a

@@ -295,7 +295,7 @@ void WindowController::EndStartup(double g) {
   // at the node), by less than the 5% a larger-window probe must gain: two
   // of the runs stayed at 13-35 requests. In 6 alternating pairs the build
   // before made 7,653-8,482 images/s (2 runs ended at 23 and 33 requests),
-  // this one 8,388-8,758 (docs/benchmarks.md).
+  // this one 8,388-8,758 (docs/benchmarks-long-rtt.md).
   const double settled = std::max(settle, static_cast<double>(std::min(window_, WindowFloor())));
   window_ = std::clamp(static_cast<int>(std::min(settled, 1e9)), o_.min_window, o_.max_window);
   // The look-ahead's surplus back (kSettledConnectionFactor), never below

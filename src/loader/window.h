@@ -57,9 +57,9 @@
 //    on 2026-12-05, before any were given back, a cap of 96 was faster in
 //    8 of 9 pairs, by ~4% at 3% less CPU per GB in the medians of 6; on a
 //    slower instance on 2026-12-06, with the surplus given back, 4
-//    alternating pairs showed no difference: docs/benchmarks.md), so the
-//    end of a first start-up that looked ahead
-//    gives back at once all beyond one connection per 1 MiB of the settled
+//    alternating pairs showed no difference: docs/benchmarks-startup.md
+//    and docs/benchmarks-long-rtt.md), so the end of a first start-up that
+//    looked ahead gives back at once all beyond one connection per 1 MiB of the settled
 //    window's bytes (kSettledConnectionFactor; never below kKeptConnections),
 //    and the second probe after start-up is this one (the first is a larger
 //    window: start-up may have ended short). A fewer-connections probe goes
@@ -165,7 +165,7 @@ class WindowController {
   // the 1.5x rule left the open connections two round trips behind the window
   // at every doubling (2 open while the window was 64, 9 at 448), and the
   // rate in the second second was 219-332 MB/s where the node serves ~1,100
-  // (docs/benchmarks.md). Below kLookAheadLatency those two round trips are
+  // (docs/benchmarks-startup.md). Below kLookAheadLatency those two round trips are
   // tens of milliseconds, and start-up keeps the 1.5x rule (fewer connections
   // for the probes to give back).
   static constexpr double kConnectionLookAhead = 4.0;
@@ -178,7 +178,7 @@ class WindowController {
   // them again has them at once); before, fewer-connections probes gave them
   // back x2/3 at a time, and at 100 ms 214 and 238 stayed in use for the
   // first 12.7 and 14.0 s of steady state, until the probes had them down to
-  // 62 and 51 (docs/benchmarks.md). Twice, not start-up's 1.5x: a path whose
+  // 62 and 51 (docs/benchmarks-startup.md). Twice, not start-up's 1.5x: a path whose
   // TCP windows are a quarter of Linux's default then keeps what it needs (in
   // the model, which is deterministic, 776 MB/s of 800 at 200 ms with 1 MiB
   // windows; 692 with 1.5x; 753 without giving any back here).
@@ -196,7 +196,7 @@ class WindowController {
   // while it is measured, and below a few dozen connections there is
   // nothing worth it to give back. At 10 ms (13-26 connections) probes
   // down to 11 delayed the time to 90% from a median of 1.0 s to 3.2 s
-  // (7 pairs, docs/benchmarks.md) for no measurable CPU.
+  // (7 pairs, docs/benchmarks-long-rtt.md) for no measurable CPU.
   static constexpr int kKeptConnections = 32;
   struct Options {
     int initial_window = 32;
@@ -345,7 +345,7 @@ class WindowController {
   // not add up and walk the window down (judged one at a time, two traced
   // runs at RTT 0 went from 47 to 23 and from 41 to 25 requests in 15 and
   // 20 s, and one run ended at 9 with 15% fewer images/s than the others of its
-  // series: docs/benchmarks.md). Not forgotten when a larger window is kept
+  // series: docs/benchmarks-startup.md). Not forgotten when a larger window is kept
   // (the measure's noise keeps some of those; forgetting let the model's
   // window walk down to 0.91 of its goodput); forgotten when start-up
   // resumes, on congestion, and when a smaller-window probe starts with

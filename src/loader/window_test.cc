@@ -266,7 +266,7 @@ TEST(WindowControllerTest, AColdNodeDoesNotSettleTheWindowBelowTheFloor) {
   // and the first latency settled the window at 9 requests (1.25 x 7.9).
   // The node then served ~700 MB/s at 2.2 ms, where larger windows gained
   // under the 5% a probe must: the run stayed at windows of 13-30
-  // (docs/benchmarks.md, "A window floor straight to the node"). Where the
+  // (docs/benchmarks-long-rtt.md, "A window floor straight to the node"). Where the
   // window reached kMinCap requests, start-up settles at no fewer than
   // kMinCap (where it reached fewer, at no fewer than it reached), and
   // smaller-window probes stop there.
