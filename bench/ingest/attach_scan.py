@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Attach scan rate: how fast `cqlstream attach` enumerates the keys of a table
-it did not write (docs/benchmarks-ingest.md, "Attach: key scan rate").
+it did not write (docs/benchmarks-attach.md, "Attach: key scan rate").
 
   .venv/bin/python bench/ingest/attach_scan.py [--keys 50000] [--runs 3] [--cli build/src/cli/cqlstream]
 

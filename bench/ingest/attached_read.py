@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Attached reads: `cqlstream bench` on a table in the published reference
 system's layout, attached, against the same images ingested natively
-(docs/benchmarks-ingest.md, "Attached reads").
+(docs/benchmarks-attach.md, "Attached reads").
 
   .venv/bin/python bench/ingest/attached_read.py [--count 4000] [--runs 3] [--epochs 2] \\
       [--cli build/src/cli/cqlstream] [--gen build/bench/cqlstream-gen-images] \\
