@@ -249,7 +249,8 @@ void Connection::Admit(Request&& r) {
   if (free_ids_.empty() && slots_.size() < static_cast<size_t>(max_streams_)) GrowSlots();
   if (free_ids_.empty()) {
     // Backpressure: wait for a stream id, still bounded by the deadline.
-    deadlines_[r.timeout.count()].push_back(Deadline{r.deadline, -1, 0});
+    r.wait_seq = next_wait_seq_++;
+    PushDeadline(Deadline{r.deadline, r.timeout.count(), -1, r.wait_seq});
     waiting_.push_back(std::move(r));
     return;
   }
@@ -263,7 +264,7 @@ void Connection::Admit(Request&& r) {
   s.callback = std::move(r.callback);
   s.deadline = r.deadline;
   s.pooled = r.pooled;
-  deadlines_[r.timeout.count()].push_back(Deadline{r.deadline, id, s.generation});
+  PushDeadline(Deadline{r.deadline, r.timeout.count(), id, s.generation});
   const cql::RequestFrame& frame = *r.frame;
   const bool copy = frame.size() <= kCopiedFrameBytes;
   cql::Bytes& owned = OwnedPiece(copy ? frame.size() : cql::kHeaderSize);
@@ -424,38 +425,66 @@ void Connection::FreeSlot(int16_t stream) {
   }
 }
 
+void Connection::PushDeadline(const Deadline& d) {
+  // Entries of answered requests are not looked at after each read
+  // (ArmTimer), so they pile up behind the armed timer until it fires. When
+  // the heap reaches twice what the last compaction left (or twice the
+  // requests in flight, or kMinDeadlineCompaction, if more), they are
+  // dropped here: each compaction scans at most twice as many entries as
+  // pushes since the last one (O(1) amortized), and the heap stays within
+  // twice the larger of what is pending and kMinDeadlineCompaction.
+  if (deadlines_.size() >= compact_at_) {
+    std::erase_if(deadlines_, [this](const Deadline& e) { return Stale(e); });
+    std::make_heap(deadlines_.begin(), deadlines_.end(), LaterDeadline{});
+    compact_at_ = 2 * std::max({deadlines_.size(), static_cast<size_t>(std::max(in_flight(), 0)),
+                                kMinDeadlineCompaction});
+  }
+  deadlines_.push_back(d);
+  std::push_heap(deadlines_.begin(), deadlines_.end(), LaterDeadline{});
+  if (!timer_armed_ || d.at < timer_at_) check_deadlines_ = true;
+}
+
+void Connection::PopDeadline() {
+  std::pop_heap(deadlines_.begin(), deadlines_.end(), LaterDeadline{});
+  deadlines_.pop_back();
+}
+
+bool Connection::Stale(const Deadline& d) const {
+  if (d.stream < 0) {
+    // A waiting request's entry: stale once it left the queue. waiting_ is
+    // in wait_seq order, so those before its front have (the ones a timeout
+    // took from the middle stay until OnTimer reaches them).
+    return waiting_.empty() || static_cast<int32_t>(d.generation - waiting_.front().wait_seq) < 0;
+  }
+  const Slot& s = slots_[static_cast<size_t>(d.stream)];
+  return s.state != SlotState::kInFlight || s.generation != d.generation;
+}
+
 void Connection::ArmTimer() {
   if (closed()) return;
-  // Skip entries of requests that already completed.
-  std::optional<std::chrono::steady_clock::time_point> earliest;
-  for (auto it = deadlines_.begin(); it != deadlines_.end();) {
-    auto& q = it->second;
-    while (!q.empty()) {
-      const Deadline& d = q.front();
-      if (d.stream >= 0) {
-        const Slot& s = slots_[static_cast<size_t>(d.stream)];
-        if (s.state != SlotState::kInFlight || s.generation != d.generation) {
-          q.pop_front();
-          continue;
-        }
-      } else if (waiting_.empty()) {
-        q.pop_front();
-        continue;
-      }
-      break;
-    }
-    if (q.empty()) {
-      it = deadlines_.erase(it);
-      continue;
-    }
-    if (!earliest || q.front().at < *earliest) earliest = q.front().at;
-    ++it;
+  // Called after every read and every batch admitted, so it reads neither
+  // the heap nor the requests' slots while it need not (each a cache miss
+  // on a connection among hundreds): while the armed timer comes no later
+  // than the earliest deadline, there is nothing to do, whether that
+  // deadline's request is still pending or not, and only a push of a
+  // deadline before the armed timer's or the timer firing (OnTimer) changes
+  // that (check_deadlines_). Then stale tops are dropped until a pending
+  // one, or one at or after the armed timer, is on top. Other stale entries
+  // go when the timer reaches them (OnTimer) or in PushDeadline's
+  // compaction.
+  if (timer_armed_ && !check_deadlines_) return;
+  check_deadlines_ = false;
+  while (!deadlines_.empty()) {
+    const Deadline& top = deadlines_.front();
+    if (timer_armed_ && timer_at_ <= top.at) return;
+    if (!Stale(top)) break;
+    PopDeadline();
   }
-  if (!earliest) return;
-  if (timer_armed_ && timer_at_ <= *earliest) return;
+  if (deadlines_.empty()) return;
+  const auto earliest = deadlines_.front().at;
   timer_armed_ = true;
-  timer_at_ = *earliest;
-  timer_.expires_at(*earliest);
+  timer_at_ = earliest;
+  timer_.expires_at(earliest);
   timer_.async_wait([self = shared_from_this()](std::error_code ec) {
     if (ec == asio::error::operation_aborted) return;  // re-armed or closed
     self->timer_armed_ = false;
@@ -468,31 +497,32 @@ void Connection::OnTimer() {
   const auto now = std::chrono::steady_clock::now();
   bool check_waiting = false;
   bool silent = false;
-  for (auto& [timeout_ms, q] : deadlines_) {
-    while (!q.empty() && q.front().at <= now) {
-      Deadline d = q.front();
-      q.pop_front();
-      if (d.stream < 0) {
-        check_waiting = true;
-        continue;
-      }
-      Slot& s = slots_[static_cast<size_t>(d.stream)];
-      if (s.state != SlotState::kInFlight || s.generation != d.generation) continue;
-      // Retire the id: it stays reserved until the late answer arrives.
-      s.state = SlotState::kRetired;
-      ++retired_;
-      retired_count_.store(retired_, std::memory_order_relaxed);
-      // Nothing at all came back since this request was sent: the peer (or
-      // the path to it) is gone. Close rather than feed it more requests.
-      if (last_read_ < d.at - std::chrono::milliseconds(timeout_ms)) silent = true;
-      s.sink.reset();
-      ReplyCallback cb = std::move(s.callback);
-      s.callback = nullptr;
-      CountInFlight(-1, s.pooled);
-      stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
-      cb(Status::Timeout(fmt::format("no answer from {} within {} ms", peer_, timeout_ms)));
-      if (closed()) return;
+  // Earliest first. A callback may close the connection (the handshake's
+  // do, synchronously), which clears the heap: hence the closed() check
+  // after each; Send and Close only post.
+  while (!deadlines_.empty() && deadlines_.front().at <= now) {
+    const Deadline d = deadlines_.front();
+    PopDeadline();
+    if (d.stream < 0) {
+      check_waiting = true;
+      continue;
     }
+    Slot& s = slots_[static_cast<size_t>(d.stream)];
+    if (s.state != SlotState::kInFlight || s.generation != d.generation) continue;
+    // Retire the id: it stays reserved until the late answer arrives.
+    s.state = SlotState::kRetired;
+    ++retired_;
+    retired_count_.store(retired_, std::memory_order_relaxed);
+    // Nothing at all came back since this request was sent: the peer (or
+    // the path to it) is gone. Close rather than feed it more requests.
+    if (last_read_ < d.at - std::chrono::milliseconds(d.timeout_ms)) silent = true;
+    s.sink.reset();
+    ReplyCallback cb = std::move(s.callback);
+    s.callback = nullptr;
+    CountInFlight(-1, s.pooled);
+    stats_.timeouts.fetch_add(1, std::memory_order_relaxed);
+    cb(Status::Timeout(fmt::format("no answer from {} within {} ms", peer_, d.timeout_ms)));
+    if (closed()) return;
   }
   if (check_waiting) {
     for (auto it = waiting_.begin(); it != waiting_.end();) {

@@ -13,6 +13,7 @@
 #include <future>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "net/fake_server_test_util.h"
 #include "net/io_pool.h"
@@ -138,6 +139,87 @@ TEST_F(ConnectionTest, TimedOutStreamIdIsRetiredUntilItsLateAnswer) {
   }
   EXPECT_FALSE(c->closed());
   EXPECT_EQ(c->stats().timeouts, 1u);
+}
+
+TEST_F(ConnectionTest, RequestsOfManyTimeoutsExpireEarliestDeadlineFirst) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    if (r.query == "FAST") return Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query));
+    return std::nullopt;  // "LONG" and "SHORT" are answered by hand, or never
+  });
+  auto c = Open(srv);
+  ASSERT_NE(c, nullptr);
+  // Past the handshake's deadlines (Open's 2 s connect timeout), whose
+  // timer would otherwise cut SHORT's wait short by chance.
+  std::this_thread::sleep_for(2100ms);
+  // The long timeout first, then a shorter one: the later request's deadline
+  // is the earlier one. SHORT is sent once LONG is out (its timer armed), so
+  // that SHORT's earlier deadline has to move the armed timer.
+  auto long_wait = Query(*c, "LONG", 6000ms);
+  ASSERT_TRUE(WaitFor([&] { return Seen(srv, "LONG").size() == 1; }));
+  const auto short_sent = std::chrono::steady_clock::now();
+  auto short_wait = Query(*c, "SHORT", 1000ms);
+  // Answered requests, each with a timeout of its own: their deadlines are
+  // left behind (some before SHORT's, some after), and none of them may time
+  // out or hide the pending ones'. Their answers also keep the connection
+  // alive (one that hears nothing at all is closed instead).
+  for (int i = 0; i < 20; ++i) {
+    auto r = Query(*c, "FAST", std::chrono::milliseconds(900 + 7 * i)).get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  auto rs = short_wait.get();
+  const auto short_waited = std::chrono::steady_clock::now() - short_sent;
+  ASSERT_FALSE(rs.ok());
+  EXPECT_TRUE(rs.status().IsTimeout()) << rs.status().ToString();
+  EXPECT_NE(rs.status().message().find("within 1000 ms"), std::string::npos) << rs.status().ToString();
+  // At its own deadline, not LONG's (6 s): generous for a slow build.
+  EXPECT_LT(short_waited, 4000ms);
+  // The longer deadline is still ahead: its request waits on, and its
+  // answer reaches it.
+  EXPECT_EQ(long_wait.wait_for(0ms), std::future_status::timeout);
+  EXPECT_EQ(c->stats().timeouts, 1u);
+  auto r = Seen(srv, "LONG")[0];
+  srv.Send(r.connection, Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody("LONG")));
+  auto rl = long_wait.get();
+  ASSERT_TRUE(rl.ok()) << rl.status().ToString();
+  EXPECT_EQ(c->stats().timeouts, 1u);
+  EXPECT_FALSE(c->closed());
+}
+
+TEST_F(ConnectionTest, AnsweredRequestsDeadlinesAreDroppedWithoutLosingPendingOnes) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request& r) -> std::optional<cql::Bytes> {
+    if (r.query == "FAST") return Frame(cql::Opcode::kResult, r.header.stream, SetKeyspaceBody(r.query));
+    return std::nullopt;  // "SHORT" and "LONG" are never answered
+  });
+  auto c = Open(srv);
+  ASSERT_NE(c, nullptr);
+  auto short_wait = Query(*c, "SHORT", 2500ms);
+  auto long_wait = Query(*c, "LONG", 4000ms);
+  // 300 answered requests whose deadlines lie behind SHORT's, in rounds of
+  // 50 at once (quick even on a slow build): the timer armed for SHORT keeps
+  // their entries until the heap's compaction drops them (at 128 entries,
+  // more than once here), which must keep SHORT's and LONG's.
+  for (int round = 0; round < 6; ++round) {
+    std::vector<std::future<StatusOr<Reply>>> fast;
+    for (int i = 0; i < 50; ++i) fast.push_back(Query(*c, "FAST", 20000ms));
+    for (auto& f : fast) {
+      auto r = f.get();
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+    }
+  }
+  // The compactions ran while both were pending.
+  ASSERT_EQ(short_wait.wait_for(0ms), std::future_status::timeout) << "300 answers took longer than 2.5 s";
+  ASSERT_EQ(short_wait.wait_for(10s), std::future_status::ready) << "SHORT's deadline was lost";
+  auto rs = short_wait.get();
+  ASSERT_FALSE(rs.ok());
+  EXPECT_NE(rs.status().message().find("within 2500 ms"), std::string::npos) << rs.status().ToString();
+  ASSERT_EQ(long_wait.wait_for(10s), std::future_status::ready) << "LONG's deadline was lost";
+  auto rl = long_wait.get();
+  ASSERT_FALSE(rl.ok());
+  EXPECT_NE(rl.status().message().find("within 4000 ms"), std::string::npos) << rl.status().ToString();
+  EXPECT_EQ(c->stats().timeouts, 2u);
+  EXPECT_FALSE(c->closed());
 }
 
 TEST_F(ConnectionTest, AnAnswerRepeatedLaterMeetsAFreeIdNotTheNextRequest) {
