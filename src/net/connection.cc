@@ -507,8 +507,8 @@ void Connection::OnTimer() {
       check_waiting = true;
       continue;
     }
+    if (Stale(d)) continue;
     Slot& s = slots_[static_cast<size_t>(d.stream)];
-    if (s.state != SlotState::kInFlight || s.generation != d.generation) continue;
     // Retire the id: it stays reserved until the late answer arrives.
     s.state = SlotState::kRetired;
     ++retired_;

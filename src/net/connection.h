@@ -268,8 +268,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // PushDeadline's compaction, ArmTimer only when needed): the check reads
   // the request's slot, and doing it after every read (one FIFO per timeout
   // value, each front checked) was Connection::ArmTimer's 2.1% of the
-  // loader's CPU samples at 200 ms RTT with 256 connections, 1.3% at RTT 0
-  // (docs/benchmarks-long-rtt.md, "Connection deadlines").
+  // loader's CPU samples at 200 ms RTT with 256 connections, 0.8-1.3% at
+  // RTT 0 (docs/benchmarks-long-rtt.md, "Connection deadlines").
   std::vector<Deadline> deadlines_;
   // PushDeadline drops answered requests' entries when the heap reaches
   // compact_at_: twice the larger of what the last compaction left, the
