@@ -11,6 +11,7 @@
 
 #include "loader/checkpoint.h"
 #include "loader/loader_impl.h"
+#include "util/measure.h"
 
 namespace cqlstream {
 
@@ -154,7 +155,7 @@ StatusOr<BatchPtr> Loader::Next() {
     BatchPtr b = L.TakeBatch(e);
     if (b || L.EpochEnded(e)) {
       if (!b) L.EndEpoch(&launches);  // b null: the end of the epoch
-      if (waited) L.m_stall_s += std::chrono::duration<double>(Clock::now() - t0).count();
+      if (waited) L.m_stall_s += SecondsSince(t0);
       lock.Unlock();
       L.Start(std::move(launches));
       return b;

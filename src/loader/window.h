@@ -59,9 +59,9 @@
 //    slower instance on 2026-12-06, with the surplus given back, 4
 //    alternating pairs showed no difference: docs/benchmarks-startup.md
 //    and docs/benchmarks-long-rtt.md), so the end of a first start-up that
-//    looked ahead gives back at once all beyond one connection per 1 MiB of the settled
-//    window's bytes (kSettledConnectionFactor; never below kKeptConnections),
-//    and the second probe after start-up is this one (the first is a larger
+//    looked ahead gives back at once all beyond one connection per 1 MiB of
+//    the settled window's bytes (kSettledConnectionFactor; never below
+//    kKeptConnections), and the second probe after start-up is this one (the first is a larger
 //    window: start-up may have ended short). A fewer-connections probe goes
 //    never below kKeptConnections (32: too few to be worth a probe's dip) nor
 //    one connection per kBytesPerConnection on the wire (the window's bytes,
