@@ -152,6 +152,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The SUPPORTED options the server sent during the handshake.
   const std::map<std::string, std::vector<std::string>>& supported() const { return supported_; }
   asio::any_io_executor executor() const { return executor_; }
+  // The execution context whose thread runs this connection (compared with
+  // IoPool::CurrentContext(); never dereferenced by callers).
+  const asio::execution_context* context() const { return context_; }
   ConnectionStats stats() const;
 
   ~Connection();
@@ -288,6 +291,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool handshake_done_ = false;
 
   std::atomic<bool> closed_{false};
+  // Read by Pick() beside load() (executor_ is initialized before it).
+  const asio::execution_context* const context_ =
+      &asio::query(executor_, asio::execution::context_as<asio::execution_context&>);
   std::atomic<int> in_flight_{0};  // changed only through CountInFlight
   // in_flight_, and opts_.in_flight_total for a request sent through Send().
   void CountInFlight(int delta, bool pooled) {

@@ -7,6 +7,7 @@
 namespace cqlstream::net {
 namespace {
 thread_local const IoPool* tls_pool = nullptr;
+thread_local const asio::execution_context* tls_context = nullptr;
 }  // namespace
 
 IoPool::IoPool(int threads) {
@@ -18,6 +19,7 @@ IoPool::IoPool(int threads) {
   for (int i = 0; i < n; ++i) {
     threads_.emplace_back([this, i] {
       tls_pool = this;
+      tls_context = contexts_[static_cast<size_t>(i)].get();
       contexts_[static_cast<size_t>(i)]->run();
     });
   }
@@ -30,6 +32,8 @@ asio::io_context& IoPool::Next() {
 }
 
 bool IoPool::InPoolThread() const { return tls_pool == this; }
+
+const asio::execution_context* IoPool::CurrentContext() { return tls_context; }
 
 void IoPool::Stop() {
   if (stopped_.exchange(true)) return;

@@ -4,7 +4,7 @@
 // A connection is pinned to one context for its whole life, so its state
 // needs no locks; connections are spread over the threads round-robin.
 //
-// Thread-safety: Next() and Stop() are thread-safe. Stop() (also run by the
+// Thread-safety: Next(), Stop() and CurrentContext() are thread-safe. Stop() (also run by the
 // destructor) lets queued handlers finish, then joins the threads; it must not
 // be called from one of the pool's own threads.
 #ifndef CQLSTREAM_NET_IO_POOL_H_
@@ -30,6 +30,10 @@ class IoPool {
   size_t size() const { return contexts_.size(); }
   // True when called from one of the pool's threads.
   bool InPoolThread() const;
+  // The context whose run() this thread is in (nullptr off every IoPool's
+  // threads): a caller on an I/O thread can prefer the connections that
+  // thread serves, whose work needs no wake-up of another thread.
+  static const asio::execution_context* CurrentContext();
   void Stop();
 
  private:

@@ -5,6 +5,8 @@
 #include <random>
 #include <tuple>
 
+#include "net/io_pool.h"
+
 namespace cqlstream::net {
 
 std::optional<uint16_t> ShardAwarePort(const ShardInfo& info, bool tls) {
@@ -376,16 +378,43 @@ std::shared_ptr<Connection> HostPool::Pick(std::optional<int64_t> token, const s
     // "power of two choices": loads stay within a few requests of the least
     // loaded's, where a scan of every connection per request touches a cache
     // line each). Falls back to the scan below when neither is usable.
+    auto usable = [&avoid](const Connection* c) {
+      return !c->closed() && std::find(avoid.begin(), avoid.end(), c) == avoid.end();
+    };
+    // From an I/O thread (a completion's refill) the two are drawn among the
+    // connections that thread serves, when the draws find any: a request
+    // handed to another I/O thread's connection is a post that wakes that
+    // thread (an epoll_ctl on its interrupter, and its scheduler's lock
+    // taken by both). A connection of another thread met on the way is
+    // taken instead when it is clearly less loaded, so that the threads'
+    // shares of the load stay within a margin of each other (each
+    // completion would otherwise refill its own thread's connections, and
+    // nothing would pull a busier thread's share back).
+    if (const asio::execution_context* here = IoPool::CurrentContext()) {
+      std::optional<size_t> local, other;
+      int locals = 0;
+      for (int draw = 0; draw < kLocalDraws && locals < 2; ++draw) {
+        const size_t i = static_cast<size_t>(NextRandom() % in_use);
+        if (!usable(conns_[i].get())) continue;
+        if (conns_[i]->context() == here) {
+          ++locals;
+          if (!local || conns_[i]->load() < conns_[*local]->load()) local = i;
+        } else if (!other) {
+          other = i;
+        }
+      }
+      if (local) {
+        const int l = conns_[*local]->load();
+        if (other && conns_[*other]->load() + std::max(kLocalSlack, l / 4) < l) return conns_[*other];
+        return conns_[*local];
+      }
+    }
     const size_t a = static_cast<size_t>(NextRandom() % in_use);
     size_t b = static_cast<size_t>(NextRandom() % (in_use - 1));
     if (b >= a) ++b;
-    bool usable[2];
-    for (int k = 0; k < 2; ++k) {
-      const Connection* c = conns_[k == 0 ? a : b].get();
-      usable[k] = !c->closed() && std::find(avoid.begin(), avoid.end(), c) == avoid.end();
-    }
-    if (usable[0] && usable[1]) return conns_[conns_[b]->load() < conns_[a]->load() ? b : a];
-    if (usable[0] || usable[1]) return conns_[usable[0] ? a : b];
+    const bool ok[2] = {usable(conns_[a].get()), usable(conns_[b].get())};
+    if (ok[0] && ok[1]) return conns_[conns_[b]->load() < conns_[a]->load() ? b : a];
+    if (ok[0] || ok[1]) return conns_[ok[0] ? a : b];
   }
   std::shared_ptr<Connection> best;
   std::tuple<bool, bool, bool, int> best_key{};

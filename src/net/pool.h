@@ -122,9 +122,14 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   // token's shard, then the least loaded; nullptr when none is open. With
   // more than kExactPickUpTo connections in use and no shard to match, the
   // less loaded of two in use picked at random instead (a full scan only
-  // when neither can take the request).
+  // when neither can take the request); called on an I/O thread, the two
+  // are drawn among the connections that thread serves (up to kLocalDraws
+  // draws), unless one of another thread met on the way has fewer requests
+  // by more than max(kLocalSlack, a quarter of the local one's).
   std::shared_ptr<Connection> Pick(std::optional<int64_t> token, const std::vector<const Connection*>& avoid);
   static constexpr size_t kExactPickUpTo = 16;
+  static constexpr int kLocalDraws = 4;
+  static constexpr int kLocalSlack = 2;
 
   // Up: has (or had at its last open) a connection. MarkDown(): the cluster
   // says the host is down; plans try it last until a connection opens again.

@@ -19,6 +19,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -332,6 +333,72 @@ TEST(HostPoolTest, ManyConnectionsArePickedByTwoRandomChoices) {
     EXPECT_FALSE(r.get().ok());
   }
   EXPECT_EQ(pool->InFlight(), 0);
+}
+
+// Picked on an I/O thread (a completion's refill), a connection that
+// thread serves is taken while one is about as idle as the others: handing
+// a request to another thread's connection wakes that thread. Once the
+// local connections are clearly busier, the others take the requests.
+TEST(HostPoolTest, PicksOnAnIoThreadPreferThatThreadsConnectionsWhileAsIdle) {
+  FakeServer srv;  // answers nothing: requests stay in flight
+  srv.SetHandler([](const testing::Request&) -> std::optional<cql::Bytes> { return std::nullopt; });
+  IoPool io(2);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  constexpr int kOpen = static_cast<int>(HostPool::kExactPickUpTo) + 8;
+  owner->per_host = kOpen;
+  auto pool = HostPool::Make("127.0.0.1", srv.port(), FastReconnect(), owner);
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == kOpen; }, 10000ms));
+  const asio::execution_context* here = &io.At(0);
+  // Every connection, each with one request, told apart by their thread.
+  std::vector<std::shared_ptr<Connection>> local, remote;
+  std::vector<const Connection*> seen;
+  for (int i = 0; i < kOpen; ++i) {
+    auto c = pool->Pick(std::nullopt, seen);
+    ASSERT_NE(c, nullptr);
+    seen.push_back(c.get());
+    (c->context() == here ? local : remote).push_back(c);
+    SendQuery(c, "held", 30000ms);
+  }
+  ASSERT_EQ(std::set<const Connection*>(seen.begin(), seen.end()).size(), static_cast<size_t>(kOpen));
+  ASSERT_TRUE(Eventually([&] { return pool->InFlight() == kOpen; }));
+  // Round-robin over the two threads: 12 each (the thresholds below hold
+  // for 9 to 15 local ones).
+  ASSERT_GE(local.size(), 9u);
+  ASSERT_LE(local.size(), 15u);
+
+  // Picks made on the thread of io.At(0), `n` of them, counted by whose connection they were.
+  auto picks_on_thread_0 = [&](int n) {
+    std::promise<int> locals;
+    asio::post(io.At(0), [&] {
+      EXPECT_EQ(IoPool::CurrentContext(), here);
+      int k = 0;
+      for (int i = 0; i < n; ++i) {
+        auto c = pool->Pick(std::nullopt, {});
+        if (c != nullptr && c->context() == here) ++k;
+      }
+      locals.set_value(k);
+    });
+    return locals.get_future().get();
+  };
+  EXPECT_EQ(IoPool::CurrentContext(), nullptr);  // the test's own thread
+
+  // Every connection as loaded (one request each): local ones (without the
+  // preference, half of the picks).
+  constexpr int kPicks = 2000;
+  const int equal = picks_on_thread_0(kPicks);
+  EXPECT_GE(equal, kPicks * 9 / 10) << "of " << kPicks << " picks on an I/O thread with every connection as idle";
+
+  // The local connections 8 requests busier: the other thread's take most picks.
+  for (const auto& c : local) {
+    for (int i = 0; i < 8; ++i) SendQuery(c, "held", 30000ms);
+  }
+  const int expected = kOpen + 8 * static_cast<int>(local.size());
+  ASSERT_TRUE(Eventually([&] { return pool->InFlight() == expected; }));
+  const int busy = picks_on_thread_0(kPicks);
+  EXPECT_LE(busy, kPicks * 4 / 10) << "of " << kPicks << " picks went to the busier local connections";
+
+  pool->Close(Status::Cancelled("test over"));
 }
 
 // The handshake's own requests (here an AUTH_RESPONSE the server never
