@@ -13,6 +13,7 @@
 
 #include "loader/attempt_sink.h"
 #include "loader/loader_impl.h"
+#include "loader/pump_tick.h"
 
 namespace cqlstream {
 
@@ -470,7 +471,8 @@ void Loader::Impl::HandleFailure(const std::shared_ptr<Task>& t, const Status& e
 void Loader::Impl::PumpLoop() {
   MutexLock lock(&mu);
   while (!closed) {
-    pump_cv.WaitFor(&mu, std::chrono::milliseconds(2));
+    const auto next_retry = retries.empty() ? std::nullopt : std::optional<Clock::time_point>(retries.top().due);
+    pump_cv.WaitFor(&mu, loader::PumpWait(ctl.min_latency(), next_retry, Clock::now()));
     if (closed) break;
     // Before the first Next() only Fetch calls issue requests: their retries
     // and hedges still need the pump (a Fetch of a missing sample waited
