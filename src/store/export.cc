@@ -62,6 +62,7 @@ std::string Reason(const Status& st, SampleKey key) {
 // is wrong.
 StatusOr<std::string> FetchSample(net::Session& s, const net::PreparedPtr& q, SampleKey key, SampleRowDecoder* dec) {
   net::Statement st = net::Statement::Bound(q, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
+  st.check_result_columns = true;  // answers name the data read's columns (net/result_columns.h)
   st.idempotent = true;
   st.consistency = cql::Consistency::kLocalQuorum;
   st.page_size = 8;

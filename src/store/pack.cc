@@ -149,6 +149,7 @@ StatusOr<std::optional<net::Statement>> PackRow(net::Session& s, const net::Prep
                                                 const SampleHints& hints, int64_t timestamp_us) {
   SampleRowDecoder dec(key, hints, /*keep_bytes=*/true);
   net::Statement q = net::Statement::Bound(read, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
+  q.check_result_columns = true;  // answers name the data read's columns (net/result_columns.h)
   q.idempotent = true;
   q.consistency = cql::Consistency::kLocalQuorum;
   q.page_size = 4;  // one row expected

@@ -37,6 +37,7 @@ StatusOr<std::string> VerifyOne(net::Session& s, const net::PreparedPtr& data_q,
                                 const SampleHints& hints, const MetaRow* meta, int64_t* bytes) {
   SampleRowDecoder dec(key, hints, /*keep_bytes=*/false);
   net::Statement q = net::Statement::Bound(data_q, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
+  q.check_result_columns = true;  // answers name the data read's columns (net/result_columns.h)
   q.idempotent = true;
   q.consistency = cql::Consistency::kLocalQuorum;
   q.page_size = 8;  // chunks of up to chunk_size bytes each

@@ -49,7 +49,9 @@ const std::vector<ModeInfo> kModes = {
     {Mode::kKeyGroupLies, "key-group-lies", kOk, kOk, kOk, kOk, ""},
     {Mode::kForeignRowsLie, "foreign-rows-lie", kOk, kOk, kErr, kOk, "0:9|0:11|row|null"},
     {Mode::kForeignGroupLies, "foreign-group-lies", kOk, kOk, kOk, kOk, ""},
-    {Mode::kMisnamedColumns, "misnamed-columns", kOk, kOk, kErr, kOk, "prepared with"},
+    // verify asks for toy's result metadata and must refuse the answer (the
+    // test requires its error); the loader's native reads skip it.
+    {Mode::kMisnamedColumns, "misnamed-columns", kAny, kOk, kErr, kOk, "prepared with"},
     // Only verify reads the metadata table: the test requires its error.
     {Mode::kMetaRowsLie, "meta-rows-lie", kAny, kOk, kOk, kOk, "idx"},
     // ping reads no catalog; info, verify, bench and the Loader must refuse it.
@@ -317,19 +319,25 @@ struct HostileServer::Conn {
   }
 
   // misnamed-columns: an answer holding the key-snapshot row of attached
-  // sample 13, or the foreign row of sample 14, names the other table in its
-  // result metadata (rows unchanged). Only an answer that carries metadata
-  // (the client did not ask to skip it) can tell the lie.
+  // sample 13, the foreign row of sample 14, or a data row of toy's sample
+  // 13 names another table in its result metadata (rows unchanged). Only an
+  // answer that carries metadata (the client did not ask to skip it) can
+  // tell the lie.
   void MisnameColumns(const RequestParams& p, Answer* a) {
     if (mode() != Mode::kMisnamedColumns || p.skip_metadata() || a->error_code != 0) return;
     Table& t = a->table;
     const std::string lookups = std::string("k_") + kAttachedDataset;
-    const int ic = t.name == lookups ? ColumnOf(t, "idx") : t.name == kForeignTable ? ColumnOf(t, "id") : -1;
+    const std::string toy = std::string("d_") + kDataset;
+    const int ic = t.name == lookups || t.name == toy ? ColumnOf(t, "idx")
+                   : t.name == kForeignTable         ? ColumnOf(t, "id")
+                                                     : -1;
     if (ic < 0) return;
-    const Value want = t.name == lookups ? Value::Int(13) : Value::Int(ForeignKeyOf(14));
+    const Value want = t.name == kForeignTable ? Value::Int(ForeignKeyOf(14)) : Value::Int(13);
     for (const auto& r : t.rows) {
       if (static_cast<size_t>(ic) >= r.size() || !(r[static_cast<size_t>(ic)] == want)) continue;
-      t.name = t.name == lookups ? std::string(kForeignTable) : lookups;
+      t.name = t.name == lookups ? std::string(kForeignTable)
+               : t.name == toy   ? std::string("d_") + kTinyDataset
+                                 : lookups;
       s->lies_told_.fetch_add(1);
       return;
     }

@@ -225,6 +225,17 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
       }
     }
   }
+  // verify reads toy's samples with their result metadata: it must refuse
+  // the answer that names another table (the Loader's native reads do not
+  // ask for it: docs/security.md).
+  if (m.mode == Mode::kMisnamedColumns) {
+    EXPECT_GT((*server)->lies_told(), 0);
+    for (size_t i = 0; i < probes.size(); ++i) {
+      if (probes[i].label != "cqlstream verify") continue;
+      EXPECT_NE(results[i].exit_code, 0) << results[i].Describe();
+      EXPECT_TRUE(CleanError(results[i], "prepared with")) << results[i].Describe();
+    }
+  }
   // verify is the one probe that reads the metadata table: it must refuse
   // the repeated row, naming the block (a second copy of a sample's
   // metadata row is an answer meant for another request).
