@@ -52,8 +52,7 @@ Status DecodeColumnSpecs(Reader& r, bool global, int32_t count, std::vector<Colu
     }
     CQLS_RETURN_IF_ERROR(r.String(&c.name));
     // The context is formatted only for an error: every answer that carries
-    // its metadata decodes these (formatted eagerly, it was 0.9% of the
-    // samples of a loader whose native reads asked for their metadata).
+    // its metadata decodes these, and most decode without one.
     if (Status st = DecodeType(r, &c.type); !st.ok()) return st.WithContext(fmt::format("type of column {}", i));
     cols->push_back(std::move(c));
   }
