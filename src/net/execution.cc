@@ -11,11 +11,11 @@ namespace cqlstream::net {
 
 using Clock = std::chrono::steady_clock;
 
-std::shared_ptr<cql::CellSink> Execution::MakeSink(int execution, const Host& host) const {
+std::shared_ptr<cql::CellSink> Execution::MakeSink(int execution, const HostPtr& host) const {
   if (!st.sink) return nullptr;
   std::shared_ptr<cql::CellSink> sink = st.sink(execution);
   if (!sink || !st.check_result_columns || !st.prepared) return sink;
-  return std::make_shared<ColumnCheckingSink>(std::move(sink), st.prepared, host.endpoint());
+  return std::make_shared<ColumnCheckingSink>(std::move(sink), st.prepared, host);
 }
 
 void Execution::Attempt(size_t host_index, bool is_hedge) {
@@ -52,7 +52,7 @@ void Execution::Attempt(size_t host_index, bool is_hedge) {
                                                why.empty() ? "" : ": ", why)));
     return;
   }
-  std::shared_ptr<cql::CellSink> sink = MakeSink(execution, *host);
+  std::shared_ptr<cql::CellSink> sink = MakeSink(execution, host);
   // Every attempt and hedge sends the same shared frame: an ingest's frames
   // carry ~100 kB blobs, and a copy per attempt was 11% of its client CPU.
   const auto sent = Clock::now();
@@ -121,7 +121,10 @@ void Execution::OnReply(int execution, const HostPtr& host, std::shared_ptr<Conn
     const auto* res = r->response ? std::get_if<cql::Result>(&r->response->message) : nullptr;
     const auto* rows = res ? std::get_if<cql::Rows>(res) : nullptr;
     if (rows != nullptr) {
-      err = CheckResultColumns(*st.prepared, rows->metadata(), host->endpoint());
+      // The host is named (formatted) only when the columns differ.
+      if (!SameResultColumns(rows->metadata(), st.prepared->result_metadata)) {
+        err = CheckResultColumns(*st.prepared, rows->metadata(), host->endpoint());
+      }
     } else if (res != nullptr && !st.prepared->result_metadata.columns.empty()) {
       err = Status::Corruption(fmt::format("{} answered '{}' with a result of no rows, not the {} it was prepared with",
                                            host->endpoint(), st.prepared->query,
@@ -257,7 +260,7 @@ void Execution::Reprepare(int execution, const HostPtr& host, std::shared_ptr<Co
                  return self->OnReply(execution, host, conn, Clock::now(), err);
                }
                // Same id: send the EXECUTE again on this connection.
-               std::shared_ptr<cql::CellSink> sink = self->MakeSink(execution, *host);
+               std::shared_ptr<cql::CellSink> sink = self->MakeSink(execution, host);
                const auto sent = Clock::now();
                conn->Send(self->frame, std::move(sink), self->timeout,
                           [self, execution, host, conn, sent](StatusOr<Reply> r2) {

@@ -64,7 +64,7 @@ struct Execution : std::enable_shared_from_this<Execution> {
   void Attempt(size_t host_index, bool is_hedge);
   // The sink of one execution: the statement's, behind a ColumnCheckingSink
   // when it checks its result columns; nullptr for a buffered statement.
-  std::shared_ptr<cql::CellSink> MakeSink(int execution, const Host& host) const;
+  std::shared_ptr<cql::CellSink> MakeSink(int execution, const HostPtr& host) const;
   void OnReply(int execution, const HostPtr& host, std::shared_ptr<Connection> conn,
                std::chrono::steady_clock::time_point sent, StatusOr<Reply> r);
   void Fail(Status why);  // takes mu

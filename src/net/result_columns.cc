@@ -54,7 +54,9 @@ Status CheckResultColumns(const PreparedStatement& prepared, const cql::RowsMeta
 }
 
 Status ColumnCheckingSink::OnRowsBegin(const cql::RowsMetadata& metadata, int32_t row_count) {
-  CQLS_RETURN_IF_ERROR(CheckResultColumns(*prepared_, metadata, host_));
+  if (!SameResultColumns(metadata, prepared_->result_metadata)) {
+    return CheckResultColumns(*prepared_, metadata, host_ != nullptr ? host_->endpoint() : std::string("a host"));
+  }
   return inner_->OnRowsBegin(metadata, row_count);
 }
 

@@ -15,8 +15,8 @@
 //
 // Thread-safety: CheckResultColumns is a pure function; a ColumnCheckingSink
 // is used by one execution on its connection's I/O thread, like the sink it
-// wraps. Ownership: the sink shares the prepared statement and owns its
-// reference to the wrapped sink.
+// wraps. Ownership: the sink shares the prepared statement and the host,
+// and owns its reference to the wrapped sink.
 #ifndef CQLSTREAM_NET_RESULT_COLUMNS_H_
 #define CQLSTREAM_NET_RESULT_COLUMNS_H_
 
@@ -29,6 +29,7 @@
 #include "cql/response.h"
 #include "cqlstream/status.h"
 #include "net/session.h"
+#include "net/topology.h"
 
 namespace cqlstream::net {
 
@@ -49,7 +50,9 @@ Status CheckResultColumns(const PreparedStatement& prepared, const cql::RowsMeta
 // any call through to `inner`.
 class ColumnCheckingSink final : public cql::CellSink {
  public:
-  ColumnCheckingSink(std::shared_ptr<cql::CellSink> inner, PreparedPtr prepared, std::string host)
+  // `host` answers the execution; it is named only in a Corruption (its
+  // endpoint is formatted then, not for every execution).
+  ColumnCheckingSink(std::shared_ptr<cql::CellSink> inner, PreparedPtr prepared, HostPtr host)
       : inner_(std::move(inner)), prepared_(std::move(prepared)), host_(std::move(host)) {}
   Status OnRowsBegin(const cql::RowsMetadata& metadata, int32_t row_count) override;
   std::span<uint8_t> CellDestination(int32_t row, int32_t col, int32_t size) override {
@@ -62,7 +65,7 @@ class ColumnCheckingSink final : public cql::CellSink {
  private:
   std::shared_ptr<cql::CellSink> inner_;
   PreparedPtr prepared_;
-  std::string host_;
+  HostPtr host_;
 };
 
 }  // namespace cqlstream::net

@@ -206,11 +206,15 @@ TEST_F(ResultColumnsTest, AnotherStatementsRowsAreRefusedBeforeAnyCellReachesThe
   EXPECT_NE(m.find("ks.k_att(seg int, idx int, key blob)"), std::string::npos) << m;
   EXPECT_NE(m.find("ks.foreign(id int, img blob, label int)"), std::string::npos) << m;
   EXPECT_NE(m.find(kRead), std::string::npos) << m;
+  // The host that answered is named (its endpoint formatted only now).
+  const std::string host = "127.0.0.1:" + std::to_string(srv_.port());
+  EXPECT_NE(m.find(host + " answered"), std::string::npos) << m;
 
   auto sink = std::make_shared<CountingSink>();
   auto streamed = session_->Execute(Read(true, sink));
   ASSERT_FALSE(streamed.ok());
   EXPECT_TRUE(streamed.status().code() == Status::Code::kCorruption) << streamed.status().ToString();
+  EXPECT_NE(streamed.status().message().find(host + " answered"), std::string::npos) << streamed.status().ToString();
   EXPECT_EQ(sink->begins, 0) << "no call reaches the sink of a refused answer";
   EXPECT_EQ(sink->cells, 0);
 }
