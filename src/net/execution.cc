@@ -121,10 +121,7 @@ void Execution::OnReply(int execution, const HostPtr& host, std::shared_ptr<Conn
     const auto* res = r->response ? std::get_if<cql::Result>(&r->response->message) : nullptr;
     const auto* rows = res ? std::get_if<cql::Rows>(res) : nullptr;
     if (rows != nullptr) {
-      // The host is named (formatted) only when the columns differ.
-      if (!SameResultColumns(rows->metadata(), st.prepared->result_metadata)) {
-        err = CheckResultColumns(*st.prepared, rows->metadata(), host->endpoint());
-      }
+      err = CheckResultColumns(*st.prepared, rows->metadata(), *host);
     } else if (res != nullptr && !st.prepared->result_metadata.columns.empty()) {
       err = Status::Corruption(fmt::format("{} answered '{}' with a result of no rows, not the {} it was prepared with",
                                            host->endpoint(), st.prepared->query,

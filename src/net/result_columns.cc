@@ -46,17 +46,15 @@ std::string DescribeColumns(const cql::RowsMetadata& md) {
   return out + ")";
 }
 
-Status CheckResultColumns(const PreparedStatement& prepared, const cql::RowsMetadata& answer, std::string_view host) {
+Status CheckResultColumns(const PreparedStatement& prepared, const cql::RowsMetadata& answer, const Host& host) {
   if (SameResultColumns(answer, prepared.result_metadata)) return Status::OK();
   return Status::Corruption(fmt::format("{} answered '{}' with the columns {}, not the {} it was prepared with",
-                                        host, prepared.query, DescribeColumns(answer),
+                                        host.endpoint(), prepared.query, DescribeColumns(answer),
                                         DescribeColumns(prepared.result_metadata)));
 }
 
 Status ColumnCheckingSink::OnRowsBegin(const cql::RowsMetadata& metadata, int32_t row_count) {
-  if (!SameResultColumns(metadata, prepared_->result_metadata)) {
-    return CheckResultColumns(*prepared_, metadata, host_ != nullptr ? host_->endpoint() : std::string("a host"));
-  }
+  CQLS_RETURN_IF_ERROR(CheckResultColumns(*prepared_, metadata, *host_));
   return inner_->OnRowsBegin(metadata, row_count);
 }
 

@@ -23,7 +23,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <string_view>
 
 #include "cql/frame_decoder.h"
 #include "cql/response.h"
@@ -43,15 +42,17 @@ std::string DescribeColumns(const cql::RowsMetadata& md);
 
 // OK when `answer` carries the columns `prepared` was prepared with; a
 // Corruption naming `host`, the statement and both column lists otherwise
-// (also when the answer left its metadata out).
-Status CheckResultColumns(const PreparedStatement& prepared, const cql::RowsMetadata& answer, std::string_view host);
+// (also when the answer left its metadata out). The host's endpoint is
+// formatted only for the Corruption: the check runs on every answer of a
+// statement that asks for it.
+Status CheckResultColumns(const PreparedStatement& prepared, const cql::RowsMetadata& answer, const Host& host);
 
 // A CellSink that checks the answer's columns (OnRowsBegin) before it lets
 // any call through to `inner`.
 class ColumnCheckingSink final : public cql::CellSink {
  public:
-  // `host` answers the execution; it is named only in a Corruption (its
-  // endpoint is formatted then, not for every execution).
+  // `host` (not null) answers the execution; it is named only in a
+  // Corruption.
   ColumnCheckingSink(std::shared_ptr<cql::CellSink> inner, PreparedPtr prepared, HostPtr host)
       : inner_(std::move(inner)), prepared_(std::move(prepared)), host_(std::move(host)) {}
   Status OnRowsBegin(const cql::RowsMetadata& metadata, int32_t row_count) override;

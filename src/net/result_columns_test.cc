@@ -261,6 +261,8 @@ TEST_F(ResultColumnsTest, ARepreparationWithOtherResultColumnsSaysToPrepareAgain
 }
 
 TEST(CheckResultColumns, ComparesKeyspaceTableNamesAndTypesInOrder) {
+  Host h;
+  h.address = "h";
   PreparedStatement p;
   p.query = kRead;
   auto spec = [](std::string table, std::string name, DataType t) {
@@ -269,7 +271,7 @@ TEST(CheckResultColumns, ComparesKeyspaceTableNamesAndTypesInOrder) {
   p.result_metadata.column_count = 2;
   p.result_metadata.columns = {spec("foreign", "id", kInt), spec("foreign", "img", kBlob)};
   cql::RowsMetadata a = p.result_metadata;
-  EXPECT_TRUE(CheckResultColumns(p, a, "h").ok());
+  EXPECT_TRUE(CheckResultColumns(p, a, h).ok());
   for (int i = 0; i < 5; ++i) {
     cql::RowsMetadata b = a;
     switch (i) {
@@ -279,17 +281,17 @@ TEST(CheckResultColumns, ComparesKeyspaceTableNamesAndTypesInOrder) {
       case 3: b.columns[1].type = kInt; break;
       case 4: std::swap(b.columns[0], b.columns[1]); break;
     }
-    EXPECT_TRUE(CheckResultColumns(p, b, "h").code() == Status::Code::kCorruption) << i;
+    EXPECT_TRUE(CheckResultColumns(p, b, h).code() == Status::Code::kCorruption) << i;
   }
   cql::RowsMetadata longer = a;
   longer.columns.push_back(spec("foreign", "label", kInt));
   longer.column_count = 3;
-  EXPECT_TRUE(CheckResultColumns(p, longer, "h").code() == Status::Code::kCorruption);
+  EXPECT_TRUE(CheckResultColumns(p, longer, h).code() == Status::Code::kCorruption);
   // A hostile answer of many columns is named in a bounded message.
   cql::RowsMetadata wide;
   for (int i = 0; i < 5000; ++i) wide.columns.push_back(spec("foreign", "c" + std::to_string(i), kInt));
   wide.column_count = 5000;
-  const Status s = CheckResultColumns(p, wide, "h");
+  const Status s = CheckResultColumns(p, wide, h);
   EXPECT_TRUE(s.code() == Status::Code::kCorruption);
   EXPECT_NE(s.message().find("... 4992 more"), std::string::npos) << s.message().substr(0, 300);
   EXPECT_LT(s.message().size(), 1000u);
