@@ -362,10 +362,13 @@ TEST(HostPoolTest, PicksOnAnIoThreadPreferThatThreadsConnectionsWhileAsIdle) {
   }
   ASSERT_EQ(std::set<const Connection*>(seen.begin(), seen.end()).size(), static_cast<size_t>(kOpen));
   ASSERT_TRUE(Eventually([&] { return pool->InFlight() == kOpen; }));
-  // Round-robin over the two threads: 12 each (the thresholds below hold
-  // for 9 to 15 local ones).
-  ASSERT_GE(local.size(), 9u);
-  ASSERT_LE(local.size(), 15u);
+  // Round-robin over the two threads: 12 each. The thresholds below hold
+  // with a margin for 10 to 14 local ones: with s the local share, picks
+  // with equal loads are local 1 - (1 - s)^5 of the time (4 draws, then the
+  // two-choice fallback), 0.93 at s = 10/24; with busier local ones about
+  // s^2 (the first two draws local), 0.34 at s = 14/24.
+  ASSERT_GE(local.size(), 10u);
+  ASSERT_LE(local.size(), 14u);
 
   // Picks made on the thread of io.At(0), `n` of them, counted by whose connection they were.
   auto picks_on_thread_0 = [&](int n) {
