@@ -61,15 +61,7 @@ std::string Reason(const Status& st, SampleKey key) {
 // holds its bytes): "" when they are whole and match the checksum, else what
 // is wrong.
 StatusOr<std::string> FetchSample(net::Session& s, const net::PreparedPtr& q, SampleKey key, SampleRowDecoder* dec) {
-  net::Statement st = net::Statement::Bound(q, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
-  st.check_result_columns = true;  // answers name the data read's columns (net/result_columns.h)
-  st.idempotent = true;
-  st.consistency = cql::Consistency::kLocalQuorum;
-  st.page_size = 8;
-  CQLS_RETURN_IF_ERROR(s.ForEachPage(st, [&](const cql::Rows& r) {
-    dec->AddPage(r);
-    return Status::OK();
-  }));
+  CQLS_RETURN_IF_ERROR(ReadSampleRows(s, q, key, /*page_size=*/8, dec));
   if (dec->rows() == 0) return std::string("missing data");
   Status decoded = dec->Finish();
   if (!decoded.ok()) return Reason(decoded, key);

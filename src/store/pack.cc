@@ -148,15 +148,7 @@ StatusOr<std::optional<net::Statement>> PackRow(net::Session& s, const net::Prep
                                                 const net::PreparedPtr& insert, SampleKey key, int32_t pack,
                                                 const SampleHints& hints, int64_t timestamp_us) {
   SampleRowDecoder dec(key, hints, /*keep_bytes=*/true);
-  net::Statement q = net::Statement::Bound(read, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
-  q.check_result_columns = true;  // answers name the data read's columns (net/result_columns.h)
-  q.idempotent = true;
-  q.consistency = cql::Consistency::kLocalQuorum;
-  q.page_size = 4;  // one row expected
-  Status rs = s.ForEachPage(q, [&](const cql::Rows& r) {
-    dec.AddPage(r);
-    return Status::OK();
-  });
+  const Status rs = ReadSampleRows(s, read, key, /*page_size=*/4, &dec);  // one row expected
   if (!rs.ok()) return rs.WithContext(fmt::format("reading sample {}", FormatKey(key)));
   const SampleStatics& st = dec.statics();
   if (!dec.Finish().ok() || dec.rows() != 1 || !st.present || dec.data_bytes() != st.size || !st.checksum_present ||

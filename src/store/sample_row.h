@@ -189,6 +189,12 @@ std::string DataReadQuery(const DatasetInfo& d);
 // one-row samples, loader/coalesce.h): bound values seg int, idx list<int>;
 // the rows of the listed samples that exist, in the server's order.
 std::string DataReadManyQuery(const DatasetInfo& d);
+// Reads sample `key` with `data_read` (DataReadQuery prepared) at
+// LOCAL_QUORUM, `page_size` chunks a page, into `dec`: the reads of verify,
+// export and the pack builder. The answers must name the data read's
+// columns (net/result_columns.h); a refused or failed page is the error.
+Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, SampleKey key, int page_size,
+                      SampleRowDecoder* dec);
 inline constexpr int kColSeg = 0, kColIdx = 1, kColSize = 2, kColImageSize = 3, kColChecksum = 4, kColLabel = 5,
                      kColLabels = 6, kColData = 7;
 // Writers insert a sample's chunks with these (the static columns ride with

@@ -39,6 +39,19 @@ std::string DataChunkInsertQuery(const DatasetInfo& d) {
   return fmt::format("INSERT INTO {}.{} (seg, idx, chunk, data) VALUES (?, ?, ?, ?)", d.keyspace, d.data_table());
 }
 
+Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, SampleKey key, int page_size,
+                      SampleRowDecoder* dec) {
+  net::Statement q = net::Statement::Bound(data_read, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
+  q.check_result_columns = true;
+  q.idempotent = true;
+  q.consistency = cql::Consistency::kLocalQuorum;
+  q.page_size = page_size;
+  return s.ForEachPage(q, [dec](const cql::Rows& r) {
+    dec->AddPage(r);
+    return Status::OK();
+  });
+}
+
 std::string SamplePathQuery(const DatasetInfo& d) {
   return fmt::format("SELECT path FROM {}.{} WHERE seg = ? AND block = ? AND idx = ?", d.keyspace, d.meta_table());
 }

@@ -36,15 +36,7 @@ SampleData DataOf(const SampleRowDecoder& dec) {
 StatusOr<std::string> VerifyOne(net::Session& s, const net::PreparedPtr& data_q, SampleKey key,
                                 const SampleHints& hints, const MetaRow* meta, int64_t* bytes) {
   SampleRowDecoder dec(key, hints, /*keep_bytes=*/false);
-  net::Statement q = net::Statement::Bound(data_q, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
-  q.check_result_columns = true;  // answers name the data read's columns (net/result_columns.h)
-  q.idempotent = true;
-  q.consistency = cql::Consistency::kLocalQuorum;
-  q.page_size = 8;  // chunks of up to chunk_size bytes each
-  Status rs = s.ForEachPage(q, [&](const cql::Rows& r) {
-    dec.AddPage(r);
-    return Status::OK();
-  });
+  const Status rs = ReadSampleRows(s, data_q, key, /*page_size=*/8, &dec);  // chunks of up to chunk_size bytes each
   if (!rs.ok()) return rs.WithContext(fmt::format("reading sample {}", FormatKey(key)));
   const Status decoded = dec.Finish();
   const SampleData sd = DataOf(dec);
