@@ -4,9 +4,9 @@
 // A connection is pinned to one context for its whole life, so its state
 // needs no locks; connections are spread over the threads round-robin.
 //
-// Thread-safety: Next(), Stop() and CurrentContext() are thread-safe. Stop() (also run by the
-// destructor) lets queued handlers finish, then joins the threads; it must not
-// be called from one of the pool's own threads.
+// Thread-safety: Next(), Stop() and CurrentContext() are thread-safe. Stop()
+// (also run by the destructor) lets queued handlers finish, then joins the
+// threads; it must not be called from one of the pool's own threads.
 #ifndef CQLSTREAM_NET_IO_POOL_H_
 #define CQLSTREAM_NET_IO_POOL_H_
 
