@@ -458,7 +458,7 @@ Status FrameDecoder::State::ParsePrefix(std::vector<DecodedFrame>* out, bool* pr
   }
   RowsMetadata md;
   int32_t rows = 0;
-  if (st.ok()) st = DecodeRowsMetadata(r, &md);
+  if (st.ok()) st = DecodeRowsMetadata(r, &md, sink->ExpectedColumns());
   if (st.ok()) st = r.Int(&rows);
   if (!st.ok()) {
     if (avail == body_left) return Error(fmt::format("Rows result: {}", st.message()));

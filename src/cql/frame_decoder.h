@@ -55,6 +55,13 @@ namespace cqlstream::cql {
 class CellSink {
  public:
   virtual ~CellSink() = default;
+  // The columns this sink expects of its answer, or nullptr: a Prepared
+  // result's metadata (its specs_wire), which must stay valid while the
+  // sink is in use. An answer whose column specs are byte for byte those is
+  // not decoded into ColumnSpecs: OnRowsBegin sees specs_matched and no
+  // columns (DecodeRowsMetadata). Called when a result's metadata is parsed,
+  // possibly more than once per result while its bytes arrive.
+  virtual const RowsMetadata* ExpectedColumns() const { return nullptr; }
   // Once per Rows result, before any cell.
   virtual Status OnRowsBegin(const RowsMetadata& metadata, int32_t row_count) = 0;
   // Where cell (row, col) of `size` >= 0 bytes should land: a span of exactly

@@ -79,6 +79,7 @@ class RecordingSink : public CellSink {
   int fail_on_cell = -1;  // index of the OnCell call that fails
   bool fail_on_begin = false;
   bool wrong_size = false;
+  const RowsMetadata* expected = nullptr;  // ExpectedColumns()
 
   int begin_calls = 0;
   RowsMetadata metadata;
@@ -92,6 +93,7 @@ class RecordingSink : public CellSink {
   std::map<std::pair<int32_t, int32_t>, Bytes> destinations;
   int destination_calls = 0;
 
+  const RowsMetadata* ExpectedColumns() const override { return expected; }
   Status OnRowsBegin(const RowsMetadata& md, int32_t rows) override {
     ++begin_calls;
     metadata = md;
@@ -141,7 +143,9 @@ inline std::string Describe(const DecodedFrame& f) {
 }
 
 inline std::string Describe(const RecordingSink& sink) {
-  std::string s = "sink begin=" + std::to_string(sink.begin_calls) + " rows=" + std::to_string(sink.row_count) + "\n";
+  std::string s = "sink begin=" + std::to_string(sink.begin_calls) + " rows=" + std::to_string(sink.row_count) +
+                  " columns=" + std::to_string(sink.metadata.columns.size()) +
+                  (sink.metadata.specs_matched != nullptr ? " as-expected" : "") + "\n";
   for (const auto& c : sink.cells) {
     s += "  cell " + std::to_string(c.row) + "," + std::to_string(c.col) + " " +
          (c.data ? ToHex(*c.data) : std::string("null")) + "\n";

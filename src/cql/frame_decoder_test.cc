@@ -159,6 +159,57 @@ TEST(FrameDecoder, StreamsRowsCellByCell) {
             "RESULT@1 flags=0 len=" + std::to_string(body.size()) + " streamed rows=3 cols=2 sink=OK paging=cafe");
 }
 
+TEST(FrameDecoder, ExpectedColumnSpecsAreComparedAsBytesInEveryChunking) {
+  // RowsBody's specs (ks.images, col0..col39 blob) as a PREPARED answer
+  // would hold them, and an answer naming another table.
+  const int32_t kColumns = 40;
+  std::vector<std::vector<Cell>> rows = {{}, {}};
+  for (auto& row : rows) {
+    for (int c = 0; c < kColumns; ++c) row.push_back(Pattern(size_t(c * 3), uint8_t(c)));
+  }
+  const Bytes ours = RowsBody(kColumns, rows);
+  Bytes other = ours;
+  const Bytes images = Str("images");
+  auto at = std::search(other.begin(), other.end(), images.begin(), images.end());
+  ASSERT_NE(at, other.end());
+  at[3] = 'n';  // after the [short] length and the i: "inages", another table
+  RowsMetadata expected;
+  {
+    Reader r(ours);
+    int32_t kind = 0;
+    ASSERT_TRUE(r.Int(&kind).ok());
+    const size_t start = r.offset() + 8;  // after <flags><columns_count>
+    ASSERT_TRUE(DecodeRowsMetadata(r, &expected).ok());
+    expected.specs_wire.assign(ours.begin() + ptrdiff_t(start), ours.begin() + ptrdiff_t(r.offset()));
+  }
+  const Bytes input = Cat({ResponseFrame(Opcode::kResult, 1, ours), ResponseFrame(Opcode::kResult, 2, other),
+                           ResponseFrame(Opcode::kResult, 3, ours)});
+  for (size_t chunk : {size_t(1), size_t(7), size_t(4096)}) {
+    Harness run;
+    run.options.read_chunk = chunk;
+    run.sink_streams = {1, 2, 3};
+    run.configure = [&expected](RecordingSink& s) { s.expected = &expected; };
+    Outcome whole = run.Go(input, Mode::kWhole);
+    ASSERT_TRUE(whole.status.ok()) << whole.status.ToString();
+    const RecordingSink& same = *run.sinks[1][0];
+    EXPECT_EQ(same.metadata.specs_matched, &expected);
+    EXPECT_TRUE(same.metadata.columns.empty()) << "not decoded";
+    EXPECT_EQ(same.metadata.column_count, kColumns);
+    ASSERT_EQ(same.cells.size(), size_t(2 * kColumns));
+    EXPECT_EQ(ToHex(*same.cells[5].data), ToHex(Pattern(15, 5)));
+    const RecordingSink& renamed = *run.sinks[2][0];
+    EXPECT_EQ(renamed.metadata.specs_matched, nullptr);
+    ASSERT_EQ(renamed.metadata.columns.size(), size_t(kColumns)) << "decoded in full";
+    EXPECT_EQ(renamed.metadata.columns[0].table, "inages");
+    EXPECT_EQ(run.sinks[3][0]->metadata.specs_matched, &expected);
+    for (Mode m : {Mode::kByteByByte, Mode::kRandomFeed, Mode::kSocket}) {
+      Outcome o = run.Go(input, m, uint32_t(chunk));
+      ASSERT_TRUE(o.status.ok()) << o.status.ToString();
+      EXPECT_EQ(o.log, whole.log) << "chunk " << chunk << " mode " << int(m);
+    }
+  }
+}
+
 TEST(FrameDecoder, StreamedFramesAreChunkingIndependent) {
   // Metadata much larger than a read_chunk, mixed cell sizes, warnings.
   std::vector<std::vector<Cell>> rows;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace cqlstream::cql {
@@ -59,6 +60,27 @@ Status DecodeColumnSpecs(Reader& r, bool global, int32_t count, std::vector<Colu
   return Status::OK();
 }
 
+// <flags><columns_count>[<paging_state>] of <metadata>; the column specs
+// are left to the caller. Clears what they would fill.
+Status DecodeRowsMetadataHead(Reader& r, RowsMetadata* md) {
+  CQLS_RETURN_IF_ERROR(r.Int(&md->flags));
+  CQLS_RETURN_IF_ERROR(r.Int(&md->column_count));
+  if (md->column_count < 0 || md->column_count > kMaxColumns) {
+    return Status::ProtocolError(fmt::format("rows metadata: column count {} must be between 0 and {}",
+                                             md->column_count, kMaxColumns));
+  }
+  md->paging_state.reset();
+  if (md->flags & RowsMetadata::kHasMorePages) {
+    std::optional<ByteView> ps;
+    CQLS_RETURN_IF_ERROR(r.BytesValue(&ps));
+    md->paging_state = ps ? Bytes(ps->begin(), ps->end()) : Bytes{};
+  }
+  md->columns.clear();
+  md->specs_wire.clear();
+  md->specs_matched = nullptr;
+  return Status::OK();
+}
+
 Status DecodeSchemaChange(Reader& r, SchemaChange* c) {
   CQLS_RETURN_IF_ERROR(r.String(&c->change_type));
   CQLS_RETURN_IF_ERROR(r.String(&c->target));
@@ -91,7 +113,19 @@ Status DecodePrepared(Reader& r, Prepared* p) {
   CQLS_RETURN_IF_ERROR(DecodeColumnSpecs(r, md.flags & RowsMetadata::kGlobalTablesSpec, columns,
                                          &md.bind_columns)
                            .WithContext("prepared bind metadata"));
-  return DecodeRowsMetadata(r, &p->result_metadata).WithContext("prepared result metadata");
+  // The result metadata's column specs are kept as they came too: every
+  // answer that carries its metadata is compared with them (specs_wire).
+  RowsMetadata& rm = p->result_metadata;
+  CQLS_RETURN_IF_ERROR(DecodeRowsMetadataHead(r, &rm).WithContext("prepared result metadata"));
+  if (rm.flags & RowsMetadata::kNoMetadata) return Status::OK();
+  Reader at = r;
+  CQLS_RETURN_IF_ERROR(DecodeColumnSpecs(r, rm.flags & RowsMetadata::kGlobalTablesSpec, rm.column_count,
+                                         &rm.columns)
+                           .WithContext("prepared result metadata"));
+  ByteView specs;
+  CQLS_RETURN_IF_ERROR(at.Raw(r.offset() - at.offset(), &specs));
+  rm.specs_wire.assign(specs.begin(), specs.end());
+  return Status::OK();
 }
 
 Status DecodeEvent(Reader& r, Event* e) {
@@ -227,23 +261,23 @@ Status DecodeType(Reader& r, DataType* t, int depth) {
   return Status::ProtocolError(fmt::format("[option] at offset {}: unknown type id 0x{:04x}", r.offset() - 2, id));
 }
 
-Status DecodeRowsMetadata(Reader& r, RowsMetadata* md) {
-  CQLS_RETURN_IF_ERROR(r.Int(&md->flags));
-  CQLS_RETURN_IF_ERROR(r.Int(&md->column_count));
-  if (md->column_count < 0 || md->column_count > kMaxColumns) {
-    return Status::ProtocolError(fmt::format("rows metadata: column count {} must be between 0 and {}",
-                                             md->column_count, kMaxColumns));
-  }
-  md->paging_state.reset();
-  if (md->flags & RowsMetadata::kHasMorePages) {
-    std::optional<ByteView> ps;
-    CQLS_RETURN_IF_ERROR(r.BytesValue(&ps));
-    md->paging_state = ps ? Bytes(ps->begin(), ps->end()) : Bytes{};
-  }
-  md->columns.clear();
+Status DecodeRowsMetadata(Reader& r, RowsMetadata* md, const RowsMetadata* expected) {
+  CQLS_RETURN_IF_ERROR(DecodeRowsMetadataHead(r, md));
   if (md->flags & RowsMetadata::kNoMetadata) return Status::OK();
-  return DecodeColumnSpecs(r, md->flags & RowsMetadata::kGlobalTablesSpec, md->column_count,
-                           &md->columns);
+  const bool global = md->flags & RowsMetadata::kGlobalTablesSpec;
+  if (expected != nullptr && !expected->specs_wire.empty() && md->column_count == expected->column_count &&
+      global == bool(expected->flags & RowsMetadata::kGlobalTablesSpec) &&
+      r.remaining() >= expected->specs_wire.size()) {
+    Reader peek = r;
+    ByteView specs;
+    CQLS_RETURN_IF_ERROR(peek.Raw(expected->specs_wire.size(), &specs));
+    if (std::equal(specs.begin(), specs.end(), expected->specs_wire.begin())) {
+      md->specs_matched = expected;
+      r = peek;
+      return Status::OK();
+    }
+  }
+  return DecodeColumnSpecs(r, global, md->column_count, &md->columns);
 }
 
 Status DecodePreamble(uint8_t flags, Reader& r, std::optional<std::array<uint8_t, 16>>* tracing_id,

@@ -50,12 +50,32 @@ struct RowsMetadata {
   int32_t flags = 0;
   int32_t column_count = 0;
   std::optional<Bytes> paging_state;   // set when there are more pages
-  std::vector<ColumnSpec> columns;     // empty when kNoMetadata
+  std::vector<ColumnSpec> columns;     // empty when kNoMetadata or specs_matched
+  // A Prepared result's result metadata only (DecodePrepared): the wire
+  // bytes of its column specs, <global_table_spec>?<col_spec_1>...<col_spec_n>,
+  // which the answers of the statement are compared with byte for byte
+  // (DecodeRowsMetadata's `expected`). Empty for an answer's metadata.
+  Bytes specs_wire;
+  // An answer decoded against `expected` columns whose column specs were
+  // byte for byte expected->specs_wire: `expected` itself (so that a reader
+  // can tell whose expectation matched), `columns` left empty, and the
+  // answer's columns are the expected ones. Only compared with, never read
+  // through: a copy of this metadata may outlive the expectation.
+  const RowsMetadata* specs_matched = nullptr;
   bool has_more_pages() const { return paging_state.has_value(); }
 };
 
 // Decodes <metadata> from `r`. Exposed for the streaming decoder.
-Status DecodeRowsMetadata(Reader& r, RowsMetadata* md);
+//
+// With `expected` (a Prepared result's metadata, whose specs_wire is not
+// empty), an answer with metadata whose global-tables-spec flag and column
+// count are expected's, and whose column specs are byte for byte
+// expected->specs_wire, is not decoded into ColumnSpecs: its specs are
+// skipped and md->specs_matched is set to `expected`. Equal bytes decode to equal
+// columns, so this is the comparison of names and types that a reader
+// checking its answers would make, without a string or a type built per
+// answer. Any other answer is decoded in full, as without `expected`.
+Status DecodeRowsMetadata(Reader& r, RowsMetadata* md, const RowsMetadata* expected = nullptr);
 
 // The address of an inet cell: 4 (IPv4) or 16 (IPv6) bytes.
 struct InetAddress {

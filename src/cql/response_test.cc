@@ -259,6 +259,100 @@ TEST(ResultResponse, PreparedWithPartitionKeyIndexes) {
   ASSERT_EQ(p.result_metadata.columns.size(), 1u);
   EXPECT_EQ(p.result_metadata.columns[0].name, "data");
   EXPECT_EQ(p.result_metadata.columns[0].table, "t");
+  // The result specs as they came, for answers to be compared with.
+  EXPECT_EQ(ToHex(p.result_metadata.specs_wire), ToHex(Cat({Str("ks"), Str("t"), Str("data"), Hex("0003")})));
+}
+
+// The result metadata of a prepared SELECT of (ks.t: k int, data blob),
+// with its specs' wire bytes, as DecodePrepared keeps it.
+RowsMetadata ExpectedKData() {
+  const Bytes body = Cat({Hex("00000004 | 0002 0102 | 00000001 | 00000001 | 00000001 | 0000"), Str("ks"),
+                          Str("t"), Str("k"), Hex("0009"),  //
+                          Hex("00000001 00000002"), Str("ks"), Str("t"), Str("k"), Hex("0009"), Str("data"),
+                          Hex("0003")});
+  auto r = Decode(Opcode::kResult, body);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::get<Prepared>(std::get<Result>(r->message)).result_metadata : RowsMetadata{};
+}
+
+TEST(RowsMetadata, AnswersOfTheExpectedSpecBytesAreNotDecoded) {
+  const RowsMetadata expected = ExpectedKData();
+  ASSERT_FALSE(expected.specs_wire.empty());
+  const Bytes specs = Cat({Str("ks"), Str("t"), Str("k"), Hex("0009"), Str("data"), Hex("0003")});
+  ASSERT_EQ(ToHex(expected.specs_wire), ToHex(specs));
+  const Bytes after = Hex("00000005");  // <rows_count> follows the metadata
+  struct Case {
+    const char* what;
+    Bytes metadata;
+    bool as_expected;      // compared as bytes, not decoded
+    size_t columns;        // decoded ColumnSpecs
+  };
+  const std::vector<Case> cases = {
+      {"the same bytes", Cat({Hex("00000001 00000002"), specs}), true, 0},
+      {"the same bytes after a paging state", Cat({Hex("00000003 00000002 00000002 cafe"), specs}), true, 0},
+      {"another column name", Cat({Hex("00000001 00000002"), Str("ks"), Str("t"), Str("k"), Hex("0009"),
+                                   Str("date"), Hex("0003")}),
+       false, 2},
+      {"another type", Cat({Hex("00000001 00000002"), Str("ks"), Str("t"), Str("k"), Hex("0009"), Str("data"),
+                            Hex("000d")}),
+       false, 2},
+      {"the same columns without a global spec",
+       Cat({Hex("00000000 00000002"), Str("ks"), Str("t"), Str("k"), Hex("0009"), Str("ks"), Str("t"),
+            Str("data"), Hex("0003")}),
+       false, 2},
+      {"one column less", Cat({Hex("00000001 00000001"), Str("ks"), Str("t"), Str("k"), Hex("0009")}), false, 1},
+      // The expected bytes followed by a third column: the count tells
+      // them apart (a prefix match would leave the reader in that column).
+      {"the expected bytes and one column more", Cat({Hex("00000001 00000003"), specs, Str("x"), Hex("0009")}),
+       false, 3},
+      // The expected bytes and more, read without a global spec: column 1
+      // is ks.t.k int, column 2 keyspace "data", table "abc" (the blob type
+      // id 0x0003 read as its length), name "x": other columns in the same
+      // leading bytes, told apart by the flag.
+      {"the expected bytes without a global spec",
+       Cat({Hex("00000000 00000002"), specs, Hex("616263"), Str("x"), Hex("0009")}), false, 2},
+      {"no metadata", Hex("00000004 00000002"), false, 0},
+  };
+  for (const auto& c : cases) {
+    const Bytes b = Cat({c.metadata, after});
+    Reader r(b);
+    RowsMetadata md;
+    ASSERT_TRUE(DecodeRowsMetadata(r, &md, &expected).ok()) << c.what;
+    EXPECT_EQ(md.specs_matched, c.as_expected ? &expected : nullptr) << c.what;
+    EXPECT_EQ(md.columns.size(), c.columns) << c.what;
+    EXPECT_TRUE(md.specs_wire.empty()) << c.what;
+    EXPECT_EQ(r.offset(), c.metadata.size()) << c.what << ": the reader stands at <rows_count>";
+    // Without `expected` the same bytes decode as ever.
+    Reader plain(b);
+    RowsMetadata full;
+    ASSERT_TRUE(DecodeRowsMetadata(plain, &full).ok()) << c.what;
+    EXPECT_EQ(full.specs_matched, nullptr) << c.what;
+    EXPECT_EQ(plain.offset(), c.metadata.size()) << c.what;
+    if (c.as_expected) {
+      ASSERT_EQ(full.columns.size(), expected.columns.size()) << c.what;
+      for (size_t i = 0; i < full.columns.size(); ++i) {
+        EXPECT_EQ(full.columns[i].name, expected.columns[i].name) << c.what;
+        EXPECT_EQ(full.columns[i].type, expected.columns[i].type) << c.what;
+      }
+    }
+  }
+  // Spec bytes that stop short of the expected ones are incomplete, not a
+  // match: the streaming decoder waits for more.
+  const Bytes whole = Cat({Hex("00000001 00000002"), specs});
+  for (size_t n = 8; n < whole.size(); ++n) {
+    Reader r(ByteView(whole.data(), n));
+    RowsMetadata md;
+    EXPECT_FALSE(DecodeRowsMetadata(r, &md, &expected).ok()) << n << " of " << whole.size() << " bytes";
+  }
+  // An expectation without spec bytes (no result metadata) decodes in full.
+  RowsMetadata none = expected;
+  none.specs_wire.clear();
+  const Bytes b = Cat({whole, after});
+  Reader r(b);
+  RowsMetadata md;
+  ASSERT_TRUE(DecodeRowsMetadata(r, &md, &none).ok());
+  EXPECT_EQ(md.specs_matched, nullptr);
+  EXPECT_EQ(md.columns.size(), 2u);
 }
 
 TEST(ResultResponse, PreparedWithGlobalSpecAndNoResultMetadata) {
@@ -277,6 +371,7 @@ TEST(ResultResponse, PreparedWithGlobalSpecAndNoResultMetadata) {
   EXPECT_EQ(p.result_metadata.flags, RowsMetadata::kNoMetadata);
   EXPECT_EQ(p.result_metadata.column_count, 1);
   EXPECT_TRUE(p.result_metadata.columns.empty());
+  EXPECT_TRUE(p.result_metadata.specs_wire.empty());
 }
 
 TEST(ResultResponse, PreparedRejectsPartitionKeyIndexOutOfRange) {

@@ -9,12 +9,19 @@
 //           even / odd); bit 2 direct every non-empty cell (else only cells of
 //           64 bytes or more); bit 3 fail OnCell number byte 1; bit 4 fail
 //           OnRowsBegin on streams divisible by 3; bit 5 return a destination
-//           of the wrong size for every 5th cell
+//           of the wrong size for every 5th cell; bit 6 every sink
+//           expects the columns ks.img(id int, data blob) (ExpectedColumns:
+//           an answer of those spec bytes is compared, not decoded)
 //   byte 1  index of the failing OnCell call
 //   byte 2  read_chunk of the chunked decoder: 1 << (b % 17)
 //   byte 3  seed of the chunk sizes
 //   byte 4  largest chunk: 1 << (b % 17)
 //   rest    the bytes a server sent
+//
+// With expected columns, a sink aborts when an answer is taken as expected
+// but has other columns than 2 or decoded ones, or when an answer decoded
+// in full has exactly the expected columns under the same global flag
+// (their bytes would have been the expected ones: a match missed).
 //
 // In pieces, every ReadTarget() is checked against the bytes fed so far: a
 // target larger than max(read_chunk, bytes fed) that is not a sink's own
@@ -63,12 +70,50 @@ struct Control {
   uint8_t policy = 0, fail_index = 0, chunk_bits = 16, seed = 0, max_bits = 16;
 };
 
+// The result metadata of a statement prepared as SELECT id, data FROM
+// ks.img, with its specs' wire bytes (as DecodePrepared keeps them).
+const RowsMetadata& Expected() {
+  static const RowsMetadata md = [] {
+    const Bytes specs = {0, 2, 'k', 's', 0, 3, 'i', 'm', 'g', 0, 2, 'i', 'd', 0, 9,
+                         0, 4, 'd', 'a', 't', 'a', 0, 3};
+    Bytes wire = {0, 0, 0, 1, 0, 0, 0, 2};  // global tables spec, 2 columns
+    wire.insert(wire.end(), specs.begin(), specs.end());
+    Reader r(wire);
+    RowsMetadata m;
+    if (!DecodeRowsMetadata(r, &m).ok() || m.columns.size() != 2) abort();
+    m.specs_wire = specs;
+    return m;
+  }();
+  return md;
+}
+
+bool SameColumns(const RowsMetadata& a, const RowsMetadata& b) {
+  if (a.columns.size() != b.columns.size()) return false;
+  for (size_t i = 0; i < a.columns.size(); ++i) {
+    const ColumnSpec &x = a.columns[i], &y = b.columns[i];
+    if (x.keyspace != y.keyspace || x.table != y.table || x.name != y.name || !(x.type == y.type)) return false;
+  }
+  return true;
+}
+
 class FuzzSink : public CellSink {
  public:
   FuzzSink(const Control& c, int16_t stream) : c_(c), stream_(stream) {}
 
+  const RowsMetadata* ExpectedColumns() const override { return (c_.policy & 0x40) ? &Expected() : nullptr; }
   Status OnRowsBegin(const RowsMetadata& md, int32_t rows) override {
-    events_.push_back(Mix(Mix(Mix(kSeed, 'B'), rows), md.column_count));
+    if (const RowsMetadata* e = ExpectedColumns()) {
+      constexpr int32_t kGlobal = RowsMetadata::kGlobalTablesSpec;
+      if (md.specs_matched != nullptr &&
+          (md.specs_matched != e || !md.columns.empty() || md.column_count != e->column_count)) {
+        abort();
+      }
+      if (md.specs_matched == nullptr && !(md.flags & RowsMetadata::kNoMetadata) &&
+          (md.flags & kGlobal) == (e->flags & kGlobal) && SameColumns(md, *e)) {
+        abort();  // the expected columns in the expected form were not recognized
+      }
+    }
+    events_.push_back(Mix(Mix(Mix(Mix(kSeed, 'B'), rows), md.column_count), md.specs_matched != nullptr));
     if ((c_.policy & 0x10) && stream_ % 3 == 0) return Status::Cancelled("begin");
     return Status::OK();
   }

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
       {"sink_all_direct", Hex("05 00 03 02 04")},
       {"sink_even_fail", Hex("0e 01 00 03 00")},
       {"sink_odd_wrong", Hex("33 00 06 04 08")},
+      {"sink_all_expect", Hex("41 00 03 05 06")},  // expected columns: result_rows's
   };
   Bytes all;
   bool ok = true;
