@@ -158,6 +158,12 @@ struct LoaderMetrics {
   // not keep), and keys kept for later epochs and Fetch (64 MiB at most).
   int64_t key_lookups = 0;
   int64_t foreign_keys_cached = 0;
+  // Answers of the loader's session (data reads, attached reads) whose
+  // column specs were not byte for byte those the read was prepared with,
+  // were decoded to be checked name by name, and passed (the check of
+  // docs/security.md; 0 where the server encodes an answer's columns as it
+  // encoded its PREPARED answer's, as Cassandra does).
+  int64_t columns_decoded = 0;
   // Connections the window controller asks for, all hosts together (the
   // session spreads them over the up hosts, rounded up, at least one each;
   // open ones beyond that are parked and close after 30 s, but on

@@ -164,6 +164,7 @@ nb::dict MetricsDict(Stream& s) {
   d["stall_s"] = m.stall_s;
   d["direct_bytes"] = m.direct_bytes;
   d["copied_bytes"] = m.copied_bytes;
+  d["columns_decoded"] = m.columns_decoded;
   d["coalesced_requests"] = m.coalesced_requests;
   d["coalesced_samples"] = m.coalesced_samples;
   d["packed_requests"] = m.packed_requests;

@@ -192,7 +192,7 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
                "\"latency_p50_ms\": {:.3f}, \"latency_p99_ms\": {:.3f}, \"direct_bytes\": {}, \"copied_bytes\": {}, "
                "\"time_to_90_s\": {}, \"steady_mb_per_s\": {}, \"coalesced_requests\": {}, "
                "\"coalesced_samples\": {}, \"packed_requests\": {}, \"group_failures\": {}, \"key_lookups\": {}, "
-               "\"foreign_keys_cached\": {}, "
+               "\"foreign_keys_cached\": {}, \"columns_decoded\": {}, "
                "\"images_per_s_overall\": {:.1f}}}\n",
                a.ordered ? "-ordered" : "", Median(ips), Median(mbps), Median(cpu_per_gb), Percentile(all_waits, 50),
                Percentile(all_waits, 99), PeakRssMb(), measured.size(), Median(stall), m.window, m.connections,
@@ -200,7 +200,7 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
                m.copied_bytes,
                t90 ? fmt::format("{:.1f}", *t90) : "null", steady ? fmt::format("{:.2f}", *steady / 1e6) : "null",
                m.coalesced_requests, m.coalesced_samples, m.packed_requests, m.group_failures, m.key_lookups,
-               m.foreign_keys_cached,
+               m.foreign_keys_cached, m.columns_decoded,
                seconds > 0 ? images / seconds : 0.0);
   } else if (!measured.empty()) {
     fmt::print("summary over {} epoch{} (median): {:.0f} images/s ({:.0f} over all of them), {:.1f} MB/s, "

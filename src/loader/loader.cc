@@ -330,6 +330,7 @@ LoaderMetrics Loader::Metrics() const {
   m.dropped = L.m_dropped;
   m.stall_s = L.m_stall_s;
   m.direct_bytes = static_cast<int64_t>(sm.direct_bytes);
+  m.columns_decoded = static_cast<int64_t>(sm.columns_decoded);
   m.copied_bytes = static_cast<int64_t>(sm.copied_bytes);
   return m;
 }

@@ -15,7 +15,9 @@ std::shared_ptr<cql::CellSink> Execution::MakeSink(int execution, const HostPtr&
   if (!st.sink) return nullptr;
   std::shared_ptr<cql::CellSink> sink = st.sink(execution);
   if (!sink || !st.check_result_columns || !st.prepared) return sink;
-  return std::make_shared<ColumnCheckingSink>(std::move(sink), st.prepared, host);
+  return std::make_shared<ColumnCheckingSink>(
+      std::move(sink), st.prepared, host,
+      std::shared_ptr<std::atomic<uint64_t>>(s, &s->counters.columns_decoded));
 }
 
 void Execution::Attempt(size_t host_index, bool is_hedge) {

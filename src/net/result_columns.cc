@@ -54,7 +54,13 @@ Status CheckResultColumns(const PreparedStatement& prepared, const cql::RowsMeta
 }
 
 Status ColumnCheckingSink::OnRowsBegin(const cql::RowsMetadata& metadata, int32_t row_count) {
-  CQLS_RETURN_IF_ERROR(CheckResultColumns(*prepared_, metadata, *host_));
+  // specs_matched: the decoder found this statement's own spec bytes
+  // (ExpectedColumns), which decode to its columns; a match against any
+  // other expectation is no match here.
+  if (metadata.specs_matched != &prepared_->result_metadata) {
+    CQLS_RETURN_IF_ERROR(CheckResultColumns(*prepared_, metadata, *host_));
+    if (decoded_) decoded_->fetch_add(1, std::memory_order_relaxed);
+  }
   return inner_->OnRowsBegin(metadata, row_count);
 }
 

@@ -67,15 +67,31 @@ cql::Bytes PreparedBody(const TableShape& result = kForeign) {
   return b;
 }
 
+// The same specs without a global table spec: each column names its
+// keyspace and table (other bytes, the same columns).
+void PutSpecsPerColumn(cql::Writer& w, const TableShape& t) {
+  for (const auto& [name, type] : t.columns) {
+    w.String("ks");
+    w.String(t.table);
+    w.String(name);
+    cql::testing::PutType(w, type);
+  }
+}
+
 // One row of three 4-byte cells (7, 0, 7): a read of key 7, or a lookup of
-// segment 7 whose key is 7. `shape` names the columns unless `no_metadata`.
-cql::Bytes RowsBody(const TableShape& shape, bool no_metadata) {
+// segment 7 whose key is 7. `shape` names the columns unless `no_metadata`,
+// with a global table spec unless `per_column`.
+cql::Bytes RowsBody(const TableShape& shape, bool no_metadata, bool per_column = false) {
   cql::Bytes b;
   cql::Writer w(&b);
   w.Int(0x0002);
-  w.Int(no_metadata ? 0x0004 : 0x0001);
+  w.Int(no_metadata ? 0x0004 : per_column ? 0x0000 : 0x0001);
   w.Int(static_cast<int32_t>(shape.columns.size()));
-  if (!no_metadata) PutSpecs(w, shape);
+  if (!no_metadata && per_column) {
+    PutSpecsPerColumn(w, shape);
+  } else if (!no_metadata) {
+    PutSpecs(w, shape);
+  }
   w.Int(1);
   for (int32_t v : {7, 0, 7}) {
     const cql::Bytes cell = {0, 0, 0, static_cast<uint8_t>(v)};
@@ -128,7 +144,7 @@ class ResultColumnsTest : public ::testing::Test {
         skipped_.push_back(skip);
       }
       return Frame(cql::Opcode::kResult, r.header.stream,
-                   RowsBody(stray_ ? kLookup : kForeign, skip || no_metadata_));
+                   RowsBody(stray_ ? kLookup : kForeign, skip || no_metadata_, per_column_));
     });
     ConnectionOptions o;
     o.hosts = {"127.0.0.1"};
@@ -165,7 +181,7 @@ class ResultColumnsTest : public ::testing::Test {
   }
   std::mutex mu_;
   std::vector<bool> skipped_;
-  std::atomic<bool> stray_{false}, no_metadata_{false}, void_{false};
+  std::atomic<bool> stray_{false}, no_metadata_{false}, void_{false}, per_column_{false};
   // The next EXECUTE is answered UNPREPARED; PREPARE answers kAltered's
   // result columns (the label became a bigint under the same query text).
   std::atomic<bool> unprepared_{false}, altered_{false};
@@ -187,6 +203,9 @@ TEST_F(ResultColumnsTest, TheAnswerOfItsOwnColumnsIsTaken) {
   ASSERT_EQ(checked.size(), 2u);
   EXPECT_FALSE(checked[0]) << "a checked statement asks for the result metadata";
   EXPECT_FALSE(checked[1]);
+  // The streamed answer's specs were the PREPARED answer's bytes: compared
+  // as bytes, not decoded.
+  EXPECT_EQ(session_->metrics().columns_decoded, 0u);
   // Unchecked statements keep skipping it.
   ASSERT_TRUE(session_->Execute(Read(false)).ok());
   EXPECT_TRUE(Skipped().back());
@@ -217,6 +236,25 @@ TEST_F(ResultColumnsTest, AnotherStatementsRowsAreRefusedBeforeAnyCellReachesThe
   EXPECT_NE(streamed.status().message().find(host + " answered"), std::string::npos) << streamed.status().ToString();
   EXPECT_EQ(sink->begins, 0) << "no call reaches the sink of a refused answer";
   EXPECT_EQ(sink->cells, 0);
+}
+
+TEST_F(ResultColumnsTest, TheSameColumnsInOtherBytesAreDecodedComparedAndCounted) {
+  // Each column names its keyspace and table instead of one global spec:
+  // not the PREPARED answer's bytes, but its columns.
+  per_column_ = true;
+  auto sink = std::make_shared<CountingSink>();
+  auto streamed = session_->Execute(Read(true, sink));
+  ASSERT_TRUE(streamed.ok()) << streamed.status().ToString();
+  EXPECT_EQ(sink->cells, 3);
+  EXPECT_EQ(session_->metrics().columns_decoded, 1u);
+  // Another table's columns in the same form are refused as ever.
+  stray_ = true;
+  auto stray_sink = std::make_shared<CountingSink>();
+  auto refused = session_->Execute(Read(true, stray_sink));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Status::Code::kCorruption) << refused.status().ToString();
+  EXPECT_EQ(stray_sink->begins, 0);
+  EXPECT_EQ(session_->metrics().columns_decoded, 1u) << "only answers that pass are counted";
 }
 
 TEST_F(ResultColumnsTest, AnAnswerWithoutMetadataIsRefused) {

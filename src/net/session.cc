@@ -354,6 +354,7 @@ SessionMetrics Session::metrics() const {
   m.errors = c.errors;
   m.reprepares = c.reprepares;
   m.reconnects = c.reconnects;
+  m.columns_decoded = c.columns_decoded;
   m.bytes_read = impl_->closed_bytes_read;
   m.bytes_written = impl_->closed_bytes_written;
   m.direct_bytes = impl_->closed_direct;

@@ -101,7 +101,10 @@ struct Statement {
   // Prepared statements only: ask for the result metadata (no skip_metadata)
   // and refuse, as a Corruption the caller may retry, an answer whose columns
   // are not the ones the statement was prepared with (net/result_columns.h).
-  // For reads whose answers another statement's rows could pass for.
+  // For reads whose answers another statement's rows could pass for. A
+  // streamed answer whose column specs are the PREPARED answer's bytes is
+  // not decoded into names and types: its sink and streamed_metadata see
+  // specs_matched and no columns, as after skip_metadata.
   bool check_result_columns = false;
   // Policies for this statement; nullptr: the session's defaults.
   const RetryPolicy* retry = nullptr;
@@ -135,6 +138,8 @@ struct ResultSet {
   // For streamed Rows this holds an empty cql::Rows; see `streamed`.
   cql::Result result;
   bool streamed = false;
+  // The answer's metadata (paging state); `columns` is empty when the
+  // statement skipped the metadata or its checked specs matched as bytes.
   cql::RowsMetadata streamed_metadata;
   int32_t streamed_row_count = 0;
   int winning_execution = 0;   // which execution (sink) produced the answer
@@ -176,6 +181,11 @@ struct SessionMetrics {
   uint64_t errors = 0;         // statements that failed in the end
   uint64_t reprepares = 0;
   uint64_t reconnects = 0;
+  // Streamed answers of statements that check their result columns whose
+  // column specs were not the PREPARED answer's bytes, were decoded to be
+  // compared name by name, and passed (net/result_columns.h); 0 where the
+  // server encodes an answer's columns as it encoded the statement's.
+  uint64_t columns_decoded = 0;
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
   uint64_t direct_bytes = 0;   // cell bytes read straight into sink memory

@@ -66,7 +66,7 @@ struct Session::Impl final : PoolOwner, ControlOwner, std::enable_shared_from_th
 
   struct Counters {
     std::atomic<uint64_t> requests{0}, executions{0}, retries{0}, hedges{0}, hedge_wins{0}, timeouts{0},
-        errors{0}, reprepares{0}, reconnects{0};
+        errors{0}, reprepares{0}, reconnects{0}, columns_decoded{0};
   } counters;
   // Bytes of connections that were closed (live ones are summed on demand).
   std::atomic<uint64_t> closed_bytes_read{0}, closed_bytes_written{0}, closed_direct{0}, closed_copied{0};

@@ -34,8 +34,9 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
 class LandingSink final : public cql::CellSink {
  public:
   LandingSink(int col, std::vector<uint8_t>* out) : col_(col), out_(out) {}
-  Status OnRowsBegin(const cql::RowsMetadata&, int32_t rows) override {
+  Status OnRowsBegin(const cql::RowsMetadata& md, int32_t rows) override {
     rows_ = rows;
+    as_expected_ = md.specs_matched != nullptr;
     return Status::OK();
   }
   std::span<uint8_t> CellDestination(int32_t row, int32_t col, int32_t size) override {
@@ -53,6 +54,7 @@ class LandingSink final : public cql::CellSink {
   }
   int32_t rows_ = -1;
   bool seen_ = false;
+  bool as_expected_ = false;  // the answer's column specs were its PREPARED answer's bytes
 
  private:
   int col_;
@@ -136,6 +138,39 @@ TEST_F(ClientTest, BlobsRoundTripBufferedAndInPlace) {
       // Most of a large blob is read by the socket straight into place.
       EXPECT_GT(s_->metrics().direct_bytes - before, blob.size() / 2);
     }
+  }
+}
+
+TEST_F(ClientTest, CheckedAnswersCarryTheirPreparedColumnsByteForByte) {
+  // Cassandra encodes an answer's column specs as it encoded the PREPARED
+  // answer's: a read that checks its columns compares them as bytes and
+  // decodes none (net/result_columns.h); the loader's data reads rely on it.
+  MustRun(*s_, fmt::format("CREATE TABLE IF NOT EXISTS {}.checked (seg int, idx int, size bigint, data blob, "
+                           "label int, PRIMARY KEY ((seg, idx)))",
+                           ks_));
+  const auto blob = Pattern(200 * 1000, 7);
+  auto ins = s_->Prepare(fmt::format("INSERT INTO {}.checked (seg, idx, size, data, label) VALUES (?, ?, ?, ?, ?)", ks_));
+  ASSERT_TRUE(ins.ok()) << ins.status().ToString();
+  auto w = s_->Execute(net::Statement::Bound(
+      *ins, {Value::Int(0), Value::Int(3), Value::Bigint(int64_t(blob.size())), Value::Ref(blob), Value::Int(9)}));
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  auto sel = s_->Prepare(fmt::format("SELECT seg, idx, size, data, label FROM {}.checked WHERE seg = ? AND idx = ?", ks_));
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  ASSERT_FALSE((*sel)->result_metadata.specs_wire.empty());
+  for (bool check : {true, false}) {
+    SCOPED_TRACE(check ? "checked" : "unchecked");
+    std::vector<uint8_t> landed;
+    auto sink = std::make_shared<LandingSink>(3, &landed);
+    net::Statement st = net::Statement::Bound(*sel, {Value::Int(0), Value::Int(3)});
+    st.check_result_columns = check;
+    st.sink = [sink](int) { return sink; };
+    const uint64_t before = s_->metrics().columns_decoded;
+    auto r = s_->Execute(st);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(landed, blob);
+    // Unchecked, the answer carries no metadata at all (skip_metadata).
+    EXPECT_EQ(sink->as_expected_, check);
+    EXPECT_EQ(s_->metrics().columns_decoded, before);
   }
 }
 
