@@ -177,6 +177,7 @@ void Loader::Impl::LaunchGroup(Launch l) {
   st.page_size = 0;  // unpaged: bounded by PER PARTITION LIMIT, or by the pack (loader/coalesce.h)
   st.timeout = AttemptTimeout();
   st.retry = &no_retry;
+  st.check_result_columns = true;  // as a single read's (net/result_columns.h)
   // (seg, pack) is a composite partition key of two ints, as (seg, idx) is.
   st.routing_key = RoutingKeyOf(packed ? MakeKey(seg, pack) : tasks[0]->key);
   st.routing_keyspace = ds.keyspace;

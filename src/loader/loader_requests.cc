@@ -227,6 +227,9 @@ void Loader::Impl::LaunchOne(Launch l) {
   st.timeout = AttemptTimeout();
   st.plan_offset = l.plan_offset;
   st.retry = &no_retry;
+  // The answer must name the data table's columns (net/result_columns.h): a
+  // byte comparison with the PREPARED answer's specs per answer.
+  st.check_result_columns = true;
   auto sink = std::make_shared<AttemptSink>(this, l.task, attempt, l.kind == Launch::Kind::kNextPage);
   st.sink = [sink](int) { return sink; };
   auto task = l.task;

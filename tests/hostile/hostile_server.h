@@ -79,7 +79,8 @@ enum class Mode {
                            // twice, a row short, or a null key cell, in turn; rows read alone are honest
   kMisnamedColumns,        // answers that carry result metadata name another table: every key lookup of
                            // attached sample 13 (its rows are k_att's, named as the foreign table's) and
-                           // every foreign read of sample 14 (alone or in a group; named as k_att's)
+                           // every foreign read of sample 14 (alone or in a group; named as k_att's),
+                           // and every data read of toy's sample 13 (named as tiny's data table)
   kMetaRowsLie,            // every metadata block read of toy (m_toy WHERE seg = ? AND block = ?) answers
                            // its rows and then its first row again
   kSegmentsCrossed,        // the segments read of toy answers att's segment rows, att's and tiny's toy's

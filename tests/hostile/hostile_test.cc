@@ -185,8 +185,6 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
                : probes[i].reads == Reads::kNative   ? m.expect
                : probes[i].reads == Reads::kAttached ? m.expect_attached
                                                      : m.expect_tiny;
-    // The one native reader that asks for toy's result metadata (below).
-    if (m.mode == Mode::kMisnamedColumns && probes[i].label == "cqlstream verify") e = Expect::kError;
     const std::string why = Judge(results[i], e, probes[i], m);
     EXPECT_EQ(why, "") << "mode " << m.name << ", " << results[i].Describe();
   }
@@ -229,10 +227,10 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
   }
   // verify is the probe that must refuse two lies, with an error naming
   // the problem: it reads toy's samples with their result metadata, so an
-  // answer that names another table (the Loader's native reads do not ask
-  // for it: docs/security.md); and it is the one probe that reads the
-  // metadata table, so a repeated row (a second copy of a sample's
-  // metadata row is an answer meant for another request), naming the block.
+  // answer that names another table (as every native probe must, by the
+  // mode's expectations); and it is the one probe that reads the metadata
+  // table, so a repeated row (a second copy of a sample's metadata row is
+  // an answer meant for another request), naming the block.
   const char* verify_names = m.mode == Mode::kMisnamedColumns ? "prepared with"
                              : m.mode == Mode::kMetaRowsLie   ? "segment 0 block 0"
                                                               : nullptr;

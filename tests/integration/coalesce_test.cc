@@ -80,6 +80,7 @@ TEST_F(CoalesceTest, ExactlyOnceOverEpochsInTheOrderOfSingleReads) {
     EXPECT_GT(m.coalesced_requests, 0);
     EXPECT_GE(m.coalesced_samples, 2 * m.coalesced_requests) << "groups of at least two";
     EXPECT_EQ(m.skipped, 0);
+    EXPECT_EQ(m.columns_decoded, 0) << "the coalesced reads' columns matched as bytes";
     (*a)->Close();
     auto b = Loader::Open(off);
     ASSERT_TRUE(b.ok());
