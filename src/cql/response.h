@@ -39,6 +39,8 @@ struct ColumnSpec {
   std::string table;
   std::string name;
   DataType type;
+  // The same keyspace, table, name and type.
+  bool operator==(const ColumnSpec&) const = default;
 };
 
 // <metadata> of a Rows result or of a Prepared result's result metadata.

@@ -9,10 +9,6 @@
 namespace cqlstream::net {
 namespace {
 
-bool SameColumn(const cql::ColumnSpec& a, const cql::ColumnSpec& b) {
-  return a.keyspace == b.keyspace && a.table == b.table && a.name == b.name && a.type == b.type;
-}
-
 // An identifier of an answer for a message: at most 64 bytes.
 std::string Cut(const std::string& s) {
   constexpr size_t kMax = 64;
@@ -22,11 +18,7 @@ std::string Cut(const std::string& s) {
 }  // namespace
 
 bool SameResultColumns(const cql::RowsMetadata& a, const cql::RowsMetadata& b) {
-  if (a.columns.size() != b.columns.size() || a.column_count != b.column_count) return false;
-  for (size_t i = 0; i < a.columns.size(); ++i) {
-    if (!SameColumn(a.columns[i], b.columns[i])) return false;
-  }
-  return true;
+  return a.column_count == b.column_count && a.columns == b.columns;
 }
 
 std::string DescribeColumns(const cql::RowsMetadata& md) {

@@ -87,15 +87,6 @@ const RowsMetadata& Expected() {
   return md;
 }
 
-bool SameColumns(const RowsMetadata& a, const RowsMetadata& b) {
-  if (a.columns.size() != b.columns.size()) return false;
-  for (size_t i = 0; i < a.columns.size(); ++i) {
-    const ColumnSpec &x = a.columns[i], &y = b.columns[i];
-    if (x.keyspace != y.keyspace || x.table != y.table || x.name != y.name || !(x.type == y.type)) return false;
-  }
-  return true;
-}
-
 class FuzzSink : public CellSink {
  public:
   FuzzSink(const Control& c, int16_t stream) : c_(c), stream_(stream) {}
@@ -109,7 +100,7 @@ class FuzzSink : public CellSink {
         abort();
       }
       if (md.specs_matched == nullptr && !(md.flags & RowsMetadata::kNoMetadata) &&
-          (md.flags & kGlobal) == (e->flags & kGlobal) && SameColumns(md, *e)) {
+          (md.flags & kGlobal) == (e->flags & kGlobal) && md.columns == e->columns) {
         abort();  // the expected columns in the expected form were not recognized
       }
     }
