@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "cql/request.h"
@@ -41,7 +42,19 @@ std::shared_ptr<Topology> BuildTopology(SystemLocal local, const std::string& co
   t->hosts.push_back(MakeHost(std::move(local.host), contact, default_port));
   for (SystemHost& p : peers) {
     std::string address = p.address;
-    t->hosts.push_back(MakeHost(std::move(p), std::move(address), default_port));
+    HostPtr h = MakeHost(std::move(p), std::move(address), default_port);
+    // A row naming a host already listed (its endpoint, or its host id: a
+    // node that lists itself among its peers, a row written twice) would be
+    // a second host object and pool for one node: more connections to it
+    // than asked for, its tokens twice in the ring. The first row stands.
+    const bool listed = std::any_of(t->hosts.begin(), t->hosts.end(), [&h](const HostPtr& o) {
+      return SameEndpoint(*o, *h) || (!h->host_id.empty() && o->host_id == h->host_id);
+    });
+    if (listed) {
+      ++t->ignored_peers;
+      continue;
+    }
+    t->hosts.push_back(std::move(h));
   }
   t->replication = std::move(replication);
   return t;

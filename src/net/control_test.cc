@@ -55,6 +55,28 @@ TEST(BuildTopologyTest, TheLocalHostComesFirstUnderTheContactAddress) {
   for (const auto& h : t->hosts) EXPECT_EQ(h->pool, nullptr);  // the session adds pools
 }
 
+TEST(BuildTopologyTest, APeerRowNamingAListedHostIsLeftOutAndCounted) {
+  SystemLocal local;
+  local.host = Peer("", std::nullopt, "dc1");
+  local.host.host_id = "id-local";
+  SystemHost self = Peer("10.0.0.1", {}, "dc1");  // the contact node listing itself among its peers
+  self.host_id = "id-local";
+  SystemHost b = Peer("10.0.0.2", {}, "dc1");
+  b.host_id = "id-b";
+  SystemHost b_again = Peer("10.0.0.2", {}, "dc1");  // the same endpoint, its id left empty
+  SystemHost b_elsewhere = Peer("10.0.0.9", {}, "dc1");  // the same id at another address
+  b_elsewhere.host_id = "id-b";
+  SystemHost other_port = Peer("10.0.0.2", 19042, "dc1");  // another endpoint on that address
+  other_port.host_id = "id-c";
+  auto t = BuildTopology(std::move(local), "10.0.0.1", {self, b, b_again, b_elsewhere, other_port}, {}, 9042);
+  ASSERT_EQ(t->hosts.size(), 3u);
+  EXPECT_EQ(t->hosts[0]->endpoint(), "10.0.0.1:9042");
+  EXPECT_EQ(t->hosts[1]->endpoint(), "10.0.0.2:9042");
+  EXPECT_EQ(t->hosts[1]->host_id, "id-b");
+  EXPECT_EQ(t->hosts[2]->endpoint(), "10.0.0.2:19042");
+  EXPECT_EQ(t->ignored_peers, 3);
+}
+
 TEST(ControlCandidatesTest, UpHostsThenDownHostsThenContactPoints) {
   Topology t;
   for (const char* a : {"10.0.0.1", "10.0.0.2", "10.0.0.3"}) {

@@ -76,7 +76,8 @@ class FakeServer {
 
   // Listens on `address` (any loopback address: several fake hosts can
   // share a port number on 127.0.0.1, .2, .3).
-  explicit FakeServer(std::vector<uint16_t> ports = {0}, const std::string& address = "127.0.0.1") {
+  explicit FakeServer(std::vector<uint16_t> ports = {0}, const std::string& address = "127.0.0.1")
+      : address_(address) {
     for (uint16_t p : ports) {
       auto a = std::make_unique<asio::ip::tcp::acceptor>(io_);
       asio::ip::tcp::endpoint ep(asio::ip::make_address(address), p);
@@ -331,7 +332,7 @@ class FakeServer {
     w.Int(1);
     auto text = [&](const std::string& s) { w.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(s.data()), s.size())); };
     text("fake");
-    HostCells(w);
+    HostCells(w, address_, ports_.front());
     std::vector<std::string> tokens;
     {
       MutexLock l(&mu_);
@@ -345,15 +346,20 @@ class FakeServer {
     return Frame(cql::Opcode::kResult, r.header.stream, body);
   }
 
-  // data_center, rack, release_version, host_id, schema_version.
-  static void HostCells(cql::Writer& w) {
+  // data_center, rack, release_version, host_id, schema_version. The host
+  // id ends in the host's IPv4 address and port (one id per host, as a
+  // cluster's are: BuildTopology leaves out a peer row repeating an id).
+  static void HostCells(cql::Writer& w, const std::string& address, uint16_t port) {
     auto text = [&](const std::string& s) { w.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(s.data()), s.size())); };
     text("dc1");
     text("rack1");
     text("2025.1.0");
-    const uint8_t uuid[16] = {0x11, 0x11, 0x11, 0x11, 0x22, 0x22, 0x43, 0x33, 0x84, 0x44, 1, 2, 3, 4, 5, 6};
-    w.BytesValue(cql::ByteView(uuid, 16));
-    w.BytesValue(cql::ByteView(uuid, 16));
+    const auto a = asio::ip::make_address_v4(address).to_bytes();
+    const uint8_t id[16] = {0x11, 0x11, 0x11, 0x11, 0x22, 0x22, 0x43, 0x33, 0x84, 0x44,
+                            a[0], a[1], a[2], a[3], static_cast<uint8_t>(port >> 8), static_cast<uint8_t>(port)};
+    w.BytesValue(cql::ByteView(id, 16));
+    const uint8_t schema[16] = {0x11, 0x11, 0x11, 0x11, 0x22, 0x22, 0x43, 0x33, 0x84, 0x44, 1, 2, 3, 4, 5, 6};
+    w.BytesValue(cql::ByteView(schema, 16));
   }
 
   cql::Bytes Peers(const Request& r) {
@@ -379,7 +385,7 @@ class FakeServer {
     for (const auto& [address, port] : peers) {
       const auto a = asio::ip::make_address_v4(address).to_bytes();
       w.BytesValue(cql::ByteView(a.data(), a.size()));
-      HostCells(w);
+      HostCells(w, address, port);
       w.BytesValue(std::nullopt);  // tokens: none (not routable)
       w.BytesValue(cql::ByteView(a.data(), a.size()));
       uint8_t p[4];
@@ -408,6 +414,7 @@ class FakeServer {
   }
 
   asio::io_context io_;
+  const std::string address_;  // every acceptor's
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
   std::vector<uint16_t> ports_;
   std::thread thread_;

@@ -38,14 +38,22 @@ struct Host {
   bool up() const { return !pool || pool->up(); }
   // Requests in flight to the host.
   int InFlight() const { return pool ? pool->InFlight() : 0; }
+  // "address:port" ("[address]:port" for IPv6), formatted on each call.
   std::string endpoint() const;
 };
 using HostPtr = std::shared_ptr<Host>;
 
+// Whether `a` and `b` name one endpoint (what endpoint() prints), without
+// formatting it: request plans compare hosts this way.
+inline bool SameEndpoint(const Host& a, const Host& b) {
+  return &a == &b || (a.port == b.port && a.address == b.address);
+}
+
 struct Topology {
   std::string cluster_name;
-  std::vector<HostPtr> hosts;  // hosts[0]: the control connection's host
+  std::vector<HostPtr> hosts;  // hosts[0]: the control connection's host; one per endpoint
   std::map<std::string, std::map<std::string, std::string>> replication;  // keyspace -> options
+  int ignored_peers = 0;  // system.peers rows naming a host already listed (BuildTopology)
 };
 
 // Replicas of each token range for one keyspace.

@@ -1,0 +1,267 @@
+// Copyright (c) cqlstream authors.
+//
+// libFuzzer target for what a server's system tables make of the cluster:
+// the answers to system.local, system.peers_v2 (or system.peers) and
+// system_schema.keyspaces, as Rows bodies built from the input — each
+// column under its query's name, of its documented type or another, left
+// out now and then, each cell null, arbitrary bytes or a well-formed value
+// drawn from a small alphabet (so that addresses, host ids and tokens
+// repeat) — decoded (cql::DecodeResponse) and parsed (net/system_tables.h),
+// then the topology (BuildTopology), each keyspace's replica index
+// (ReplicaIndex::Build: the ring of the hosts' tokens under the keyspace's
+// replication) and request plans over it (DefaultLoadBalancingPolicy).
+//
+// Checked (abort): the topology lists each endpoint and each non-empty host
+// id once, the contact's host first, and counts every peer row it left out;
+// the replicas of a token are hosts of the topology, each once; a plan
+// holds every host of the topology exactly once. Nothing may crash, trap
+// (UBSan) or leak (ASan) whatever the rows say.
+//
+// Input (FuzzedDataProvider): the peers table's version, the contact, then
+// the three answers, then tokens to route.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cql/frame.h"
+#include "cql/response.h"
+#include "cql/wire.h"
+#include "net/control.h"
+#include "net/load_balancing.h"
+#include "net/system_tables.h"
+#include "net/topology.h"
+
+namespace cqlstream::net {
+namespace {
+
+// CQL type ids (native protocol v4, section 4.2.5.2).
+constexpr uint16_t kInt = 0x0009, kUuid = 0x000C, kText = 0x000D, kInet = 0x0010, kMap = 0x0021,
+                   kSet = 0x0022;
+
+enum class Kind { kText, kUuid, kInet, kInt, kTextSet, kTextMap };
+
+struct Column {
+  const char* name;
+  Kind kind;
+};
+
+uint16_t TypeOf(Kind k) {
+  switch (k) {
+    case Kind::kText: return kText;
+    case Kind::kUuid: return kUuid;
+    case Kind::kInet: return kInet;
+    case Kind::kInt: return kInt;
+    case Kind::kTextSet: return kSet;
+    case Kind::kTextMap: return kMap;
+  }
+  return kText;
+}
+
+std::string Pick(FuzzedDataProvider& in, std::initializer_list<const char*> some) {
+  const size_t i = in.ConsumeIntegralInRange<size_t>(0, some.size());
+  if (i == some.size()) return in.ConsumeRandomLengthString(24);
+  return *(some.begin() + i);
+}
+
+// A [bytes] cell of `k`, well formed, from a small alphabet.
+cql::Bytes WellFormed(FuzzedDataProvider& in, Kind k) {
+  cql::Bytes b;
+  cql::Writer w(&b);
+  switch (k) {
+    case Kind::kText: {
+      const std::string s = Pick(in, {"dc1", "dc2", "rack1", "5.0.9", "c1"});
+      w.Raw(cql::ByteView(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+      break;
+    }
+    case Kind::kUuid: {
+      std::array<uint8_t, 16> u{};
+      u[15] = in.ConsumeIntegralInRange<uint8_t>(0, 3);
+      w.Uuid(u);
+      break;
+    }
+    case Kind::kInet:
+      if (in.ConsumeIntegralInRange<int>(0, 7) == 0) {
+        for (int i = 0; i < 15; ++i) w.Byte(0);
+        w.Byte(in.ConsumeIntegralInRange<uint8_t>(1, 3));  // ::1 .. ::3
+      } else {
+        w.Byte(127);
+        w.Byte(0);
+        w.Byte(0);
+        w.Byte(in.ConsumeIntegralInRange<uint8_t>(1, 4));
+      }
+      break;
+    case Kind::kInt:
+      w.Int(in.ConsumeBool() ? 9042 : in.ConsumeIntegral<int32_t>());
+      break;
+    case Kind::kTextSet: {
+      const int n = in.ConsumeIntegralInRange<int>(0, 6);
+      w.Int(n);
+      for (int i = 0; i < n; ++i) {
+        const std::string t = in.ConsumeBool() ? std::to_string(in.ConsumeIntegralInRange<int64_t>(-4, 4) *
+                                                                (INT64_MAX / 4))
+                                               : in.ConsumeRandomLengthString(24);
+        w.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(t.data()), t.size()));
+      }
+      break;
+    }
+    case Kind::kTextMap: {
+      std::map<std::string, std::string> m;
+      m["class"] = Pick(in, {"org.apache.cassandra.locator.SimpleStrategy",
+                             "org.apache.cassandra.locator.NetworkTopologyStrategy", "LocalStrategy"});
+      const int n = in.ConsumeIntegralInRange<int>(0, 3);
+      for (int i = 0; i < n; ++i) m[Pick(in, {"replication_factor", "dc1", "dc2"})] = Pick(in, {"1", "2", "3", "0"});
+      w.Int(static_cast<int32_t>(m.size()));
+      for (const auto& [key, value] : m) {
+        w.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(key.data()), key.size()));
+        w.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(value.data()), value.size()));
+      }
+      break;
+    }
+  }
+  return b;
+}
+
+// The Rows answer to a query of `columns` on system.<table>, or nullopt when
+// the bytes do not decode as one (the decoder's own fuzz target covers that).
+std::optional<cql::Rows> Answer(FuzzedDataProvider& in, const char* keyspace, const char* table,
+                                const std::vector<Column>& columns, int max_rows) {
+  std::vector<std::pair<Column, uint16_t>> sent;  // (column, type id sent)
+  for (const Column& c : columns) {
+    const uint8_t how = in.ConsumeIntegral<uint8_t>();
+    if (how < 8) continue;  // left out
+    sent.emplace_back(c, how < 24 ? static_cast<uint16_t>(in.ConsumeIntegralInRange<uint16_t>(1, 0x15))
+                                  : TypeOf(c.kind));
+  }
+  cql::Bytes body;
+  cql::Writer w(&body);
+  w.Int(0x0002);  // Rows
+  w.Int(cql::RowsMetadata::kGlobalTablesSpec);
+  w.Int(static_cast<int32_t>(sent.size()));
+  w.String(keyspace);
+  w.String(table);
+  for (const auto& [c, type] : sent) {
+    w.String(c.name);
+    w.Short(type);
+    if (type == kSet) w.Short(kText);
+    if (type == kMap) {
+      w.Short(kText);
+      w.Short(kText);
+    }
+  }
+  const int rows = in.ConsumeIntegralInRange<int>(0, max_rows);
+  w.Int(rows);
+  for (int r = 0; r < rows; ++r) {
+    for (const auto& [c, type] : sent) {
+      const uint8_t how = in.ConsumeIntegral<uint8_t>();
+      if (how < 16) {
+        w.BytesValue(std::nullopt);
+      } else if (how < 40 || type != TypeOf(c.kind)) {
+        const std::string raw = in.ConsumeRandomLengthString(32);
+        w.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()));
+      } else {
+        const cql::Bytes cell = WellFormed(in, c.kind);
+        w.BytesValue(cql::ByteView(cell));
+      }
+    }
+  }
+  cql::FrameHeader h;
+  h.version = cql::kProtocolVersion | cql::kResponseBit;
+  h.opcode = cql::Opcode::kResult;
+  h.length = static_cast<uint32_t>(body.size());
+  auto resp = cql::DecodeResponse(h, std::move(body));
+  if (!resp.ok()) return std::nullopt;
+  auto* result = std::get_if<cql::Result>(&resp->message);
+  auto* rows_result = result ? std::get_if<cql::Rows>(result) : nullptr;
+  if (!rows_result) return std::nullopt;
+  return std::move(*rows_result);
+}
+
+void CheckTopology(const Topology& t, size_t peer_rows, const std::string& contact) {
+  if (t.hosts.empty() || t.hosts.front()->address != contact) abort();
+  if (t.hosts.size() + static_cast<size_t>(t.ignored_peers) != 1 + peer_rows) abort();  // a row lost uncounted
+  std::set<std::string> endpoints, ids;
+  for (const auto& h : t.hosts) {
+    if (!endpoints.insert(h->endpoint()).second) abort();                    // one host per endpoint
+    if (!h->host_id.empty() && !ids.insert(h->host_id).second) abort();      // and per host id
+  }
+}
+
+void CheckPlans(FuzzedDataProvider& in, const Topology& t) {
+  DefaultLoadBalancingPolicy policy;
+  for (const auto& [keyspace, replication] : t.replication) {
+    auto index = ReplicaIndex::Build(t.hosts, replication);
+    if (!index) continue;  // not routable: round-robin, nothing more to check
+    for (int k = 0; k < 4 && in.remaining_bytes() > 0; ++k) {
+      const int64_t token = in.ConsumeIntegral<int64_t>();
+      const std::vector<HostPtr> replicas = index->Replicas(token);
+      std::set<const Host*> seen;
+      for (const auto& r : replicas) {
+        if (std::find(t.hosts.begin(), t.hosts.end(), r) == t.hosts.end()) abort();  // not a host of the topology
+        if (!seen.insert(r.get()).second) abort();                                   // a replica twice
+      }
+      (void)index->ReplicaSet(token, t.hosts.front()->datacenter);
+      RoutingInfo request;
+      request.token = token;
+      request.keyspace = keyspace;
+      request.plan_offset = in.ConsumeIntegralInRange<int>(0, 3);
+      ClusterView view{t.hosts, t.hosts.front()->datacenter,
+                       [&replicas](const std::string&, int64_t) { return replicas; }};
+      const std::vector<HostPtr> plan = policy.Plan(request, view);
+      std::set<const Host*> planned;
+      for (const auto& h : plan) {
+        if (!planned.insert(h.get()).second) abort();  // a host twice in one plan
+      }
+      if (planned.size() != t.hosts.size()) abort();   // a host missing from the plan
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cqlstream::net
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace cqlstream::net;
+  FuzzedDataProvider in(data, size);
+  const bool v2 = in.ConsumeBool();
+  const std::string contact = Pick(in, {"127.0.0.1", "127.0.0.2", "node1.example"});
+
+  auto local_rows = Answer(in, "system", "local",
+                           {{"cluster_name", Kind::kText}, {"data_center", Kind::kText}, {"rack", Kind::kText},
+                            {"release_version", Kind::kText}, {"host_id", Kind::kUuid}, {"tokens", Kind::kTextSet},
+                            {"schema_version", Kind::kUuid}},
+                           2);
+  std::vector<Column> peer_columns = {{"peer", Kind::kInet},           {"data_center", Kind::kText},
+                                      {"rack", Kind::kText},           {"release_version", Kind::kText},
+                                      {"host_id", Kind::kUuid},        {"tokens", Kind::kTextSet},
+                                      {"schema_version", Kind::kUuid}};
+  if (v2) {
+    peer_columns.push_back({"native_address", Kind::kInet});
+    peer_columns.push_back({"native_port", Kind::kInt});
+  } else {
+    peer_columns.push_back({"rpc_address", Kind::kInet});
+  }
+  auto peer_rows = Answer(in, "system", v2 ? "peers_v2" : "peers", peer_columns, 8);
+  auto keyspace_rows = Answer(in, "system_schema", "keyspaces",
+                              {{"keyspace_name", Kind::kText}, {"replication", Kind::kTextMap}}, 4);
+  if (!local_rows || !peer_rows || !keyspace_rows) return 0;
+
+  auto local = ParseSystemLocal(*local_rows);
+  auto peers = ParseSystemPeers(*peer_rows, v2);
+  auto keyspaces = ParseKeyspaces(*keyspace_rows);
+  if (!local.ok() || !peers.ok() || !keyspaces.ok()) return 0;  // refused with a ProtocolError: fine
+  const size_t peer_count = peers->size();
+  auto t = BuildTopology(std::move(*local), contact, std::move(*peers), std::move(*keyspaces), 9042);
+  CheckTopology(*t, peer_count, contact);
+  CheckPlans(in, *t);
+  return 0;
+}
