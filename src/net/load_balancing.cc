@@ -2,7 +2,7 @@
 #include "net/load_balancing.h"
 
 #include <algorithm>
-#include <set>
+#include <cstddef>
 #include <string>
 #include <utility>
 
@@ -43,25 +43,35 @@ std::vector<HostPtr> DefaultLoadBalancingPolicy::Plan(const RoutingInfo& request
   }
   const size_t replicas = plan.size();
   // By endpoint, not by object: the replicas may come from a newer topology
-  // snapshot than `hosts`, whose changed hosts are other objects.
-  std::set<std::string> in_plan;
-  for (const auto& h : plan) in_plan.insert(h->endpoint());
-  // Other up hosts of the local DC round-robin, then remote DCs, then down hosts.
+  // snapshot than `hosts`, whose changed hosts are other objects. Endpoints
+  // are compared, not formatted: this runs for every request (a set of
+  // formatted endpoint strings here cost an allocation and a format per host
+  // per request; bench/micro/plan_micro.cc). `hosts` holds each endpoint
+  // once (BuildTopology), and each host is looked at once (its up state read
+  // once: it may change meanwhile), so only the replicas can repeat a host.
+  const auto is_replica = [&plan, replicas](const Host& h) {
+    return std::any_of(plan.begin(), plan.begin() + static_cast<std::ptrdiff_t>(replicas),
+                       [&h](const HostPtr& r) { return SameEndpoint(*r, h); });
+  };
+  // Other up hosts of the local DC round-robin, then remote DCs, then down
+  // hosts (the last two kept aside: none in a one-DC cluster that is up).
   const size_t n = hosts.size();
+  plan.reserve(replicas + n);
+  std::vector<HostPtr> remote, down;
   const size_t start = static_cast<size_t>(round_robin_.fetch_add(1, std::memory_order_relaxed) % n);
-  for (int pass = 0; pass < 3; ++pass) {
-    for (size_t k = 0; k < n; ++k) {
-      const HostPtr& h = hosts[(start + k) % n];
-      if (in_plan.count(h->endpoint())) continue;
-      const bool local = InDc(*h, cluster.local_dc);
-      const bool up = h->up();
-      const bool take = (pass == 0 && up && local) || (pass == 1 && up && !local) || (pass == 2 && !up);
-      if (take) {
-        plan.push_back(h);
-        in_plan.insert(h->endpoint());
-      }
+  for (size_t k = 0; k < n; ++k) {
+    const HostPtr& h = hosts[(start + k) % n];
+    if (is_replica(*h)) continue;
+    if (!h->up()) {
+      down.push_back(h);
+    } else if (InDc(*h, cluster.local_dc)) {
+      plan.push_back(h);
+    } else {
+      remote.push_back(h);
     }
   }
+  plan.insert(plan.end(), remote.begin(), remote.end());
+  plan.insert(plan.end(), down.begin(), down.end());
   // The offset turns the replicas when there are any: a hedge or retry of a
   // read sent to a host that does not hold the data is coordinated there
   // and read from the same replicas, a hop longer, so it cannot be faster

@@ -171,5 +171,22 @@ TEST(LoadBalancingTest, AReplicaFromANewerSnapshotIsPlannedOnce) {
   EXPECT_EQ(Addresses(policy.Plan(r, view)), (std::vector<std::string>{"10.0.0.2", "10.0.0.1"}));
 }
 
+TEST(LoadBalancingTest, AHostOnAReplicasAddressAtAnotherPortIsAnotherHost) {
+  std::vector<HostPtr> hosts{MakeHost("10.0.0.2", "dc1"), MakeHost("10.0.0.2", "dc1")};
+  hosts[1]->port = 19042;
+  HostPtr newer = MakeHost("10.0.0.2", "dc1");  // hosts[0] in a newer snapshot
+  ClusterView view{hosts, "dc1", [newer](const std::string&, int64_t) { return std::vector<HostPtr>{newer}; }};
+  DefaultLoadBalancingPolicy policy;
+  RoutingInfo r;
+  r.token = 7;
+  r.keyspace = "ks";
+  for (int i = 0; i < 2; ++i) {  // whichever host round-robin starts from
+    const auto plan = policy.Plan(r, view);
+    ASSERT_EQ(plan.size(), 2u);
+    EXPECT_EQ(plan[0], newer);
+    EXPECT_EQ(plan[1], hosts[1]);
+  }
+}
+
 }  // namespace
 }  // namespace cqlstream::net

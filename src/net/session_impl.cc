@@ -182,16 +182,28 @@ RoutingInfo RoutingOf(const Statement& st) {
   r.plan_offset = st.plan_offset;
   if (st.prepared && !st.prepared->pk_indexes.empty()) {
     r.keyspace = st.prepared->keyspace;
-    std::vector<cql::Bytes> parts;
-    for (uint16_t idx : st.prepared->pk_indexes) {
+    // The routing key (routing/murmur3.h RoutingKey: one component as
+    // encoded; several as [u16 length][bytes][0x00] each) encoded into one
+    // buffer and hashed: this runs for every request, where a vector of
+    // parts and one of views cost two allocations more and one per part.
+    const auto& pk = st.prepared->pk_indexes;
+    const bool composite = pk.size() > 1;
+    cql::Bytes key;
+    key.reserve(composite ? 16 * pk.size() : 16);
+    for (uint16_t idx : pk) {
       if (idx >= st.values.size() || idx >= st.prepared->bind_types.size() || st.values[idx].is_null()) return r;
-      cql::Bytes b;
-      if (!EncodeCell(st.values[idx], st.prepared->bind_types[idx], &b).ok()) return r;
-      parts.push_back(std::move(b));
+      const size_t at = key.size();
+      if (composite) key.resize(at + 2);
+      if (!EncodeCell(st.values[idx], st.prepared->bind_types[idx], &key).ok()) return r;
+      if (composite) {
+        const size_t len = key.size() - at - 2;
+        if (len > 0xFFFF) return r;  // does not fit its u16 length: no token, as PartitionKeyToken
+        key[at] = static_cast<uint8_t>(len >> 8);
+        key[at + 1] = static_cast<uint8_t>(len & 0xFF);
+        key.push_back(0);
+      }
     }
-    std::vector<std::span<const uint8_t>> views(parts.begin(), parts.end());
-    auto tk = routing::PartitionKeyToken(views);
-    if (tk.ok()) r.token = *tk;
+    r.token = routing::Murmur3Token(key);
   } else if (st.routing_key) {
     r.token = routing::Murmur3Token(*st.routing_key);
     r.keyspace = st.routing_keyspace;
@@ -205,7 +217,9 @@ std::vector<HostPtr> Session::Impl::QueryPlan(const Statement& st, std::optional
   *token = routing.token;
   if (!t) return {};
   const std::string dc = LocalDc();
-  ClusterView view{t->hosts, dc, [this, t](const std::string& ks, int64_t tok) { return Replicas(t, ks, tok); }};
+  // `t` by reference: the view lives for this call only, and a capture this
+  // small is kept inside the std::function (no allocation per request).
+  ClusterView view{t->hosts, dc, [this, &t](const std::string& ks, int64_t tok) { return Replicas(t, ks, tok); }};
   return sopts.load_balancing->Plan(routing, view);
 }
 

@@ -18,6 +18,7 @@
 
 #include "net/fake_server_test_util.h"
 #include "net/io_pool.h"
+#include "net/routing/murmur3.h"
 #include "net/session_impl.h"
 
 namespace cqlstream::net {
@@ -106,6 +107,44 @@ struct Cluster {
 };
 
 // The contact point's own address and the peers: Hosts() lists all three.
+// The routing token of a prepared statement's partition key: one component
+// is hashed as encoded, several as their composite routing key.
+TEST(RoutingOfTest, OneComponentIsHashedAsEncodedSeveralAsTheirRoutingKey) {
+  auto ps = std::make_shared<PreparedStatement>();
+  ps->keyspace = "ks";
+  ps->bind_types = {DataType::Simple(TypeId::kInt), DataType::Simple(TypeId::kVarchar)};
+  ps->pk_indexes = {0};
+  Statement st;
+  st.prepared = ps;
+  st.values = {Value::Int(42), Value::Text("shard-7")};
+  const cql::Bytes id = {0, 0, 0, 42};
+  const cql::Bytes text = {'s', 'h', 'a', 'r', 'd', '-', '7'};
+  RoutingInfo r = RoutingOf(st);
+  EXPECT_EQ(r.keyspace, "ks");
+  ASSERT_TRUE(r.token.has_value());
+  EXPECT_EQ(*r.token, routing::Murmur3Token(id));
+  EXPECT_EQ(*r.token, *routing::PartitionKeyToken({std::span<const uint8_t>(id)}));
+
+  ps->pk_indexes = {1, 0};
+  r = RoutingOf(st);
+  ASSERT_TRUE(r.token.has_value());
+  EXPECT_EQ(*r.token, *routing::PartitionKeyToken({std::span<const uint8_t>(text), std::span<const uint8_t>(id)}));
+  EXPECT_NE(*r.token, routing::Murmur3Token(id));
+
+  st.values[1] = Value::Text(std::string(70000, 'x'));  // a component past its u16 length: no token
+  EXPECT_FALSE(RoutingOf(st).token.has_value());
+  st.values[1] = Value::Text("");  // an empty component is a component
+  r = RoutingOf(st);
+  ASSERT_TRUE(r.token.has_value());
+  EXPECT_EQ(*r.token, *routing::PartitionKeyToken({std::span<const uint8_t>(), std::span<const uint8_t>(id)}));
+
+  ps->pk_indexes = {0};
+  st.values[0] = Value::Null();  // no token without the key: round-robin
+  EXPECT_FALSE(RoutingOf(st).token.has_value());
+  st.values[0] = Value::Text("not an int");  // nor with a key that does not encode
+  EXPECT_FALSE(RoutingOf(st).token.has_value());
+}
+
 TEST(SessionFailover, ThreeFakeHostsAreDiscovered) {
   Cluster c;
   auto s = Session::Connect(c.Options());
