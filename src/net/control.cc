@@ -43,13 +43,16 @@ std::shared_ptr<Topology> BuildTopology(SystemLocal local, const std::string& co
   for (SystemHost& p : peers) {
     std::string address = p.address;
     HostPtr h = MakeHost(std::move(p), std::move(address), default_port);
-    // A row naming a host already listed (its endpoint, or its host id: a
-    // node that lists itself among its peers, a row written twice) would be
-    // a second host object and pool for one node: more connections to it
-    // than asked for, its tokens twice in the ring. The first row stands.
-    const bool listed = std::any_of(t->hosts.begin(), t->hosts.end(), [&h](const HostPtr& o) {
-      return SameEndpoint(*o, *h) || (!h->host_id.empty() && o->host_id == h->host_id);
-    });
+    // A row naming a host already listed would be a second host object and
+    // pool for one node: more connections to it than asked for, its tokens
+    // twice in the ring. The first row stands. Peers are told apart by
+    // endpoint; the control connection's own host also by its id (it lists
+    // itself among its peers under another address than the contact's). Two
+    // peers of one id at two endpoints both stay: a node replacing a dead
+    // one may take over its id, and which row is live cannot be told here.
+    const bool listed =
+        (!h->host_id.empty() && h->host_id == t->hosts.front()->host_id) ||
+        std::any_of(t->hosts.begin(), t->hosts.end(), [&h](const HostPtr& o) { return SameEndpoint(*o, *h); });
     if (listed) {
       ++t->ignored_peers;
       continue;

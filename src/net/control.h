@@ -67,8 +67,9 @@ struct ControlConfig {
 // The topology the system tables describe. The control connection's own host
 // (system.local) comes first, under the address it was reached by
 // (`contact`); hosts take `default_port` unless the table names theirs.
-// A peer row naming a host already listed (the same endpoint, or the same
-// non-empty host id) is left out and counted in Topology::ignored_peers.
+// A peer row naming a host already listed (the same endpoint, or the
+// control connection's own host by its non-empty host id) is left out and
+// counted in Topology::ignored_peers.
 // Hosts have no pool yet. Pure.
 std::shared_ptr<Topology> BuildTopology(SystemLocal local, const std::string& contact,
                                         std::vector<SystemHost> peers,

@@ -64,17 +64,24 @@ TEST(BuildTopologyTest, APeerRowNamingAListedHostIsLeftOutAndCounted) {
   SystemHost b = Peer("10.0.0.2", {}, "dc1");
   b.host_id = "id-b";
   SystemHost b_again = Peer("10.0.0.2", {}, "dc1");  // the same endpoint, its id left empty
-  SystemHost b_elsewhere = Peer("10.0.0.9", {}, "dc1");  // the same id at another address
+  SystemHost b_elsewhere = Peer("10.0.0.9", {}, "dc1");  // the same id at another address: both stay
   b_elsewhere.host_id = "id-b";
   SystemHost other_port = Peer("10.0.0.2", 19042, "dc1");  // another endpoint on that address
   other_port.host_id = "id-c";
-  auto t = BuildTopology(std::move(local), "10.0.0.1", {self, b, b_again, b_elsewhere, other_port}, {}, 9042);
-  ASSERT_EQ(t->hosts.size(), 3u);
+  auto t = BuildTopology(local, "10.0.0.1", {self, b, b_again, b_elsewhere, other_port}, {}, 9042);
+  ASSERT_EQ(t->hosts.size(), 4u);
   EXPECT_EQ(t->hosts[0]->endpoint(), "10.0.0.1:9042");
   EXPECT_EQ(t->hosts[1]->endpoint(), "10.0.0.2:9042");
   EXPECT_EQ(t->hosts[1]->host_id, "id-b");
-  EXPECT_EQ(t->hosts[2]->endpoint(), "10.0.0.2:19042");
-  EXPECT_EQ(t->ignored_peers, 3);
+  EXPECT_EQ(t->hosts[2]->endpoint(), "10.0.0.9:9042");
+  EXPECT_EQ(t->hosts[3]->endpoint(), "10.0.0.2:19042");
+  EXPECT_EQ(t->ignored_peers, 2);  // self, b_again
+
+  SystemHost self_elsewhere = Peer("10.0.0.7", {}, "dc1");  // the contact's own id under another address
+  self_elsewhere.host_id = "id-local";
+  t = BuildTopology(std::move(local), "10.0.0.1", {self_elsewhere}, {}, 9042);
+  EXPECT_EQ(t->hosts.size(), 1u);
+  EXPECT_EQ(t->ignored_peers, 1);
 }
 
 TEST(ControlCandidatesTest, UpHostsThenDownHostsThenContactPoints) {

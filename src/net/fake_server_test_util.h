@@ -347,14 +347,16 @@ class FakeServer {
   }
 
   // data_center, rack, release_version, host_id, schema_version. The host
-  // id ends in the host's IPv4 address and port (one id per host, as a
-  // cluster's are: BuildTopology leaves out a peer row repeating an id).
+  // id ends in the host's IPv4 address (an IPv6 one's last byte) and port:
+  // one id per host, as a cluster's are (BuildTopology leaves out a peer
+  // row that repeats the control connection's own host's id).
   static void HostCells(cql::Writer& w, const std::string& address, uint16_t port) {
     auto text = [&](const std::string& s) { w.BytesValue(cql::ByteView(reinterpret_cast<const uint8_t*>(s.data()), s.size())); };
     text("dc1");
     text("rack1");
     text("2025.1.0");
-    const auto a = asio::ip::make_address_v4(address).to_bytes();
+    const asio::ip::address ip = asio::ip::make_address(address);
+    const auto a = ip.is_v4() ? ip.to_v4().to_bytes() : asio::ip::make_address_v4(0x7F000000 | ip.to_v6().to_bytes()[15]).to_bytes();
     const uint8_t id[16] = {0x11, 0x11, 0x11, 0x11, 0x22, 0x22, 0x43, 0x33, 0x84, 0x44,
                             a[0], a[1], a[2], a[3], static_cast<uint8_t>(port >> 8), static_cast<uint8_t>(port)};
     w.BytesValue(cql::ByteView(id, 16));

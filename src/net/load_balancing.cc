@@ -45,10 +45,12 @@ std::vector<HostPtr> DefaultLoadBalancingPolicy::Plan(const RoutingInfo& request
   // By endpoint, not by object: the replicas may come from a newer topology
   // snapshot than `hosts`, whose changed hosts are other objects. Endpoints
   // are compared, not formatted: this runs for every request (a set of
-  // formatted endpoint strings here cost an allocation and a format per host
-  // per request; bench/micro/plan_micro.cc). `hosts` holds each endpoint
-  // once (BuildTopology), and each host is looked at once (its up state read
-  // once: it may change meanwhile), so only the replicas can repeat a host.
+  // formatted endpoint strings here cost about four formats per host and a
+  // set node per host, per request; bench/micro/plan_micro.cc). Each host is
+  // looked at once (its up state read once: it may change meanwhile), and
+  // only the replicas are skipped: two hosts of one endpoint (BuildTopology
+  // makes none; a refresh that keeps a known host's address can) are both
+  // planned, each with its own pool.
   const auto is_replica = [&plan, replicas](const Host& h) {
     return std::any_of(plan.begin(), plan.begin() + static_cast<std::ptrdiff_t>(replicas),
                        [&h](const HostPtr& r) { return SameEndpoint(*r, h); });

@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <set>
-#include <span>
 
 #include "net/routing/murmur3.h"
 #include "net/sni_endpoint.h"
@@ -86,8 +85,9 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
     // id when both sides know it (the control connection's own host is listed
     // under the address it was reached by, which changes when the control
     // connection moves to another host), else by endpoint. A host id that
-    // is not unique on either side (a misconfigured or fake cluster) is not
-    // trusted to name a host.
+    // is not unique on either side (a misconfigured cluster, a node that
+    // replaced a dead one under its id while the dead one's row remains) is
+    // not trusted to name a host.
     std::vector<HostPtr> old = topo ? topo->hosts : std::vector<HostPtr>{};
     std::map<std::string, size_t> by_id, by_endpoint;
     std::map<std::string, int> new_ids;
@@ -185,7 +185,7 @@ RoutingInfo RoutingOf(const Statement& st) {
     // The routing key (routing/murmur3.h RoutingKey: one component as
     // encoded; several as [u16 length][bytes][0x00] each) encoded into one
     // buffer and hashed: this runs for every request, where a vector of
-    // parts and one of views cost two allocations more and one per part.
+    // parts, one per part and a vector of views cost n + 2 allocations.
     const auto& pk = st.prepared->pk_indexes;
     const bool composite = pk.size() > 1;
     cql::Bytes key;

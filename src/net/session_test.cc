@@ -106,7 +106,6 @@ struct Cluster {
   std::vector<std::unique_ptr<FakeServer>> hosts;
 };
 
-// The contact point's own address and the peers: Hosts() lists all three.
 // The routing token of a prepared statement's partition key: one component
 // is hashed as encoded, several as their composite routing key.
 TEST(RoutingOfTest, OneComponentIsHashedAsEncodedSeveralAsTheirRoutingKey) {
@@ -145,6 +144,7 @@ TEST(RoutingOfTest, OneComponentIsHashedAsEncodedSeveralAsTheirRoutingKey) {
   EXPECT_FALSE(RoutingOf(st).token.has_value());
 }
 
+// The contact point's own address and the peers: Hosts() lists all three.
 TEST(SessionFailover, ThreeFakeHostsAreDiscovered) {
   Cluster c;
   auto s = Session::Connect(c.Options());

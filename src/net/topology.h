@@ -51,7 +51,10 @@ inline bool SameEndpoint(const Host& a, const Host& b) {
 
 struct Topology {
   std::string cluster_name;
-  std::vector<HostPtr> hosts;  // hosts[0]: the control connection's host; one per endpoint
+  // hosts[0]: the control connection's host. BuildTopology lists each
+  // endpoint once; a refresh keeps a known host's address (the session's
+  // ApplyTopology), which may repeat one.
+  std::vector<HostPtr> hosts;
   std::map<std::string, std::map<std::string, std::string>> replication;  // keyspace -> options
   int ignored_peers = 0;  // system.peers rows naming a host already listed (BuildTopology)
 };

@@ -11,11 +11,13 @@
 // (ReplicaIndex::Build: the ring of the hosts' tokens under the keyspace's
 // replication) and request plans over it (DefaultLoadBalancingPolicy).
 //
-// Checked (abort): the topology lists each endpoint and each non-empty host
-// id once, the contact's host first, and counts every peer row it left out;
-// the replicas of a token are hosts of the topology, each once; a plan
-// holds every host of the topology exactly once. Nothing may crash, trap
-// (UBSan) or leak (ASan) whatever the rows say.
+// Checked (abort): the topology lists each endpoint once, the contact's host
+// first and not again under its host id, and counts every peer row it left
+// out; the replicas of a token are hosts of the topology, each once; a plan
+// holds every host of the topology exactly once, in the order of the plan
+// as it was made before it compared endpoints in place (ReferencePlan),
+// with some hosts down and the local data centre named or not. Nothing may
+// crash, trap (UBSan) or leak (ASan) whatever the rows say.
 //
 // Input (FuzzedDataProvider): the peers table's version, the contact, then
 // the three answers, then tokens to route.
@@ -30,6 +32,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,6 +41,7 @@
 #include "cql/wire.h"
 #include "net/control.h"
 #include "net/load_balancing.h"
+#include "net/pool.h"
 #include "net/system_tables.h"
 #include "net/topology.h"
 
@@ -189,15 +193,63 @@ std::optional<cql::Rows> Answer(FuzzedDataProvider& in, const char* keyspace, co
 void CheckTopology(const Topology& t, size_t peer_rows, const std::string& contact) {
   if (t.hosts.empty() || t.hosts.front()->address != contact) abort();
   if (t.hosts.size() + static_cast<size_t>(t.ignored_peers) != 1 + peer_rows) abort();  // a row lost uncounted
-  std::set<std::string> endpoints, ids;
+  std::set<std::string> endpoints;
   for (const auto& h : t.hosts) {
-    if (!endpoints.insert(h->endpoint()).second) abort();                    // one host per endpoint
-    if (!h->host_id.empty() && !ids.insert(h->host_id).second) abort();      // and per host id
+    if (!endpoints.insert(h->endpoint()).second) abort();  // one host per endpoint
+  }
+  const std::string& self = t.hosts.front()->host_id;
+  for (size_t i = 1; i < t.hosts.size(); ++i) {
+    if (!self.empty() && t.hosts[i]->host_id == self) abort();  // the contact's node listed again
   }
 }
 
+// The plan as DefaultLoadBalancingPolicy made it before it compared
+// endpoints in place (a set of formatted endpoints), from round-robin
+// position `start`: the order the policy must keep.
+std::vector<HostPtr> ReferencePlan(const std::vector<HostPtr>& hosts, const std::vector<HostPtr>& replicas,
+                                   std::string_view dc, size_t start, int plan_offset) {
+  auto in_dc = [dc](const Host& h) { return dc.empty() || h.datacenter == dc; };
+  std::vector<std::pair<int, HostPtr>> by_load;
+  for (const auto& h : replicas) {
+    if (h->up() && in_dc(*h)) by_load.emplace_back(h->InFlight(), h);
+  }
+  std::stable_sort(by_load.begin(), by_load.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<HostPtr> plan;
+  for (auto& [load, h] : by_load) plan.push_back(h);
+  const size_t local_replicas = plan.size();
+  std::set<std::string> in_plan;
+  for (const auto& h : plan) in_plan.insert(h->endpoint());
+  const size_t n = hosts.size();
+  for (int pass = 0; pass < 3; ++pass) {
+    for (size_t k = 0; k < n; ++k) {
+      const HostPtr& h = hosts[(start + k) % n];
+      if (in_plan.count(h->endpoint())) continue;
+      const bool local = in_dc(*h), up = h->up();
+      if ((pass == 0 && up && local) || (pass == 1 && up && !local) || (pass == 2 && !up)) {
+        plan.push_back(h);
+        in_plan.insert(h->endpoint());
+      }
+    }
+  }
+  const size_t turned = local_replicas > 0 ? local_replicas : plan.size();
+  if (plan_offset > 0 && turned > 1) {
+    const size_t offset = static_cast<size_t>(plan_offset) % turned;
+    std::rotate(plan.begin(), plan.begin() + static_cast<long>(offset), plan.begin() + static_cast<long>(turned));
+  }
+  return plan;
+}
+
 void CheckPlans(FuzzedDataProvider& in, const Topology& t) {
+  // Some hosts down (a pool that never opens anything, marked down), so
+  // that the plans' passes over local, remote and down hosts all run.
+  for (const auto& h : t.hosts) {
+    if (in.ConsumeIntegralInRange<int>(0, 3) == 0) {
+      h->pool = HostPool::Make(h->address, h->port, PoolConfig{}, {});
+      h->pool->MarkDown();
+    }
+  }
   DefaultLoadBalancingPolicy policy;
+  size_t calls = 0;  // the policy's round-robin position
   for (const auto& [keyspace, replication] : t.replication) {
     auto index = ReplicaIndex::Build(t.hosts, replication);
     if (!index) continue;  // not routable: round-robin, nothing more to check
@@ -214,14 +266,18 @@ void CheckPlans(FuzzedDataProvider& in, const Topology& t) {
       request.token = token;
       request.keyspace = keyspace;
       request.plan_offset = in.ConsumeIntegralInRange<int>(0, 3);
-      ClusterView view{t.hosts, t.hosts.front()->datacenter,
-                       [&replicas](const std::string&, int64_t) { return replicas; }};
+      const std::string dc = in.ConsumeBool() ? t.hosts.front()->datacenter : std::string();
+      ClusterView view{t.hosts, dc, [&replicas](const std::string&, int64_t) { return replicas; }};
       const std::vector<HostPtr> plan = policy.Plan(request, view);
       std::set<const Host*> planned;
       for (const auto& h : plan) {
         if (!planned.insert(h.get()).second) abort();  // a host twice in one plan
       }
       if (planned.size() != t.hosts.size()) abort();   // a host missing from the plan
+      // A keyspace without a name routes like no token (no replicas asked for).
+      const std::vector<HostPtr> asked = keyspace.empty() ? std::vector<HostPtr>{} : replicas;
+      if (plan != ReferencePlan(t.hosts, asked, dc, calls % t.hosts.size(), request.plan_offset)) abort();
+      ++calls;
     }
   }
 }
