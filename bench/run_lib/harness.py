@@ -213,7 +213,8 @@ class Proxy:
         self.stats = {}
         self.cond = threading.Condition()
         self.seq = 0
-        self.logf = open(os.path.join(raw_dir, f"wan_rtt{rtt}_rate{rate}.log"), "w")
+        # Appended to: a tolerance pass starts one emulator per run.
+        self.logf = open(os.path.join(raw_dir, f"wan_rtt{rtt}_rate{rate}.log"), "a")
         cmd = [binary("cqlstream-wan"), "--rtt-ms", str(rtt), "--window", "4MiB",
                "--map", f"{PROXY_IP}:{NODE[1]}={NODE[0]}:{NODE[1]}",
                "--map", f"{PROXY_IP}:{S3[1]}={S3[0]}:{S3[1]}"]

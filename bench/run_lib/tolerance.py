@@ -6,7 +6,7 @@ cqlstream (out-of-order) through cqlstream-wan (W = 4 MiB per connection):
 the JPEG set uncapped at RTT 0, 100 and 200 ms and rate-capped at 1000 Mbit/s
 at the same RTTs, and Fashion-MNIST uncapped at RTT 0 and 100 ms; RUNS runs
 per point (default 3), one `cqlstream bench` process each (1 warm-up epoch,
-EPOCHS measured). Per point: median images/s, fraction of the series' RTT-0
+EPOCHS measured), in rounds of one run of every point (see measure()). Per point: median images/s, fraction of the series' RTT-0
 median, median client CPU s/GB and µs per image (the loader's own figure over
 its measured epochs), and the per-process CPU split of bench/cpu_split.sh —
 CPU seconds of the Cassandra node, of the emulator and of the loader process
@@ -113,29 +113,32 @@ def late_buckets(snapshot):
 
 
 def measure(cfg, points, runs, raw, rt_priority=None):
-    """Every (dataset, rate, RTT) point RUNS times, one proxy per (rate, RTT)."""
+    """Every (dataset, rate, RTT) point RUNS times, in rounds: each round runs
+    every point once (in the order of `points` in odd rounds, reversed in even
+    ones), each run through an emulator started for it. A point's runs so
+    spread over the whole pass, and a drift in the machine's speed while it
+    lasts (a neighbour on the host, the node's JIT or a compaction) falls on
+    every point alike: before, the three runs of a point came one after
+    another, and a slower minute fell on one point's runs only, which then
+    showed it in its fraction of RTT 0."""
     records = []
-    by_proxy = {}
-    for d, rate, rtt in points:
-        by_proxy.setdefault((rate, rtt), []).append(d)
-    for (rate, rtt), datasets in by_proxy.items():
-        proxy = harness.Proxy(rtt, rate, raw, rt_priority)
-        time.sleep(0.1)  # a margin for its warning about a refused priority (printed before "listening")
-        try:
-            for d in datasets:
-                for r in range(1, runs + 1):
-                    rec = run_once(cfg, d, rtt, rate, r, proxy)
-                    rec["emulator_rt_refused"] = proxy.rt_refused
-                    records.append(rec)
-                    res = rec["result"]
-                    log(f"{d} rate {rate} RTT {rtt} run {r}: " + (
-                        f"{res['images_per_s']:.0f} images/s, {res['cpu_s_per_gb']:.2f} CPU s/GB; CPU s node "
-                        f"{rec['node_cpu_s']}, emulator {rec['emulator_cpu_s']}, loader {rec['loader_cpu_s']}; "
-                        f"load {rec['load_before']}" if res else f"FAILED: {rec['error']}"))
-                    with open(os.path.join(raw, "records.json"), "w") as f:
-                        json.dump(records, f, indent=1)
-        finally:
-            proxy.stop()
+    for r in range(1, runs + 1):
+        for d, rate, rtt in (points if r % 2 else list(reversed(points))):
+            proxy = harness.Proxy(rtt, rate, raw, rt_priority)
+            time.sleep(0.1)  # a margin for its warning about a refused priority (printed before "listening")
+            try:
+                rec = run_once(cfg, d, rtt, rate, r, proxy)
+            finally:
+                proxy.stop()
+            rec["emulator_rt_refused"] = proxy.rt_refused
+            records.append(rec)
+            res = rec["result"]
+            log(f"{d} rate {rate} RTT {rtt} run {r}: " + (
+                f"{res['images_per_s']:.0f} images/s, {res['cpu_s_per_gb']:.2f} CPU s/GB; CPU s node "
+                f"{rec['node_cpu_s']}, emulator {rec['emulator_cpu_s']}, loader {rec['loader_cpu_s']}; "
+                f"load {rec['load_before']}" if res else f"FAILED: {rec['error']}"))
+            with open(os.path.join(raw, "records.json"), "w") as f:
+                json.dump(records, f, indent=1)
     return records
 
 
