@@ -30,6 +30,9 @@ void RegisterPing(CLI::App& app, Action* action) {
       auto& s = **session;
       fmt::print("cluster: {}\n", s.cluster_name());
       fmt::print("local data center: {}\n", s.local_dc());
+      if (const int ignored = s.IgnoredPeerRows(); ignored > 0) {
+        fmt::print("system.peers rows left out: {} (each named a host already listed)\n", ignored);
+      }
       auto hosts = s.Hosts();
       fmt::print("{:<24} {:<12} {:<10} {:<10} {:>7} {:>6} {:>12}\n", "host", "dc", "rack", "release", "tokens",
                  "state", "rtt (median)");

@@ -319,6 +319,11 @@ std::string Session::cluster_name() const {
 
 std::string Session::local_dc() const { return impl_->LocalDc(); }
 
+int Session::IgnoredPeerRows() const {
+  auto t = impl_->Topo();
+  return t ? t->ignored_peers : 0;
+}
+
 std::vector<HostInfo> Session::Hosts() const {
   std::vector<HostInfo> out;
   auto t = impl_->Topo();

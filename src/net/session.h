@@ -234,6 +234,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string cluster_name() const;
   std::string local_dc() const;
   std::vector<HostInfo> Hosts() const;
+  // Rows of system.peers that the current topology left out, each naming a
+  // host already listed (net/control.h BuildTopology): a node that lists
+  // itself among its peers, a row written twice.
+  int IgnoredPeerRows() const;
   SessionMetrics metrics() const;
   const LatencyTracker& latencies() const;
   const ConnectionOptions& options() const;

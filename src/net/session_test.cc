@@ -155,6 +155,22 @@ TEST(SessionFailover, ThreeFakeHostsAreDiscovered) {
   EXPECT_EQ((*s)->cluster_name(), "fake");
 }
 
+// A node that lists itself among its peers (and a peer row written twice)
+// is one host with one pool, and the rows left out are counted.
+TEST(SessionFailover, PeerRowsNamingAListedHostAreCountedNotConnected) {
+  Cluster c;
+  c.hosts[0]->SetPeers({{Cluster::Address(0), c.hosts[0]->port()},
+                        {Cluster::Address(1), c.hosts[0]->port()},
+                        {Cluster::Address(1), c.hosts[0]->port()}});
+  auto s = Session::Connect(c.Options());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto hosts = (*s)->Hosts();
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0].address, Cluster::Address(0));
+  EXPECT_EQ(hosts[1].address, Cluster::Address(1));
+  EXPECT_EQ((*s)->IgnoredPeerRows(), 2);
+}
+
 // Issue 9 ("reading survives as long as one replica does"): with two of three
 // hosts refusing connections, every statement succeeds on the third in
 // bounded time, even without retries (the loader's data reads use
