@@ -1,10 +1,10 @@
 // Copyright (c) cqlstream authors.
 //
-// The fixture of the dataset-command suites (store_test.cc,
-// store_hardening_test.cc): one keyspace <prefix>_<pid> (SimpleStrategy,
-// RF 1) on the test node, created when the suite starts and dropped when it
-// ends; ingest options sized for tests; a statement that must succeed; and
-// running the cqlstream binary.
+// The fixture of the dataset-command suites (store_hardening_test.cc, and
+// through IngestFixture store_test.cc and store_resume_test.cc): one
+// keyspace <prefix>_<pid> (SimpleStrategy, RF 1) on the test node, created
+// when the suite starts and dropped when it ends; ingest options sized for
+// tests; a statement that must succeed; and running the cqlstream binary.
 //
 // A suite derives from StoreFixture and names its keyspace prefix:
 //   class StoreTest : public testing::StoreFixture {
