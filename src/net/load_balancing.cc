@@ -49,8 +49,8 @@ std::vector<HostPtr> DefaultLoadBalancingPolicy::Plan(const RoutingInfo& request
   // set node per host, per request; bench/micro/plan_micro.cc). Each host is
   // looked at once (its up state read once: it may change meanwhile), and
   // only the replicas are skipped: two hosts of one endpoint (BuildTopology
-  // makes none; a refresh that keeps a known host's address can) are both
-  // planned, each with its own pool.
+  // makes none; see Topology::hosts for the one case a refresh can) are
+  // both planned, each with its own pool.
   const auto is_replica = [&plan, replicas](const Host& h) {
     return std::any_of(plan.begin(), plan.begin() + static_cast<std::ptrdiff_t>(replicas),
                        [&h](const HostPtr& r) { return SameEndpoint(*r, h); });

@@ -354,6 +354,11 @@ void HostPool::Trim() {
   if (again) ScheduleTrim(*owner);
 }
 
+bool HostPool::closed() const {
+  MutexLock l(&mu_);
+  return closed_;
+}
+
 void HostPool::Close(const Status& why) {
   std::vector<std::shared_ptr<Connection>> conns;
   {

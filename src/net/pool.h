@@ -134,6 +134,8 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   // Up: has (or had at its last open) a connection. MarkDown(): the cluster
   // says the host is down; plans try it last until a connection opens again.
   bool up() const { return up_.load(std::memory_order_relaxed); }
+  // Whether Close() was called.
+  bool closed() const;
   // Whether a surplus over the wanted number is parked and closed (see
   // above): not on a shard-aware ScyllaDB pool, nor with idle_close <= 0.
   bool Shrinks() const { return shrinks_.load(std::memory_order_relaxed); }

@@ -79,6 +79,7 @@ bool SameDescription(const Host& a, const Host& b) {
 void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
   std::vector<HostPtr> to_fill;
   std::vector<HostPtr> removed;
+  std::vector<std::pair<HostPtr, std::string>> moved;  // (a known host's old object, where it went)
   {
     MutexLock l(&topo_mu);
     // Keep existing Host objects (and their pools) for known hosts: by host
@@ -107,8 +108,22 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
       if (auto it = by_endpoint.find(h.endpoint()); it != by_endpoint.end() && !kept[it->second]) return it->second;
       return std::nullopt;
     };
-    for (auto& h : t->hosts) {
-      if (std::optional<size_t> i = match(*h)) {
+    for (size_t k = 0; k < t->hosts.size(); ++k) {
+      HostPtr& h = t->hosts[k];
+      std::optional<size_t> i = match(*h);
+      // A peer that a peer's row of another endpoint matched by host id has
+      // moved (its node announces a new address): its pool is closed and the
+      // host gets a new one where it now is, or it would go on connecting to
+      // the old address, where another node may be by now. Where the control
+      // connection's own host is on either side (listed under the address it
+      // was reached by, not the one it announces), the address kept is the
+      // known one (below).
+      if (i && k != 0 && *i != 0 && !SameEndpoint(*old[*i], *h)) {
+        kept[*i] = true;
+        moved.emplace_back(old[*i], h->endpoint());
+        i.reset();
+      }
+      if (i) {
         kept[*i] = true;
         const HostPtr& known = old[*i];
         // The pool goes on connecting where it did: the host keeps its address.
@@ -139,6 +154,9 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
   }
   for (auto& h : removed) {
     h->pool->Close(Status::ConnectionLost(fmt::format("host {} left the cluster", h->endpoint())));
+  }
+  for (auto& [h, to] : moved) {
+    h->pool->Close(Status::ConnectionLost(fmt::format("host {} moved to {}", h->endpoint(), to)));
   }
   for (auto& h : to_fill) h->pool->Fill();
 }

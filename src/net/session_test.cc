@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -390,6 +391,57 @@ TEST(SessionTopology, AHostKeepsItsPoolWhenItComesBackUnderAnotherAddress) {
   EXPECT_EQ(t->hosts[1], a);
   EXPECT_EQ(t->hosts[1]->address, "localhost");
   EXPECT_EQ(t->hosts[1]->pool, a->pool);
+  EXPECT_FALSE(a->pool->closed());
+  impl->Shutdown();
+}
+
+// A peer whose node announces another address (the same host id at another
+// endpoint, both rows peers) moves: a new pool where it now is, the old
+// one closed. Before, it kept connecting to its old address, where another
+// node (here C, new) may answer by now: two hosts of one endpoint.
+TEST(SessionTopology, APeerThatAnnouncesAnotherAddressMovesItsPool) {
+  const uint16_t port = FakeServer().port();  // refused: the pools never open
+  auto impl = std::make_shared<Session::Impl>();
+  impl->io = std::make_unique<IoPool>(1);
+  auto host = [port](const std::string& address, const std::string& id) {
+    auto h = std::make_shared<Host>();
+    h->address = address;
+    h->port = port;
+    h->host_id = id;
+    h->datacenter = "dc1";
+    return h;
+  };
+  auto t1 = std::make_shared<Topology>();
+  t1->hosts = {host("localhost", "id-x"), host("127.0.0.2", "id-a")};
+  impl->ApplyTopology(t1);
+  const HostPtr a = impl->Topo()->hosts[1];
+  for (bool c_first : {false, true}) {
+    SCOPED_TRACE(c_first ? "C's row first" : "A's row first");
+    auto t2 = std::make_shared<Topology>();
+    HostPtr moved_a = host("127.0.0.4", "id-a"), c = host("127.0.0.2", "id-c");
+    t2->hosts = {host("localhost", "id-x")};
+    if (c_first) t2->hosts.push_back(c);
+    t2->hosts.push_back(moved_a);
+    if (!c_first) t2->hosts.push_back(c);
+    impl->ApplyTopology(t2);
+    auto t = impl->Topo();
+    ASSERT_EQ(t->hosts.size(), 3u);
+    std::set<std::string> endpoints;
+    for (const auto& h : t->hosts) EXPECT_TRUE(endpoints.insert(h->endpoint()).second) << h->endpoint();
+    const HostPtr& now_a = t->hosts[c_first ? 2 : 1];
+    EXPECT_EQ(now_a->address, "127.0.0.4");
+    ASSERT_NE(now_a->pool, nullptr);
+    EXPECT_FALSE(now_a->pool->closed());
+    EXPECT_EQ(t->hosts[c_first ? 1 : 2]->address, "127.0.0.2");
+    if (!c_first) {
+      EXPECT_NE(now_a->pool, a->pool);
+      EXPECT_TRUE(a->pool->closed());  // A's pool at .2 moved, not kept
+    }
+    // Back for the next round: A at .2 again, C gone.
+    auto t3 = std::make_shared<Topology>();
+    t3->hosts = {host("localhost", "id-x"), host("127.0.0.2", "id-a")};
+    impl->ApplyTopology(t3);
+  }
   impl->Shutdown();
 }
 

@@ -52,8 +52,10 @@ inline bool SameEndpoint(const Host& a, const Host& b) {
 struct Topology {
   std::string cluster_name;
   // hosts[0]: the control connection's host. BuildTopology lists each
-  // endpoint once; a refresh keeps a known host's address (the session's
-  // ApplyTopology), which may repeat one.
+  // endpoint once. A refresh (the session's ApplyTopology) keeps the
+  // address a host was known by where the control connection's host is
+  // involved (it is listed under the address it was reached by), which in
+  // a contrived case (another node now announcing that address) repeats one.
   std::vector<HostPtr> hosts;
   std::map<std::string, std::map<std::string, std::string>> replication;  // keyspace -> options
   int ignored_peers = 0;  // system.peers rows naming a host already listed (BuildTopology)
