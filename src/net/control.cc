@@ -43,6 +43,7 @@ std::shared_ptr<Topology> BuildTopology(SystemLocal local, const std::string& co
   for (SystemHost& p : peers) {
     std::string address = p.address;
     HostPtr h = MakeHost(std::move(p), std::move(address), default_port);
+    h->announced = h->endpoint();
     // A row naming a host already listed would be a second host object and
     // pool for one node: more connections to it than asked for, its tokens
     // twice in the ring. The first row stands. Peers are told apart by

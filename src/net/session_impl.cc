@@ -71,7 +71,8 @@ namespace {
 // routing reads.
 bool SameDescription(const Host& a, const Host& b) {
   return a.datacenter == b.datacenter && a.rack == b.rack && a.release_version == b.release_version &&
-         a.host_id == b.host_id && a.schema_version == b.schema_version && a.tokens == b.tokens;
+         a.host_id == b.host_id && a.schema_version == b.schema_version && a.tokens == b.tokens &&
+         a.announced == b.announced;
 }
 
 }  // namespace
@@ -108,17 +109,15 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
       if (auto it = by_endpoint.find(h.endpoint()); it != by_endpoint.end() && !kept[it->second]) return it->second;
       return std::nullopt;
     };
-    for (size_t k = 0; k < t->hosts.size(); ++k) {
-      HostPtr& h = t->hosts[k];
+    for (auto& h : t->hosts) {
       std::optional<size_t> i = match(*h);
-      // A peer that a peer's row of another endpoint matched by host id has
-      // moved (its node announces a new address): its pool is closed and the
-      // host gets a new one where it now is, or it would go on connecting to
-      // the old address, where another node may be by now. Where the control
-      // connection's own host is on either side (listed under the address it
-      // was reached by, not the one it announces), the address kept is the
-      // known one (below).
-      if (i && k != 0 && *i != 0 && !SameEndpoint(*old[*i], *h)) {
+      // A host whose row announces another endpoint than the row it was
+      // known by (matched by host id) has moved: its pool is closed and it
+      // gets a new one where it now is, or it would go on connecting to the
+      // old address, where another node may be by now. Where either row is
+      // the control connection's (it announces nothing: listed under the
+      // address it was reached by) the known address is kept (below).
+      if (i && !h->announced.empty() && !old[*i]->announced.empty() && h->announced != old[*i]->announced) {
         kept[*i] = true;
         moved.emplace_back(old[*i], h->endpoint());
         i.reset();

@@ -361,65 +361,67 @@ TEST(SessionCredentials, PlaintextCredentialsToARemoteHostWarnOnce) {
   (*remote)->Close();
 }
 
+// Hosts as BuildTopology makes them: a peer announces its endpoint, the
+// control connection's host (listed under the address it was reached by)
+// announces nothing.
+HostPtr TopologyHost(uint16_t port, const std::string& address, const std::string& id, bool peer) {
+  auto h = std::make_shared<Host>();
+  h->address = address;
+  h->port = port;
+  h->host_id = id;
+  h->datacenter = "dc1";
+  if (peer) h->announced = h->endpoint();
+  return h;
+}
+
 // The control connection's own host is listed under the address it was
 // reached by (a host name, or a host id behind an SNI proxy); when the
 // control connection moves to another host, that node comes back under its
-// rpc address. Matched by host id, it keeps its Host, address and pool
-// instead of "leaving the cluster" (its pool closed, requests failed).
+// rpc address. Matched by host id, it keeps its address and pool instead
+// of "leaving the cluster" (its pool closed, requests failed), and keeps
+// them at the refreshes after.
 TEST(SessionTopology, AHostKeepsItsPoolWhenItComesBackUnderAnotherAddress) {
   const uint16_t port = FakeServer().port();  // refused: the pools never open
   auto impl = std::make_shared<Session::Impl>();
   impl->io = std::make_unique<IoPool>(1);
-  auto host = [port](const std::string& address, const std::string& id) {
-    auto h = std::make_shared<Host>();
-    h->address = address;
-    h->port = port;
-    h->host_id = id;
-    h->datacenter = "dc1";
-    return h;
-  };
   auto t1 = std::make_shared<Topology>();
-  t1->hosts = {host("localhost", "id-a"), host("127.0.0.2", "id-b")};
+  t1->hosts = {TopologyHost(port, "localhost", "id-a", false), TopologyHost(port, "127.0.0.2", "id-b", true)};
   impl->ApplyTopology(t1);
   const HostPtr a = impl->Topo()->hosts[0];
   ASSERT_NE(a->pool, nullptr);
-  auto t2 = std::make_shared<Topology>();
-  t2->hosts = {host("127.0.0.2", "id-b"), host("127.0.0.1", "id-a")};
-  impl->ApplyTopology(t2);
-  auto t = impl->Topo();
-  ASSERT_EQ(t->hosts.size(), 2u);
-  EXPECT_EQ(t->hosts[1], a);
-  EXPECT_EQ(t->hosts[1]->address, "localhost");
-  EXPECT_EQ(t->hosts[1]->pool, a->pool);
-  EXPECT_FALSE(a->pool->closed());
+  for (int refresh = 0; refresh < 2; ++refresh) {
+    SCOPED_TRACE(refresh);
+    auto t2 = std::make_shared<Topology>();
+    t2->hosts = {TopologyHost(port, "127.0.0.2", "id-b", false), TopologyHost(port, "127.0.0.1", "id-a", true)};
+    impl->ApplyTopology(t2);
+    auto t = impl->Topo();
+    ASSERT_EQ(t->hosts.size(), 2u);
+    EXPECT_EQ(t->hosts[1]->address, "localhost");
+    EXPECT_EQ(t->hosts[1]->pool, a->pool);
+    EXPECT_FALSE(a->pool->closed());
+  }
   impl->Shutdown();
 }
 
-// A peer whose node announces another address (the same host id at another
-// endpoint, both rows peers) moves: a new pool where it now is, the old
-// one closed. Before, it kept connecting to its old address, where another
-// node (here C, new) may answer by now: two hosts of one endpoint.
+// A peer whose row announces another endpoint (the same host id, both rows
+// peers) moves: a new pool where it now is, the old one closed. Before, it
+// kept connecting to its old address, where another node (here C, new) may
+// answer by now: two hosts of one endpoint. Whichever row comes first, the
+// endpoints stay one host each and no pool in use is closed.
 TEST(SessionTopology, APeerThatAnnouncesAnotherAddressMovesItsPool) {
   const uint16_t port = FakeServer().port();  // refused: the pools never open
   auto impl = std::make_shared<Session::Impl>();
   impl->io = std::make_unique<IoPool>(1);
-  auto host = [port](const std::string& address, const std::string& id) {
-    auto h = std::make_shared<Host>();
-    h->address = address;
-    h->port = port;
-    h->host_id = id;
-    h->datacenter = "dc1";
-    return h;
-  };
-  auto t1 = std::make_shared<Topology>();
-  t1->hosts = {host("localhost", "id-x"), host("127.0.0.2", "id-a")};
-  impl->ApplyTopology(t1);
-  const HostPtr a = impl->Topo()->hosts[1];
   for (bool c_first : {false, true}) {
     SCOPED_TRACE(c_first ? "C's row first" : "A's row first");
+    auto t1 = std::make_shared<Topology>();
+    t1->hosts = {TopologyHost(port, "localhost", "id-x", false), TopologyHost(port, "127.0.0.2", "id-a", true)};
+    impl->ApplyTopology(t1);
+    const HostPtr a = impl->Topo()->hosts[1];
+    ASSERT_NE(a->pool, nullptr);
     auto t2 = std::make_shared<Topology>();
-    HostPtr moved_a = host("127.0.0.4", "id-a"), c = host("127.0.0.2", "id-c");
-    t2->hosts = {host("localhost", "id-x")};
+    HostPtr moved_a = TopologyHost(port, "127.0.0.4", "id-a", true), c = TopologyHost(port, "127.0.0.2", "id-c", true);
+    t2->hosts = {TopologyHost(port, "localhost", "id-x", false)};
     if (c_first) t2->hosts.push_back(c);
     t2->hosts.push_back(moved_a);
     if (!c_first) t2->hosts.push_back(c);
@@ -427,20 +429,21 @@ TEST(SessionTopology, APeerThatAnnouncesAnotherAddressMovesItsPool) {
     auto t = impl->Topo();
     ASSERT_EQ(t->hosts.size(), 3u);
     std::set<std::string> endpoints;
-    for (const auto& h : t->hosts) EXPECT_TRUE(endpoints.insert(h->endpoint()).second) << h->endpoint();
-    const HostPtr& now_a = t->hosts[c_first ? 2 : 1];
-    EXPECT_EQ(now_a->address, "127.0.0.4");
-    ASSERT_NE(now_a->pool, nullptr);
-    EXPECT_FALSE(now_a->pool->closed());
-    EXPECT_EQ(t->hosts[c_first ? 1 : 2]->address, "127.0.0.2");
-    if (!c_first) {
-      EXPECT_NE(now_a->pool, a->pool);
-      EXPECT_TRUE(a->pool->closed());  // A's pool at .2 moved, not kept
+    for (const auto& h : t->hosts) {
+      EXPECT_TRUE(endpoints.insert(h->endpoint()).second) << h->endpoint();
+      ASSERT_NE(h->pool, nullptr);
+      EXPECT_FALSE(h->pool->closed()) << h->endpoint();
     }
-    // Back for the next round: A at .2 again, C gone.
-    auto t3 = std::make_shared<Topology>();
-    t3->hosts = {host("localhost", "id-x"), host("127.0.0.2", "id-a")};
-    impl->ApplyTopology(t3);
+    const HostPtr& now_a = t->hosts[c_first ? 2 : 1];
+    const HostPtr& now_c = t->hosts[c_first ? 1 : 2];
+    EXPECT_EQ(now_a->address, "127.0.0.4");
+    EXPECT_EQ(now_c->address, "127.0.0.2");
+    EXPECT_NE(now_a->pool, a->pool);
+    if (c_first) {
+      EXPECT_EQ(now_c->pool, a->pool);  // C took the pool at .2 by its endpoint
+    } else {
+      EXPECT_TRUE(a->pool->closed());  // A's pool at .2 moved with it
+    }
   }
   impl->Shutdown();
 }

@@ -28,6 +28,11 @@ namespace cqlstream::net {
 struct Host {
   std::string address;  // as the client connects to it
   uint16_t port = 9042;
+  // The endpoint its system.peers row announces ("address:port"); empty for
+  // the control connection's host, listed under the address it was reached
+  // by. A refresh that keeps a host's pool keeps `address` and `port` and
+  // takes this from the new row: a change here is a node that moved.
+  std::string announced;
   std::string datacenter, rack, release_version, host_id, schema_version;
   std::vector<int64_t> tokens;  // sorted
   // Its connections; set when the session adopts the host (ApplyTopology),
