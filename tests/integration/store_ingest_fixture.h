@@ -35,7 +35,7 @@ namespace cqlstream::testing {
 
 class IngestFixture : public StoreFixture {
  protected:
-
+  // Ingests with `o`: its status and report.
   std::pair<Status, store::IngestReport> Run(const store::IngestOptions& o) {
     store::IngestReport r;
     Status st = store::Ingest(S(), o, &r);
@@ -91,7 +91,8 @@ inline void ExpectRefused(const Status& st, std::string_view what) {
 // A class/file folder of n small PNGs over 3 classes.
 inline void MakeSmallFolder(const store::testing::TempDir& dir, int n, int first = 0) {
   for (int i = first; i < first + n; ++i) {
-    store::testing::WriteFile(dir / fmt::format("c{}/{:03}.png", i % 3, i), store::testing::MakePng(8 + i % 5, 8, static_cast<uint32_t>(i)));
+    store::testing::WriteFile(dir / fmt::format("c{}/{:03}.png", i % 3, i),
+                              store::testing::MakePng(8 + i % 5, 8, static_cast<uint32_t>(i)));
   }
 }
 

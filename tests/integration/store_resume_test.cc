@@ -9,12 +9,11 @@
 // Fixture files are generated into temporary folders.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
-#include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "store/catalog.h"
 #include "store/ingest.h"
@@ -41,7 +40,6 @@ class StoreResumeTest : public testing::IngestFixture {
  protected:
   static void SetUpTestSuite() { SetUpStore("sr"); }
 };
-
 
 TEST_F(StoreResumeTest, CrashResumeAndShardsMatchACleanIngest) {
   TempDir dir("resume");

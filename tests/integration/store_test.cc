@@ -261,7 +261,6 @@ TEST_F(StoreTest, FolderLifecycle) {
   ASSERT_NO_FATAL_FAILURE(ExpectDropRemovesAll(S(), keyspace_, "pets"));
 }
 
-
 // A dataset with blob targets (img/a.jpg + masks/a.png, img/b.png +
 // masks/b.png in train) verifies clean and exports images, targets and a
 // manifest naming both with the extra column.
