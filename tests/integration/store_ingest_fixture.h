@@ -1,6 +1,7 @@
 // Copyright (c) cqlstream authors.
 //
-// The fixture of the ingest suites (store_test.cc, store_resume_test.cc):
+// The fixture of the ingest suites (store_test.cc, store_resume_test.cc,
+// writer_test.cc):
 // StoreFixture's keyspace and session, and what those suites read back of
 // an ingest — its report, the committed metadata rows by key, every
 // metadata row by segment, the content independent of segment numbers —

@@ -15,7 +15,6 @@
 
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,7 +25,7 @@
 #include "store/sample_writer.h"
 #include "store/scan.h"
 #include "store/testing_fixtures.h"
-#include "store_fixture.h"
+#include "store_ingest_fixture.h"
 #include "test_env.h"
 
 namespace cqlstream {
@@ -38,7 +37,7 @@ using store::SampleWriterOptions;
 using store::testing::MakeJpeg;
 using store::testing::MakePng;
 
-class WriterTest : public testing::StoreFixture {
+class WriterTest : public testing::IngestFixture {
  protected:
   static void SetUpTestSuite() { SetUpStore("wr"); }
 
@@ -59,19 +58,6 @@ class WriterTest : public testing::StoreFixture {
     auto w = SampleWriter::Open(session_, o);
     EXPECT_TRUE(w.ok()) << w.status().ToString();
     return w.ok() ? std::move(w).value() : nullptr;
-  }
-
-  // Committed metadata by key.
-  std::map<SampleKey, store::MetaRow> Meta(const DatasetInfo& d) {
-    std::map<SampleKey, store::MetaRow> out;
-    std::mutex mu;
-    Status st = store::ScanMeta(S(), d, d.segments, 4, [&](const store::BlockRef&, std::vector<store::MetaRow>& rows) {
-      std::lock_guard<std::mutex> l(mu);
-      for (auto& r : rows) out[r.key] = r;
-      return Status::OK();
-    });
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    return out;
   }
 
   // The bytes of one sample, read through the data row's decoder.
@@ -148,7 +134,7 @@ TEST_F(WriterTest, RoundTripByteIdentical) {
   EXPECT_EQ(d.segments[0].state, "sealed");
   EXPECT_EQ(d.segments[0].source_id, "job-1/part-0");
   EXPECT_EQ(d.Count("train"), 30);
-  auto meta = Meta(d);
+  auto meta = Committed(d);
   ASSERT_EQ(meta.size(), 30u);
   for (int i = 0; i < 30; ++i) {
     const SampleKey k = keys[i];
@@ -194,7 +180,7 @@ TEST_F(WriterTest, ResumeAfterCrashWritesNoDuplicate) {
   ASSERT_EQ(d.segments.size(), 1u);
   EXPECT_EQ(d.segments[0].state, "sealed");
   EXPECT_EQ(d.Count("train"), 40);
-  auto meta = Meta(d);
+  auto meta = Committed(d);
   ASSERT_EQ(meta.size(), 40u);
   std::set<std::string> paths;
   for (const auto& [k, m] : meta) {
@@ -249,7 +235,7 @@ TEST_F(WriterTest, AnotherSourceAppendsAndAbortLeavesOpen) {
   EXPECT_EQ(b2->report().written, 2);
   d = Load("multi");
   EXPECT_EQ(d.Count("train"), 12);
-  EXPECT_EQ(Meta(d).size(), 12u);
+  EXPECT_EQ(Committed(d).size(), 12u);
 }
 
 TEST_F(WriterTest, BlobsSkipImageValidation) {
@@ -273,7 +259,7 @@ TEST_F(WriterTest, BlobsSkipImageValidation) {
   EXPECT_EQ(d.sample_kind, SampleKind::kBlob);
   const auto bytes = Data(d, *k);
   EXPECT_EQ(std::string(bytes.begin(), bytes.end()), npy + mask);
-  const auto meta = Meta(d);
+  const auto meta = Committed(d);
   EXPECT_EQ(meta.at(*k).image_size, static_cast<int64_t>(npy.size()));
   EXPECT_EQ(meta.at(*k).target_path, "a.mask");
 
@@ -377,7 +363,7 @@ TEST_F(WriterTest, IngestKindBlobReadsBackByteIdentical) {
   EXPECT_EQ(d.sample_kind, SampleKind::kBlob);
   EXPECT_EQ(d.label_kind, LabelKind::kClass);
   EXPECT_EQ(d.class_names, (std::vector<std::string>{"even", "odd"}));
-  const auto meta = Meta(d);
+  const auto meta = Committed(d);
   ASSERT_EQ(meta.size(), 9u);
   for (const auto& [k, m] : meta) {
     ASSERT_TRUE(files.count(m.path)) << m.path;
