@@ -96,12 +96,16 @@ void WindowController::SetConnectionLimit(int limit) {
 }
 
 int WindowController::ConnectionFloor(double factor) const {
+  return ConnectionsFor(factor * WireBytes(), MaxConnections());
+}
+
+double WindowController::WireBytes() const {
   // The bytes on the wire: the window's, but not those queued at the node
   // (at a short round trip most of a window waits there), so at most the
   // bandwidth-delay product of the best goodput.
   double bytes = static_cast<double>(window_) * std::max(mean_bytes_, 0.0);
   if (best_goodput_ > 0 && min_rtt_us_ > 0) bytes = std::min(bytes, best_goodput_ * min_rtt_us_ / 1e6);
-  return ConnectionsFor(factor * bytes, MaxConnections());
+  return bytes;
 }
 
 int WindowController::ConnectionsFor(double bytes, int most) {
@@ -111,7 +115,8 @@ int WindowController::ConnectionsFor(double bytes, int most) {
 
 int WindowController::FewerConnections() const {
   if (!connections_shrink_) return connections_;
-  const int target = std::max({ConnectionFloor(1.0), connections_ * 2 / 3, kKeptConnections});
+  const double floor = std::ceil(WireBytes() / kProbeBytesPerConnection);
+  const int target = std::max({static_cast<int>(std::min(floor, 1e9)), connections_ * 2 / 3, kKeptConnections});
   return target < connections_ && target > too_few_connections_ ? target : connections_;
 }
 
@@ -552,9 +557,13 @@ void WindowController::StartProbe(Probe p) {
   switch (p) {
     case Probe::kWindowUp:
       window_ = std::min(o_.max_window, std::max(window_ + 1, static_cast<int>(window_ * 1.25)));
-      // With the connections its bytes need (fewer-connections probes may
-      // have taken them down to the last window's floor).
-      connections_ = std::max(connections_, ConnectionFloor(1.25));
+      // With connections for its bytes: fewer-connections probes may have
+      // taken them down to what the last window's bytes showed to need
+      // (kProbeBytesPerConnection each, or more where a probe showed too
+      // few), and the larger window gets that many x1.25, up to start-up's
+      // kBytesPerConnection each. (Start-up's rule alone took 48 connections
+      // to 121 for every such probe on the model's 200 ms path.)
+      connections_ = std::max(connections_, std::min(ConnectionFloor(1.25), (connections_ * 5 + 3) / 4));
       break;
     case Probe::kWindowDown:
       // Goodput fell far below the reference while requests wait longer

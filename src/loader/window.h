@@ -64,13 +64,15 @@
 //    kKeptConnections), and the second probe after start-up is this one (the first is a larger
 //    window: start-up may have ended short). A fewer-connections probe goes
 //    never below kKeptConnections (32: too few to be worth a probe's dip) nor
-//    one connection per kBytesPerConnection on the wire (the window's bytes,
-//    at most the bandwidth-delay product: start-up's rule without its
-//    look-ahead for connections still opening; a larger-window probe brings
-//    the connections its window needs), nor to a count a probe showed too few
-//    (a fewer-connections probe that lost or met a timeout or overload
-//    answer, the count before a more-connections probe that paid; forgotten
-//    after kTooFewMemory probes and when start-up resumes), and not at all
+//    one connection per kProbeBytesPerConnection on the wire (the window's
+//    bytes, at most the bandwidth-delay product, at Linux's default TCP
+//    window each: below what the path's windows need the probe loses and is
+//    undone; a larger-window probe brings x1.25 the connections, at most
+//    kBytesPerConnection's count for its bytes), nor to a count a probe
+//    showed too few (a fewer-connections probe that lost or met a timeout
+//    or overload answer, the count before a more-connections probe that
+//    paid; forgotten after kTooFewMemory probes and when start-up
+//    resumes), and not at all
 //    where the session cannot shrink (SetConnectionsShrink: ScyllaDB's
 //    shard-aware pools). A probe that does not pay, or meets a
 //    timeout or overload answer, gives back the connections it added. A window or connection
@@ -151,8 +153,10 @@ class WindowController {
   static constexpr int kDefaultMaxConnections = 256;
   // Bytes in flight per connection during start-up: half the Linux default
   // TCP window (tcp_wmem 4 MiB), so that no connection is window-limited.
-  // Steady state keeps at least one per kBytesPerConnection of the bytes
-  // in flight (start-up's rule without its 1.5x or 4x look-ahead).
+  // Steady state's fewer-connections probes go down to one per
+  // kProbeBytesPerConnection (twice this) on the wire, and its larger-window
+  // probes bring connections up to one per kBytesPerConnection of their
+  // bytes.
   static constexpr double kBytesPerConnection = 2.0 * 1048576;
   // Start-up goes on while each round trip raises goodput by this factor.
   static constexpr double kStartupGain = 1.15;
@@ -198,6 +202,18 @@ class WindowController {
   // down to 11 delayed the time to 90% from a median of 1.0 s to 3.2 s
   // (7 pairs, docs/benchmarks-long-rtt.md) for no measurable CPU.
   static constexpr int kKeptConnections = 32;
+  // Nor below one connection per kProbeBytesPerConnection on the wire (the
+  // window's bytes, at most the bandwidth-delay product): Linux's default
+  // TCP send buffer (tcp_wmem's 4 MiB), the most one connection carries
+  // per round trip there (less: the buffer counts its own overhead).
+  // Below what the path's windows need, a probe loses goodput and is
+  // undone, and its count is remembered as too few (kTooFewMemory probes);
+  // the controller cannot see the windows, so the probe is what tells. (Until
+  // 2026-12-07 the floor was kBytesPerConnection, half of that: at 200 ms
+  // and 1.1 GB/s about 105 connections where 4 MiB windows need about 52,
+  // and a cap of 64 had cost 7.4% less CPU per GB:
+  // docs/benchmarks-long-rtt.md.)
+  static constexpr double kProbeBytesPerConnection = 4.0 * 1048576;
   struct Options {
     int initial_window = 32;
     int min_window = 4;
@@ -265,8 +281,9 @@ class WindowController {
   // o_.max_connections, and the session's limit (SetConnectionLimit).
   int MaxConnections() const;
   // What a fewer-connections probe would keep (connections_ when none
-  // applies): x2/3, not below the bytes in flight at kBytesPerConnection each,
-  // and above a count shown too few (too_few_connections_).
+  // applies): x2/3, not below kKeptConnections nor the bytes on the wire
+  // (WireBytes()) at kProbeBytesPerConnection each, and above a count shown
+  // too few (too_few_connections_).
   int FewerConnections() const;
   void EndStartup(double goodput);
   // Back to start-up from steady state at goodput `goodput`, after a probe
@@ -367,10 +384,13 @@ class WindowController {
   // loss must not stop the giving back for good) and when start-up resumes.
   static constexpr int kTooFewMemory = 12;
   bool connections_shrink_ = true;  // SetConnectionsShrink
-  // Connections for `factor` x the bytes in flight on the path, at
-  // kBytesPerConnection each: the window's bytes, at most the
-  // bandwidth-delay product (1..MaxConnections()).
+  // Connections for `factor` x the bytes on the wire (WireBytes()), at
+  // kBytesPerConnection each (1..MaxConnections()): what a larger-window
+  // probe brings at most, and what a resumed start-up keeps at least.
   int ConnectionFloor(double factor) const;
+  // The bytes on the wire: the window's, at most the bandwidth-delay
+  // product of the best goodput (not those queued at the node).
+  double WireBytes() const;
   // One connection per kBytesPerConnection of `bytes`, between 1 and `most`.
   static int ConnectionsFor(double bytes, int most);
   int probe_intervals_ = 0;

@@ -41,9 +41,11 @@ struct Pipe {
 };
 
 // Drives the controller for `seconds` of simulated time; *mean_goodput gets
-// the average goodput of the last half.
+// the average goodput of the last half, *min_connections_late the fewest
+// connections the controller asked for in it.
 inline WindowController Simulate(const Pipe& p, double seconds, WindowController::Options o = {},
-                                 double* mean_goodput = nullptr, int* max_connections = nullptr, bool shrink = true) {
+                                 double* mean_goodput = nullptr, int* max_connections = nullptr, bool shrink = true,
+                                 int* min_connections_late = nullptr) {
   double sum = 0;
   int samples = 0;
   auto now = Clock::time_point{} + std::chrono::hours(1);
@@ -64,6 +66,9 @@ inline WindowController Simulate(const Pipe& p, double seconds, WindowController
     if (t >= seconds / 2) {
       sum += goodput;
       ++samples;
+      if (min_connections_late && (samples == 1 || c.connections() < *min_connections_late)) {
+        *min_connections_late = c.connections();
+      }
     }
   }
   if (mean_goodput) *mean_goodput = sum / std::max(1, samples);
@@ -84,6 +89,10 @@ struct PathRun {
   int max_connections = 0;
   int final_connections = 0;
   double mean_connections_late = 0;  // the controller's count, averaged over the last half
+  int min_connections_late = 0;      // the fewest it asked for in the last half
+  // The largest rise of the count at one tick in the last half, as a
+  // factor (1: none): a probe's connections.
+  double max_connection_rise_late = 1;
   int max_connections_after_refusal = 0;  // once the controller was told the limit
   double max_node_queue_s = 0;  // longest wait at the node (start-up)
   int startup_resumes = 0;      // WindowController::startup_resumes() at the end
@@ -222,7 +231,16 @@ inline PathRun SimulatePath(double rtt_s, double node_bw, double conn_window, do
       r.max_node_queue_s = std::max(r.max_node_queue_s, node_free - (t + rtt_s / 2));
     }
     r.max_connections = std::max(r.max_connections, c.connections());
-    if (t >= seconds / 2) r.mean_connections_late += c.connections() * dt / (seconds - seconds / 2);
+    if (t >= seconds / 2) {
+      r.mean_connections_late += c.connections() * dt / (seconds - seconds / 2);
+      if (r.min_connections_late == 0 || c.connections() < r.min_connections_late) {
+        r.min_connections_late = c.connections();
+      }
+      if (c.connections() > before) {
+        r.max_connection_rise_late = std::max(r.max_connection_rise_late,
+                                              static_cast<double>(c.connections()) / std::max(before, 1));
+      }
+    }
   }
   r.final_connections = c.connections();
   r.startup_resumes = c.startup_resumes();

@@ -109,9 +109,11 @@ TEST(WindowControllerTest, ConnectionsBeyondWhatThePathNeedsAreGivenBack) {
   // model; on the real path 256 at 200 ms already with 1.5x, where 4 MiB
   // per connection and round trip needs about 40-50). Start-up's end and
   // then steady state give back those that do not pay, and keep the speed
-  // (here 256 -> 91 at 200 ms, 248 -> 49 at 100 ms). With 1 MiB TCP windows
-  // (a host tuned down) the path needs more connections than the floor of
-  // 2 MiB each assumes: a probe below what it needs loses and is undone.
+  // (here 256 -> 48 at 200 ms where the path needs 39, 248 -> 32 at 100 ms;
+  // with the probes' floor at 2 MiB per connection, before 2026-12-07,
+  // 91 and 49). With 1 MiB TCP windows (a host tuned down) the path needs
+  // four times the probes' floor of 4 MiB each: a probe below what it
+  // needs loses and is undone.
   struct Case {
     double rtt, conn_window;
   };
@@ -134,6 +136,13 @@ TEST(WindowControllerTest, ConnectionsBeyondWhatThePathNeedsAreGivenBack) {
     if (k.conn_window >= 4 * 1048576.0) {
       // The probes give back more than start-up's end did.
       EXPECT_LT(r.final_connections, 0.75 * r.connections_at_startup_end);
+      // Down to about what the path's windows need (the probes' floor is
+      // one per 4 MiB on the wire), or kKeptConnections.
+      EXPECT_LE(r.min_connections_late, std::max(WindowController::kKeptConnections, needed * 3 / 2));
+      // A larger-window probe from there asks for x1.25 the connections
+      // (rounded up), not for start-up's one per 2 MiB of its bytes (48 ->
+      // 121 at 200 ms).
+      EXPECT_LE(r.max_connection_rise_late, 1.3);
     }
   }
 }
