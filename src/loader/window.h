@@ -151,8 +151,9 @@ class WindowController {
   // ceiling of 32 capped a 200 ms path at 32 x 4 MiB / 0.2 s = 671 MB/s,
   // below what the node served.
   static constexpr int kDefaultMaxConnections = 256;
-  // Bytes in flight per connection during start-up: half the Linux default
-  // TCP window (tcp_wmem 4 MiB), so that no connection is window-limited.
+  // Bytes in flight per connection during start-up: half of what Linux's
+  // autotuning lets a TCP send buffer hold (tcp_wmem's maximum, 4 MiB), so
+  // that no connection is window-limited.
   // Steady state's fewer-connections probes go down to one per
   // kProbeBytesPerConnection (twice this) on the wire, and its larger-window
   // probes bring connections up to one per kBytesPerConnection of their
@@ -203,9 +204,10 @@ class WindowController {
   // (7 pairs, docs/benchmarks-long-rtt.md) for no measurable CPU.
   static constexpr int kKeptConnections = 32;
   // Nor below one connection per kProbeBytesPerConnection on the wire (the
-  // window's bytes, at most the bandwidth-delay product): Linux's default
-  // TCP send buffer (tcp_wmem's 4 MiB), the most one connection carries
-  // per round trip there (less: the buffer counts its own overhead).
+  // window's bytes, at most the bandwidth-delay product): the most Linux's
+  // autotuning lets a TCP send buffer hold (tcp_wmem's maximum, 4 MiB), so
+  // the most one connection carries per round trip there (less: the
+  // buffer counts its own overhead).
   // Below what the path's windows need, a probe loses goodput and is
   // undone, and its count is remembered as too few (kTooFewMemory probes);
   // the controller cannot see the windows, so the probe is what tells. (Until
