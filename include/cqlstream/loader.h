@@ -169,6 +169,12 @@ struct LoaderMetrics {
   // open ones beyond that are parked and close after 30 s, but on
   // ScyllaDB's shard-aware pools: docs/loader.md).
   int connections_wanted = 0;
+  // Rows of system.peers that the session's current topology left out, each
+  // naming a host already listed (a node that lists itself among its peers,
+  // a row written twice): they would otherwise be a second pool to the
+  // same node and its tokens twice in the ring. Nonzero means a node's
+  // system tables are inconsistent (`cqlstream ping` prints the count too).
+  int ignored_peer_rows = 0;
 };
 
 class Loader {

@@ -149,6 +149,7 @@ nb::dict MetricsDict(Stream& s) {
   d["window"] = m.window;
   d["connections"] = m.connections;
   d["connections_wanted"] = m.connections_wanted;
+  d["ignored_peer_rows"] = m.ignored_peer_rows;
   d["bytes_in_flight"] = m.bytes_in_flight;
   d["memory_bytes"] = m.memory_bytes;
   d["memory_budget"] = m.memory_budget;

@@ -300,6 +300,7 @@ LoaderMetrics Loader::Metrics() const {
   int connections = 0;
   for (const auto& h : L.session->Hosts()) connections += h.open_connections;
   if (L.attached) m.foreign_keys_cached = L.attached->keys->keys();  // (its own lock, not under mu)
+  m.ignored_peer_rows = L.session->IgnoredPeerRows();                 // (the session's topology, not under mu)
   MutexLock lock(&L.mu);
   m.images_per_s = L.rate_images;
   m.mb_per_s = L.rate_bytes / 1e6;

@@ -142,6 +142,9 @@ TEST_F(ClusterTest, DiscoversEveryNodeAndRoutesEachKeyToItsOwner) {
     EXPECT_EQ(h.datacenter, "dc1") << h.address;
   }
   EXPECT_EQ(addresses, (std::set<std::string>{"127.0.3.1", "127.0.3.2", "127.0.3.3"}));
+  // Each node's peers rows name the two others: none is left out as naming
+  // a host already listed (net/control.h BuildTopology).
+  EXPECT_EQ(s->IgnoredPeerRows(), 0);
 
   // RF 1: each key lives on exactly one node, so the node that answers a
   // token-aware request must be that node.
@@ -272,6 +275,7 @@ TEST_F(ClusterTest, CoalescedReadsGoToTheNodeHoldingEveryKey) {
   // 1,184 in 13 runs here), each of which, grouped by segment alone, would
   // have cost about 1.3 messages (1,430 messages for 1,151 samples).
   EXPECT_GT(m.coalesced_samples, 300) << "samples read in groups";
+  EXPECT_EQ(m.ignored_peer_rows, 0);  // three real nodes, each listed once
   EXPECT_LT(m.coalesced_requests * 2, m.coalesced_samples);
   // Allowed: gossip, each node a few messages per second, and whatever
   // else the nodes say to each other meanwhile (up to 82 messages in a

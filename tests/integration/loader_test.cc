@@ -153,6 +153,7 @@ TEST_F(LoaderTest, OutOfOrderDeliversTheSameSetWithChecksumsVerified) {
   EXPECT_GT(m.latency_p50_ms, 0);
   EXPECT_GE(m.connections_wanted, 1);  // the controller's count (open ones may still be opening)
   EXPECT_GE(m.connections, 1);
+  EXPECT_EQ(m.ignored_peer_rows, 0);  // a real node's system.peers names no host twice
   // Every data read checked its answer's columns, as bytes: the node
   // encodes them as it encoded the PREPARED answer's.
   EXPECT_EQ(m.columns_decoded, 0);

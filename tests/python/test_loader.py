@@ -59,6 +59,7 @@ def test_iterates_epochs_like_a_dataloader(images, loader_kwargs):
         m = loader.metrics()
         assert m["images"] == 2 * n and m["batches"] == 2 * len(loader)
         assert m["connections_wanted"] >= 1 and m["connections"] >= 1
+        assert m["ignored_peer_rows"] == 0  # a real node lists no host twice
 
 
 def test_break_resumes_the_same_epoch_and_endless(images, loader_kwargs):
