@@ -96,16 +96,12 @@ void WindowController::SetConnectionLimit(int limit) {
 }
 
 int WindowController::ConnectionFloor(double factor) const {
-  return ConnectionsFor(factor * WireBytes(), MaxConnections());
-}
-
-double WindowController::WireBytes() const {
   // The bytes on the wire: the window's, but not those queued at the node
   // (at a short round trip most of a window waits there), so at most the
   // bandwidth-delay product of the best goodput.
   double bytes = static_cast<double>(window_) * std::max(mean_bytes_, 0.0);
   if (best_goodput_ > 0 && min_rtt_us_ > 0) bytes = std::min(bytes, best_goodput_ * min_rtt_us_ / 1e6);
-  return bytes;
+  return ConnectionsFor(factor * bytes, MaxConnections());
 }
 
 int WindowController::ConnectionsFor(double bytes, int most) {
@@ -115,8 +111,9 @@ int WindowController::ConnectionsFor(double bytes, int most) {
 
 int WindowController::FewerConnections() const {
   if (!connections_shrink_) return connections_;
-  const double floor = std::ceil(WireBytes() / kProbeBytesPerConnection);
-  const int target = std::max({static_cast<int>(std::min(floor, 1e9)), connections_ * 2 / 3, kKeptConnections});
+  // One per kProbeBytesPerConnection of the bytes on the wire.
+  const int floor = ConnectionFloor(kBytesPerConnection / kProbeBytesPerConnection);
+  const int target = std::max({floor, connections_ * 2 / 3, kKeptConnections});
   return target < connections_ && target > too_few_connections_ ? target : connections_;
 }
 

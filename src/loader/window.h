@@ -284,8 +284,8 @@ class WindowController {
   int MaxConnections() const;
   // What a fewer-connections probe would keep (connections_ when none
   // applies): x2/3, not below kKeptConnections nor the bytes on the wire
-  // (WireBytes()) at kProbeBytesPerConnection each, and above a count shown
-  // too few (too_few_connections_).
+  // at kProbeBytesPerConnection each, and above a count shown too few
+  // (too_few_connections_).
   int FewerConnections() const;
   void EndStartup(double goodput);
   // Back to start-up from steady state at goodput `goodput`, after a probe
@@ -386,13 +386,13 @@ class WindowController {
   // loss must not stop the giving back for good) and when start-up resumes.
   static constexpr int kTooFewMemory = 12;
   bool connections_shrink_ = true;  // SetConnectionsShrink
-  // Connections for `factor` x the bytes on the wire (WireBytes()), at
-  // kBytesPerConnection each (1..MaxConnections()): what a larger-window
-  // probe brings at most, and what a resumed start-up keeps at least.
+  // Connections for `factor` x the bytes on the wire (the window's, at most
+  // the bandwidth-delay product of the best goodput), at kBytesPerConnection
+  // each (1..MaxConnections()): what a larger-window probe brings at most,
+  // what a resumed start-up keeps at least, and at factor
+  // kBytesPerConnection / kProbeBytesPerConnection the fewer-connections
+  // probes' floor.
   int ConnectionFloor(double factor) const;
-  // The bytes on the wire: the window's, at most the bandwidth-delay
-  // product of the best goodput (not those queued at the node).
-  double WireBytes() const;
   // One connection per kBytesPerConnection of `bytes`, between 1 and `most`.
   static int ConnectionsFor(double bytes, int most);
   int probe_intervals_ = 0;
