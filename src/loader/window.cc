@@ -112,8 +112,8 @@ int WindowController::ConnectionsFor(double bytes, int most) {
 int WindowController::FewerConnections() const {
   if (!connections_shrink_) return connections_;
   // One per kProbeBytesPerConnection of the bytes on the wire.
-  const int floor = ConnectionFloor(kBytesPerConnection / kProbeBytesPerConnection);
-  const int target = std::max({floor, connections_ * 2 / 3, kKeptConnections});
+  const int wire_floor = ConnectionFloor(kBytesPerConnection / kProbeBytesPerConnection);
+  const int target = std::max({wire_floor, connections_ * 2 / 3, kKeptConnections});
   return target < connections_ && target > too_few_connections_ ? target : connections_;
 }
 

@@ -65,9 +65,9 @@
 //    window: start-up may have ended short). A fewer-connections probe goes
 //    never below kKeptConnections (32: too few to be worth a probe's dip) nor
 //    one connection per kProbeBytesPerConnection on the wire (the window's
-//    bytes, at most the bandwidth-delay product, at Linux's default TCP
-//    window each: below what the path's windows need the probe loses and is
-//    undone; a larger-window probe brings x1.25 the connections, at most
+//    bytes, at most the bandwidth-delay product, at the most Linux's
+//    autotuning lets a TCP send buffer hold each: below what the path's
+//    windows need the probe loses and is undone; a larger-window probe brings x1.25 the connections, at most
 //    kBytesPerConnection's count for its bytes), nor to a count a probe
 //    showed too few (a fewer-connections probe that lost or met a timeout
 //    or overload answer, the count before a more-connections probe that
