@@ -108,6 +108,8 @@ class Exporter {
 
   Status ClaimName(const std::string& wanted, SampleKey key, std::string* got);
   Status WriteJob(Job& j);
+  // Removes the files claimed for `j` (those it has: a claim may have failed).
+  Status RemoveFiles(const Job& j) const;
   // Attached datasets (store/attached_scan.h): the block's keys and labels
   // from the key snapshot and the foreign table, and a sample's bytes from
   // its data read.
@@ -150,6 +152,12 @@ Status Exporter::ClaimName(const std::string& wanted, SampleKey key, std::string
   return Status::OK();
 }
 
+Status Exporter::RemoveFiles(const Job& j) const {
+  if (!j.image_out.empty()) CQLS_RETURN_IF_ERROR(out_->Remove(j.image_out));
+  if (!j.target_out.empty()) CQLS_RETURN_IF_ERROR(out_->Remove(j.target_out));
+  return Status::OK();
+}
+
 void Exporter::Problem(const Job& j, const std::string& what) { Problem(j.meta.key, j.meta.path, what); }
 
 void Exporter::Problem(SampleKey key, const std::string& path, const std::string& what) {
@@ -183,9 +191,7 @@ Status Exporter::WriteJob(Job& j) {
     return Status::OK();
   }
   Problem(j, what);
-  CQLS_RETURN_IF_ERROR(out_->Remove(j.image_out));
-  if (!j.target_out.empty()) CQLS_RETURN_IF_ERROR(out_->Remove(j.target_out));
-  return Status::OK();
+  return RemoveFiles(j);
 }
 
 StatusOr<std::vector<MetaRow>> Exporter::AttachedBlock(const BlockRef& b, const std::string& split) {
@@ -231,9 +237,7 @@ Status Exporter::WriteAttachedJob(Job& j) {
     return Status::OK();
   }
   Problem(j, problem.message());
-  CQLS_RETURN_IF_ERROR(out_->Remove(j.image_out));
-  if (!j.target_out.empty()) CQLS_RETURN_IF_ERROR(out_->Remove(j.target_out));
-  return Status::OK();
+  return RemoveFiles(j);
 }
 
 std::string Exporter::ManifestRow(const Job& j, const std::string& split) const {
@@ -257,7 +261,11 @@ std::string Exporter::ManifestRow(const Job& j, const std::string& split) const 
 }
 
 // One metadata block: names claimed in key order, bytes fetched and written
-// in parallel, manifest rows appended in key order.
+// in parallel, manifest rows appended in key order. Whatever ends the block
+// (an error, an interrupt), the samples written are counted and listed in
+// the manifest, and the files claimed for the others (created empty, or
+// written in part) are removed: an export that stops leaves no file that is
+// not a whole sample named in its manifest.
 Status Exporter::Block(const BlockRef& b, const std::string& split) {
   std::vector<MetaRow> rows;
   if (attached_) {
@@ -267,29 +275,34 @@ Status Exporter::Block(const BlockRef& b, const std::string& split) {
   }
   std::vector<Job> jobs;
   jobs.reserve(rows.size());
+  Status st;
   for (auto& m : rows) {
-    Job j{std::move(m), "", "", false};
-    CQLS_RETURN_IF_ERROR(ClaimName(ExportPath(d_, split, j.meta.path, j.meta.label), j.meta.key, &j.image_out));
-    if (!j.meta.target_path.empty()) {
-      CQLS_RETURN_IF_ERROR(
-          ClaimName(SafeRelativePath(split) + "/" + SafeRelativePath(j.meta.target_path), j.meta.key, &j.target_out));
+    Job& j = jobs.emplace_back(Job{std::move(m), "", "", false});
+    st = ClaimName(ExportPath(d_, split, j.meta.path, j.meta.label), j.meta.key, &j.image_out);
+    if (st.ok() && !j.meta.target_path.empty()) {
+      st = ClaimName(SafeRelativePath(split) + "/" + SafeRelativePath(j.meta.target_path), j.meta.key, &j.target_out);
     }
-    jobs.push_back(std::move(j));
+    if (!st.ok()) break;
   }
-  CQLS_RETURN_IF_ERROR(ParallelFor(jobs.size(), o_.concurrency, [&](size_t i) { return WriteJob(jobs[i]); }, o_.stop));
+  if (st.ok()) st = ParallelFor(jobs.size(), o_.concurrency, [&](size_t i) { return WriteJob(jobs[i]); }, o_.stop);
   std::string csv;
   for (const auto& j : jobs) {
-    if (!j.written) continue;
+    if (!j.written) {
+      const Status removed = RemoveFiles(j);
+      if (st.ok()) st = removed;
+      continue;
+    }
     r_->samples++;
     r_->files += j.target_out.empty() ? 1 : 2;
     r_->bytes += j.meta.size;
     if (manifest_) csv += ManifestRow(j, split);
   }
   if (manifest_ && !csv.empty()) {
-    CQLS_RETURN_IF_ERROR(out_->Append("manifest.csv", reinterpret_cast<const uint8_t*>(csv.data()), csv.size()));
+    const Status listed = out_->Append("manifest.csv", reinterpret_cast<const uint8_t*>(csv.data()), csv.size());
+    if (st.ok()) st = listed;
   }
   if (o_.on_progress) o_.on_progress(r_->samples, r_->total, r_->bytes);
-  return Status::OK();
+  return st;
 }
 
 Status Exporter::Run(const std::vector<SegmentInfo>& segs) {

@@ -145,6 +145,19 @@ SampleRowDecoder::SampleRowDecoder(SampleKey key, const SampleHints& hints, bool
   XXH64_reset(hash_.get(), 0);
 }
 
+void SampleRowDecoder::Reset() {
+  cells_.reset();
+  rows_ = 0;
+  claimed_ = false;
+  statics_ = SampleStatics();
+  placer_ = ChunkPlacer();
+  buf_.reset();
+  data_bytes_ = 0;
+  XXH64_reset(hash_.get(), 0);
+  status_ = Status::OK();
+  another_key_ = false;
+}
+
 void SampleRowDecoder::AddPage(const cql::Rows& page) {
   BeginPage();
   if (page.column_count() <= kColData) {
@@ -175,6 +188,7 @@ void SampleRowDecoder::OnCell(int32_t row, int32_t col, std::optional<std::span<
 // The current page's key and static cells are sound (else status_ says why).
 bool SampleRowDecoder::CellsOk() {
   if (cells_->key_mismatch()) {
+    another_key_ = true;
     status_ = Status::Corruption(
         fmt::format("sample {}: the answer holds a row of another sample's key", FormatKey(key_)));
     return false;

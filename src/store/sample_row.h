@@ -150,6 +150,12 @@ class SampleRowDecoder {
   // refuse, a chunk out of place, chunks that do not add up to the size). An
   // answer without rows is OK here: see rows().
   Status Finish();
+  // The first problem was a row of another sample's key: an answer meant
+  // for another request, worth reading again (store/read_again.h).
+  bool answered_another_key() const { return another_key_; }
+  // Back to the state of construction (the same key, hints and keep_bytes),
+  // for a read sent again.
+  void Reset();
 
   int32_t rows() const { return rows_; }
   const SampleStatics& statics() const { return statics_; }
@@ -174,6 +180,7 @@ class SampleRowDecoder {
   int64_t data_bytes_ = 0;
   std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> hash_;
   Status status_;
+  bool another_key_ = false;
 };
 
 // --- statements of the data row (layout 1; sample_row_io.cc) --------------
@@ -192,7 +199,12 @@ std::string DataReadManyQuery(const DatasetInfo& d);
 // Reads sample `key` with `data_read` (DataReadQuery prepared) at
 // LOCAL_QUORUM, `page_size` chunks a page, into `dec`: the reads of verify,
 // export and the pack builder. The answers must name the data read's
-// columns (net/result_columns.h); a refused or failed page is the error.
+// columns (net/result_columns.h). An answer meant for another request —
+// refused for its columns (a Corruption), or holding a row of another
+// sample's key (dec->answered_another_key()) — is read again, `dec` reset
+// first, kReadAttempts in all (store/read_again.h); after the last, a
+// refused or failed page is the error and another key's row is dec's
+// problem (Finish), as for an answer read once.
 Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, SampleKey key, int page_size,
                       SampleRowDecoder* dec);
 inline constexpr int kColSeg = 0, kColIdx = 1, kColSize = 2, kColImageSize = 3, kColChecksum = 4, kColLabel = 5,

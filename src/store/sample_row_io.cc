@@ -6,6 +6,7 @@
 // without the network layer).
 #include <fmt/format.h>
 
+#include "store/read_again.h"
 #include "store/sample_row.h"
 #include "store/scan.h"
 
@@ -46,10 +47,15 @@ Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, Sample
   q.idempotent = true;
   q.consistency = cql::Consistency::kLocalQuorum;
   q.page_size = page_size;
-  return s.ForEachPage(q, [dec](const cql::Rows& r) {
-    dec->AddPage(r);
-    return Status::OK();
-  });
+  for (int attempt = 1;; ++attempt) {
+    if (attempt > 1) dec->Reset();
+    Status st = s.ForEachPage(q, [dec](const cql::Rows& r) {
+      dec->AddPage(r);
+      return Status::OK();
+    });
+    const bool another_request = st.code() == Status::Code::kCorruption || (st.ok() && dec->answered_another_key());
+    if (!another_request || attempt >= kReadAttempts) return st;
+  }
 }
 
 std::string SamplePathQuery(const DatasetInfo& d) {

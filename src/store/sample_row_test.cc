@@ -9,6 +9,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -251,6 +252,32 @@ TEST(SampleRowTest, DecoderRefusesWhatTheLoaderRefuses) {
   st = other.Finish();
   EXPECT_EQ(st.code(), Status::Code::kCorruption);
   EXPECT_NE(st.message().find("another sample's key"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(other.answered_another_key());
+  EXPECT_FALSE(short_answer.answered_another_key());
+  EXPECT_FALSE(large.answered_another_key());
+  // Reset for a read sent again: the honest answer then decodes whole, as in
+  // a decoder of its own (rows, bytes and hash from the second answer only).
+  other.Reset();
+  EXPECT_FALSE(other.answered_another_key());
+  EXPECT_EQ(other.rows(), 0);
+  EXPECT_EQ(other.data_bytes(), 0);
+  other.BeginPage();
+  FeedDecoder(other, 0, kKey, 5000, chunk);
+  other.BeginPage();
+  FeedDecoder(other, 1, kKey, 5000, FilledBytes(904, 2));
+  SampleRowDecoder fresh(kKey, Hints(), true);
+  fresh.BeginPage();
+  FeedDecoder(fresh, 0, kKey, 5000, chunk);
+  fresh.BeginPage();
+  FeedDecoder(fresh, 1, kKey, 5000, FilledBytes(904, 2));
+  ASSERT_TRUE(fresh.Finish().ok());
+  st = other.Finish();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(other.rows(), 2);
+  EXPECT_EQ(other.data_bytes(), 5000);
+  EXPECT_EQ(other.xxh64(), fresh.xxh64());
+  ASSERT_EQ(other.bytes().size(), 5000u);
+  EXPECT_TRUE(std::equal(other.bytes().begin(), other.bytes().end(), fresh.bytes().begin()));
 
   // No rows at all: nothing wrong with rows that do not exist (the caller
   // says "missing data").

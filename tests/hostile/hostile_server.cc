@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <set>
 
 namespace cqlstream::hostile {
 namespace {
@@ -58,6 +59,9 @@ const std::vector<ModeInfo> kModes = {
     {Mode::kSegmentsCrossed, "segments-crossed", kErr, kAny, kErr, kErr, "answered a row of dataset"},
     // Only the coalesced reads of tiny lie; their samples are read again alone.
     {Mode::kNativeGroupLies, "native-group-lies", kOk, kOk, kOk, kOk, ""},
+    // Each lie once a connection: a reader that reads a refused answer
+    // again (verify, export, bench, the Loader) gets the honest one.
+    {Mode::kStrayAnswers, "stray-answers", kOk, kOk, kOk, kOk, ""},
 };
 
 bool ReadFull(int fd, uint8_t* p, size_t n) {
@@ -123,6 +127,7 @@ struct HostileServer::Conn {
   HostileServer* s;
   int fd;
   bool stalled = false;  // after a frame that never ends: read and drop
+  std::set<int32_t> strayed;  // stray-answers: toy's samples whose first read alone here was answered as a stray
 
   Mode mode() const { return s->mode_; }
 
@@ -211,6 +216,14 @@ struct HostileServer::Conn {
     if (mode() == Mode::kWrongKey && idx == 7) {
       p->values[1] = IntCell(8);
       *a = s->world_.Run(sel, p->values);
+    } else if (mode() == Mode::kStrayAnswers && strayed.insert(idx).second) {
+      s->lies_told_.fetch_add(1);
+      if (idx % 2 == 0 || p->skip_metadata()) {
+        p->values[1] = IntCell((idx + 1) % kSamples);
+        *a = s->world_.Run(sel, p->values);
+      } else {
+        t.name = std::string("d_") + kTinyDataset;  // the honest rows, their columns named as tiny's
+      }
     } else if (mode() == Mode::kMissingRows && idx == 9) {
       t.rows.clear();
     } else if (mode() == Mode::kChunksShort && idx == 3 && t.rows.size() > 1) {

@@ -1,20 +1,28 @@
 // Copyright (c) cqlstream authors.
 //
-// hostile_tests: the real CLI (ping, info, verify, bench, bench --ordered) and
-// the C++ Loader (cqlstream-hostile-loader, out of order and ordered) against
-// every mode of the hostile server, each as a child process under a
-// wall-clock bound (kBound). The outcome must be what the mode's Expect says: the
-// honest dataset exactly, or a clean error (exit 1 or 2 with a message that
-// names the problem) — never a signal, a hang past the bound, or a peak RSS
-// past kRssBoundMb.
+// hostile_tests: the real CLI (ping, info, verify, bench, bench --ordered,
+// export) and the C++ Loader (cqlstream-hostile-loader, out of order and
+// ordered) against every mode of the hostile server, each as a child process
+// under a wall-clock bound (kBound). The outcome must be what the mode's
+// Expect says: the honest dataset exactly, or a clean error (exit 1 or 2 with
+// a message that names the problem) — never a signal, a hang past the bound,
+// or a peak RSS past kRssBoundMb; and an export leaves only whole, honest
+// samples in its folder, each in its manifest (JudgeExport).
 //
 // Paths: the CLI is $CQLSTREAM_CLI or the build's cqlstream; the probe and
 // the server are this build's (compile definitions).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -104,9 +112,51 @@ struct Probe {
   Reads reads;
   // What a correct result looks like in the output, beyond exit 0.
   std::string correct_marker;
+  // An export's folder and dataset: what it left there is judged too.
+  std::string export_dir, export_dataset;
 };
 
-std::vector<Probe> Probes(uint16_t port) {
+// What `cqlstream export` left in `dir`, whatever its outcome: "" when every
+// file but manifest.csv holds the whole payload of a distinct sample of
+// `dataset` (an export never writes a wrong or partial file, and leaves no
+// empty one behind), the manifest names exactly those files, and, when
+// `complete`, every sample is there; else what is wrong.
+std::string JudgeExport(const std::string& dir, const std::string& dataset, bool complete) {
+  namespace fs = std::filesystem;
+  std::map<std::vector<uint8_t>, int32_t> idx_of;
+  for (int32_t i = 0; i < SamplesOf(dataset); ++i) idx_of.emplace(PayloadOf(dataset, i), i);
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return complete ? "no folder" : "";
+  std::set<std::string> files;
+  std::set<int32_t> seen;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    const std::string rel = fs::relative(it->path(), dir).string();
+    if (rel == "manifest.csv") continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto found = idx_of.find(bytes);
+    if (found == idx_of.end()) return rel + ": " + std::to_string(bytes.size()) + " bytes that are no sample's";
+    if (!seen.insert(found->second).second) return rel + ": a sample written twice";
+    files.insert(rel);
+  }
+  if (ec) return "cannot list the folder: " + ec.message();
+  if (complete && seen.size() != static_cast<size_t>(SamplesOf(dataset))) {
+    return std::to_string(seen.size()) + " samples written, not " + std::to_string(SamplesOf(dataset));
+  }
+  std::ifstream manifest(dir + "/manifest.csv");
+  if (!manifest) return files.empty() ? "" : "files without a manifest";
+  std::set<std::string> listed;
+  std::string line;
+  for (bool header = true; std::getline(manifest, line); header = false) {
+    if (!header) listed.insert(line.substr(0, line.find(',')));
+  }
+  return listed == files ? "" : "the manifest lists " + std::to_string(listed.size()) + " files, the folder holds " +
+                                    std::to_string(files.size());
+}
+
+std::vector<Probe> Probes(uint16_t port, const std::string& export_root) {
   const std::string p = std::to_string(port);
   const std::vector<std::string> conn = {"--hosts", "127.0.0.1", "--port", p, "--keyspace", kKeyspace,
                                          "--timeout-ms", "1000"};
@@ -148,6 +198,11 @@ std::vector<Probe> Probes(uint16_t port) {
       {"cqlstream bench (tiny)", cli(with({"bench", kTinyDataset, "--verify"}, bench)), Reads::kTiny, nt},
       {"Loader (tiny)", {CQLSTREAM_HOSTILE_LOADER, "--port", p, "--dataset", kTinyDataset, "--fixed-window", "32"},
        Reads::kTiny, "OK " + nt},
+      // export writes what it read: its folder is judged too (JudgeExport).
+      {"cqlstream export", cli({"export", kDataset, export_root + "/toy"}), Reads::kNative,
+       "exported " + n + " of " + n + " samples", export_root + "/toy", kDataset},
+      {"cqlstream export (attached)", cli({"export", kAttachedDataset, export_root + "/att"}), Reads::kAttached,
+       "exported " + na + " of " + na + " samples", export_root + "/att", kAttachedDataset},
   };
 }
 
@@ -175,7 +230,10 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
   const ModeInfo m = GetParam();
   auto server = HostileServer::Start(m.mode);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
-  const std::vector<Probe> probes = Probes((*server)->port());
+  const std::string export_root = ::testing::TempDir() + "hostile_export_" + std::to_string(::getpid()) + "_" +
+                                  std::string(m.name);
+  std::filesystem::remove_all(export_root);
+  const std::vector<Probe> probes = Probes((*server)->port(), export_root);
   std::vector<ChildSpec> specs;
   for (const auto& p : probes) specs.push_back({p.label, p.args});
   const std::vector<ChildResult> results = RunAll(specs, kBound);
@@ -187,6 +245,16 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
                                                      : m.expect_tiny;
     const std::string why = Judge(results[i], e, probes[i], m);
     EXPECT_EQ(why, "") << "mode " << m.name << ", " << results[i].Describe();
+    if (!probes[i].export_dir.empty()) {
+      EXPECT_EQ(JudgeExport(probes[i].export_dir, probes[i].export_dataset, results[i].exit_code == 0), "")
+          << "mode " << m.name << ", what " << results[i].Describe() << " left in its folder";
+    }
+  }
+  std::filesystem::remove_all(export_root);
+  // Every reader of toy read again what was answered as if meant for
+  // another request, and so read it whole (the mode's expectations).
+  if (m.mode == Mode::kStrayAnswers) {
+    EXPECT_GE((*server)->lies_told(), int64_t{kSamples}) << "each reader's first read of each sample";
   }
   // A lie nobody asked to hear tests nothing: the attached probes' first
   // fills send grouped key lookups, and each was answered with a lie.
