@@ -16,12 +16,13 @@
 // and the groups keep their size (a quarter of the window), whatever the
 // timing (an adaptive window may shrink under load until no group forms).
 //
-// Exit 0 and "OK <n> retries <r> coalesced <c> group_failures <g> timeouts <t>": every
-// sample exactly once per epoch with its honest payload (n: the samples of
-// one epoch; r: the Loader's retries, which show that answers were refused;
+// Exit 0 and "OK <n> retries <r> coalesced <c> group_failures <g> timeouts <t>
+// ignored_peer_rows <p>": every sample exactly once per epoch with its
+// honest payload (n: the samples of one epoch; r: the Loader's retries, which show that answers were refused;
 // c: its requests that read several samples; g: samples a grouped read did
 // not deliver, LoaderMetrics::group_failures; t: its requests that timed
-// out, which a busy machine may cause in any mode).
+// out, which a busy machine may cause in any mode; p: the system.peers rows
+// the session left out, LoaderMetrics::ignored_peer_rows).
 // Exit 1 and "ERROR <status>": the Loader returned an error Status.
 // Exit 3 and "WRONG <what>": the Loader returned data that is not the
 // dataset (a silently wrong result).
@@ -120,8 +121,8 @@ int Main(int argc, char** argv) {
     }
   }
   const cqlstream::LoaderMetrics m = (*l)->Metrics();
-  fmt::print("OK {} retries {} coalesced {} group_failures {} timeouts {}\n", count, m.retries, m.coalesced_requests,
-             m.group_failures, m.timeouts);
+  fmt::print("OK {} retries {} coalesced {} group_failures {} timeouts {} ignored_peer_rows {}\n", count, m.retries,
+             m.coalesced_requests, m.group_failures, m.timeouts, m.ignored_peer_rows);
   return 0;
 }
 

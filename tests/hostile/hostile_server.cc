@@ -59,6 +59,8 @@ const std::vector<ModeInfo> kModes = {
     {Mode::kSegmentsCrossed, "segments-crossed", kErr, kAny, kErr, kErr, "answered a row of dataset"},
     // Only the coalesced reads of tiny lie; their samples are read again alone.
     {Mode::kNativeGroupLies, "native-group-lies", kOk, kOk, kOk, kOk, ""},
+    // A session leaves both rows out (ping and the Loader say how many).
+    {Mode::kPeersRepeatHosts, "peers-repeat-hosts", kOk, kOk, kOk, kOk, ""},
     // Each lie once a connection: a reader that reads a refused answer
     // again (verify, export, bench, the Loader) gets the honest one.
     {Mode::kStrayAnswers, "stray-answers", kOk, kOk, kOk, kOk, ""},
@@ -173,6 +175,45 @@ struct HostileServer::Conn {
         for (auto& v : r) v = Value::Int(7);
       }
     }
+  }
+
+  // peers-repeat-hosts: two rows that name the node itself (the honest
+  // world's peers tables are empty: one node), each by one of the marks a
+  // session tells a listed host by — its endpoint (the address the client
+  // reached, another host id; the port, unset, is the client's) and its
+  // host id (the node's, at an address of no host).
+  void LieAboutPeers(const Select& sel, Answer* a) {
+    if (mode() != Mode::kPeersRepeatHosts || sel.keyspace != "system" || a->error_code != 0 ||
+        (sel.table != "peers" && sel.table != "peers_v2")) {
+      return;
+    }
+    auto uuid = [](uint8_t b) {
+      Uuid u;
+      u.bytes.fill(b);
+      u.bytes[6] = 0x40;  // version 4
+      return Value::FromUuid(u);
+    };
+    struct Peer {
+      std::vector<uint8_t> address;
+      uint8_t host_id;  // HonestWorld's system.local has 0x11
+      const char* token;
+    };
+    for (const Peer& p : {Peer{{127, 0, 0, 1}, 0x33, "100"}, Peer{{10, 9, 9, 9}, 0x11, "0"}}) {
+      std::vector<Value> row;
+      for (const auto& c : a->table.columns) {
+        const std::string& n = c.name;
+        row.push_back(n == "peer" || n == "native_address" || n == "rpc_address" ? Value::Blob(p.address)
+                      : n == "data_center"                                       ? Value::Text("dc1")
+                      : n == "rack"                                              ? Value::Text("rack1")
+                      : n == "release_version"                                   ? Value::Text("5.0.2")
+                      : n == "host_id"                                           ? uuid(p.host_id)
+                      : n == "tokens"                                            ? Value::List({Value::Text(p.token)})
+                      : n == "schema_version"                                    ? uuid(0x22)
+                                                                                 : Value::Null());
+      }
+      a->table.rows.push_back(std::move(row));
+    }
+    s->lies_told_.fetch_add(1);
   }
 
   void LieAboutCatalog(const Select& sel, Answer* a) {
@@ -490,6 +531,7 @@ struct HostileServer::Conn {
     }
     Answer a = s->world_.Run(*sel, p.values);
     LieAboutSystem(*sel, &a);
+    LieAboutPeers(*sel, &a);
     LieAboutCatalog(*sel, &a);
     MisnameColumns(p, &a);
     if (mode() == Mode::kMetaRowsLie && sel->table == std::string("m_") + kDataset && a.error_code == 0 &&

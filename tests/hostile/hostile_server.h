@@ -87,6 +87,8 @@ enum class Mode {
   kNativeGroupLies,        // every coalesced native read (d_... idx IN ?; only tiny's samples are read so)
                            // answers a row it was not asked for, a row twice, a row of another segment, or
                            // idx cells of 8 bytes, in turn; rows read alone are honest
+  kPeersRepeatHosts,       // system.peers and system.peers_v2 list the node twice more: at its own address
+                           // under another host id, and at another address (10.9.9.9) under its own id
   kStrayAnswers,           // on each connection, the first read alone of each of toy's samples is answered as
                            // if meant for another request (a late or repeated frame): even idx with the next
                            // sample's rows, odd idx with its own rows named as tiny's data table (or the next

@@ -34,8 +34,9 @@ GROUP_LIES = {"attached": "foreign-group-lies", "tiny": "native-group-lies"}
 RSS_BOUND_MB = 400  # the interpreter and numpy alone take ~60 MB
 
 # Reads EPOCHS epochs, each exactly once, and says what came of it: OK n
-# coalesced c retries r (exit 0), ERROR ... (exit 1) or WRONG ... (exit 3, a
-# silently wrong result). argv: port, ordered, dataset JSON path, epochs,
+# coalesced c retries r group_failures g timeouts t ignored_peer_rows p
+# (exit 0), ERROR ... (exit 1) or WRONG ... (exit 3, a silently wrong
+# result). argv: port, ordered, dataset JSON path, epochs,
 # window (0: adaptive; else fixed at that many requests in flight).
 CHILD = r"""
 import atexit, json, sys
@@ -79,7 +80,7 @@ except Exception as e:  # every cqlstream error; a clean error is a result here
     print(f"ERROR {type(e).__name__}: {e}")
     sys.exit(1)
 print(f"OK {len(want)} coalesced {m['coalesced_requests']} retries {m['retries']} "
-      f"group_failures {m['group_failures']} timeouts {m['timeouts']}")
+      f"group_failures {m['group_failures']} timeouts {m['timeouts']} ignored_peer_rows {m['ignored_peer_rows']}")
 """
 
 
@@ -206,6 +207,12 @@ def test_loader_against_hostile_server(mode: str, dataset: str, expect: str, pro
         assert not words or any(w.lower() in text for w in words), f"error does not name the problem ({problem}): " + what
     else:
         assert correct or r["exit"] == 1, "expected a clean error or the honest dataset: " + what
+    # system.peers rows naming a listed host are left out and counted: the
+    # node twice in peers-repeat-hosts, none in the honest world.
+    if mode in ("honest", "peers-repeat-hosts"):
+        fields = r["out"].split()
+        want = 2 if mode == "peers-repeat-hosts" else 0
+        assert int(fields[fields.index("ignored_peer_rows") + 1]) == want, what
     # Grouped reads (the attached dataset's foreign reads, tiny's coalesced
     # reads) were sent; where each told a lie, the Loader refused it and read
     # the samples again alone. Only a request that timed out (a busy machine)
