@@ -108,8 +108,9 @@ class Exporter {
 
   Status ClaimName(const std::string& wanted, SampleKey key, std::string* got);
   Status WriteJob(Job& j);
-  // Removes the files claimed for `j` (those it has: a claim may have failed).
-  Status RemoveFiles(const Job& j) const;
+  // Removes the files claimed for `j` (those it has: a claim may have
+  // failed) and forgets their names, so that none is removed twice.
+  Status RemoveFiles(Job& j) const;
   // Attached datasets (store/attached_scan.h): the block's keys and labels
   // from the key snapshot and the foreign table, and a sample's bytes from
   // its data read.
@@ -152,9 +153,11 @@ Status Exporter::ClaimName(const std::string& wanted, SampleKey key, std::string
   return Status::OK();
 }
 
-Status Exporter::RemoveFiles(const Job& j) const {
+Status Exporter::RemoveFiles(Job& j) const {
   if (!j.image_out.empty()) CQLS_RETURN_IF_ERROR(out_->Remove(j.image_out));
+  j.image_out.clear();
   if (!j.target_out.empty()) CQLS_RETURN_IF_ERROR(out_->Remove(j.target_out));
+  j.target_out.clear();
   return Status::OK();
 }
 
@@ -286,7 +289,7 @@ Status Exporter::Block(const BlockRef& b, const std::string& split) {
   }
   if (st.ok()) st = ParallelFor(jobs.size(), o_.concurrency, [&](size_t i) { return WriteJob(jobs[i]); }, o_.stop);
   std::string csv;
-  for (const auto& j : jobs) {
+  for (auto& j : jobs) {
     if (!j.written) {
       const Status removed = RemoveFiles(j);
       if (st.ok()) st = removed;

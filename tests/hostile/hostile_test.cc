@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -117,18 +118,29 @@ struct Probe {
   std::string export_dir, export_dataset;
 };
 
+// Where an honest export puts sample `idx` of `dataset` (store/export.h):
+// toy's under its metadata path, att's (attached: no paths) named by its
+// foreign key; split "train", no collisions to rename.
+std::string ExportName(const std::string& dataset, int32_t idx) {
+  if (dataset == kAttachedDataset) return std::string(kSplit) + "/" + std::to_string(ForeignKeyOf(idx));
+  char name[32];
+  std::snprintf(name, sizeof(name), "img/%04d.bin", static_cast<int>(idx));
+  return std::string(kSplit) + "/" + name;
+}
+
 // What `cqlstream export` left in `dir`, whatever its outcome: "" when every
 // file but manifest.csv holds the whole payload of a distinct sample of
-// `dataset` (an export never writes a wrong or partial file, and leaves no
-// empty one behind), the manifest names exactly those files, and, when
-// `complete`, every sample is there; else what is wrong.
+// `dataset` under that sample's name (an export never writes a wrong or
+// partial file, and leaves no empty one behind), the manifest names exactly
+// those files, each once, and, when `complete`, every sample is there; else
+// what is wrong.
 std::string JudgeExport(const std::string& dir, const std::string& dataset, bool complete) {
   namespace fs = std::filesystem;
   std::map<std::vector<uint8_t>, int32_t> idx_of;
   for (int32_t i = 0; i < SamplesOf(dataset); ++i) idx_of.emplace(PayloadOf(dataset, i), i);
   std::error_code ec;
   if (!fs::exists(dir, ec)) return complete ? "no folder" : "";
-  std::set<std::string> files;
+  std::vector<std::string> files;
   std::set<int32_t> seen;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
@@ -139,8 +151,12 @@ std::string JudgeExport(const std::string& dir, const std::string& dataset, bool
     const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto found = idx_of.find(bytes);
     if (found == idx_of.end()) return rel + ": " + std::to_string(bytes.size()) + " bytes that are no sample's";
+    if (rel != ExportName(dataset, found->second)) {
+      return rel + ": the bytes of sample " + std::to_string(found->second) + ", whose file is " +
+             ExportName(dataset, found->second);
+    }
     if (!seen.insert(found->second).second) return rel + ": a sample written twice";
-    files.insert(rel);
+    files.push_back(rel);
   }
   if (ec) return "cannot list the folder: " + ec.message();
   if (complete && seen.size() != static_cast<size_t>(SamplesOf(dataset))) {
@@ -148,13 +164,17 @@ std::string JudgeExport(const std::string& dir, const std::string& dataset, bool
   }
   std::ifstream manifest(dir + "/manifest.csv");
   if (!manifest) return files.empty() ? "" : "files without a manifest";
-  std::set<std::string> listed;
+  // The honest paths hold no comma or quote: a row's first field is the
+  // path as written.
+  std::vector<std::string> listed;
   std::string line;
   for (bool header = true; std::getline(manifest, line); header = false) {
-    if (!header) listed.insert(line.substr(0, line.find(',')));
+    if (!header) listed.push_back(line.substr(0, line.find(',')));
   }
-  return listed == files ? "" : "the manifest lists " + std::to_string(listed.size()) + " files, the folder holds " +
-                                    std::to_string(files.size());
+  std::sort(listed.begin(), listed.end());
+  std::sort(files.begin(), files.end());
+  return listed == files ? "" : "the manifest lists " + std::to_string(listed.size()) + " rows, the folder holds " +
+                                    std::to_string(files.size()) + " files (or other names)";
 }
 
 std::vector<Probe> Probes(uint16_t port, const std::string& export_root) {
@@ -233,7 +253,8 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   const std::string export_root = ::testing::TempDir() + "hostile_export_" + std::to_string(::getpid()) + "_" +
                                   std::string(m.name);
-  std::filesystem::remove_all(export_root);
+  std::error_code ignored;
+  std::filesystem::remove_all(export_root, ignored);
   const std::vector<Probe> probes = Probes((*server)->port(), export_root);
   std::vector<ChildSpec> specs;
   for (const auto& p : probes) specs.push_back({p.label, p.args});
@@ -251,7 +272,7 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
           << "mode " << m.name << ", what " << results[i].Describe() << " left in its folder";
     }
   }
-  std::filesystem::remove_all(export_root);
+  std::filesystem::remove_all(export_root, ignored);
   // The session leaves out system.peers rows that name a listed host, and
   // says so: ping prints how many, the Loader counts them in its metrics
   // (none when no row names a host twice).
@@ -308,22 +329,26 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
       }
     }
   }
-  // verify is the probe that must refuse two lies, with an error naming
-  // the problem: it reads toy's samples with their result metadata, so an
-  // answer that names another table (as every native probe must, by the
-  // mode's expectations); and it is the one probe that reads the metadata
-  // table, so a repeated row (a second copy of a sample's metadata row is
-  // an answer meant for another request), naming the block.
+  // verify and export are the probes that must refuse two lies, with an
+  // error naming the problem: they read toy's samples with their result
+  // metadata, so an answer that names another table (as every native probe
+  // must, by the mode's expectations; read again, it names another table
+  // again); and they are the probes that read the metadata table, so a
+  // repeated row (a second copy of a sample's metadata row is an answer
+  // meant for another request), naming the block.
   const char* verify_names = m.mode == Mode::kMisnamedColumns ? "prepared with"
                              : m.mode == Mode::kMetaRowsLie   ? "segment 0 block 0"
                                                               : nullptr;
   if (verify_names != nullptr) {
     EXPECT_GT((*server)->lies_told(), 0);
+    int judged = 0;
     for (size_t i = 0; i < probes.size(); ++i) {
-      if (probes[i].label != "cqlstream verify") continue;
+      if (probes[i].label != "cqlstream verify" && probes[i].label != "cqlstream export") continue;
+      ++judged;
       EXPECT_NE(results[i].exit_code, 0) << results[i].Describe();
       EXPECT_TRUE(CleanError(results[i], verify_names)) << results[i].Describe();
     }
+    EXPECT_EQ(judged, 2);
   }
 }
 
