@@ -61,7 +61,8 @@ std::string Reason(const Status& st, SampleKey key) {
 // holds its bytes): "" when they are whole and match the checksum, else what
 // is wrong.
 StatusOr<std::string> FetchSample(net::Session& s, const net::PreparedPtr& q, SampleKey key, SampleRowDecoder* dec) {
-  CQLS_RETURN_IF_ERROR(ReadSampleRows(s, q, key, /*page_size=*/8, dec));
+  const Status read = ReadSampleRows(s, q, key, /*page_size=*/8, dec);
+  if (!read.ok()) return read.WithContext(fmt::format("reading sample {}", FormatKey(key)));
   if (dec->rows() == 0) return std::string("missing data");
   Status decoded = dec->Finish();
   if (!decoded.ok()) return Reason(decoded, key);
@@ -104,9 +105,12 @@ class Exporter {
     MetaRow meta;
     std::string image_out, target_out;  // relative to DIR; target_out "" when none
     bool written = false;
+    int renamed = 0;  // of its names, those that took the key's suffix
   };
 
-  Status ClaimName(const std::string& wanted, SampleKey key, std::string* got);
+  // Creates `wanted` empty, else its name with the key's suffix (counted
+  // in *renamed); AlreadyExists when both are taken.
+  Status ClaimName(const std::string& wanted, SampleKey key, std::string* got, int* renamed);
   Status WriteJob(Job& j);
   // Removes the files claimed for `j` (those it has: a claim may have
   // failed) and forgets their names, so that none is removed twice.
@@ -137,7 +141,7 @@ class Exporter {
   int64_t problems_omitted_ GUARDED_BY(mu_) = 0;
 };
 
-Status Exporter::ClaimName(const std::string& wanted, SampleKey key, std::string* got) {
+Status Exporter::ClaimName(const std::string& wanted, SampleKey key, std::string* got, int* renamed) {
   CQLS_ASSIGN_OR_RETURN(bool created, out_->CreateExclusive(wanted));
   if (created) {
     *got = wanted;
@@ -148,7 +152,7 @@ Status Exporter::ClaimName(const std::string& wanted, SampleKey key, std::string
   if (!created) {
     return Status::AlreadyExists(fmt::format("'{}' and '{}' already exist in '{}'", wanted, alt, o_.dir));
   }
-  r_->renamed++;
+  ++*renamed;
   *got = alt;
   return Status::OK();
 }
@@ -280,10 +284,11 @@ Status Exporter::Block(const BlockRef& b, const std::string& split) {
   jobs.reserve(rows.size());
   Status st;
   for (auto& m : rows) {
-    Job& j = jobs.emplace_back(Job{std::move(m), "", "", false});
-    st = ClaimName(ExportPath(d_, split, j.meta.path, j.meta.label), j.meta.key, &j.image_out);
+    Job& j = jobs.emplace_back(Job{std::move(m), "", "", false, 0});
+    st = ClaimName(ExportPath(d_, split, j.meta.path, j.meta.label), j.meta.key, &j.image_out, &j.renamed);
     if (st.ok() && !j.meta.target_path.empty()) {
-      st = ClaimName(SafeRelativePath(split) + "/" + SafeRelativePath(j.meta.target_path), j.meta.key, &j.target_out);
+      st = ClaimName(SafeRelativePath(split) + "/" + SafeRelativePath(j.meta.target_path), j.meta.key, &j.target_out,
+                     &j.renamed);
     }
     if (!st.ok()) break;
   }
@@ -296,6 +301,7 @@ Status Exporter::Block(const BlockRef& b, const std::string& split) {
       continue;
     }
     r_->samples++;
+    r_->renamed += j.renamed;  // only files that stay
     r_->files += j.target_out.empty() ? 1 : 2;
     r_->bytes += j.meta.size;
     if (manifest_) csv += ManifestRow(j, split);

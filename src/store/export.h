@@ -57,7 +57,7 @@ struct ExportReport {
   int64_t files = 0;       // images and targets written
   int64_t samples = 0;
   int64_t bytes = 0;
-  int64_t renamed = 0;     // name collisions resolved with a suffix
+  int64_t renamed = 0;     // files written under a suffixed name (name collisions)
   std::vector<std::string> problems;  // "seg:idx path: what" (missing/corrupt samples, not written)
   int64_t problems_omitted = 0;       // problems beyond kMaxProblemsKept (counted only)
   double seconds = 0;

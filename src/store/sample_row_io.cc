@@ -54,7 +54,9 @@ Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, Sample
       return Status::OK();
     });
     const bool another_request = st.code() == Status::Code::kCorruption || (st.ok() && dec->answered_another_key());
-    if (!another_request || attempt >= kReadAttempts) return st;
+    if (!another_request || attempt >= kReadAttempts) {
+      return attempt > 1 && !st.ok() ? st.WithContext(fmt::format("{} answers refused, the last", attempt)) : st;
+    }
   }
 }
 
