@@ -200,8 +200,8 @@ RoutingInfo RoutingOf(const Statement& st) {
   if (st.prepared && !st.prepared->pk_indexes.empty()) {
     r.keyspace = st.prepared->keyspace;
     // The routing key (routing/murmur3.h RoutingKey: one component as
-    // encoded; several as [u16 length][bytes][0x00] each) encoded into one
-    // buffer and hashed: this runs for every request, where a vector of
+    // encoded; several in its composite layout, CloseComponent) encoded into
+    // one buffer and hashed: this runs for every request, where a vector of
     // parts, one per part and a vector of views cost n + 2 allocations.
     const auto& pk = st.prepared->pk_indexes;
     const bool composite = pk.size() > 1;
@@ -210,15 +210,10 @@ RoutingInfo RoutingOf(const Statement& st) {
     for (uint16_t idx : pk) {
       if (idx >= st.values.size() || idx >= st.prepared->bind_types.size() || st.values[idx].is_null()) return r;
       const size_t at = key.size();
-      if (composite) key.resize(at + 2);
+      if (composite) key.resize(at + routing::kComponentLengthBytes);
       if (!EncodeCell(st.values[idx], st.prepared->bind_types[idx], &key).ok()) return r;
-      if (composite) {
-        const size_t len = key.size() - at - 2;
-        if (len > 0xFFFF) return r;  // does not fit its u16 length: no token, as PartitionKeyToken
-        key[at] = static_cast<uint8_t>(len >> 8);
-        key[at + 1] = static_cast<uint8_t>(len & 0xFF);
-        key.push_back(0);
-      }
+      // Longer than its u16 length holds: no token, as PartitionKeyToken.
+      if (composite && !routing::CloseComponent(&key, at)) return r;
     }
     r.token = routing::Murmur3Token(key);
   } else if (st.routing_key) {

@@ -137,16 +137,25 @@ StatusOr<std::vector<uint8_t>> RoutingKey(const std::vector<std::span<const uint
     return std::vector<uint8_t>(components[0].begin(), components[0].end());
   }
   size_t size = 0;
-  for (const auto& c : components) size += 2 + c.size() + 1;
+  for (const auto& c : components) size += kComponentLengthBytes + c.size() + 1;
   std::vector<uint8_t> key;
   key.reserve(size);
   for (const auto& c : components) {
-    key.push_back(static_cast<uint8_t>(c.size() >> 8));
-    key.push_back(static_cast<uint8_t>(c.size() & 0xFF));
+    const size_t at = key.size();
+    key.resize(at + kComponentLengthBytes);
     key.insert(key.end(), c.begin(), c.end());
-    key.push_back(0);
+    CloseComponent(&key, at);  // CheckComponents bounded every size
   }
   return key;
+}
+
+bool CloseComponent(std::vector<uint8_t>* key, size_t at) {
+  const size_t len = key->size() - at - kComponentLengthBytes;
+  if (len > kMaxComponentSize) return false;
+  (*key)[at] = static_cast<uint8_t>(len >> 8);
+  (*key)[at + 1] = static_cast<uint8_t>(len & 0xFF);
+  key->push_back(0);
+  return true;
 }
 
 StatusOr<int64_t> PartitionKeyToken(const std::vector<std::span<const uint8_t>>& components) {

@@ -46,6 +46,16 @@ int64_t Murmur3Token(std::span<const uint8_t> key);
 // a composite key is longer than 65535 bytes (its length does not fit the u16).
 StatusOr<std::vector<uint8_t>> RoutingKey(const std::vector<std::span<const uint8_t>>& components);
 
+// RoutingKey's composite layout, built in place by a caller that encodes
+// each component straight into the key (the session, per request): reserve
+// kComponentLengthBytes at `at` (key->resize(at + kComponentLengthBytes)),
+// append the component's serialized bytes, then CloseComponent(key, at)
+// writes their length into the reserved bytes and appends the 0x00. False,
+// with nothing written, when the component is longer than 65535 bytes
+// (RoutingKey's InvalidArgument).
+inline constexpr size_t kComponentLengthBytes = 2;
+bool CloseComponent(std::vector<uint8_t>* key, size_t at);
+
 // Murmur3Token(RoutingKey(components)) without building the routing key.
 // Same errors as RoutingKey.
 StatusOr<int64_t> PartitionKeyToken(const std::vector<std::span<const uint8_t>>& components);

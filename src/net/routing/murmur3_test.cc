@@ -278,5 +278,27 @@ TEST(Murmur3Test, EmptyComponentsInCompositeKey) {
   EXPECT_EQ(*token, Murmur3Token(*key));
 }
 
+TEST(Murmur3Test, CloseComponentBuildsRoutingKeysLayoutInPlace) {
+  // Components encoded straight into the key, as the session does per
+  // request: the bytes RoutingKey builds from the same components.
+  const std::vector<uint8_t> small = {1, 2, 3};
+  const std::vector<uint8_t> max(65535, 0xAB);
+  std::vector<uint8_t> key;
+  for (const auto* c : {&small, &max}) {
+    const size_t at = key.size();
+    key.resize(at + kComponentLengthBytes);
+    key.insert(key.end(), c->begin(), c->end());
+    ASSERT_TRUE(CloseComponent(&key, at));
+  }
+  auto built = RoutingKey({small, max});
+  ASSERT_TRUE(built.ok());
+  EXPECT_EQ(key, *built);
+  // Longer than a u16 holds: refused, nothing written.
+  std::vector<uint8_t> big(kComponentLengthBytes + 65536, 0xAB);
+  EXPECT_FALSE(CloseComponent(&big, 0));
+  EXPECT_EQ(big.size(), kComponentLengthBytes + 65536);
+  EXPECT_EQ(big[0], 0xAB);
+}
+
 }  // namespace
 }  // namespace cqlstream::routing
