@@ -149,14 +149,6 @@ StatusOr<std::vector<uint8_t>> RoutingKey(const std::vector<std::span<const uint
   return key;
 }
 
-bool CloseComponent(std::vector<uint8_t>* key, size_t at) {
-  const size_t len = key->size() - at - kComponentLengthBytes;
-  if (len > kMaxComponentSize) return false;
-  (*key)[at] = static_cast<uint8_t>(len >> 8);
-  (*key)[at + 1] = static_cast<uint8_t>(len & 0xFF);
-  key->push_back(0);
-  return true;
-}
 
 StatusOr<int64_t> PartitionKeyToken(const std::vector<std::span<const uint8_t>>& components) {
   CQLS_RETURN_IF_ERROR(CheckComponents(components));

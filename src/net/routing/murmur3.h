@@ -53,8 +53,16 @@ StatusOr<std::vector<uint8_t>> RoutingKey(const std::vector<std::span<const uint
 // writes their length into the reserved bytes and appends the 0x00. False,
 // with nothing written, when the component is longer than 65535 bytes
 // (RoutingKey's InvalidArgument).
+// Inline: it runs for every request.
 inline constexpr size_t kComponentLengthBytes = 2;
-bool CloseComponent(std::vector<uint8_t>* key, size_t at);
+inline bool CloseComponent(std::vector<uint8_t>* key, size_t at) {
+  const size_t len = key->size() - at - kComponentLengthBytes;
+  if (len > 0xFFFF) return false;
+  (*key)[at] = static_cast<uint8_t>(len >> 8);
+  (*key)[at + 1] = static_cast<uint8_t>(len & 0xFF);
+  key->push_back(0);
+  return true;
+}
 
 // Murmur3Token(RoutingKey(components)) without building the routing key.
 // Same errors as RoutingKey.
