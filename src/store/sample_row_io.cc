@@ -55,7 +55,9 @@ Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, Sample
     });
     const bool another_request = st.code() == Status::Code::kCorruption || (st.ok() && dec->answered_another_key());
     if (!another_request || attempt >= kReadAttempts) {
-      return attempt > 1 && !st.ok() ? st.WithContext(fmt::format("{} answers refused, the last", attempt)) : st;
+      if (attempt == 1 || st.ok()) return st;
+      return st.WithContext(another_request ? fmt::format("{} answers refused, the last", attempt)
+                                            : fmt::format("after {} answers refused", attempt - 1));
     }
   }
 }

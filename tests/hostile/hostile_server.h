@@ -10,7 +10,8 @@
 // or keyless, alone or in grouped reads; coalesced native reads answering
 // rows that were not asked for; answers whose result metadata names another
 // table; metadata blocks that repeat a row; segments rows of another
-// dataset. The transport lies of data reads (silence, resets, truncation,
+// dataset; system.peers rows that name the node again; first reads answered
+// as if meant for another request. The transport lies of data reads (silence, resets, truncation,
 // duplicates, oversized frames, ...) hit both native data tables (single
 // and coalesced reads) and the attached dataset's foreign table (single and
 // grouped reads) alike; the lies about one sample's rows (wrong-key,

@@ -35,8 +35,6 @@ constexpr uint64_t SignExtended(uint8_t b) {
   return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(b)));
 }
 
-constexpr size_t kMaxComponentSize = 0xFFFF;
-
 Status CheckComponents(const std::vector<std::span<const uint8_t>>& components) {
   if (components.empty()) {
     return Status::InvalidArgument("routing key: a partition key has at least one component");
@@ -148,7 +146,6 @@ StatusOr<std::vector<uint8_t>> RoutingKey(const std::vector<std::span<const uint
   }
   return key;
 }
-
 
 StatusOr<int64_t> PartitionKeyToken(const std::vector<std::span<const uint8_t>>& components) {
   CQLS_RETURN_IF_ERROR(CheckComponents(components));

@@ -55,9 +55,10 @@ StatusOr<std::vector<uint8_t>> RoutingKey(const std::vector<std::span<const uint
 // (RoutingKey's InvalidArgument).
 // Inline: it runs for every request.
 inline constexpr size_t kComponentLengthBytes = 2;
+inline constexpr size_t kMaxComponentSize = 0xFFFF;  // of a composite key: what its u16 length holds
 inline bool CloseComponent(std::vector<uint8_t>* key, size_t at) {
   const size_t len = key->size() - at - kComponentLengthBytes;
-  if (len > 0xFFFF) return false;
+  if (len > kMaxComponentSize) return false;
   (*key)[at] = static_cast<uint8_t>(len >> 8);
   (*key)[at + 1] = static_cast<uint8_t>(len & 0xFF);
   key->push_back(0);
