@@ -18,13 +18,18 @@
 // (SampleRowDecoder, keeping the bytes), each row with a data cell of its
 // own: whatever it is fed, it never crashes, and when it accepts an answer
 // it holds exactly the declared size (within its hints), hashed as placed.
+// Reset then takes it back to its constructed state: fed the same answer
+// again, it ends as a fresh decoder fed that answer does (status, rows,
+// bytes, hash, answered_another_key), as a read sent again needs.
 //
 // Input (FuzzedDataProvider): hints, the key asked for, then rows until the
 // input runs out.
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -100,7 +105,32 @@ struct Harness {
   std::vector<uint8_t> sent;    // the chunk bytes accepted, in order
   ChunkPlacer placer;
   SampleRowDecoder dec;
+  // What dec was fed, to feed again: a page's start (col -1) or a cell.
+  struct Event {
+    int32_t row, col;
+    std::optional<std::vector<uint8_t>> cell;
+  };
+  std::vector<Event> fed;
+  void DecBeginPage() {
+    fed.push_back({0, -1, std::nullopt});
+    dec.BeginPage();
+  }
+  void DecCell(int32_t row, int32_t col, const std::optional<std::vector<uint8_t>>& cell) {
+    fed.push_back({row, col, cell});
+    dec.OnCell(row, col, View(cell));
+  }
 };
+
+// Feeds `d` what the harness's decoder was fed.
+void Replay(const Harness& s, SampleRowDecoder& d) {
+  for (const auto& e : s.fed) {
+    if (e.col < 0) {
+      d.BeginPage();
+    } else {
+      d.OnCell(e.row, e.col, View(e.cell));
+    }
+  }
+}
 
 // The key, static and data cells of one row, fed to both decoders.
 void FeedCells(FuzzedDataProvider& in, Harness& s, SampleRowCells& cells, int row) {
@@ -121,9 +151,9 @@ void FeedCells(FuzzedDataProvider& in, Harness& s, SampleRowCells& cells, int ro
   const std::optional<std::vector<uint8_t>>* by_col[] = {&seg, &idx, &sz, &img, &ck, &lb, &labels};
   for (int32_t col = kColSeg; col <= kColLabels; ++col) {
     cells.OnCell(row, col, View(*by_col[col]));
-    s.dec.OnCell(row, col, View(*by_col[col]));
+    s.DecCell(row, col, *by_col[col]);
   }
-  s.dec.OnCell(row, kColData, View(data_cell));
+  s.DecCell(row, kColData, data_cell);
 }
 
 // The first data cell claims the sample as the loader does: false when the
@@ -190,6 +220,24 @@ void CheckResults(Harness& s) {
     Check(s.dec.data_bytes() == st.size);
     Check(XXH64(s.dec.bytes().data(), s.dec.bytes().size(), 0) == s.dec.xxh64());
   }
+  // Another sample's row as the first problem: a Corruption that says so.
+  if (s.dec.answered_another_key()) {
+    Check(!decoded.ok() && decoded.message().find("another sample's key") != std::string::npos);
+  }
+  // Reset, fed again: as a fresh decoder.
+  SampleRowDecoder fresh(s.key, s.dh, /*keep_bytes=*/true);
+  Replay(s, fresh);
+  const Status fresh_st = fresh.Finish();
+  s.dec.Reset();
+  Replay(s, s.dec);
+  const Status again = s.dec.Finish();
+  Check(again.code() == fresh_st.code() && again.message() == fresh_st.message());
+  Check(s.dec.rows() == fresh.rows() && s.dec.data_bytes() == fresh.data_bytes() && s.dec.xxh64() == fresh.xxh64());
+  Check(s.dec.answered_another_key() == fresh.answered_another_key());
+  Check(s.dec.bytes().size() == fresh.bytes().size() &&
+        std::equal(s.dec.bytes().begin(), s.dec.bytes().end(), fresh.bytes().begin()));
+  // And as the first decode ended.
+  Check(again.code() == decoded.code() && again.message() == decoded.message());
 }
 
 }  // namespace
@@ -205,7 +253,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (in.remaining_bytes() > 0 && !s.failed) {
     // One page of rows.
     SampleRowCells cells(key, s.continuation);
-    s.dec.BeginPage();
+    s.DecBeginPage();
     const int rows = in.ConsumeIntegralInRange<int>(0, 6);
     for (int row = 0; row < rows && !s.failed; ++row) {
       FeedCells(in, s, cells, row);
