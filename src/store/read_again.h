@@ -10,7 +10,8 @@
 // ReadAgainOnCorruption runs `read` until it returns something other than a
 // Corruption, `attempts` times in all, and returns the last result: the
 // caller decides what a Corruption after the last attempt means (the end of
-// a command, or one sample's problem).
+// a command, or one sample's problem). ReadAgainWhile takes the test of
+// what is meant for another request from the caller.
 //
 // Thread-safety: a free function; `read` runs on the calling thread.
 #ifndef CQLSTREAM_STORE_READ_AGAIN_H_
@@ -35,14 +36,24 @@ Status::Code CodeOf(const StatusOr<T>& s) {
 }
 }  // namespace read_again_internal
 
-// `read` returns Status or StatusOr<T> (by value: the result is kept across
-// attempts). `attempts` below 1 counts as 1.
-template <typename Read>
-std::remove_cvref_t<std::invoke_result_t<Read&>> ReadAgainOnCorruption(int attempts, Read&& read) {
+// The general form: `meant_for_another(result)` says which results are
+// answers meant for another request (a reader whose own checks find one
+// without an error: the rows of another sample). `read` returns Status or StatusOr<T> (by value: the
+// result is kept across attempts). `attempts` below 1 counts as 1.
+template <typename Read, typename Refused>
+std::remove_cvref_t<std::invoke_result_t<Read&>> ReadAgainWhile(int attempts, Read&& read,
+                                                                 Refused&& meant_for_another) {
   for (int attempt = 1;; ++attempt) {
     std::remove_cvref_t<std::invoke_result_t<Read&>> r = read();
-    if (attempt >= attempts || read_again_internal::CodeOf(r) != Status::Code::kCorruption) return r;
+    if (attempt >= attempts || !meant_for_another(r)) return r;
   }
+}
+
+// Reads again while the result is a Corruption.
+template <typename Read>
+std::remove_cvref_t<std::invoke_result_t<Read&>> ReadAgainOnCorruption(int attempts, Read&& read) {
+  return ReadAgainWhile(attempts, read,
+                        [](const auto& r) { return read_again_internal::CodeOf(r) == Status::Code::kCorruption; });
 }
 
 }  // namespace cqlstream::store

@@ -56,5 +56,33 @@ TEST(ReadAgainTest, FewerThanOneAttemptReadsOnce) {
   EXPECT_EQ(calls, 1);
 }
 
+TEST(ReadAgainTest, ThePredicateSaysWhatIsReadAgain) {
+  // An OK result the reader's own checks refuse (another sample's rows) is
+  // read again like a Corruption.
+  int calls = 0;
+  auto count = [&]() -> StatusOr<int> { return ++calls; };
+  StatusOr<int> r = ReadAgainWhile(3, count, [](const StatusOr<int>& x) { return x.ok() && *x < 3; });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, 3);
+  EXPECT_EQ(calls, 3);
+  // Refused every time: the last result stands after `attempts`.
+  calls = 0;
+  r = ReadAgainWhile(2, count, [](const StatusOr<int>&) { return true; });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, 2);
+  EXPECT_EQ(calls, 2);
+  // A Corruption the predicate does not refuse is returned at once.
+  calls = 0;
+  Status st = ReadAgainWhile(
+      3,
+      [&] {
+        ++calls;
+        return Status::Corruption("x");
+      },
+      [](const Status&) { return false; });
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_EQ(calls, 1);
+}
+
 }  // namespace
 }  // namespace cqlstream::store

@@ -47,19 +47,24 @@ Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, Sample
   q.idempotent = true;
   q.consistency = cql::Consistency::kLocalQuorum;
   q.page_size = page_size;
-  for (int attempt = 1;; ++attempt) {
-    if (attempt > 1) dec->Reset();
-    Status st = s.ForEachPage(q, [dec](const cql::Rows& r) {
-      dec->AddPage(r);
-      return Status::OK();
-    });
-    const bool another_request = st.code() == Status::Code::kCorruption || (st.ok() && dec->answered_another_key());
-    if (!another_request || attempt >= kReadAttempts) {
-      if (attempt == 1 || st.ok()) return st;
-      return st.WithContext(another_request ? fmt::format("{} answers refused, the last", attempt)
-                                            : fmt::format("after {} answers refused", attempt - 1));
-    }
-  }
+  int reads = 0;
+  bool refused = false;  // the last answer was meant for another request
+  const Status st = ReadAgainWhile(
+      kReadAttempts,
+      [&] {
+        if (reads++ > 0) dec->Reset();
+        return s.ForEachPage(q, [dec](const cql::Rows& r) {
+          dec->AddPage(r);
+          return Status::OK();
+        });
+      },
+      [&](const Status& r) {
+        refused = r.code() == Status::Code::kCorruption || (r.ok() && dec->answered_another_key());
+        return refused;
+      });
+  if (reads == 1 || st.ok()) return st;
+  return st.WithContext(refused ? fmt::format("{} answers refused, the last", reads)
+                                : fmt::format("after {} answers refused", reads - 1));
 }
 
 std::string SamplePathQuery(const DatasetInfo& d) {
