@@ -29,13 +29,6 @@ int64_t Checksum(const std::vector<uint8_t>& p) { return static_cast<int64_t>(XX
 // The native datasets, by name.
 bool IsNative(const std::string& name) { return name == kDataset || name == kTinyDataset; }
 
-Value U(uint8_t b) {
-  Uuid u;
-  u.bytes.fill(b);
-  u.bytes[6] = 0x40;  // version 4
-  return Value::FromUuid(u);
-}
-
 std::string Trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.erase(s.begin());
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -60,7 +53,7 @@ Table Local() {
            {"schema_version", kUuid}},
           {}};
   t.rows.push_back({Value::Text("local"), Value::Text("hostile"), Value::Text("dc1"), Value::Text("rack1"),
-                    Value::Text("5.0.2"), U(0x11), Value::List({Value::Text("0")}), U(0x22)});
+                    Value::Text("5.0.2"), UuidOf(kLocalHostIdByte), Value::List({Value::Text("0")}), UuidOf(0x22)});
   return t;
 }
 
@@ -197,7 +190,7 @@ Table Meta(const std::string& name) {
   for (int32_t i = 0; i < SamplesOf(name); ++i) {
     const std::vector<uint8_t> p = PayloadOf(name, i);
     const auto s = static_cast<int64_t>(p.size());
-    t.rows.push_back({Value::Int(0), Value::Int(i >> 10), Value::Int(i), Value::Text(fmt::format("img/{:04}.bin", i)),
+    t.rows.push_back({Value::Int(0), Value::Int(i >> 10), Value::Int(i), Value::Text(SamplePath(i)),
                       Value::Null(), Value::Null(), Value::Null(), Value::Bigint(s), Value::Bigint(s),
                       Value::Bigint(Checksum(p)), Value::Null()});
   }
@@ -229,6 +222,15 @@ Answer Invalid(std::string m) {
 }
 
 }  // namespace
+
+Value UuidOf(uint8_t b) {
+  Uuid u;
+  u.bytes.fill(b);
+  u.bytes[6] = 0x40;  // version 4
+  return Value::FromUuid(u);
+}
+
+std::string SamplePath(int32_t idx) { return fmt::format("img/{:04}.bin", idx); }
 
 std::vector<uint8_t> SamplePayload(int32_t idx) { return Payload(idx, SampleSize(idx)); }
 

@@ -56,6 +56,14 @@ int32_t ForeignKeyOf(int32_t idx);
 // The idx whose foreign key is `key`, or -1.
 int32_t IdxOfForeignKey(int32_t key);
 
+// A version-4 UUID whose bytes are all `b` but its version nibble: the
+// honest world's host and schema ids (system.local's host_id is
+// UuidOf(kLocalHostIdByte)).
+inline constexpr uint8_t kLocalHostIdByte = 0x11;
+Value UuidOf(uint8_t b);
+// The path of toy's sample idx in its metadata rows ("img/0007.bin").
+std::string SamplePath(int32_t idx);
+
 // The payload of sample (seg 0, idx i) of either dataset: deterministic bytes.
 std::vector<uint8_t> SamplePayload(int32_t idx);
 int64_t SampleChecksum(int32_t idx);  // xxh64(payload), seed 0, as signed

@@ -190,18 +190,12 @@ struct HostileServer::Conn {
         (sel.table != "peers" && sel.table != "peers_v2")) {
       return;
     }
-    auto uuid = [](uint8_t b) {
-      Uuid u;
-      u.bytes.fill(b);
-      u.bytes[6] = 0x40;  // version 4
-      return Value::FromUuid(u);
-    };
     struct Peer {
       std::vector<uint8_t> address;
-      uint8_t host_id;  // HonestWorld's system.local has 0x11
+      uint8_t host_id;  // UuidOf's byte
       const char* token;
     };
-    for (const Peer& p : {Peer{{127, 0, 0, 1}, 0x33, "100"}, Peer{{10, 9, 9, 9}, 0x11, "0"}}) {
+    for (const Peer& p : {Peer{{127, 0, 0, 1}, 0x33, "100"}, Peer{{10, 9, 9, 9}, kLocalHostIdByte, "0"}}) {
       std::vector<Value> row;
       for (const auto& c : a->table.columns) {
         const std::string& n = c.name;
@@ -209,9 +203,9 @@ struct HostileServer::Conn {
                       : n == "data_center"                                       ? Value::Text("dc1")
                       : n == "rack"                                              ? Value::Text("rack1")
                       : n == "release_version"                                   ? Value::Text("5.0.2")
-                      : n == "host_id"                                           ? uuid(p.host_id)
+                      : n == "host_id"                                           ? UuidOf(p.host_id)
                       : n == "tokens"                                            ? Value::List({Value::Text(p.token)})
-                      : n == "schema_version"                                    ? uuid(0x22)
+                      : n == "schema_version"                                    ? UuidOf(0x22)
                                                                                  : Value::Null());
       }
       a->table.rows.push_back(std::move(row));

@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -123,9 +122,7 @@ struct Probe {
 // foreign key; split "train", no collisions to rename.
 std::string ExportName(const std::string& dataset, int32_t idx) {
   if (dataset == kAttachedDataset) return std::string(kSplit) + "/" + std::to_string(ForeignKeyOf(idx));
-  char name[32];
-  std::snprintf(name, sizeof(name), "img/%04d.bin", static_cast<int>(idx));
-  return std::string(kSplit) + "/" + name;
+  return std::string(kSplit) + "/" + SamplePath(idx);
 }
 
 // What `cqlstream export` left in `dir`, whatever its outcome: "" when every
