@@ -38,8 +38,9 @@ Status::Code CodeOf(const StatusOr<T>& s) {
 
 // The general form: `meant_for_another(result)` says which results are
 // answers meant for another request (a reader whose own checks find one
-// without an error: the rows of another sample). `read` returns Status or StatusOr<T> (by value: the
-// result is kept across attempts). `attempts` below 1 counts as 1.
+// without an error: the rows of another sample). `read` returns Status or
+// StatusOr<T> (by value: the result is kept across attempts). `attempts`
+// below 1 counts as 1.
 template <typename Read, typename Refused>
 std::remove_cvref_t<std::invoke_result_t<Read&>> ReadAgainWhile(int attempts, Read&& read,
                                                                  Refused&& meant_for_another) {
