@@ -48,9 +48,8 @@ std::vector<HostPtr> DefaultLoadBalancingPolicy::Plan(const RoutingInfo& request
   // formatted endpoint strings here cost about four formats per host and a
   // set node per host, per request; bench/micro/plan_micro.cc). Each host is
   // looked at once (its up state read once: it may change meanwhile), and
-  // only the replicas are skipped: two hosts of one endpoint (BuildTopology
-  // makes none; see Topology::hosts for the one case a refresh can) are
-  // both planned, each with its own pool.
+  // only the replicas are skipped (BuildTopology and refreshes keep each
+  // endpoint one host's: Topology::hosts).
   const auto is_replica = [&plan, replicas](const Host& h) {
     return std::any_of(plan.begin(), plan.begin() + static_cast<std::ptrdiff_t>(replicas),
                        [&h](const HostPtr& r) { return SameEndpoint(*r, h); });

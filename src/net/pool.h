@@ -131,6 +131,10 @@ class HostPool : public std::enable_shared_from_this<HostPool> {
   static constexpr int kLocalDraws = 4;
   static constexpr int kLocalSlack = 2;
 
+  // Where it connects (fixed at Make).
+  const std::string& address() const { return address_; }
+  uint16_t port() const { return port_; }
+
   // Up: has (or had at its last open) a connection. MarkDown(): the cluster
   // says the host is down; plans try it last until a connection opens again.
   bool up() const { return up_.load(std::memory_order_relaxed); }

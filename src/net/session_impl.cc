@@ -109,15 +109,27 @@ void Session::Impl::ApplyTopology(std::shared_ptr<Topology> t) {
       if (auto it = by_endpoint.find(h.endpoint()); it != by_endpoint.end() && !kept[it->second]) return it->second;
       return std::nullopt;
     };
+    // The endpoints the new rows are listed at, before any keeps a known address.
+    std::set<std::string> listed;
+    for (const auto& h : t->hosts) listed.insert(h->endpoint());
     for (auto& h : t->hosts) {
       std::optional<size_t> i = match(*h);
       // A host whose row announces another endpoint than the row it was
       // known by (matched by host id) has moved: its pool is closed and it
       // gets a new one where it now is, or it would go on connecting to the
-      // old address, where another node may be by now. Where either row is
-      // the control connection's (it announces nothing: listed under the
-      // address it was reached by) the known address is kept (below).
-      if (i && !h->announced.empty() && !old[*i]->announced.empty() && h->announced != old[*i]->announced) {
+      // old address, where another node may be by now. Otherwise a host
+      // known at another address than its row is listed at (the control
+      // connection's host is listed under the address it was reached by,
+      // and announces nothing) keeps the known one (below), unless another
+      // row is listed there now: that address is the other row's, and
+      // keeping it would list one endpoint twice (two hosts, two pools
+      // connecting there). Endpoints stay one host each: a host is at the
+      // endpoint its row is listed at, or at a known one no row is at.
+      const auto moved_away = [&](const Host& known) {
+        if (!h->announced.empty() && !known.announced.empty() && h->announced != known.announced) return true;
+        return !SameEndpoint(known, *h) && listed.count(known.endpoint()) > 0;
+      };
+      if (i && moved_away(*old[*i])) {
         kept[*i] = true;
         moved.emplace_back(old[*i], h->endpoint());
         i.reset();

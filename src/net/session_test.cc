@@ -448,5 +448,50 @@ TEST(SessionTopology, APeerThatAnnouncesAnotherAddressMovesItsPool) {
   impl->Shutdown();
 }
 
+// The control connection's host A, reached at .1, comes back as a peer
+// announcing .3 after the control connection moved to B, while another
+// node, C, now announces .1. Matched by host id, A would keep the address
+// it was reached by, C's: two hosts of one endpoint, two pools connecting
+// there. An address another row is listed at is that row's: A moves to
+// the endpoint its row announces. Whichever row comes first.
+TEST(SessionTopology, AKeptAddressThatAnotherRowNowHoldsIsLeft) {
+  const uint16_t port = FakeServer().port();  // refused: the pools never open
+  for (bool c_first : {false, true}) {
+    SCOPED_TRACE(c_first ? "C's row first" : "A's row first");
+    auto impl = std::make_shared<Session::Impl>();
+    impl->io = std::make_unique<IoPool>(1);
+    auto t1 = std::make_shared<Topology>();
+    t1->hosts = {TopologyHost(port, "127.0.0.1", "id-a", false), TopologyHost(port, "127.0.0.2", "id-b", true)};
+    impl->ApplyTopology(t1);
+    const HostPtr a = impl->Topo()->hosts[0], b = impl->Topo()->hosts[1];
+    auto t2 = std::make_shared<Topology>();
+    t2->hosts = {TopologyHost(port, "127.0.0.2", "id-b", false)};
+    HostPtr moved_a = TopologyHost(port, "127.0.0.3", "id-a", true), c = TopologyHost(port, "127.0.0.1", "id-c", true);
+    if (c_first) t2->hosts.push_back(c);
+    t2->hosts.push_back(moved_a);
+    if (!c_first) t2->hosts.push_back(c);
+    impl->ApplyTopology(t2);
+    auto t = impl->Topo();
+    ASSERT_EQ(t->hosts.size(), 3u);
+    std::set<std::string> endpoints;
+    std::set<const HostPool*> pools;
+    for (const auto& h : t->hosts) {
+      EXPECT_TRUE(endpoints.insert(h->endpoint()).second) << h->endpoint();
+      ASSERT_NE(h->pool, nullptr);
+      EXPECT_TRUE(pools.insert(h->pool.get()).second) << h->endpoint();
+      EXPECT_FALSE(h->pool->closed()) << h->endpoint();
+    }
+    EXPECT_EQ(t->hosts[0]->pool, b->pool);  // B kept its pool
+    const HostPtr& now_a = t->hosts[c_first ? 2 : 1];
+    const HostPtr& now_c = t->hosts[c_first ? 1 : 2];
+    EXPECT_EQ(now_a->address, "127.0.0.3");
+    EXPECT_EQ(now_c->address, "127.0.0.1");
+    EXPECT_NE(now_a->pool, a->pool);
+    // A's pool at .1 is closed or C's (C took it by its endpoint).
+    EXPECT_TRUE(a->pool->closed() || now_c->pool == a->pool);
+    impl->Shutdown();
+  }
+}
+
 }  // namespace
 }  // namespace cqlstream::net

@@ -56,11 +56,12 @@ inline bool SameEndpoint(const Host& a, const Host& b) {
 
 struct Topology {
   std::string cluster_name;
-  // hosts[0]: the control connection's host. BuildTopology lists each
-  // endpoint once. A refresh (the session's ApplyTopology) keeps the
-  // address a host was known by where the control connection's host is
-  // involved (it is listed under the address it was reached by), which in
-  // a contrived case (another node now announcing that address) repeats one.
+  // hosts[0]: the control connection's host. Each endpoint is one host's:
+  // BuildTopology lists each once, and a refresh (the session's
+  // ApplyTopology) keeps the address a host was known by where it differs
+  // from the one its row is listed at (the control connection's host is
+  // listed under the address it was reached by) only while no other row is
+  // listed there.
   std::vector<HostPtr> hosts;
   std::map<std::string, std::map<std::string, std::string>> replication;  // keyspace -> options
   int ignored_peers = 0;  // system.peers rows naming a host already listed (BuildTopology)

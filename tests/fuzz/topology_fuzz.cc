@@ -7,20 +7,25 @@
 // out now and then, each cell null, arbitrary bytes or a well-formed value
 // drawn from a small alphabet (so that addresses, host ids and tokens
 // repeat) — decoded (cql::DecodeResponse) and parsed (net/system_tables.h),
-// then the topology (BuildTopology), each keyspace's replica index
-// (ReplicaIndex::Build: the ring of the hosts' tokens under the keyspace's
-// replication) and request plans over it (DefaultLoadBalancingPolicy).
+// then the topology (BuildTopology), what a session makes of it and of up
+// to three refreshes after it (Session::Impl::ApplyTopology: known hosts'
+// objects and pools kept by host id or endpoint), each keyspace's replica
+// index (ReplicaIndex::Build: the ring of the hosts' tokens under the
+// keyspace's replication) and request plans over it
+// (DefaultLoadBalancingPolicy).
 //
 // Checked (abort): the topology lists each endpoint once, the contact's host
 // first and not again under its host id, and counts every peer row it left
-// out; the replicas of a token are hosts of the topology, each once; a plan
-// holds every host of the topology exactly once, in the order of the plan
-// as it was made before it compared endpoints in place (ReferencePlan),
-// with some hosts down and the local data centre named or not. Nothing may
-// crash, trap (UBSan) or leak (ASan) whatever the rows say.
+// out; after each refresh, every endpoint is one host's, each host has an
+// open pool of its own that connects to it, and the pools no host holds
+// any more are closed (CheckRefresh); the replicas of a token are hosts of
+// the topology, each once; a plan holds every host of the topology exactly
+// once, in the order of the plan as it was made before it compared
+// endpoints in place (ReferencePlan), with some hosts down and the local
+// data centre named or not. Nothing may crash, trap (UBSan) or leak (ASan)
+// whatever the rows say.
 //
-// Input (FuzzedDataProvider): the peers table's version, the contact, then
-// the three answers, then tokens to route.
+// Input: see LLVMFuzzerTestOneInput.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
@@ -42,6 +47,7 @@
 #include "net/control.h"
 #include "net/load_balancing.h"
 #include "net/pool.h"
+#include "net/session_impl.h"
 #include "net/system_tables.h"
 #include "net/topology.h"
 
@@ -282,12 +288,36 @@ void CheckPlans(FuzzedDataProvider& in, const Topology& t) {
   }
 }
 
-}  // namespace
-}  // namespace cqlstream::net
+// What a session makes of refreshes (Session::Impl::ApplyTopology: the
+// known hosts' objects and pools kept, by host id or endpoint), checked
+// after each: the published topology holds the refresh's hosts in its
+// order (by host id), each endpoint once, each with a pool of its own, open
+// and connecting to the host's endpoint; a pool of the hosts before that no
+// host holds now is closed (the node left or moved), none is left open
+// unowned.
+void CheckRefresh(const Topology& now, const std::vector<std::string>& ids, const Topology* before) {
+  if (now.hosts.size() != ids.size()) abort();  // a host lost or added
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (now.hosts[i]->host_id != ids[i]) abort();  // another host in the row's place
+  }
+  std::set<std::string> endpoints;
+  std::set<const HostPool*> pools;
+  for (const auto& h : now.hosts) {
+    if (!endpoints.insert(h->endpoint()).second) abort();  // two hosts of one endpoint
+    if (!h->pool || !pools.insert(h->pool.get()).second) abort();
+    if (h->pool->closed()) abort();  // a host in use with a closed pool
+    if (h->pool->address() != h->address || h->pool->port() != h->port) abort();  // connecting elsewhere
+  }
+  if (before == nullptr) return;
+  for (const auto& h : before->hosts) {
+    if (!pools.count(h->pool.get()) && !h->pool->closed()) abort();  // a pool left open, unowned
+  }
+}
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace cqlstream::net;
-  FuzzedDataProvider in(data, size);
+// One read of the cluster: the peers table's version, the contact, then
+// the three answers; nullptr where a parser refuses them (a ProtocolError:
+// fine). Checked as BuildTopology made it.
+std::shared_ptr<Topology> ReadTopology(FuzzedDataProvider& in) {
   const bool v2 = in.ConsumeBool();
   const std::string contact = Pick(in, {"127.0.0.1", "127.0.0.2", "node1.example"});
 
@@ -309,15 +339,54 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto peer_rows = Answer(in, "system", v2 ? "peers_v2" : "peers", peer_columns, 8);
   auto keyspace_rows = Answer(in, "system_schema", "keyspaces",
                               {{"keyspace_name", Kind::kText}, {"replication", Kind::kTextMap}}, 4);
-  if (!local_rows || !peer_rows || !keyspace_rows) return 0;
+  if (!local_rows || !peer_rows || !keyspace_rows) return nullptr;
 
   auto local = ParseSystemLocal(*local_rows);
   auto peers = ParseSystemPeers(*peer_rows, v2);
   auto keyspaces = ParseKeyspaces(*keyspace_rows);
-  if (!local.ok() || !peers.ok() || !keyspaces.ok()) return 0;  // refused with a ProtocolError: fine
+  if (!local.ok() || !peers.ok() || !keyspaces.ok()) return nullptr;
   const size_t peer_count = peers->size();
   auto t = BuildTopology(std::move(*local), contact, std::move(*peers), std::move(*keyspaces), 9042);
   CheckTopology(*t, peer_count, contact);
-  CheckPlans(in, *t);
+  return t;
+}
+
+}  // namespace
+}  // namespace cqlstream::net
+
+// Input (FuzzedDataProvider): a read of the cluster (ReadTopology), the
+// number of refreshes, each a read of the cluster, then tokens to route
+// over the last topology.
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace cqlstream::net;
+  FuzzedDataProvider in(data, size);
+  std::shared_ptr<Topology> first = ReadTopology(in);
+  if (!first) return 0;
+  const int refreshes = in.ConsumeIntegralInRange<int>(0, 3);
+  if (refreshes == 0) {
+    CheckPlans(in, *first);
+    return 0;
+  }
+  // A session whose pools never open (closed: Fill does nothing), so that
+  // only what ApplyTopology makes of the rows runs.
+  auto session = std::make_shared<Session::Impl>();
+  session->is_closed = true;
+  const auto ids = [](const Topology& t) {
+    std::vector<std::string> out;
+    for (const auto& h : t.hosts) out.push_back(h->host_id);
+    return out;
+  };
+  const std::vector<std::string> first_ids = ids(*first);
+  session->ApplyTopology(std::move(first));
+  CheckRefresh(*session->Topo(), first_ids, nullptr);
+  for (int r = 0; r < refreshes; ++r) {
+    std::shared_ptr<Topology> next = ReadTopology(in);
+    if (!next) break;
+    const std::shared_ptr<const Topology> before = session->Topo();
+    const std::vector<std::string> next_ids = ids(*next);
+    session->ApplyTopology(std::move(next));
+    CheckRefresh(*session->Topo(), next_ids, before.get());
+  }
+  CheckPlans(in, *session->Topo());
   return 0;
 }
