@@ -135,6 +135,11 @@ struct LoaderMetrics {
   int64_t bytes_in_flight = 0;  // estimate
   int64_t memory_bytes = 0;     // charged against the budget
   int64_t memory_budget = 0;
+  // The most memory_bytes has been since the loader was made, as counted
+  // when bytes were charged: never below it, and above it by a batch
+  // buffer's kept pages for each batch being released at that moment (a
+  // release counts them in the pool before it takes them from the batch).
+  int64_t memory_peak_bytes = 0;
   double latency_p50_ms = 0, latency_p99_ms = 0;
   // timeouts: requests that timed out (a coalesced request counts once).
   int64_t retries = 0, hedges = 0, hedge_wins = 0, timeouts = 0, duplicates_dropped = 0;

@@ -153,6 +153,7 @@ nb::dict MetricsDict(Stream& s) {
   d["bytes_in_flight"] = m.bytes_in_flight;
   d["memory_bytes"] = m.memory_bytes;
   d["memory_budget"] = m.memory_budget;
+  d["memory_peak_bytes"] = m.memory_peak_bytes;
   d["latency_p50_ms"] = m.latency_p50_ms;
   d["latency_p99_ms"] = m.latency_p99_ms;
   d["retries"] = m.retries;

@@ -186,7 +186,7 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
   if (a.json) {
     fmt::print("{{\"loader\": \"cqlstream{}\", \"images_per_s\": {:.1f}, \"mb_per_s\": {:.2f}, "
                "\"cpu_s_per_gb\": {:.3f}, \"p50_wait_ms\": {:.3f}, \"p99_wait_ms\": {:.3f}, "
-               "\"peak_rss_mb\": {:.1f}, \"epochs\": {}, "
+               "\"peak_rss_mb\": {:.1f}, \"peak_memory_mb\": {:.1f}, \"epochs\": {}, "
                "\"stall_s\": {:.3f}, \"window\": {}, \"connections\": {}, \"connections_wanted\": {}, "
                "\"retries\": {}, \"hedges\": {}, "
                "\"latency_p50_ms\": {:.3f}, \"latency_p99_ms\": {:.3f}, \"direct_bytes\": {}, \"copied_bytes\": {}, "
@@ -195,7 +195,8 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
                "\"foreign_keys_cached\": {}, \"columns_decoded\": {}, "
                "\"images_per_s_overall\": {:.1f}}}\n",
                a.ordered ? "-ordered" : "", Median(ips), Median(mbps), Median(cpu_per_gb), Percentile(all_waits, 50),
-               Percentile(all_waits, 99), PeakRssMb(), measured.size(), Median(stall), m.window, m.connections,
+               Percentile(all_waits, 99), PeakRssMb(), static_cast<double>(m.memory_peak_bytes) / 1048576.0,
+               measured.size(), Median(stall), m.window, m.connections,
                m.connections_wanted, m.retries, m.hedges, m.latency_p50_ms, m.latency_p99_ms, m.direct_bytes,
                m.copied_bytes,
                t90 ? fmt::format("{:.1f}", *t90) : "null", steady ? fmt::format("{:.2f}", *steady / 1e6) : "null",
@@ -205,12 +206,12 @@ void PrintSummary(const Args& a, const std::vector<EpochResult>& measured, const
   } else if (!measured.empty()) {
     fmt::print("summary over {} epoch{} (median): {:.0f} images/s ({:.0f} over all of them), {:.1f} MB/s, "
                "{:.3f} CPU s/GB, stall {:.2f} s, "
-               "batch wait p50 {:.2f} ms p99 {:.2f} ms, peak RSS {:.0f} MB; "
+               "batch wait p50 {:.2f} ms p99 {:.2f} ms, peak RSS {:.0f} MiB (batch memory {:.0f} MiB at most); "
                "{:.0f}% of sample bytes received in place\n",
                measured.size(), measured.size() == 1 ? "" : "s", Median(ips), seconds > 0 ? images / seconds : 0.0,
                Median(mbps), Median(cpu_per_gb),
                Median(stall), Percentile(all_waits, 50), Percentile(all_waits, 99), PeakRssMb(),
-               m.direct_bytes + m.copied_bytes > 0
+               static_cast<double>(m.memory_peak_bytes) / 1048576.0, m.direct_bytes + m.copied_bytes > 0
                    ? 100.0 * static_cast<double>(m.direct_bytes) /
                          static_cast<double>(m.direct_bytes + m.copied_bytes)
                    : 0.0);

@@ -131,7 +131,7 @@ Status BatchAssembler::Place(AssembledBatch& b, int slot, uint64_t size, uint8_t
   b.side_bytes += size;
   const size_t pages = PageRound(static_cast<size_t>(size));
   b.side_charged += pages;
-  pool_->account()->in_batches += static_cast<int64_t>(pages);
+  pool_->account()->Grow(static_cast<int64_t>(pages));
   return Status::OK();
 }
 

@@ -71,9 +71,11 @@ StatusOr<std::unique_ptr<BatchBuffer>> BufferPool::Acquire() {
     if (!free_.empty()) {  // the most kept pages
       auto b = std::move(free_.back());
       free_.pop_back();
-      account_->pooled_resident -= static_cast<int64_t>(b->resident());
+      // Added to the batches before taken from the pool: a total read in
+      // between counts the pages twice (the safe way), never not at all.
       b->charged_ = b->resident();
       account_->in_batches += static_cast<int64_t>(b->charged_);
+      account_->pooled_resident -= static_cast<int64_t>(b->resident());
       return b;
     }
   }
@@ -84,7 +86,7 @@ void BufferPool::Charge(BatchBuffer& b, size_t used) {
   b.Touched(used);
   const size_t pages = RoundUp(used, PageSize());
   if (pages <= b.charged_) return;
-  account_->in_batches += static_cast<int64_t>(pages - b.charged_);
+  account_->Grow(static_cast<int64_t>(pages - b.charged_));
   b.charged_ = pages;
 }
 

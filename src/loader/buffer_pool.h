@@ -12,7 +12,8 @@
 // resident bytes of the batch buffers taken from the pool (what they kept
 // from their last use, or what was reserved in them since, whichever is
 // more: a recycled buffer's unfilled pages are memory too), plus the bytes of
-// buffers of their own, plus resident bytes of pooled buffers. It is shared
+// buffers of their own, plus resident bytes of pooled buffers; and the most
+// that total has been (MemoryAccount::peak). It is shared
 // (std::shared_ptr) so that a batch released after the loader is gone still
 // has somewhere to report to.
 //
@@ -38,6 +39,27 @@ struct MemoryAccount {
   std::atomic<int64_t> in_batches{0};      // bytes charged to live batches' buffers
   std::atomic<int64_t> pooled_resident{0}; // resident bytes of buffers in the pool
   int64_t total() const { return in_batches.load() + pooled_resident.load(); }
+
+  // Charges new bytes to live batches (pages written, a buffer of a
+  // sample's own), and notes the total they make if it is the largest yet.
+  // Bytes moving between the pool and a batch are added where they go
+  // before they are taken from where they were (BufferPool), so a Grow that
+  // runs meanwhile counts them twice, never not at all.
+  void Grow(int64_t bytes) {
+    in_batches += bytes;
+    const int64_t now = total();
+    int64_t was = peak_.load(std::memory_order_relaxed);
+    while (now > was && !peak_.compare_exchange_weak(was, now, std::memory_order_relaxed)) {
+    }
+  }
+  // The largest total seen after a Grow, since the account was made: never
+  // below the largest total charged at once, and above it by the pages of
+  // each buffer moving at that moment (counted twice, above), e.g. one
+  // batch's kept pages per thread releasing a batch then.
+  int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> peak_{0};
 };
 
 // What a budget check counts: the memory once `incoming` more bytes (the

@@ -91,6 +91,39 @@ TEST(BufferPoolTest, ARecycledBuffersKeptPagesAreChargedUntilReleased) {
   EXPECT_EQ(account->in_batches.load(), 0);
 }
 
+// The peak is the most the account held after new bytes were charged: a
+// buffer's kept pages moving from the pool to a batch and back add nothing,
+// pages written past them do.
+TEST(BufferPoolTest, ThePeakFollowsNewBytesNotMoves) {
+  auto account = std::make_shared<MemoryAccount>();
+  BufferPool pool(size_t{64} << 20, 2, account);
+  EXPECT_EQ(account->peak(), 0);
+  auto a = pool.Acquire();
+  auto b = pool.Acquire();
+  ASSERT_TRUE(a.ok() && b.ok());
+  pool.Charge(**a, 3 << 20);
+  std::memset((*a)->data(), 1, 3 << 20);
+  pool.Charge(**b, 2 << 20);
+  std::memset((*b)->data(), 1, 2 << 20);
+  EXPECT_EQ(account->peak(), 5 << 20);  // both batches at once
+  pool.Release(std::move(*a), 3 << 20);
+  pool.Release(std::move(*b), 2 << 20);
+  EXPECT_EQ(account->in_batches.load(), 0);
+  EXPECT_EQ(account->peak(), 5 << 20);  // kept when the batches go
+  const int64_t pooled = account->pooled_resident.load();
+  ASSERT_LE(pooled, 5 << 20);
+  auto c = pool.Acquire();  // kept pages moved back to a batch: no new bytes
+  ASSERT_TRUE(c.ok());
+  const auto kept = static_cast<size_t>(account->in_batches.load());
+  pool.Charge(**c, kept);
+  EXPECT_EQ(account->peak(), 5 << 20);
+  // Written past them while the other buffer is still pooled: the total then.
+  pool.Charge(**c, kept + (4 << 20));
+  EXPECT_EQ(account->peak(), account->total());
+  EXPECT_EQ(account->peak(), pooled + static_cast<int64_t>(PageRound(4 << 20)));
+  pool.Release(std::move(*c), kept + (4 << 20));
+}
+
 // Incoming bytes fill free slots of open batches (new memory, as far as
 // the estimate knows) and then new batches, whose buffers are pooled ones
 // first: pooled pages they will fill are neither counted twice nor worth

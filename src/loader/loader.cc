@@ -314,6 +314,7 @@ LoaderMetrics Loader::Metrics() const {
   m.bytes_in_flight = static_cast<int64_t>(static_cast<double>(L.in_flight_unslotted) * L.avg_size);
   m.memory_bytes = L.account->total();
   m.memory_budget = L.budget;
+  m.memory_peak_bytes = L.account->peak();
   if (auto p = L.latencies.Percentile(50, 1)) m.latency_p50_ms = static_cast<double>(p->count()) / 1000.0;
   if (auto p = L.latencies.Percentile(99, 1)) m.latency_p99_ms = static_cast<double>(p->count()) / 1000.0;
   m.retries = L.m_retries;

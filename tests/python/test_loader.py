@@ -60,6 +60,10 @@ def test_iterates_epochs_like_a_dataloader(images, loader_kwargs):
         assert m["images"] == 2 * n and m["batches"] == 2 * len(loader)
         assert m["connections_wanted"] >= 1 and m["connections"] >= 1
         assert m["ignored_peer_rows"] == 0  # a real node lists no host twice
+        # The batch memory's peak: at least a batch's bytes, at least what is
+        # charged now, and within the budget (a batch's pages over it at most).
+        assert m["memory_peak_bytes"] >= max(m["memory_bytes"], max(b.data.nbytes for b in epochs[0]))
+        assert m["memory_peak_bytes"] <= m["memory_budget"] + max(b.data.nbytes for b in epochs[0]) + 4096
 
 
 def test_break_resumes_the_same_epoch_and_endless(images, loader_kwargs):
