@@ -42,17 +42,19 @@ std::vector<HostPool::ToOpen> HostPool::Missing(uint16_t* port, int wanted) {
   std::optional<uint16_t> aware = sharding_ ? ShardAwarePort(*sharding_, config_.tls) : std::nullopt;
   if (aware && config_.shard_aware) {
     // At least one connection per shard, through the shard-aware port with a
-    // source port that the server maps to that shard.
+    // source port that the server maps to that shard; for the first
+    // `served` shards only (PoolConfig::max_shard_connections).
     *port = *aware;
     const int n = sharding_->nr_shards;
-    const int per_shard = std::max(1, (wanted + n - 1) / n);
+    const int served = std::min(n, std::max({1, config_.max_shard_connections, wanted}));
+    const int per_shard = std::max(1, (wanted + served - 1) / served);
     std::vector<int> have(static_cast<size_t>(n), 0);
     for (size_t i = 0; i < conn_shard_.size(); ++i) {
       const int sh = conn_shard_[i];
       if (conn_aware_[i] && sh >= 0 && sh < n) ++have[static_cast<size_t>(sh)];
     }
     opening_by_shard_.resize(static_cast<size_t>(n), 0);
-    for (int sh = 0; sh < n; ++sh) {
+    for (int sh = 0; sh < served; ++sh) {
       const size_t k = static_cast<size_t>(sh);
       for (int c = have[k] + opening_by_shard_[k]; c < per_shard; ++c) {
         out.push_back(ToOpen{sh, ShardSourcePorts(*sharding_, sh, 16)});

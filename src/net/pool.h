@@ -106,6 +106,12 @@ struct PoolConfig {
   // is closed (see above); zero or less: a surplus is neither parked nor
   // closed.
   std::chrono::milliseconds idle_close{30000};
+  // A shard-aware pool opens a connection for each of at most this many
+  // shards (or of the wanted number of connections, when more): the shard
+  // count is what the node's SUPPORTED answer claims (up to 65535), not a
+  // number to open connections by. The other shards' tokens go to any
+  // connection (Pick prefers the token's shard, then the least loaded).
+  int max_shard_connections = 256;
 };
 
 class HostPool : public std::enable_shared_from_this<HostPool> {

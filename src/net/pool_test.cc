@@ -6,7 +6,8 @@
 // requests are answered, marks a refused host down with the reason and keeps
 // reopening with backoff, caps itself at what a host accepts and probes past
 // the cap later, drops a connection that dies and reopens it, keeps
-// one connection per ScyllaDB shard through the shard-aware port, and does
+// one connection per ScyllaDB shard through the shard-aware port (for at
+// most max_shard_connections shards, whatever the node claims), and does
 // nothing once closed.
 #include "net/pool.h"
 
@@ -658,6 +659,46 @@ TEST(HostPoolTest, OneConnectionPerShardThroughTheShardAwarePort) {
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->local_port() % kShards, want) << "key " << k;
   }
+  pool->Close(Status::Cancelled("test over"));
+}
+
+// A node's SUPPORTED answer claims the shard count (up to 65535 parse):
+// the pool opens a connection for each of at most max_shard_connections
+// shards, or of the wanted number when more, not one per claimed shard.
+TEST(HostPoolTest, AClaimedShardCountDoesNotSizeThePool) {
+  constexpr int kShards = 1000;
+  FakeServer srv({0, 0});  // port(0): regular, port(1): shard-aware
+  const uint16_t aware = srv.port(1);
+  srv.SetSupportedFn([&](const testing::Request& r) {
+    return std::map<std::string, std::vector<std::string>>{
+        {"SCYLLA_SHARD", {std::to_string(r.client_port % kShards)}},
+        {"SCYLLA_NR_SHARDS", {std::to_string(kShards)}},
+        {"SCYLLA_PARTITIONER", {"org.apache.cassandra.dht.Murmur3Partitioner"}},
+        {"SCYLLA_SHARDING_ALGORITHM", {"biased-token-round-robin"}},
+        {"SCYLLA_SHARDING_IGNORE_MSB", {"12"}},
+        {"SCYLLA_SHARD_AWARE_PORT", {std::to_string(aware)}},
+    };
+  });
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  owner->per_host = 1;
+  PoolConfig config = FastReconnect();
+  config.max_shard_connections = 4;
+  auto pool = HostPool::Make("127.0.0.1", srv.port(0), config, owner);
+  pool->Fill();
+  // The first connection (regular port) plus one for each of 4 shards.
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 5; }));
+  EXPECT_EQ(pool->state().shards, kShards);
+  std::this_thread::sleep_for(200ms);  // and no more follow
+  EXPECT_EQ(pool->state().open_connections, 5);
+  EXPECT_EQ(owner->opens, 5);
+  // Wanted beyond the cap: a shard each for as many as wanted.
+  owner->per_host = 9;
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 10; }));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(pool->state().open_connections, 10);
+  EXPECT_EQ(owner->opens, 10);
   pool->Close(Status::Cancelled("test over"));
 }
 
