@@ -131,15 +131,17 @@ struct ConnectionOptions {
   // Set: connections go through this proxy (needs tls); see SniProxy.
   std::optional<SniProxy> sni_proxy;
 
-  // Connections per host (per shard on ScyllaDB). Requests are multiplexed
-  // (up to 32,768 in flight on one connection), so few are needed.
+  // Connections per host (on ScyllaDB at least one per shard: shard_aware).
+  // Requests are multiplexed (up to 32,768 in flight on one connection), so
+  // few are needed.
   int connections_per_host = 2;
   int io_threads = 0;  // 0: min(4, hardware threads)
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds request_timeout{12000};
   uint32_t max_frame_bytes = 256u << 20;
   // Open one connection per ScyllaDB shard through its shard-aware port
-  // when the server advertises one.
+  // when the server advertises one (for at most 256 shards, or the wanted
+  // number of connections when more).
   bool shard_aware = true;
   // Reconnection backoff after a host went away (exponential, jittered).
   std::chrono::milliseconds reconnect_base{100};

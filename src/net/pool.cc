@@ -43,22 +43,32 @@ std::vector<HostPool::ToOpen> HostPool::Missing(uint16_t* port, int wanted) {
   if (aware && config_.shard_aware) {
     // At least one connection per shard, through the shard-aware port with a
     // source port that the server maps to that shard; for the first
-    // `served` shards only (PoolConfig::max_shard_connections).
+    // `served` shards only (PoolConfig::max_shard_connections), and no more
+    // than `per_shard` times that many in all, whichever shards the node
+    // says they landed on (NAT or a proxy rewrites source ports, and a node
+    // may name one shard for all: counted by where they landed only, they
+    // would never add up, and each Fill would open more).
     *port = *aware;
     const int n = sharding_->nr_shards;
     const int served = std::min(n, std::max({1, config_.max_shard_connections, wanted}));
     const int per_shard = std::max(1, (wanted + served - 1) / served);
-    std::vector<int> have(static_cast<size_t>(n), 0);
+    const int most = served * per_shard;  // < wanted + served: no overflow
+    std::vector<int> have(static_cast<size_t>(served), 0);
+    int aware_now = 0;  // shard-aware connections open and opening
     for (size_t i = 0; i < conn_shard_.size(); ++i) {
+      if (!conn_aware_[i]) continue;
+      ++aware_now;
       const int sh = conn_shard_[i];
-      if (conn_aware_[i] && sh >= 0 && sh < n) ++have[static_cast<size_t>(sh)];
+      if (sh >= 0 && sh < served) ++have[static_cast<size_t>(sh)];
     }
-    opening_by_shard_.resize(static_cast<size_t>(n), 0);
-    for (int sh = 0; sh < served; ++sh) {
+    if (opening_by_shard_.size() < static_cast<size_t>(served)) opening_by_shard_.resize(static_cast<size_t>(served), 0);
+    for (int o : opening_by_shard_) aware_now += o;
+    for (int sh = 0; sh < served && aware_now < most; ++sh) {
       const size_t k = static_cast<size_t>(sh);
-      for (int c = have[k] + opening_by_shard_[k]; c < per_shard; ++c) {
+      for (int c = have[k] + opening_by_shard_[k]; c < per_shard && aware_now < most; ++c) {
         out.push_back(ToOpen{sh, ShardSourcePorts(*sharding_, sh, 16)});
         ++opening_by_shard_[k];
+        ++aware_now;
       }
     }
   } else {

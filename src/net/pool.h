@@ -5,9 +5,12 @@
 //  * Fill() opens connections until the pool has the wanted number (the
 //    owner's ConnectionsPerHost()). On ScyllaDB, once the first connection's
 //    SUPPORTED names the shards, the pool keeps at least one connection per
-//    shard, opened through the shard-aware port with a source port the
-//    server maps to that shard (connections that landed on a shard by chance
-//    through the regular port stay in use but do not count).
+//    shard (of at most PoolConfig::max_shard_connections shards, or of the
+//    wanted number when more; no more than that many in all, wherever the
+//    node says they landed), opened through the shard-aware port with a
+//    source port the server maps to that shard (connections that landed on
+//    a shard by chance through the regular port stay in use but do not
+//    count).
 //  * Growth is immediate (Fill() after the owner raises the number).
 //    Shrinking is at once for the requests and late for the sockets: a
 //    surplus over the wanted number (Fill() after the owner lowers it) is

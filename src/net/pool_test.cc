@@ -702,5 +702,39 @@ TEST(HostPoolTest, AClaimedShardCountDoesNotSizeThePool) {
   pool->Close(Status::Cancelled("test over"));
 }
 
+// A node that names one shard for every connection (as NAT or a proxy that
+// rewrites source ports would make it, or a lie): the connections opened
+// for other shards count where they were meant to go, so Fill after Fill
+// opens no more than the pool's shard-aware number in all.
+TEST(HostPoolTest, ConnectionsThatLandOnAnotherShardStillCount) {
+  constexpr int kShards = 1000;
+  FakeServer srv({0, 0});
+  const uint16_t aware = srv.port(1);
+  srv.SetSupportedFn([&](const testing::Request&) {
+    return std::map<std::string, std::vector<std::string>>{
+        {"SCYLLA_SHARD", {"999"}},
+        {"SCYLLA_NR_SHARDS", {std::to_string(kShards)}},
+        {"SCYLLA_SHARDING_ALGORITHM", {"biased-token-round-robin"}},
+        {"SCYLLA_SHARDING_IGNORE_MSB", {"12"}},
+        {"SCYLLA_SHARD_AWARE_PORT", {std::to_string(aware)}},
+    };
+  });
+  IoPool io(1);
+  auto owner = std::make_shared<FakeOwner>(&io);
+  owner->per_host = 1;
+  PoolConfig config = FastReconnect();
+  config.max_shard_connections = 4;
+  auto pool = HostPool::Make("127.0.0.1", srv.port(0), config, owner);
+  pool->Fill();
+  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 5; }));
+  for (int i = 0; i < 5; ++i) {
+    pool->Fill();
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(pool->state().open_connections, 5);
+  EXPECT_EQ(owner->opens, 5);
+  pool->Close(Status::Cancelled("test over"));
+}
+
 }  // namespace
 }  // namespace cqlstream::net
