@@ -11,12 +11,14 @@
 // range (1 <= nr_shards <= 65535, 0 <= shard < nr_shards, ignore_msb
 // 0..63, ports 1..65535, the one algorithm); ShardOf equals the formula of
 // the protocol extension in 128-bit arithmetic; the source ports of a shard
-// are the ports of [49152, 65535] that map to it, each once, as many as
-// size() says. Nothing may crash, trap (UBSan) or leak (ASan).
+// are the ports of [49152, 65535] that map to it, each once, in the
+// promised order, as many as size() says. Nothing may crash, trap (UBSan) or leak (ASan).
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <cstddef>
 #include <cstdint>
-#include <set>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,20 +41,25 @@ std::string Value(FuzzedDataProvider& in) {
   }
 }
 
+// The ports of [49152, 65535] that map to `shard`, each once, in the order
+// sharding.h promises: ascending from candidate offset % size(), then from
+// the lowest.
 void CheckPorts(const ShardingInfo& info, int shard, uint64_t offset) {
-  ShardPortIterator it = info.SourcePorts(shard, offset);
-  size_t expected = 0;
+  std::vector<uint16_t> candidates;
   for (uint32_t p = kMinShardAwareSourcePort; p <= kMaxShardAwareSourcePort; ++p) {
-    if (static_cast<int>(p % static_cast<uint32_t>(info.nr_shards)) == shard) ++expected;
+    if (static_cast<int>(p % static_cast<uint32_t>(info.nr_shards)) == shard) {
+      candidates.push_back(static_cast<uint16_t>(p));
+    }
   }
-  Check(it.size() == expected);
-  std::set<uint16_t> seen;
-  while (auto p = it.Next()) {
-    Check(*p >= kMinShardAwareSourcePort);
+  ShardPortIterator it = info.SourcePorts(shard, offset);
+  Check(it.size() == candidates.size());
+  const size_t start = candidates.empty() ? 0 : static_cast<size_t>(offset % candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const std::optional<uint16_t> p = it.Next();
+    Check(p.has_value() && *p == candidates[(start + i) % candidates.size()]);
     Check(info.ShardOfSourcePort(*p) == shard);
-    Check(seen.insert(*p).second);  // each once
   }
-  Check(seen.size() == expected && it.remaining() == 0);
+  Check(!it.Next().has_value() && it.remaining() == 0);
 }
 
 }  // namespace
