@@ -50,6 +50,7 @@ class AttemptSink final : public cql::CellSink {
   const std::shared_ptr<Task> task;
   const int attempt;
   const bool continuation;
+  int empty_pages_before = 0;  // pages of this attempt without rows just before this one
   store::SampleRowCells cells;
   int32_t rows = 0;
   bool offered = false;  // some data cell asked for a destination (loader lock)

@@ -210,11 +210,14 @@ struct Launch {
     return Launch(Kind::kHedge, std::move(t), plan_offset);
   }
   // The page after `paging_state` of attempt `attempt`, on the connection
-  // that served the previous page.
-  static Launch NextPage(std::shared_ptr<Task> t, int plan_offset, cql::Bytes paging_state, int attempt) {
+  // that served the previous page; `empty_pages`: the pages without rows
+  // just before it.
+  static Launch NextPage(std::shared_ptr<Task> t, int plan_offset, cql::Bytes paging_state, int attempt,
+                         int empty_pages) {
     Launch l(Kind::kNextPage, std::move(t), plan_offset);
     l.paging_state = std::move(paging_state);
     l.attempt = attempt;
+    l.empty_pages = empty_pages;
     return l;
   }
 
@@ -241,6 +244,7 @@ struct Launch {
   int plan_offset;
   std::optional<cql::Bytes> paging_state;  // kNextPage only
   int attempt = -1;                        // kNextPage only
+  int empty_pages = 0;                     // kNextPage only
   std::vector<std::shared_ptr<Task>> group;  // kGroup only (task is null)
   std::vector<SampleKey> look_ahead;          // kLookAhead only (task is null)
 

@@ -231,6 +231,7 @@ void Loader::Impl::LaunchOne(Launch l) {
   // byte comparison with the PREPARED answer's specs per answer.
   st.check_result_columns = true;
   auto sink = std::make_shared<AttemptSink>(this, l.task, attempt, l.kind == Launch::Kind::kNextPage);
+  sink->empty_pages_before = l.empty_pages;
   st.sink = [sink](int) { return sink; };
   auto task = l.task;
   session->ExecuteAsync(std::move(st), [this, task, sink, now](StatusOr<net::ResultSet> r) {
@@ -328,9 +329,15 @@ void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shar
     if (err.ok()) {
       auto ps = r->paging_state();
       page_more = ps && !ps->empty();
-      if (page_more) {
+      const int empty_pages = s->rows == 0 ? s->empty_pages_before + 1 : 0;
+      if (page_more && empty_pages >= net::Session::kMaxEmptyPagesInARow) {
+        // Pages that promise more and hold nothing, without end.
+        page_more = false;
+        err = Status::ProtocolError(fmt::format("sample {}: {} pages in a row held no rows and each promised more",
+                                                FormatKey(t->key), empty_pages));
+      } else if (page_more) {
         // The rest of the sample follows on the same attempt.
-        launches.push_back(Launch::NextPage(t, r->winning_execution, std::move(*ps), s->attempt));
+        launches.push_back(Launch::NextPage(t, r->winning_execution, std::move(*ps), s->attempt, empty_pages));
       } else {
         err = FinishSample(*t);
       }

@@ -160,6 +160,22 @@ void Session::ExecuteAsync(Statement statement, ResultCallback callback) {
   if (impl_->closed()) return callback(Status::Cancelled("session closed"));
   auto frame = EncodeStatement(statement);
   if (!frame.ok()) return callback(frame.status());
+  if (statement.paging_state) {
+    // A page must move on: the state it was sent back again would have
+    // whoever follows the pages ask for the same page forever.
+    callback = [sent = *statement.paging_state, callback = std::move(callback)](StatusOr<ResultSet> r) {
+      if (r.ok()) {
+        const std::optional<cql::Bytes> next = r->paging_state();
+        if (next && *next == sent) {
+          return callback(Status::ProtocolError(
+              fmt::format("the server answered a page with the paging state it was asked to go on from ({} bytes): "
+                          "a page that does not move on",
+                          sent.size())));
+        }
+      }
+      callback(std::move(r));
+    };
+  }
   Run(impl_, statement, std::move(*frame), std::move(callback));
 }
 
@@ -179,6 +195,7 @@ StatusOr<ResultSet> Session::Query(std::string query, std::vector<Value> values)
 
 Status Session::ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page) {
   if (statement.sink) return Status::InvalidArgument("ForEachPage needs a buffered statement (no sink)");
+  int empty_in_a_row = 0;
   for (;;) {
     auto r = Execute(statement);
     if (!r.ok()) return r.status();
@@ -187,6 +204,12 @@ Status Session::ForEachPage(Statement statement, const std::function<Status(cons
     CQLS_RETURN_IF_ERROR(on_page(*rows));
     auto next = r->paging_state();
     if (!next) return Status::OK();
+    empty_in_a_row = rows->row_count() == 0 ? empty_in_a_row + 1 : 0;
+    if (empty_in_a_row >= kMaxEmptyPagesInARow) {
+      return Status::ProtocolError(
+          fmt::format("{} pages in a row held no rows and each promised more (the server pages without end)",
+                      empty_in_a_row));
+    }
     statement.paging_state = std::move(next);
   }
 }

@@ -209,12 +209,19 @@ class Session : public std::enable_shared_from_this<Session> {
   ~Session();
 
   // --- statements -------------------------------------------------------
+  // A statement that asks for the page after a paging state gets a
+  // ProtocolError where the answer carries that same state again (a page
+  // that does not move on: following it would never end).
   void ExecuteAsync(Statement statement, ResultCallback callback);
   StatusOr<ResultSet> Execute(Statement statement);
   // Unprepared query, consistency LOCAL_ONE unless given; convenience.
   StatusOr<ResultSet> Query(std::string query, std::vector<Value> values = {});
   // Runs all pages of a statement, calling `on_page` for each buffered page.
+  // A ProtocolError after kMaxEmptyPagesInARow pages in a row without rows
+  // that each promise more (a node may send one now and then: rows
+  // filtered out, tombstones; not a thousand in a row).
   Status ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page);
+  static constexpr int kMaxEmptyPagesInARow = 1000;
 
   // Prepared statements are cached by query text (and re-prepared
   // transparently when a server forgets them).
@@ -250,10 +257,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // ReplicaIndex::ReplicaSet). 0 when the keyspace cannot be routed
   // (unknown, no tokens, a strategy not placed).
   uint64_t ReplicaSetOf(const std::string& keyspace, int64_t token) const;
-  // Changes the number of connections kept per host (per shard on ScyllaDB);
-  // more are opened in the background, extra ones are parked at once (no
-  // new requests) and closed after PoolConfig::idle_close (net/pool.h) —
-  // not on ScyllaDB's shard-aware pools (ConnectionsShrink()).
+  // Changes the number of connections kept per host (on ScyllaDB at least
+  // one per shard); more are opened in the background, extra ones are
+  // parked at once (no new requests) and closed after
+  // PoolConfig::idle_close (net/pool.h) — not on ScyllaDB's shard-aware
+  // pools (ConnectionsShrink()).
   void SetConnectionsPerHost(int n);
   int ConnectionsPerHost() const;
   // Asks for `total` connections in all: spread over the hosts that are up

@@ -67,6 +67,10 @@ const std::vector<ModeInfo> kModes = {
     // the Loader open 2 a host by default, and the window over toy's small
     // samples asks for no more).
     {Mode::kStrayAnswers, "stray-answers", kOk, kOk, kOk, kOk, ""},
+    // Only toy's data reads page (tiny's are coalesced, unpaged): every
+    // reader of toy must end with an error that says the pages do not end.
+    {Mode::kPagesStandStill, "pages-stand-still", kErr, kOk, kOk, kOk, "does not move on"},
+    {Mode::kPagesWithoutEnd, "pages-without-end", kErr, kOk, kOk, kOk, "pages in a row held no rows"},
 };
 
 bool ReadFull(int fd, uint8_t* p, size_t n) {
@@ -135,6 +139,16 @@ struct HostileServer::Conn {
   std::set<int32_t> strayed;  // stray-answers: toy's samples whose first read alone here was answered as a stray
 
   Mode mode() const { return s->mode_; }
+
+  // pages-stand-still, pages-without-end: a paging state not handed out
+  // before by this server (a next page may come on another connection; 8
+  // bytes: never one of the honest 4-byte row offsets).
+  cql::Bytes PageState() {
+    cql::Bytes b(8);
+    cql::StoreU32(b.data(), 0x50414745u);  // "PAGE"
+    cql::StoreU32(b.data() + 4, static_cast<uint32_t>(s->pages_.fetch_add(1) + 1));
+    return b;
+  }
 
   bool Out(const cql::Bytes& b) {
     if (mode() != Mode::kTrickle) return WriteFull(fd, b.data(), b.size());
@@ -401,6 +415,17 @@ struct HostileServer::Conn {
     Answer a = honest;
     MisnameColumns(p, &a);
     cql::Bytes body = RowsBodyForRequest(a.table, p);
+    if ((mode() == Mode::kPagesStandStill || mode() == Mode::kPagesWithoutEnd) && native && p.page_size > 0 &&
+        sel.table == std::string("d_") + kDataset) {
+      s->lies_told_.fetch_add(1);
+      if (!p.paging_state) {
+        const cql::Bytes first = PageState();
+        body = RowsBody(a.table, 0, a.table.rows.size(), p.skip_metadata(), &first);
+      } else {
+        const cql::Bytes next = mode() == Mode::kPagesStandStill ? *p.paging_state : PageState();
+        body = RowsBody(a.table, a.table.rows.size(), 0, p.skip_metadata(), &next);
+      }
+    }
     switch (mode()) {
       case Mode::kSilentData:
         return true;

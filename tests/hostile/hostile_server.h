@@ -94,6 +94,10 @@ enum class Mode {
                            // if meant for another request (a late or repeated frame): even idx with the next
                            // sample's rows, odd idx with its own rows named as tiny's data table (or the next
                            // sample's, when the read skips result metadata); its later reads are honest
+  kPagesStandStill,        // every paged data read of toy answers its rows and promises more; the page after
+                           // holds no rows and promises more with the paging state it was asked to go on from
+  kPagesWithoutEnd,        // as pages-stand-still, but each page after the first holds no rows and promises
+                           // more with a new paging state, without end
 };
 
 // What a correct client does against a mode.
@@ -147,6 +151,7 @@ class HostileServer {
   HonestWorld world_;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> lies_told_{0};
+  std::atomic<uint64_t> pages_{0};  // pages-stand-still, pages-without-end: paging states handed out
   std::atomic<int64_t> grouped_reads_{0};
   std::atomic<int64_t> coalesced_reads_{0};
   std::thread acceptor_;

@@ -104,18 +104,20 @@ size_t PagingOffset(const RequestParams& p) {
   return cql::LoadU32(p.paging_state->data());
 }
 
-cql::Bytes RowsBody(const Table& t, size_t first, size_t count, bool skip_metadata) {
+cql::Bytes RowsBody(const Table& t, size_t first, size_t count, bool skip_metadata, const cql::Bytes* more_state) {
   cql::Bytes body;
   cql::Writer w(&body);
   w.Int(0x0002);  // Rows
   first = std::min(first, t.rows.size());
   count = std::min(count, t.rows.size() - first);
-  const bool more = first + count < t.rows.size();
+  const bool more = more_state != nullptr || first + count < t.rows.size();
   int32_t flags = skip_metadata ? 0x0004 : 0x0001;
   if (more) flags |= 0x0002;
   w.Int(flags);
   w.Int(static_cast<int32_t>(t.columns.size()));
-  if (more) {
+  if (more_state != nullptr) {
+    w.BytesValue(cql::ByteView(*more_state));
+  } else if (more) {
     uint8_t next[4];
     cql::StoreU32(next, static_cast<uint32_t>(first + count));
     w.BytesValue(cql::ByteView(next, 4));

@@ -68,8 +68,11 @@ void PutType(cql::Writer& w, const DataType& t);
 
 // RESULT Rows of rows [first, first + count) of `t`. With more rows after
 // them, the metadata carries has_more_pages and a paging state that names
-// the next row. skip_metadata: the NO_METADATA flag instead of column specs.
-cql::Bytes RowsBody(const Table& t, size_t first, size_t count, bool skip_metadata);
+// the next row; with `more_state`, has_more_pages and that paging state
+// whatever follows. skip_metadata: the NO_METADATA flag instead of column
+// specs.
+cql::Bytes RowsBody(const Table& t, size_t first, size_t count, bool skip_metadata,
+                    const cql::Bytes* more_state = nullptr);
 // Paginates by the request's page size and paging state.
 cql::Bytes RowsBodyForRequest(const Table& t, const RequestParams& p);
 
