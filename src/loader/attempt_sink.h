@@ -38,7 +38,14 @@ class AttemptSink final : public cql::CellSink {
     return l_->Destination(*this, size);
   }
   Status OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) override {
-    if (col == store::kColData) return Status::OK();
+    if (col == store::kColData) {
+      // A null or empty data cell (the decoder asks no destination for
+      // it) is a chunk of no bytes, placed as such: one may end a sample, a
+      // second is out of place (ChunkPlacer), so rows without data cannot
+      // page on without end. Other cells here were declined (dropped).
+      if (!data || data->empty()) (void)l_->Destination(*this, 0);
+      return Status::OK();
+    }
     cells.OnCell(row, col, data);
     return Status::OK();
   }

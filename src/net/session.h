@@ -211,7 +211,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // --- statements -------------------------------------------------------
   // A statement that asks for the page after a paging state gets a
   // ProtocolError where the answer carries that same state again (a page
-  // that does not move on: following it would never end).
+  // that does not move on: following it would never end); with a sink, the
+  // page's cells have reached the sink by then.
   void ExecuteAsync(Statement statement, ResultCallback callback);
   StatusOr<ResultSet> Execute(Statement statement);
   // Unprepared query, consistency LOCAL_ONE unless given; convenience.

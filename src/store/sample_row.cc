@@ -121,12 +121,12 @@ StatusOr<uint64_t> ChunkPlacer::Place(SampleKey key, int64_t bytes) {
     return bad(fmt::format("its chunks hold more than its size of {} bytes", size_));
   }
   if (short_seen_) return bad("a chunk follows a short chunk (a chunk is missing or out of order)");
-  if (chunk_size_ > 0) {
-    if (bytes > chunk_size_) {
-      return bad(fmt::format("a chunk of {} bytes, more than the dataset's chunk size of {}", bytes, chunk_size_));
-    }
-    short_seen_ = bytes < chunk_size_;
+  if (chunk_size_ > 0 && bytes > chunk_size_) {
+    return bad(fmt::format("a chunk of {} bytes, more than the dataset's chunk size of {}", bytes, chunk_size_));
   }
+  // A chunk shorter than the chunk size ends the sample; so does a chunk of
+  // no bytes, whatever the chunk size (rows without data cannot go on).
+  short_seen_ = bytes == 0 || (chunk_size_ > 0 && bytes < chunk_size_);
   const uint64_t at = written_;
   written_ += n;
   return at;
@@ -215,13 +215,15 @@ void SampleRowDecoder::OnData(std::optional<std::span<const uint8_t>> cell) {
     placer_.Begin(statics_.size, hints_.chunk_size);
     if (keep_bytes_) buf_.reset(new uint8_t[static_cast<size_t>(std::max<int64_t>(1, statics_.size))]);
   }
-  if (chunk.empty()) return;  // nothing to place (as the loader's decoder)
+  // A null or empty cell is a chunk of no bytes, placed as the loader's
+  // decoder places it: one may end a sample, a second is out of place (so
+  // rows without data cannot go on without end).
   auto at = placer_.Place(key_, static_cast<int64_t>(chunk.size()));
   if (!at.ok()) {
     status_ = at.status();
     return;
   }
-  if (keep_bytes_) std::memcpy(buf_.get() + *at, chunk.data(), chunk.size());
+  if (keep_bytes_ && !chunk.empty()) std::memcpy(buf_.get() + *at, chunk.data(), chunk.size());
 }
 
 Status SampleRowDecoder::Finish() {

@@ -107,7 +107,8 @@ class ChunkPlacer {
   void Begin(int64_t size, int32_t chunk_size);
   // The offset in the region where the next chunk of `bytes` goes. Corruption
   // when the chunk would end past the size, is longer than the chunk size,
-  // or follows a shorter chunk (a chunk is missing or out of place).
+  // or follows a shorter chunk or one of no bytes (a chunk is missing or out
+  // of place).
   StatusOr<uint64_t> Place(SampleKey key, int64_t bytes);
   // After the last chunk: Corruption unless the chunks add up to the size.
   Status Finish(SampleKey key) const;
@@ -150,6 +151,9 @@ class SampleRowDecoder {
   // refuse, a chunk out of place, chunks that do not add up to the size). An
   // answer without rows is OK here: see rows().
   Status Finish();
+  // A problem was found already (the answer so far; Finish() adds the
+  // check that the chunks add up).
+  bool failed() const { return !status_.ok(); }
   // The first problem was a row of another sample's key: an answer meant
   // for another request, worth reading again (store/read_again.h).
   bool answered_another_key() const { return another_key_; }

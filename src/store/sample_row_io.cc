@@ -53,10 +53,17 @@ Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, Sample
       kReadAttempts,
       [&] {
         if (reads++ > 0) dec->Reset();
-        return s.ForEachPage(q, [dec](const cql::Rows& r) {
+        // Once the decoder holds a problem, the rest of the answer cannot
+        // change it (it keeps the first), so the pages stop there: a server
+        // could page rows on without end.
+        bool stopped = false;
+        const Status read = s.ForEachPage(q, [dec, &stopped](const cql::Rows& r) {
           dec->AddPage(r);
-          return Status::OK();
+          if (!dec->failed()) return Status::OK();
+          stopped = true;
+          return Status::Cancelled("the sample's rows hold a problem: no more pages");
         });
+        return stopped ? Status::OK() : read;
       },
       [&](const Status& r) {
         refused = r.code() == Status::Code::kCorruption || (r.ok() && dec->answered_another_key());

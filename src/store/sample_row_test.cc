@@ -287,6 +287,36 @@ TEST(SampleRowTest, DecoderRefusesWhatTheLoaderRefuses) {
   EXPECT_EQ(none.rows(), 0);
 }
 
+// A row whose data cell is null or empty is a chunk of no bytes: a sample
+// of no bytes has one, and after a short chunk (or the last whole one)
+// another is out of place. Before, such rows were not counted at all, and
+// a server that paged them without end kept a reader asking forever.
+TEST(SampleRowTest, RowsWithoutDataAreChunksOfNoBytes) {
+  const auto chunk = FilledBytes(4096, 1);
+  // A sample of no bytes: one row without data.
+  SampleRowDecoder empty(kKey, Hints(), true);
+  empty.BeginPage();
+  FeedRow(empty, 0, kKey, 0);
+  empty.OnCell(0, kColData, std::nullopt);
+  ASSERT_TRUE(empty.Finish().ok()) << empty.Finish().ToString();
+  EXPECT_EQ(empty.rows(), 1);
+  for (bool null_cell : {true, false}) {
+    SCOPED_TRACE(null_cell ? "null data cells" : "empty data cells");
+    const std::vector<uint8_t> none;
+    SampleRowDecoder d(kKey, Hints(), true);
+    d.BeginPage();
+    FeedDecoder(d, 0, kKey, 4096, chunk);
+    for (int32_t row = 1; row < 4; ++row) {  // one page after another, a row each
+      d.BeginPage();
+      FeedRow(d, 0, kKey, 4096);
+      d.OnCell(0, kColData, null_cell ? std::nullopt : View(none));
+    }
+    const Status st = d.Finish();
+    EXPECT_EQ(st.code(), Status::Code::kCorruption);
+    EXPECT_NE(st.message().find("follows a short chunk"), std::string::npos) << st.ToString();
+  }
+}
+
 // The coalesced read (loader/coalesce.h): the key cells first (the row
 // demultiplexer reads them before any data cell), and at most two rows per
 // key, the bound that lets the loader send it unpaged.

@@ -67,10 +67,12 @@ const std::vector<ModeInfo> kModes = {
     // the Loader open 2 a host by default, and the window over toy's small
     // samples asks for no more).
     {Mode::kStrayAnswers, "stray-answers", kOk, kOk, kOk, kOk, ""},
-    // Only toy's data reads page (tiny's are coalesced, unpaged): every
-    // reader of toy must end with an error that says the pages do not end.
+    // The lie pages toy's data reads only (tiny's and the attached
+    // dataset's reads are left honest): every reader of toy must end with
+    // an error that says the pages do not end.
     {Mode::kPagesStandStill, "pages-stand-still", kErr, kOk, kOk, kOk, "does not move on"},
-    {Mode::kPagesWithoutEnd, "pages-without-end", kErr, kOk, kOk, kOk, "pages in a row held no rows"},
+    {Mode::kPagesWithoutEnd, "pages-without-end", kErr, kOk, kOk, kOk,
+     "pages in a row held no rows|follows a short chunk"},
 };
 
 bool ReadFull(int fd, uint8_t* p, size_t n) {
@@ -423,7 +425,15 @@ struct HostileServer::Conn {
         body = RowsBody(a.table, 0, a.table.rows.size(), p.skip_metadata(), &first);
       } else {
         const cql::Bytes next = mode() == Mode::kPagesStandStill ? *p.paging_state : PageState();
-        body = RowsBody(a.table, a.table.rows.size(), 0, p.skip_metadata(), &next);
+        if (mode() == Mode::kPagesWithoutEnd && idx % 2 == 1 && !a.table.rows.empty()) {
+          // One row of the sample's key and statics, its data cell null.
+          Table t = a.table;
+          t.rows.resize(1);
+          SetCell(&t, 0, "data", Value::Null());
+          body = RowsBody(t, 0, 1, p.skip_metadata(), &next);
+        } else {
+          body = RowsBody(a.table, a.table.rows.size(), 0, p.skip_metadata(), &next);
+        }
       }
     }
     switch (mode()) {

@@ -96,8 +96,9 @@ enum class Mode {
                            // sample's, when the read skips result metadata); its later reads are honest
   kPagesStandStill,        // every paged data read of toy answers its rows and promises more; the page after
                            // holds no rows and promises more with the paging state it was asked to go on from
-  kPagesWithoutEnd,        // as pages-stand-still, but each page after the first holds no rows and promises
-                           // more with a new paging state, without end
+  kPagesWithoutEnd,        // as pages-stand-still, but each page after the first promises more with a new
+                           // paging state, without end, and holds no rows (even idx) or one row of the
+                           // sample's key whose data cell is null (odd idx)
 };
 
 // What a correct client does against a mode.
