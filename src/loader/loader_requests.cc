@@ -359,8 +359,10 @@ Status Loader::Impl::CheckAnswer(AttemptSink& s) {
     return Status::NotFound(fmt::format("sample {} has no data row", FormatKey(t.key)));
   }
   if (!s.cells.status().ok()) return s.cells.status();
-  // No data cell to claim the slot with (an empty sample, or a row without
-  // chunks): claimed here, and the chunks checked by FinishSample.
+  // No data cell claimed the slot (every row's data cell offers itself, a
+  // null or empty one as a chunk of no bytes, so a first page with rows has
+  // claimed it by now): claimed here, and the chunks checked by
+  // FinishSample.
   if (t.owner == -1 && !s.continuation && !s.offered) return Claim(s);
   return Status::OK();
 }

@@ -18,7 +18,8 @@
 //   statics : size in [0, max_size]; image_size null or in [0, size];
 //             label null or in [0, classes) (label kind class);
 //             labels null or list<int> of values in [0, classes)
-//   chunks  : each <= chunk_size; only the last may be shorter;
+//   chunks  : each <= chunk_size; only the last may be shorter (a null or
+//             empty data cell is a chunk of no bytes: last, if at all);
 //             their sum == size
 //
 // Thread-safety: value types and single-owner objects; no locking. The
@@ -130,7 +131,8 @@ class ChunkPlacer {
 // and, with keep_bytes, copied into a buffer of exactly the declared size
 // (allocated once the size passed the hints: set hints.max_size to bound
 // it). Every chunk is also counted and hashed (xxh64, in order), whatever
-// the row says, so that a caller can describe a bad sample.
+// the row says, so that a caller can describe a bad sample (of the pages
+// fed: ReadSampleRows stops at a problem).
 //
 // Single owner; not copyable.
 class SampleRowDecoder {
@@ -208,7 +210,10 @@ std::string DataReadManyQuery(const DatasetInfo& d);
 // sample's key (dec->answered_another_key()) — is read again, `dec` reset
 // first, kReadAttempts in all (store/read_again.h); after the last, a
 // refused or failed page is the error and another key's row is dec's
-// problem (Finish), as for an answer read once.
+// problem (Finish), as for an answer read once. The pages stop at the first
+// one after which dec holds a problem (dec->failed(): its counts then cover
+// the pages read only), so that rows paged without end cannot keep a
+// reader asking.
 Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, SampleKey key, int page_size,
                       SampleRowDecoder* dec);
 inline constexpr int kColSeg = 0, kColIdx = 1, kColSize = 2, kColImageSize = 3, kColChecksum = 4, kColLabel = 5,

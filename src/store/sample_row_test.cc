@@ -314,7 +314,24 @@ TEST(SampleRowTest, RowsWithoutDataAreChunksOfNoBytes) {
     const Status st = d.Finish();
     EXPECT_EQ(st.code(), Status::Code::kCorruption);
     EXPECT_NE(st.message().find("follows a short chunk"), std::string::npos) << st.ToString();
+    EXPECT_TRUE(d.failed());
   }
+  // One row without data after the last whole chunk ends the sample; after
+  // a short chunk it is out of place.
+  SampleRowDecoder whole(kKey, Hints(), true);
+  whole.BeginPage();
+  FeedDecoder(whole, 0, kKey, 4096, chunk);
+  FeedRow(whole, 1, kKey, 4096);
+  whole.OnCell(1, kColData, std::nullopt);
+  EXPECT_TRUE(whole.Finish().ok()) << whole.Finish().ToString();
+  SampleRowDecoder after_short(kKey, Hints(), true);
+  after_short.BeginPage();
+  FeedDecoder(after_short, 0, kKey, 100, FilledBytes(100, 4));
+  EXPECT_FALSE(after_short.failed());
+  FeedRow(after_short, 1, kKey, 100);
+  after_short.OnCell(1, kColData, std::nullopt);
+  EXPECT_TRUE(after_short.failed());
+  EXPECT_NE(after_short.Finish().message().find("follows a short chunk"), std::string::npos);
 }
 
 // The coalesced read (loader/coalesce.h): the key cells first (the row

@@ -30,17 +30,22 @@ SampleData DataOf(const SampleRowDecoder& dec) {
   return sd;
 }
 
-// Reads and checks one sample: "" or what is wrong. What CheckSample sees
-// comes first; when it sees nothing, what the data row's decoder refused
-// (another sample's key, statics the catalog refuses, chunks out of place).
+// Reads and checks one sample: "" or what is wrong. Where the rows
+// themselves hold a problem (another sample's key, statics the catalog
+// refuses, a chunk out of place), the read stopped at it and the counts
+// cover only the pages read: the decoder's message is what is wrong.
+// Otherwise what CheckSample sees comes first, then what the decoder's
+// last check refused (chunks that do not add up to the size).
 StatusOr<std::string> VerifyOne(net::Session& s, const net::PreparedPtr& data_q, SampleKey key,
                                 const SampleHints& hints, const MetaRow* meta, int64_t* bytes) {
   SampleRowDecoder dec(key, hints, /*keep_bytes=*/false);
   const Status rs = ReadSampleRows(s, data_q, key, /*page_size=*/8, &dec);  // chunks of up to chunk_size bytes each
   if (!rs.ok()) return rs.WithContext(fmt::format("reading sample {}", FormatKey(key)));
+  const bool refused = dec.failed();
   const Status decoded = dec.Finish();
   const SampleData sd = DataOf(dec);
   *bytes = sd.data_bytes;
+  if (refused && sd.rows > 0) return decoded.message();
   std::string what = CheckSample(sd, meta);
   if (what.empty() && sd.rows > 0 && !decoded.ok()) what = decoded.message();
   return what;
