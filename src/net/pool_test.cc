@@ -5,10 +5,8 @@
 // the number falls for a while (parked: out of Pick() at once), closes a surplus that lasts once its
 // requests are answered, marks a refused host down with the reason and keeps
 // reopening with backoff, caps itself at what a host accepts and probes past
-// the cap later, drops a connection that dies and reopens it, keeps
-// one connection per ScyllaDB shard through the shard-aware port (for at
-// most max_shard_connections shards, whatever the node claims), and does
-// nothing once closed.
+// the cap later, drops a connection that dies and reopens it, and does
+// nothing once closed. Its ScyllaDB shards: pool_shard_test.cc.
 #include "net/pool.h"
 
 #include <gtest/gtest.h>
@@ -28,52 +26,17 @@
 #include "cql/request.h"
 #include "net/fake_server_test_util.h"
 #include "net/io_pool.h"
+#include "net/pool_test_util.h"
 #include "net/routing/murmur3.h"
 
 namespace cqlstream::net {
 namespace {
 
+using testing::Eventually;
+using testing::FakeOwner;
 using testing::FakeServer;
+using testing::FastReconnect;
 using namespace std::chrono_literals;
-
-// The session's side of a pool, with counters the tests read. The I/O
-// threads belong to the test (declared before the owner, so they are joined
-// last, on the test's thread: a callback may hold the owner's last reference).
-class FakeOwner final : public PoolOwner {
- public:
-  explicit FakeOwner(IoPool* io) : io_(io) {}
-  bool closed() const override { return closed_; }
-  asio::io_context& NextIo() override { return io_->Next(); }
-  Connection::Options ConnectionOptionsFor(const std::string& address, uint16_t port) override {
-    ++opens;
-    Connection::Options o;
-    if (!username.empty()) {
-      o.username = username;
-      o.password = Secret("secret");
-    }
-    o.transport.host = address;
-    o.transport.port = port;
-    o.transport.connect_timeout = 1000ms;
-    return o;
-  }
-  int ConnectionsPerHost() const override { return per_host; }
-  void OnConnectionClosed(const Connection&) override { ++closed_connections; }
-  void OnPoolUp() override { ++ups; }
-
-  std::atomic<int> per_host{2};
-  std::string username;  // set before the pool opens anything
-  std::atomic<int> opens{0}, closed_connections{0}, ups{0};
-  std::atomic<bool> closed_{false};
-
- private:
-  IoPool* io_;
-};
-
-PoolConfig FastReconnect() {
-  PoolConfig c;
-  c.reconnect = ExponentialBackoff(20ms, 40ms);
-  return c;
-}
 
 // Sends a query on `c`; its reply (or failure) arrives through the future.
 std::future<StatusOr<Reply>> SendQuery(const std::shared_ptr<Connection>& c, const std::string& query,
@@ -89,14 +52,6 @@ std::future<StatusOr<Reply>> SendQuery(const std::shared_ptr<Connection>& c, con
   return reply;
 }
 
-bool Eventually(const std::function<bool()>& f, std::chrono::milliseconds within = 3000ms) {
-  const auto until = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return f();
-}
 
 TEST(HostPoolTest, OpensTheWantedConnectionsGrowsAndKeepsExtraOnesForAWhile) {
   FakeServer srv;
@@ -619,120 +574,6 @@ TEST(HostPoolTest, AConnectionThatDiesLeavesThePoolNamesWhyAndIsReopened) {
   ASSERT_TRUE(Eventually([&] { return srv.connections() == 2 && pool->state().open_connections == 1; }));
   EXPECT_TRUE(pool->up());
   EXPECT_EQ(owner->ups, 1);
-  pool->Close(Status::Cancelled("test over"));
-}
-
-TEST(HostPoolTest, OneConnectionPerShardThroughTheShardAwarePort) {
-  constexpr int kShards = 3;
-  constexpr int kIgnoreMsb = 12;
-  FakeServer srv({0, 0});  // port(0): regular, port(1): shard-aware
-  const uint16_t aware = srv.port(1);
-  srv.SetSupportedFn([&](const testing::Request& r) {
-    // The server's shard of a connection is its source port modulo the shard
-    // count (on the regular port the port is whatever the kernel chose).
-    const int shard = r.client_port % kShards;
-    return std::map<std::string, std::vector<std::string>>{
-        {"SCYLLA_SHARD", {std::to_string(shard)}},
-        {"SCYLLA_NR_SHARDS", {std::to_string(kShards)}},
-        {"SCYLLA_PARTITIONER", {"org.apache.cassandra.dht.Murmur3Partitioner"}},
-        {"SCYLLA_SHARDING_ALGORITHM", {"biased-token-round-robin"}},
-        {"SCYLLA_SHARDING_IGNORE_MSB", {std::to_string(kIgnoreMsb)}},
-        {"SCYLLA_SHARD_AWARE_PORT", {std::to_string(aware)}},
-    };
-  });
-  IoPool io(1);
-  auto owner = std::make_shared<FakeOwner>(&io);
-  owner->per_host = 1;
-  auto pool = HostPool::Make("127.0.0.1", srv.port(0), FastReconnect(), owner);
-  pool->Fill();
-  // The first connection (regular port, any shard) plus one per shard.
-  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == kShards + 1; }));
-  EXPECT_EQ(pool->state().shards, kShards);
-  EXPECT_FALSE(pool->Shrinks());  // spread over the shards: never parked nor closed for a count
-  // A token's request goes to a connection of its shard.
-  for (int k = 0; k < 12; ++k) {
-    uint8_t key[4];
-    cql::StoreU32(key, static_cast<uint32_t>(k));
-    const int64_t token = routing::Murmur3Token(key);
-    const int want = routing::ShardOfToken(token, kShards, kIgnoreMsb);
-    auto c = pool->Pick(token, {});
-    ASSERT_NE(c, nullptr);
-    EXPECT_EQ(c->local_port() % kShards, want) << "key " << k;
-  }
-  pool->Close(Status::Cancelled("test over"));
-}
-
-// A node's SUPPORTED answer claims the shard count (up to 65535 parse):
-// the pool opens a connection for each of at most max_shard_connections
-// shards, or of the wanted number when more, not one per claimed shard.
-TEST(HostPoolTest, AClaimedShardCountDoesNotSizeThePool) {
-  constexpr int kShards = 1000;
-  FakeServer srv({0, 0});  // port(0): regular, port(1): shard-aware
-  const uint16_t aware = srv.port(1);
-  srv.SetSupportedFn([&](const testing::Request& r) {
-    return std::map<std::string, std::vector<std::string>>{
-        {"SCYLLA_SHARD", {std::to_string(r.client_port % kShards)}},
-        {"SCYLLA_NR_SHARDS", {std::to_string(kShards)}},
-        {"SCYLLA_PARTITIONER", {"org.apache.cassandra.dht.Murmur3Partitioner"}},
-        {"SCYLLA_SHARDING_ALGORITHM", {"biased-token-round-robin"}},
-        {"SCYLLA_SHARDING_IGNORE_MSB", {"12"}},
-        {"SCYLLA_SHARD_AWARE_PORT", {std::to_string(aware)}},
-    };
-  });
-  IoPool io(1);
-  auto owner = std::make_shared<FakeOwner>(&io);
-  owner->per_host = 1;
-  PoolConfig config = FastReconnect();
-  config.max_shard_connections = 4;
-  auto pool = HostPool::Make("127.0.0.1", srv.port(0), config, owner);
-  pool->Fill();
-  // The first connection (regular port) plus one for each of 4 shards.
-  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 5; }));
-  EXPECT_EQ(pool->state().shards, kShards);
-  std::this_thread::sleep_for(200ms);  // and no more follow
-  EXPECT_EQ(pool->state().open_connections, 5);
-  EXPECT_EQ(owner->opens, 5);
-  // Wanted beyond the cap: a shard each for as many as wanted.
-  owner->per_host = 9;
-  pool->Fill();
-  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 10; }));
-  std::this_thread::sleep_for(200ms);
-  EXPECT_EQ(pool->state().open_connections, 10);
-  EXPECT_EQ(owner->opens, 10);
-  pool->Close(Status::Cancelled("test over"));
-}
-
-// A node that names one shard for every connection (as NAT or a proxy that
-// rewrites source ports would make it, or a lie): the connections opened
-// for other shards count where they were meant to go, so Fill after Fill
-// opens no more than the pool's shard-aware number in all.
-TEST(HostPoolTest, ConnectionsThatLandOnAnotherShardStillCount) {
-  constexpr int kShards = 1000;
-  FakeServer srv({0, 0});
-  const uint16_t aware = srv.port(1);
-  srv.SetSupportedFn([&](const testing::Request&) {
-    return std::map<std::string, std::vector<std::string>>{
-        {"SCYLLA_SHARD", {"999"}},
-        {"SCYLLA_NR_SHARDS", {std::to_string(kShards)}},
-        {"SCYLLA_SHARDING_ALGORITHM", {"biased-token-round-robin"}},
-        {"SCYLLA_SHARDING_IGNORE_MSB", {"12"}},
-        {"SCYLLA_SHARD_AWARE_PORT", {std::to_string(aware)}},
-    };
-  });
-  IoPool io(1);
-  auto owner = std::make_shared<FakeOwner>(&io);
-  owner->per_host = 1;
-  PoolConfig config = FastReconnect();
-  config.max_shard_connections = 4;
-  auto pool = HostPool::Make("127.0.0.1", srv.port(0), config, owner);
-  pool->Fill();
-  ASSERT_TRUE(Eventually([&] { return pool->state().open_connections == 5; }));
-  for (int i = 0; i < 5; ++i) {
-    pool->Fill();
-    std::this_thread::sleep_for(20ms);
-  }
-  EXPECT_EQ(pool->state().open_connections, 5);
-  EXPECT_EQ(owner->opens, 5);
   pool->Close(Status::Cancelled("test over"));
 }
 
