@@ -220,9 +220,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Runs all pages of a statement, calling `on_page` for each buffered page.
   // A ProtocolError after kMaxEmptyPagesInARow pages in a row without rows
   // that each promise more (a node may send one now and then: rows
-  // filtered out, tombstones; not a thousand in a row).
+  // filtered out, tombstones; not a hundred in a row).
   Status ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page);
-  static constexpr int kMaxEmptyPagesInARow = 1000;
+  static constexpr int kMaxEmptyPagesInARow = 100;
 
   // Prepared statements are cached by query text (and re-prepared
   // transparently when a server forgets them).
