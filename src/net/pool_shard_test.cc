@@ -31,6 +31,20 @@ using testing::FakeServer;
 using testing::FastReconnect;
 using namespace std::chrono_literals;
 
+// What a ScyllaDB node's SUPPORTED says of a connection on `shard` of
+// `shards`, its shard-aware port `aware`.
+std::map<std::string, std::vector<std::string>> ShardingOptions(int shard, int shards, uint16_t aware,
+                                                                int ignore_msb = 12) {
+  return {
+      {"SCYLLA_SHARD", {std::to_string(shard)}},
+      {"SCYLLA_NR_SHARDS", {std::to_string(shards)}},
+      {"SCYLLA_PARTITIONER", {"org.apache.cassandra.dht.Murmur3Partitioner"}},
+      {"SCYLLA_SHARDING_ALGORITHM", {"biased-token-round-robin"}},
+      {"SCYLLA_SHARDING_IGNORE_MSB", {std::to_string(ignore_msb)}},
+      {"SCYLLA_SHARD_AWARE_PORT", {std::to_string(aware)}},
+  };
+}
+
 TEST(HostPoolTest, OneConnectionPerShardThroughTheShardAwarePort) {
   constexpr int kShards = 3;
   constexpr int kIgnoreMsb = 12;
@@ -39,15 +53,7 @@ TEST(HostPoolTest, OneConnectionPerShardThroughTheShardAwarePort) {
   srv.SetSupportedFn([&](const testing::Request& r) {
     // The server's shard of a connection is its source port modulo the shard
     // count (on the regular port the port is whatever the kernel chose).
-    const int shard = r.client_port % kShards;
-    return std::map<std::string, std::vector<std::string>>{
-        {"SCYLLA_SHARD", {std::to_string(shard)}},
-        {"SCYLLA_NR_SHARDS", {std::to_string(kShards)}},
-        {"SCYLLA_PARTITIONER", {"org.apache.cassandra.dht.Murmur3Partitioner"}},
-        {"SCYLLA_SHARDING_ALGORITHM", {"biased-token-round-robin"}},
-        {"SCYLLA_SHARDING_IGNORE_MSB", {std::to_string(kIgnoreMsb)}},
-        {"SCYLLA_SHARD_AWARE_PORT", {std::to_string(aware)}},
-    };
+    return ShardingOptions(r.client_port % kShards, kShards, aware, kIgnoreMsb);
   });
   IoPool io(1);
   auto owner = std::make_shared<FakeOwner>(&io);
@@ -79,14 +85,7 @@ TEST(HostPoolTest, AClaimedShardCountDoesNotSizeThePool) {
   FakeServer srv({0, 0});  // port(0): regular, port(1): shard-aware
   const uint16_t aware = srv.port(1);
   srv.SetSupportedFn([&](const testing::Request& r) {
-    return std::map<std::string, std::vector<std::string>>{
-        {"SCYLLA_SHARD", {std::to_string(r.client_port % kShards)}},
-        {"SCYLLA_NR_SHARDS", {std::to_string(kShards)}},
-        {"SCYLLA_PARTITIONER", {"org.apache.cassandra.dht.Murmur3Partitioner"}},
-        {"SCYLLA_SHARDING_ALGORITHM", {"biased-token-round-robin"}},
-        {"SCYLLA_SHARDING_IGNORE_MSB", {"12"}},
-        {"SCYLLA_SHARD_AWARE_PORT", {std::to_string(aware)}},
-    };
+    return ShardingOptions(r.client_port % kShards, kShards, aware);
   });
   IoPool io(1);
   auto owner = std::make_shared<FakeOwner>(&io);
@@ -120,13 +119,7 @@ TEST(HostPoolTest, ConnectionsThatLandOnAnotherShardStillCount) {
   FakeServer srv({0, 0});
   const uint16_t aware = srv.port(1);
   srv.SetSupportedFn([&](const testing::Request&) {
-    return std::map<std::string, std::vector<std::string>>{
-        {"SCYLLA_SHARD", {"999"}},
-        {"SCYLLA_NR_SHARDS", {std::to_string(kShards)}},
-        {"SCYLLA_SHARDING_ALGORITHM", {"biased-token-round-robin"}},
-        {"SCYLLA_SHARDING_IGNORE_MSB", {"12"}},
-        {"SCYLLA_SHARD_AWARE_PORT", {std::to_string(aware)}},
-    };
+    return ShardingOptions(999, kShards, aware);
   });
   IoPool io(1);
   auto owner = std::make_shared<FakeOwner>(&io);
