@@ -374,6 +374,19 @@ HostPtr TopologyHost(uint16_t port, const std::string& address, const std::strin
   return h;
 }
 
+// After a refresh: every endpoint is one host's, each with an open pool of
+// its own.
+void ExpectOneHostAndOpenPoolPerEndpoint(const Topology& t) {
+  std::set<std::string> endpoints;
+  std::set<const HostPool*> pools;
+  for (const auto& h : t.hosts) {
+    EXPECT_TRUE(endpoints.insert(h->endpoint()).second) << h->endpoint();
+    ASSERT_NE(h->pool, nullptr);
+    EXPECT_TRUE(pools.insert(h->pool.get()).second) << h->endpoint();
+    EXPECT_FALSE(h->pool->closed()) << h->endpoint();
+  }
+}
+
 // The control connection's own host is listed under the address it was
 // reached by (a host name, or a host id behind an SNI proxy); when the
 // control connection moves to another host, that node comes back under its
@@ -428,12 +441,7 @@ TEST(SessionTopology, APeerThatAnnouncesAnotherAddressMovesItsPool) {
     impl->ApplyTopology(t2);
     auto t = impl->Topo();
     ASSERT_EQ(t->hosts.size(), 3u);
-    std::set<std::string> endpoints;
-    for (const auto& h : t->hosts) {
-      EXPECT_TRUE(endpoints.insert(h->endpoint()).second) << h->endpoint();
-      ASSERT_NE(h->pool, nullptr);
-      EXPECT_FALSE(h->pool->closed()) << h->endpoint();
-    }
+    ExpectOneHostAndOpenPoolPerEndpoint(*t);
     const HostPtr& now_a = t->hosts[c_first ? 2 : 1];
     const HostPtr& now_c = t->hosts[c_first ? 1 : 2];
     EXPECT_EQ(now_a->address, "127.0.0.4");
@@ -473,14 +481,7 @@ TEST(SessionTopology, AKeptAddressThatAnotherRowNowHoldsIsLeft) {
     impl->ApplyTopology(t2);
     auto t = impl->Topo();
     ASSERT_EQ(t->hosts.size(), 3u);
-    std::set<std::string> endpoints;
-    std::set<const HostPool*> pools;
-    for (const auto& h : t->hosts) {
-      EXPECT_TRUE(endpoints.insert(h->endpoint()).second) << h->endpoint();
-      ASSERT_NE(h->pool, nullptr);
-      EXPECT_TRUE(pools.insert(h->pool.get()).second) << h->endpoint();
-      EXPECT_FALSE(h->pool->closed()) << h->endpoint();
-    }
+    ExpectOneHostAndOpenPoolPerEndpoint(*t);
     EXPECT_EQ(t->hosts[0]->pool, b->pool);  // B kept its pool
     const HostPtr& now_a = t->hosts[c_first ? 2 : 1];
     const HostPtr& now_c = t->hosts[c_first ? 1 : 2];
