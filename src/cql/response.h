@@ -98,6 +98,9 @@ class Rows {
   StatusOr<Value> value(int32_t row, int32_t col) const;
   // Index of the column called `name`, or -1.
   int32_t column_index(std::string_view name) const;
+  // Bytes of the result body these rows were decoded from (0 when built
+  // without one): what a read that keeps rows counts against its bound.
+  int64_t body_bytes() const { return body_ ? static_cast<int64_t>(body_->size()) : 0; }
 
   // Typed getters (rows_get.cc). The column's type in the result metadata
   // must fit T, else the answer is a ProtocolError naming the column, its

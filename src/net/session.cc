@@ -193,7 +193,27 @@ StatusOr<ResultSet> Session::Query(std::string query, std::vector<Value> values)
   return Execute(Statement::Query(std::move(query), std::move(values)));
 }
 
+Status Session::ReadBudget::Take(int64_t more_rows, int64_t more_bytes) {
+  const bool too_many = more_rows > max_rows - rows;
+  if (too_many || more_bytes > max_bytes - bytes) {
+    return Status::Unsupported(
+        fmt::format("{} answered more than {}, the most cqlstream keeps of it (or the server pages without end)", what,
+                    too_many                     ? fmt::format("{} rows", max_rows)
+                    : max_bytes % (1 << 20) == 0 ? fmt::format("{} MiB", max_bytes >> 20)
+                                                 : fmt::format("{} bytes", max_bytes)));
+  }
+  rows += more_rows;
+  bytes += more_bytes;
+  return Status::OK();
+}
+
 Status Session::ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page) {
+  ReadBudget unbounded{"", INT64_MAX, INT64_MAX};
+  return ForEachPage(std::move(statement), on_page, &unbounded);
+}
+
+Status Session::ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page,
+                            ReadBudget* budget) {
   if (statement.sink) return Status::InvalidArgument("ForEachPage needs a buffered statement (no sink)");
   int empty_in_a_row = 0;
   for (;;) {
@@ -201,6 +221,7 @@ Status Session::ForEachPage(Statement statement, const std::function<Status(cons
     if (!r.ok()) return r.status();
     const cql::Rows* rows = r->rows();
     if (rows == nullptr) return Status::InvalidArgument("statement returned no rows result");
+    CQLS_RETURN_IF_ERROR(budget->Take(rows->row_count(), rows->body_bytes()));
     CQLS_RETURN_IF_ERROR(on_page(*rows));
     auto next = r->paging_state();
     if (!next) return Status::OK();

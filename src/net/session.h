@@ -223,6 +223,27 @@ class Session : public std::enable_shared_from_this<Session> {
   // filtered out, tombstones; not a hundred in a row).
   Status ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page);
   static constexpr int kMaxEmptyPagesInARow = 100;
+  // What paged reads whose rows their caller keeps (a catalog, a schema
+  // listing) may hand over in all: rows, and bytes of the pages' result
+  // bodies. A server that pages rows without end, each page new, would
+  // otherwise grow the caller's memory until it ran out. The caller owns it
+  // and may pass one budget to several reads it bounds together; it is not
+  // thread-safe (one read at a time).
+  struct ReadBudget {
+    std::string what;  // names the reads in the error: "the segments read of dataset 'x'"
+    int64_t max_rows = 0;
+    int64_t max_bytes = 0;
+    int64_t rows = 0;   // handed over so far
+    int64_t bytes = 0;
+    // Counts `rows` and `bytes` more, or, where they would pass a bound,
+    // counts nothing and returns Unsupported naming `what` and the bound.
+    Status Take(int64_t more_rows, int64_t more_bytes);
+  };
+  // ForEachPage within `budget`: a page that would take the read past
+  // either bound is not handed over, and the read ends with Unsupported
+  // naming budget->what and the bound. REQUIRES: budget != nullptr.
+  Status ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page,
+                     ReadBudget* budget);
 
   // Prepared statements are cached by query text (and re-prepared
   // transparently when a server forgets them).

@@ -233,15 +233,19 @@ StatusOr<TableShape> ReadTableShape(net::Session& s, const std::string& qualifie
       {Value::Text(parts.first), Value::Text(parts.second)});
   st.idempotent = true;
   TableShape shape;
-  CQLS_RETURN_IF_ERROR(s.ForEachPage(st, [&](const cql::Rows& r) -> Status {
-    for (int32_t i = 0; i < r.row_count(); ++i) {
-      CQLS_ASSIGN_OR_RETURN(std::string name, r.Get<std::string>(i, 0));
-      CQLS_ASSIGN_OR_RETURN(std::string kind, r.Get<std::string>(i, 1));
-      CQLS_ASSIGN_OR_RETURN(std::string type, r.Get<std::string>(i, 2));
-      shape[name] = TableColumn{kind, type};
-    }
-    return Status::OK();
-  }));
+  net::Session::ReadBudget budget = SchemaReadBudget(fmt::format("the columns read of table {}", qualified_table));
+  CQLS_RETURN_IF_ERROR(s.ForEachPage(
+      st,
+      [&](const cql::Rows& r) -> Status {
+        for (int32_t i = 0; i < r.row_count(); ++i) {
+          CQLS_ASSIGN_OR_RETURN(std::string name, r.Get<std::string>(i, 0));
+          CQLS_ASSIGN_OR_RETURN(std::string kind, r.Get<std::string>(i, 1));
+          CQLS_ASSIGN_OR_RETURN(std::string type, r.Get<std::string>(i, 2));
+          shape[name] = TableColumn{kind, type};
+        }
+        return Status::OK();
+      },
+      &budget));
   if (shape.empty()) return Status::NotFound(fmt::format("table {} does not exist", qualified_table));
   return shape;
 }

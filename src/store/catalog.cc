@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <set>
 
 namespace cqlstream::store {
 
@@ -106,7 +107,9 @@ Status ReadWithFallback(const std::string& keyspace, const std::function<Status(
   return read(cql::Consistency::kLocalOne);
 }
 
-Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d, cql::Consistency cl) {
+// Reads `d`'s segments within `budget`.
+Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d, cql::Consistency cl,
+                    net::Session::ReadBudget* budget) {
   d->segments.clear();
   net::Statement st = net::Statement::Query(
       fmt::format("SELECT dataset, seg, split, source_id, source, fingerprint, count, bytes, max_size, size_hist, "
@@ -115,14 +118,19 @@ Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d
       {Value::Text(d->name)});
   st.idempotent = true;
   st.consistency = cl;
-  return s.ForEachPage(st, [&](const cql::Rows& r) {
-    for (int32_t i = 0; i < r.row_count(); ++i) {
-      CQLS_RETURN_IF_ERROR(CheckSegmentRowDataset(r, i, d->name));
-      CQLS_ASSIGN_OR_RETURN(SegmentInfo g, DecodeSegment(r, i));
-      d->segments.push_back(std::move(g));
-    }
-    return Status::OK();
-  });
+  std::optional<int32_t> last;
+  return s.ForEachPage(
+      st,
+      [&](const cql::Rows& r) {
+        for (int32_t i = 0; i < r.row_count(); ++i) {
+          CQLS_RETURN_IF_ERROR(CheckSegmentRowDataset(r, i, d->name));
+          CQLS_ASSIGN_OR_RETURN(SegmentInfo g, DecodeSegment(r, i));
+          CQLS_RETURN_IF_ERROR(CheckNextSegment(g.seg, &last, d->name));
+          d->segments.push_back(std::move(g));
+        }
+        return Status::OK();
+      },
+      budget);
 }
 
 
@@ -137,6 +145,26 @@ Status CheckSegmentRowDataset(const cql::Rows& r, int32_t row, const std::string
   if (got == dataset) return Status::OK();
   return Status::Corruption(fmt::format("the segments read of dataset '{}' answered a row of dataset '{}'", dataset,
                                         got.substr(0, 64)));
+}
+
+Status CheckNextSegment(int32_t seg, std::optional<int32_t>* last, const std::string& dataset) {
+  if (*last && seg <= **last) {
+    return Status::Corruption(fmt::format(
+        "the segments read of dataset '{}' answered segment {} after segment {} (a dataset's segment rows come in "
+        "order, each once)",
+        dataset, seg, **last));
+  }
+  *last = seg;
+  return Status::OK();
+}
+
+net::Session::ReadBudget SegmentsReadBudget(const std::string& keyspace, const std::string& dataset) {
+  return {fmt::format("the segments read of dataset '{}' in keyspace '{}'", dataset, keyspace), kMaxSegments,
+          kMaxCatalogReadBytes};
+}
+
+net::Session::ReadBudget SchemaReadBudget(std::string what) {
+  return {std::move(what), kMaxSchemaRows, kMaxSchemaReadBytes};
 }
 
 bool IsMissingTable(const Status& st) {
@@ -176,7 +204,8 @@ StatusOr<DatasetInfo> LoadDataset(net::Session& s, const std::string& keyspace, 
                                             "the first of dataset '{}'",
                                             name, keyspace, rows->row_count(), d.name.substr(0, 64)));
     }
-    return LoadSegments(s, keyspace, &d, cl);
+    net::Session::ReadBudget budget = SegmentsReadBudget(keyspace, name);
+    return LoadSegments(s, keyspace, &d, cl, &budget);
   }));
   std::sort(d.segments.begin(), d.segments.end(), [](const auto& a, const auto& b) { return a.seg < b.seg; });
   return d;
@@ -190,18 +219,40 @@ StatusOr<std::vector<DatasetInfo>> ListDatasets(net::Session& s, const std::stri
     net::Statement st = net::Statement::Query(fmt::format("SELECT {} FROM {}.datasets", kDatasetColumns, keyspace));
     st.idempotent = true;
     st.consistency = cl;
-    Status status = s.ForEachPage(st, [&](const cql::Rows& r) {
-      for (int32_t i = 0; i < r.row_count(); ++i) {
-        DatasetInfo d;
-        Status f = FillDataset(r, i, keyspace, &d);
-        if (!f.ok() && f.code() != Status::Code::kUnsupported) return f;
-        out.push_back(std::move(d));  // listed even when unreadable (layout shown)
-      }
-      return Status::OK();
-    });
+    // A dataset's segments are read within its own budget, as LoadDataset
+    // reads them; the whole listing, datasets and their segments, within
+    // one more: at most what one dataset's read keeps, and the datasets'
+    // rows (a server listing datasets without end must not read each one's).
+    net::Session::ReadBudget budget{fmt::format("the catalog read of keyspace '{}'", keyspace),
+                                    kMaxDatasets + kMaxSegments, kMaxCatalogReadBytes};
+    std::set<std::string> names;
+    Status status = s.ForEachPage(
+        st,
+        [&](const cql::Rows& r) {
+          for (int32_t i = 0; i < r.row_count(); ++i) {
+            DatasetInfo d;
+            Status f = FillDataset(r, i, keyspace, &d);
+            if (!f.ok() && f.code() != Status::Code::kUnsupported) return f;
+            if (static_cast<int64_t>(out.size()) >= kMaxDatasets) {
+              return Status::Unsupported(fmt::format("keyspace '{}' lists more than {} datasets, the most cqlstream "
+                                                     "lists (or the server pages without end)",
+                                                     keyspace, kMaxDatasets));
+            }
+            if (!names.insert(d.name).second) {
+              return Status::Corruption(fmt::format("the catalog read of keyspace '{}' answered dataset '{}' twice",
+                                                    keyspace, d.name.substr(0, 64)));
+            }
+            out.push_back(std::move(d));  // listed even when unreadable (layout shown)
+          }
+          return Status::OK();
+        },
+        &budget);
     if (!status.ok()) return IsMissingTable(status) ? Status::OK() : status;
     for (auto& d : out) {
-      if (d.layout_version == kLayoutVersion) CQLS_RETURN_IF_ERROR(LoadSegments(s, keyspace, &d, cl));
+      if (d.layout_version != kLayoutVersion) continue;
+      net::Session::ReadBudget segments = SegmentsReadBudget(keyspace, d.name.substr(0, 64));
+      CQLS_RETURN_IF_ERROR(LoadSegments(s, keyspace, &d, cl, &segments));
+      CQLS_RETURN_IF_ERROR(budget.Take(segments.rows, segments.bytes));
     }
     return Status::OK();
   }));

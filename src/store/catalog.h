@@ -12,6 +12,7 @@
 #ifndef CQLSTREAM_STORE_CATALOG_H_
 #define CQLSTREAM_STORE_CATALOG_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,28 @@ bool QuorumUnreachable(const Status& st);
 // column; a Corruption otherwise (a row of another dataset is an answer
 // meant for another request: a server that repeats or misroutes answers).
 Status CheckSegmentRowDataset(const cql::Rows& r, int32_t row, const std::string& dataset);
+// OK when segment `seg` may follow `*last` (nullopt before the first row) in
+// a segments read of `dataset`, and records it: a partition's rows come in
+// clustering order, each once, so a segment at or below the one before is a
+// Corruption (counted twice, its samples would be read twice).
+Status CheckNextSegment(int32_t seg, std::optional<int32_t>* last, const std::string& dataset);
+
+// The most segments a dataset holds: ClaimSegment refuses the next one, and
+// a segments read that hands over more ends with Unsupported. With the
+// bytes bound below it bounds what a catalog read keeps in memory, whatever
+// the server sends (a segment row is 0.2-1 KiB).
+inline constexpr int64_t kMaxSegments = int64_t{1} << 17;
+inline constexpr int64_t kMaxCatalogReadBytes = int64_t{256} << 20;
+// The most datasets `ListDatasets` lists in a keyspace.
+inline constexpr int64_t kMaxDatasets = int64_t{1} << 16;
+// The budget of a read of `dataset`'s segment rows (net::Session::ForEachPage);
+// its packs rows (store/pack.h), one a segment at most, take the same.
+net::Session::ReadBudget SegmentsReadBudget(const std::string& keyspace, const std::string& dataset);
+// The budget of a read of system_schema: a keyspace's tables, a table's
+// columns. `what` names the read ("the tables read of keyspace 'k'").
+inline constexpr int64_t kMaxSchemaRows = int64_t{1} << 16;
+inline constexpr int64_t kMaxSchemaReadBytes = int64_t{64} << 20;
+net::Session::ReadBudget SchemaReadBudget(std::string what);
 
 // True when a statement failed because its table (or keyspace) does not
 // exist: the one test for "no such table" in the store layer (the server

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 
+#include "store/catalog.h"
 #include "store/sample_row.h"
 #include "store/scan.h"
 #include "store/schema.h"
@@ -123,13 +124,15 @@ net::Statement Read(std::string cql, std::vector<Value> values) {
 
 StatusOr<bool> HasPacksTable(net::Session& s, const std::string& keyspace) {
   bool found = false;
+  net::Session::ReadBudget budget = SchemaReadBudget(fmt::format("the packs table read of keyspace '{}'", keyspace));
   CQLS_RETURN_IF_ERROR(s.ForEachPage(
       Read("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'packs'",
            {Value::Text(keyspace)}),
       [&](const cql::Rows& r) {
         found = found || r.row_count() > 0;
         return Status::OK();
-      }));
+      },
+      &budget));
   return found;
 }
 
@@ -192,6 +195,8 @@ StatusOr<std::vector<PackInfo>> ReadPacks(net::Session& s, const std::string& ke
   std::vector<PackInfo> out;
   CQLS_ASSIGN_OR_RETURN(bool exists, HasPacksTable(s, keyspace));
   if (!exists) return out;
+  net::Session::ReadBudget budget = SegmentsReadBudget(keyspace, dataset);
+  budget.what = fmt::format("the packs read of dataset '{}' in keyspace '{}'", dataset, keyspace);
   CQLS_RETURN_IF_ERROR(s.ForEachPage(
       Read(fmt::format("SELECT seg, count, pack_size, seed, packed, left_out FROM {}.packs WHERE dataset = ?", keyspace),
            {Value::Text(dataset)}),
@@ -199,10 +204,16 @@ StatusOr<std::vector<PackInfo>> ReadPacks(net::Session& s, const std::string& ke
         for (int32_t i = 0; i < r.row_count(); ++i) {
           auto p = DecodePackRow(r, i);
           if (!p.ok()) return p.status().WithContext(fmt::format("packs row of dataset '{}'", dataset));
+          // One row a segment, in segment order (the clustering order).
+          if (!out.empty() && p->seg <= out.back().seg) {
+            return Status::Corruption(fmt::format("the packs read of dataset '{}' answered segment {} after segment {}",
+                                                  dataset, p->seg, out.back().seg));
+          }
           out.push_back(*p);
         }
         return Status::OK();
-      }));
+      },
+      &budget));
   std::sort(out.begin(), out.end(), [](const PackInfo& a, const PackInfo& b) { return a.seg < b.seg; });
   return out;
 }

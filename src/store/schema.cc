@@ -68,6 +68,7 @@ StatusOr<bool> KeyspaceExists(net::Session& s, const std::string& keyspace,
 StatusOr<std::map<std::string, std::string>> TableColumns(net::Session& s, const std::string& keyspace,
                                                           const std::string& table) {
   std::map<std::string, std::string> out;
+  net::Session::ReadBudget budget = SchemaReadBudget(fmt::format("the columns read of table {}.{}", keyspace, table));
   Status st = s.ForEachPage(
       Read("SELECT column_name, kind, type FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
            {Value::Text(keyspace), Value::Text(table)}),
@@ -76,7 +77,8 @@ StatusOr<std::map<std::string, std::string>> TableColumns(net::Session& s, const
           out[TextCell(r, i, 0)] = TextCell(r, i, 1) + " " + TextCell(r, i, 2);
         }
         return Status::OK();
-      });
+      },
+      &budget);
   if (!st.ok()) return st;
   return out;
 }
@@ -267,6 +269,7 @@ StatusOr<std::vector<std::string>> OrphanTables(net::Session& s, const std::stri
   CQLS_RETURN_IF_ERROR(ValidateGeneratedKeyspace(keyspace));
   const std::set<std::string> names(known.begin(), known.end());
   std::vector<std::string> out;
+  net::Session::ReadBudget budget = SchemaReadBudget(fmt::format("the tables read of keyspace '{}'", keyspace));
   Status st = s.ForEachPage(Read("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?",
                                  {Value::Text(keyspace)}),
                             [&](const cql::Rows& r) {
@@ -282,7 +285,8 @@ StatusOr<std::vector<std::string>> OrphanTables(net::Session& s, const std::stri
                                 }
                               }
                               return Status::OK();
-                            });
+                            },
+                            &budget);
   if (!st.ok()) return st;
   std::sort(out.begin(), out.end());
   return out;
@@ -318,13 +322,16 @@ Status EnsureCatalog(net::Session& s, const std::string& keyspace) {
   // A catalog made by an older release lacks the later columns: add them
   // (ALTER TABLE ... ADD is cheap and leaves the rows as they are).
   std::set<std::string> have;
+  net::Session::ReadBudget budget =
+      SchemaReadBudget(fmt::format("the columns read of table {}.datasets", keyspace));
   CQLS_RETURN_IF_ERROR(s.ForEachPage(
       Read("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
            {Value::Text(keyspace), Value::Text("datasets")}),
       [&](const cql::Rows& r) {
         for (int32_t i = 0; i < r.row_count(); ++i) have.insert(TextCell(r, i, 0));
         return Status::OK();
-      }));
+      },
+      &budget));
   for (const auto& [column, type] : LaterCatalogColumns()) {
     if (have.count(column) == 0) {
       CQLS_RETURN_IF_ERROR(RunDdl(s, fmt::format("ALTER TABLE {}.datasets ADD {} {}", keyspace, column, type)));
@@ -458,12 +465,14 @@ StatusOr<DropReport> DropDataset(net::Session& s, const std::string& keyspace, c
   if (!ks_exists) return Status::NotFound(fmt::format("no dataset '{}': keyspace '{}' does not exist", name, keyspace));
 
   std::set<std::string> tables;
+  net::Session::ReadBudget budget = SchemaReadBudget(fmt::format("the tables read of keyspace '{}'", keyspace));
   CQLS_RETURN_IF_ERROR(s.ForEachPage(
       Read("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", {Value::Text(keyspace)}),
       [&](const cql::Rows& r) {
         for (int32_t i = 0; i < r.row_count(); ++i) tables.insert(TextCell(r, i, 0));
         return Status::OK();
-      }));
+      },
+      &budget));
   const bool have_catalog = tables.count("datasets") && tables.count("segments");
   if (have_catalog) {
     // The catalog row first: the dataset disappears from ls/info at once.
@@ -477,10 +486,19 @@ StatusOr<DropReport> DropDataset(net::Session& s, const std::string& keyspace, c
       auto v = rows->value(0, 0);
       rep.catalog_row = v.ok() && v->kind() == Value::Kind::kBoolean && v->as_bool();
     }
-    auto segs = s.Execute(Read(fmt::format("SELECT seg FROM {}.segments WHERE dataset = ?", keyspace),
-                               {Value::Text(name)}));
-    if (!segs.ok()) return segs.status();
-    rep.segments = segs->rows() ? segs->rows()->row_count() : 0;
+    // Every page: a dataset may hold more segments than a page. The read
+    // keeps no rows, so its bound is on time alone (a server that pages
+    // without end), far past the most segments ClaimSegment makes: a
+    // dataset past those is dropped too.
+    net::Session::ReadBudget segments = SegmentsReadBudget(keyspace, name);
+    segments.max_rows = 8 * kMaxSegments;
+    CQLS_RETURN_IF_ERROR(s.ForEachPage(
+        Read(fmt::format("SELECT seg FROM {}.segments WHERE dataset = ?", keyspace), {Value::Text(name)}),
+        [&](const cql::Rows& r) {
+          rep.segments += r.row_count();
+          return Status::OK();
+        },
+        &segments));
     if (rep.segments > 0) {
       net::Statement ds = net::Statement::Query(fmt::format("DELETE FROM {}.segments WHERE dataset = ?", keyspace),
                                                 {Value::Text(name)});

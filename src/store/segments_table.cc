@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 
 #include "store/catalog.h"
@@ -82,15 +83,21 @@ StatusOr<std::vector<SegRow>> ReadSegRows(net::Session& s, const std::string& ke
       {Value::Text(dataset)});
   st.idempotent = true;
   st.consistency = cql::Consistency::kLocalQuorum;
-  Status status = s.ForEachPage(st, [&](const cql::Rows& r) -> Status {
-    for (int32_t i = 0; i < r.row_count(); ++i) {
-      CQLS_RETURN_IF_ERROR(CheckSegmentRowDataset(r, i, dataset));
-      auto g = DecodeSegRow(r, i);
-      if (!g.ok()) return g.status().WithContext(fmt::format("segments table of dataset '{}'", dataset));
-      out.push_back(std::move(g).value());
-    }
-    return Status::OK();
-  });
+  net::Session::ReadBudget budget = SegmentsReadBudget(keyspace, dataset);
+  std::optional<int32_t> last;
+  Status status = s.ForEachPage(
+      st,
+      [&](const cql::Rows& r) -> Status {
+        for (int32_t i = 0; i < r.row_count(); ++i) {
+          CQLS_RETURN_IF_ERROR(CheckSegmentRowDataset(r, i, dataset));
+          auto g = DecodeSegRow(r, i);
+          if (!g.ok()) return g.status().WithContext(fmt::format("segments table of dataset '{}'", dataset));
+          CQLS_RETURN_IF_ERROR(CheckNextSegment(g->seg, &last, dataset));
+          out.push_back(std::move(g).value());
+        }
+        return Status::OK();
+      },
+      &budget);
   if (!status.ok()) {
     if (IsMissingTable(status)) return out;
     return status;
@@ -103,8 +110,20 @@ StatusOr<ClaimedSegment> ClaimSegment(net::Session& s, const std::string& keyspa
                                       const NewSegment& seg) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
     CQLS_ASSIGN_OR_RETURN(auto rows, ReadSegRows(s, keyspace, dataset));
+    if (static_cast<int64_t>(rows.size()) >= kMaxSegments) {
+      return Status::Unsupported(fmt::format(
+          "dataset '{}' in keyspace '{}' holds {} segments, the most a dataset may hold: ingest into another dataset",
+          dataset, keyspace, rows.size()));
+    }
     int32_t next = 0;
-    for (const auto& g : rows) next = std::max(next, g.seg + 1);
+    for (const auto& g : rows) {
+      if (g.seg == INT32_MAX) {
+        return Status::Corruption(
+            fmt::format("dataset '{}' in keyspace '{}' holds segment {}: no segment can follow it", dataset,
+                        keyspace, g.seg));
+      }
+      next = std::max(next, g.seg + 1);
+    }
     const int64_t now = NowMillis();
     net::Statement st = net::Statement::Query(
         fmt::format("INSERT INTO {}.segments (dataset, seg, split, source_id, source, fingerprint, count, bytes, "

@@ -68,6 +68,10 @@ const std::vector<ModeInfo> kModes = {
     {Mode::kPagesStandStill, "pages-stand-still", kErr, kOk, kOk, kOk, "does not move on"},
     {Mode::kPagesWithoutEnd, "pages-without-end", kErr, kOk, kOk, kOk,
      "pages in a row held no rows|follows a short chunk"},
+    // Every catalog read of toy (info, verify, bench, the Loader, export)
+    // must end at the most segments a dataset holds (store/catalog.h
+    // kMaxSegments), before its memory runs away; ping reads no catalog.
+    {Mode::kSegmentsWithoutEnd, "segments-without-end", kErr, kAny, kOk, kOk, "more than 131072 rows"},
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <set>
@@ -343,6 +344,35 @@ struct HostileServer::Conn {
     }
   }
 
+  // segments-without-end: toy's segment rows, then pages of 1,000 new
+  // segments each (no samples), each promising more; the paging state names
+  // the next page's first segment.
+  bool SegmentsWithoutEnd(int16_t stream, const Select& sel, const RequestParams& p) {
+    Answer a = s->world_.Run(sel, p.values);
+    if (a.error_code != 0 || a.table.rows.empty()) return SendAnswer(stream, a, p);
+    s->lies_told_.fetch_add(1);
+    const int sc = ColumnOf(a.table, "seg");
+    int32_t first = 0;
+    for (const auto& r : a.table.rows) first = std::max(first, r[static_cast<size_t>(sc)].as_int() + 1);
+    if (p.paging_state && p.paging_state->size() == 8 && cql::LoadU32(p.paging_state->data()) == 0x53454753u) {
+      first = static_cast<int32_t>(cql::LoadU32(p.paging_state->data() + 4));
+      Table t = a.table;
+      t.rows.assign(1000, a.table.rows.front());
+      for (size_t i = 0; i < t.rows.size(); ++i) {
+        SetCell(&t, i, "seg", Value::Int(first + static_cast<int32_t>(i)));
+        for (const char* c : {"source_id", "source", "fingerprint", "size_hist"}) SetCell(&t, i, c, Value::Null());
+        SetCell(&t, i, "count", Value::Int(0));
+        for (const char* c : {"bytes", "max_size", "next_pos"}) SetCell(&t, i, c, Value::Bigint(0));
+      }
+      first += static_cast<int32_t>(t.rows.size());
+      a.table = std::move(t);
+    }
+    cql::Bytes next(8);
+    cql::StoreU32(next.data(), 0x53454753u);  // "SEGS"
+    cql::StoreU32(next.data() + 4, static_cast<uint32_t>(first));
+    return Send(Opcode::kResult, stream, RowsBody(a.table, 0, a.table.rows.size(), p.skip_metadata(), &next));
+  }
+
   // Sends a data read's answer `a` (to the request `p` for `sel`, about
   // sample `idx`), with the mode's transport lies.
   bool SendData(int16_t stream, const Select& sel, const RequestParams& p, const Answer& honest, int32_t idx,
@@ -486,6 +516,11 @@ struct HostileServer::Conn {
         LieAboutGroupedRows(&a.table, kAttachedSamples + 7);
       }
       return SendAnswer(stream, a, p);
+    }
+    if (mode() == Mode::kSegmentsWithoutEnd && sel->keyspace == kKeyspace && sel->table == "segments" &&
+        p.values.size() == 1 && p.values[0] &&
+        std::string(p.values[0]->begin(), p.values[0]->end()) == kDataset) {
+      return SegmentsWithoutEnd(stream, *sel, p);
     }
     if (mode() == Mode::kSegmentsCrossed && sel->keyspace == kKeyspace && sel->table == "segments" &&
         p.values.size() == 1 && p.values[0]) {

@@ -99,6 +99,9 @@ enum class Mode {
   kPagesWithoutEnd,        // as pages-stand-still, but each page after the first promises more with a new
                            // paging state, without end, and holds no rows (even idx) or one row of the
                            // sample's key whose data cell is null (odd idx)
+  kSegmentsWithoutEnd,     // the segments read of toy answers its rows and promises more; each page after
+                           // holds 1,000 new segment rows (seg numbers on from the last, no samples) and
+                           // promises more, without end
 };
 
 // What a correct client does against a mode.

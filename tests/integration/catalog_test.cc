@@ -12,11 +12,15 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "dataset_fixture.h"
 #include "store/catalog.h"
 #include "store/schema.h"
+#include "store/segments_table.h"
 #include "test_env.h"
 
 namespace cqlstream::testing {
@@ -110,6 +114,79 @@ TEST(CatalogTest, OlderCatalogIsReadAndUpgradedInPlace) {
   auto bad = store::LoadDataset(*s, ks, "old");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().ToString().find("video"), std::string::npos) << bad.status().ToString();
+
+  MustRun(*s, fmt::format("DROP KEYSPACE {}", ks));
+}
+
+// A dataset holds at most store::kMaxSegments segments: one holding that
+// many is read whole, ClaimSegment refuses the next, and a read that
+// answers more (a writer from before the bound, or a server that pages
+// without end) ends with an error naming the bound instead of keeping
+// rows until memory runs out. drop removes such a dataset all the same,
+// and counts its segment rows over every page (it counted the first
+// page's, 5,000 at most).
+TEST(CatalogTest, ADatasetHoldsAtMostMaxSegments) {
+  auto s = TestSession();
+  const std::string ks = fmt::format("it_maxseg_{}", ::getpid());
+  MustRun(*s, fmt::format("DROP KEYSPACE IF EXISTS {}", ks));
+  MustRun(*s, fmt::format("CREATE KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', "
+                          "'replication_factor': 1}}",
+                          ks));
+  SyntheticSpec spec;
+  spec.name = "many";
+  spec.samples = 10;
+  spec.segments = 1;
+  MakeSyntheticDataset(*s, ks, spec);
+  auto ins = s->Prepare(
+      fmt::format("INSERT INTO {}.segments (dataset, seg, split, count, state) VALUES ('many', ?, 'train', 0, "
+                  "'sealed')",
+                  ks));
+  ASSERT_TRUE(ins.ok()) << ins.status().ToString();
+  auto insert = [&](int32_t from, int32_t to) {
+    std::atomic<int> pending{0}, failed{0};
+    for (int32_t seg = from; seg < to; ++seg) {
+      while (pending.load() > 256) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      ++pending;
+      net::Statement st = net::Statement::Bound(*ins, {Value::Int(seg)});
+      st.idempotent = true;
+      s->ExecuteAsync(std::move(st), [&](StatusOr<net::ResultSet> r) {
+        if (!r.ok()) ++failed;
+        --pending;
+      });
+    }
+    while (pending.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return failed.load();
+  };
+  const auto max = static_cast<int32_t>(store::kMaxSegments);
+  ASSERT_EQ(insert(1, max), 0);
+
+  auto full = store::LoadDataset(*s, ks, "many");
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(full->segments.size(), store::kMaxSegments);
+  auto claimed = store::ClaimSegment(*s, ks, "many", store::NewSegment{"train", "x", "x", "x"});
+  ASSERT_FALSE(claimed.ok()) << "claimed segment " << claimed->seg;
+  EXPECT_EQ(claimed.status().code(), Status::Code::kUnsupported);
+  EXPECT_NE(claimed.status().ToString().find(fmt::format("holds {} segments, the most a dataset may hold", max)),
+            std::string::npos)
+      << claimed.status().ToString();
+
+  ASSERT_EQ(insert(max, max + 1), 0);
+  const std::string bound = fmt::format("answered more than {} rows", max);
+  auto over = store::LoadDataset(*s, ks, "many");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), Status::Code::kUnsupported);
+  EXPECT_NE(over.status().ToString().find("the segments read of dataset 'many'"), std::string::npos)
+      << over.status().ToString();
+  EXPECT_NE(over.status().ToString().find(bound), std::string::npos) << over.status().ToString();
+  auto listed = store::ListDatasets(*s, ks);
+  ASSERT_FALSE(listed.ok());
+  EXPECT_NE(listed.status().ToString().find("the segments read of dataset 'many'"), std::string::npos)
+      << listed.status().ToString();
+
+  auto dropped = store::DropDataset(*s, ks, "many");
+  ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  EXPECT_EQ(dropped->segments, max + 1);
+  EXPECT_FALSE(store::LoadDataset(*s, ks, "many").ok());
 
   MustRun(*s, fmt::format("DROP KEYSPACE {}", ks));
 }

@@ -299,6 +299,52 @@ TEST_F(ClientTest, PagingOverTenThousandRows) {
   EXPECT_GE(pages, 11);  // 10000 / 999 -> 11 pages (the last may be followed by an empty one)
 }
 
+// A read whose rows its caller keeps stops at its budget: the page that
+// would pass it is not handed over, and the error names the read and the
+// bound. One budget may bound several reads together.
+TEST_F(ClientTest, AReadBudgetBoundsWhatPagedReadsHandOver) {
+  MustRun(*s_, fmt::format("CREATE TABLE IF NOT EXISTS {}.budgeted (p int, c int, PRIMARY KEY (p, c))", ks_));
+  for (int c = 0; c < 30; ++c) MustRun(*s_, fmt::format("INSERT INTO {}.budgeted (p, c) VALUES (0, {})", ks_, c));
+  net::Statement st = net::Statement::Query(fmt::format("SELECT c FROM {}.budgeted WHERE p = 0", ks_));
+  st.page_size = 10;
+  int64_t handed = 0, first_page_bytes = 0;
+  auto count = [&](const cql::Rows& page) {
+    if (first_page_bytes == 0) first_page_bytes = page.body_bytes();
+    handed += page.row_count();
+    return Status::OK();
+  };
+
+  net::Session::ReadBudget exact{"the budgeted read", 30, int64_t{1} << 20};
+  ASSERT_TRUE(s_->ForEachPage(st, count, &exact).ok());
+  EXPECT_EQ(handed, 30);
+  EXPECT_EQ(exact.rows, 30);
+  EXPECT_GT(first_page_bytes, 0);
+
+  handed = 0;
+  net::Session::ReadBudget rows{"the budgeted read", 25, int64_t{1} << 20};
+  Status short_of_rows = s_->ForEachPage(st, count, &rows);
+  EXPECT_EQ(short_of_rows.code(), Status::Code::kUnsupported) << short_of_rows.ToString();
+  EXPECT_NE(short_of_rows.ToString().find("the budgeted read answered more than 25 rows"), std::string::npos)
+      << short_of_rows.ToString();
+  EXPECT_EQ(handed, 20);  // the third page would pass the bound: not handed over
+
+  handed = 0;
+  net::Session::ReadBudget shared{"the two reads", 45, int64_t{1} << 20};
+  ASSERT_TRUE(s_->ForEachPage(st, count, &shared).ok());
+  Status second = s_->ForEachPage(st, count, &shared);
+  EXPECT_EQ(second.code(), Status::Code::kUnsupported) << second.ToString();
+  EXPECT_EQ(handed, 40);
+
+  handed = 0;
+  net::Session::ReadBudget bytes{"the budgeted read", 1000, first_page_bytes + 1};
+  Status short_of_bytes = s_->ForEachPage(st, count, &bytes);
+  EXPECT_EQ(short_of_bytes.code(), Status::Code::kUnsupported) << short_of_bytes.ToString();
+  EXPECT_NE(short_of_bytes.ToString().find(fmt::format("more than {} bytes", first_page_bytes + 1)),
+            std::string::npos)
+      << short_of_bytes.ToString();
+  EXPECT_EQ(handed, 10);
+}
+
 TEST_F(ClientTest, ReprepareAfterTableIsDroppedAndRecreated) {
   const std::string t = fmt::format("{}.reprep", ks_);
   MustRun(*s_, fmt::format("CREATE TABLE IF NOT EXISTS {} (k int PRIMARY KEY, v int)", t));
