@@ -8,6 +8,8 @@
 #include <functional>
 #include <set>
 
+#include "store/source.h"
+
 namespace cqlstream::store {
 
 // Catalog reads ask LOCAL_QUORUM, so that what an ingest committed at
@@ -126,6 +128,7 @@ Status LoadSegments(net::Session& s, const std::string& keyspace, DatasetInfo* d
           CQLS_RETURN_IF_ERROR(CheckSegmentRowDataset(r, i, d->name));
           CQLS_ASSIGN_OR_RETURN(SegmentInfo g, DecodeSegment(r, i));
           CQLS_RETURN_IF_ERROR(CheckNextSegment(g.seg, &last, d->name));
+          CQLS_RETURN_IF_ERROR(CheckSegmentSizes(g.seg, g.count, g.bytes, g.max_size, d->name));
           d->segments.push_back(std::move(g));
         }
         return Status::OK();
@@ -156,6 +159,16 @@ Status CheckNextSegment(int32_t seg, std::optional<int32_t>* last, const std::st
   }
   *last = seg;
   return Status::OK();
+}
+
+Status CheckSegmentSizes(int32_t seg, int64_t count, int64_t bytes, int64_t max_size, const std::string& dataset) {
+  if (count >= 0 && bytes >= 0 && max_size >= 0 && static_cast<uint64_t>(max_size) <= kMaxPayloadBytes) {
+    return Status::OK();
+  }
+  return Status::Corruption(fmt::format(
+      "segment {} of dataset '{}' says count {}, bytes {} and max_size {}: no count or size is below 0, and no "
+      "stored sample is larger than {} bytes",
+      seg, dataset, count, bytes, max_size, kMaxPayloadBytes));
 }
 
 net::Session::ReadBudget SegmentsReadBudget(const std::string& keyspace, const std::string& dataset) {
@@ -221,10 +234,11 @@ StatusOr<std::vector<DatasetInfo>> ListDatasets(net::Session& s, const std::stri
     st.consistency = cl;
     // A dataset's segments are read within its own budget, as LoadDataset
     // reads them; the whole listing, datasets and their segments, within
-    // one more: at most what one dataset's read keeps, and the datasets'
-    // rows (a server listing datasets without end must not read each one's).
-    net::Session::ReadBudget budget{fmt::format("the catalog read of keyspace '{}'", keyspace),
-                                    kMaxDatasets + kMaxSegments, kMaxCatalogReadBytes};
+    // kListingBudgets of those more, and the datasets' rows (a server
+    // listing datasets without end must not read each one's).
+    net::Session::ReadBudget budget{
+        fmt::format("the catalog read of keyspace '{}' (its datasets and all their segments)", keyspace),
+        kMaxDatasets + kListingBudgets * kMaxSegments, kListingBudgets * kMaxCatalogReadBytes};
     std::set<std::string> names;
     Status status = s.ForEachPage(
         st,

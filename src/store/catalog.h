@@ -44,14 +44,25 @@ Status CheckSegmentRowDataset(const cql::Rows& r, int32_t row, const std::string
 // Corruption (counted twice, its samples would be read twice).
 Status CheckNextSegment(int32_t seg, std::optional<int32_t>* last, const std::string& dataset);
 
+// OK when a segment row's sizes can be true: a count and bytes of at least
+// 0, and a largest sample (max_size) of at least 0 and at most
+// kMaxPayloadBytes, the most a stored sample may be (store/source.h; an
+// attach records 0). A Corruption naming the segment otherwise: a reader
+// sizes its buffers and the sample reads it allows by max_size.
+Status CheckSegmentSizes(int32_t seg, int64_t count, int64_t bytes, int64_t max_size, const std::string& dataset);
+
 // The most segments a dataset holds: ClaimSegment refuses the next one, and
 // a segments read that hands over more ends with Unsupported. With the
 // bytes bound below it bounds what a catalog read keeps in memory, whatever
 // the server sends (a segment row is 0.2-1 KiB).
 inline constexpr int64_t kMaxSegments = int64_t{1} << 17;
 inline constexpr int64_t kMaxCatalogReadBytes = int64_t{256} << 20;
-// The most datasets `ListDatasets` lists in a keyspace.
+// The most datasets `ListDatasets` lists in a keyspace; it reads their
+// rows and segments within kListingBudgets datasets' budgets in all
+// (524,288 segments, 1 GiB): a keyspace past that is read a dataset at a
+// time (LoadDataset).
 inline constexpr int64_t kMaxDatasets = int64_t{1} << 16;
+inline constexpr int64_t kListingBudgets = 4;
 // The budget of a read of `dataset`'s segment rows (net::Session::ForEachPage);
 // its packs rows (store/pack.h), one a segment at most, take the same.
 net::Session::ReadBudget SegmentsReadBudget(const std::string& keyspace, const std::string& dataset);

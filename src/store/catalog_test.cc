@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <tuple>
+
+#include "store/source.h"
 
 namespace cqlstream::store {
 namespace {
@@ -23,6 +26,25 @@ TEST(CatalogTest, SegmentsComeInOrderEachOnce) {
         << st.ToString();
   }
   EXPECT_EQ(last, 7);
+}
+
+// A segment row's sizes must be possible: none below 0, and no sample
+// larger than a stored sample may be (an attach records 0).
+TEST(CatalogTest, SegmentSizesMustBePossible) {
+  EXPECT_TRUE(CheckSegmentSizes(0, 0, 0, 0, "d").ok());
+  EXPECT_TRUE(CheckSegmentSizes(0, 10, 5000, static_cast<int64_t>(kMaxPayloadBytes), "d").ok());
+  for (auto [count, bytes, max_size] : {std::tuple<int64_t, int64_t, int64_t>{-1, 0, 0},
+                                        {0, -1, 0},
+                                        {0, 0, -1},
+                                        {1, 1, static_cast<int64_t>(kMaxPayloadBytes) + 1},
+                                        {1, int64_t{1} << 62, int64_t{1} << 62}}) {
+    Status st = CheckSegmentSizes(4, count, bytes, max_size, "d");
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << count << " " << bytes << " " << max_size;
+    EXPECT_NE(st.ToString().find(fmt::format("segment 4 of dataset 'd' says count {}, bytes {} and max_size {}",
+                                             count, bytes, max_size)),
+              std::string::npos)
+        << st.ToString();
+  }
 }
 
 }  // namespace

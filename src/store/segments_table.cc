@@ -93,6 +93,7 @@ StatusOr<std::vector<SegRow>> ReadSegRows(net::Session& s, const std::string& ke
           auto g = DecodeSegRow(r, i);
           if (!g.ok()) return g.status().WithContext(fmt::format("segments table of dataset '{}'", dataset));
           CQLS_RETURN_IF_ERROR(CheckNextSegment(g->seg, &last, dataset));
+          CQLS_RETURN_IF_ERROR(CheckSegmentSizes(g->seg, g->c.count, g->c.bytes, g->c.max_size, dataset));
           out.push_back(std::move(g).value());
         }
         return Status::OK();
