@@ -10,6 +10,7 @@
 
 #include "net/routing/token_ring.h"
 #include "store/catalog.h"
+#include "store/meta_scan_order.h"
 #include "store/read_again.h"
 #include "util/mutex.h"
 
@@ -153,8 +154,9 @@ Status ScanMetaByTokenRanges(net::Session& s, const DatasetInfo& d, const std::s
   CQLS_ASSIGN_OR_RETURN(auto split, routing::SplitTokenRange(std::max(1, ranges)));
   CQLS_ASSIGN_OR_RETURN(
       net::PreparedPtr q,
-      s.Prepare(fmt::format("SELECT {} FROM {}.{} WHERE token(seg, block) > ? AND token(seg, block) <= ?", columns,
-                            d.keyspace, d.meta_table())));
+      s.Prepare(fmt::format("SELECT seg, block, idx, {} FROM {}.{} WHERE token(seg, block) > ? AND token(seg, block) "
+                            "<= ?",
+                            columns, d.keyspace, d.meta_table())));
   // As catalog reads do (store/catalog.h): a range the live replicas cannot
   // read at LOCAL_QUORUM is read again at LOCAL_ONE, with one warning per scan,
   // so that `info` goes on while one replica lives. A range is only read
@@ -166,8 +168,10 @@ Status ScanMetaByTokenRanges(net::Session& s, const DatasetInfo& d, const std::s
     st.consistency = cql::Consistency::kLocalQuorum;
     st.page_size = 5000;
     bool any_page = false;
+    MetaScanOrder order(split[i].start, split[i].end, d.keyspace + "." + d.meta_table());
     auto counted = [&](const cql::Rows& rows) {
       any_page = true;
+      CQLS_RETURN_IF_ERROR(order.Page(rows));
       return on_page(rows);
     };
     Status r = s.ForEachPage(st, counted);
@@ -179,7 +183,7 @@ Status ScanMetaByTokenRanges(net::Session& s, const DatasetInfo& d, const std::s
                      d.keyspace.c_str(), d.meta_table().c_str(), r.ToString().c_str());
       }
       st.consistency = cql::Consistency::kLocalOne;
-      r = s.ForEachPage(st, on_page);
+      r = s.ForEachPage(st, counted);
     }
     if (!r.ok()) return r.WithContext(fmt::format("scanning token range ({}, {}]", split[i].start, split[i].end));
     return Status::OK();

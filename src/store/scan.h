@@ -78,9 +78,12 @@ Status ScanMeta(net::Session& s, const DatasetInfo& d, const std::vector<Segment
                 const std::function<Status(const BlockRef&, std::vector<MetaRow>&)>& on_block);
 
 // Full scan of m_<name> split into `ranges` token ranges, `concurrency` at a
-// time, selecting `columns` (CQL text, e.g. "seg, idx, label"); on_page runs
-// on worker threads for every page. Rows of every segment and index are
-// returned, committed or not: callers filter by the segments' counts.
+// time, selecting seg, block, idx and then `columns` (CQL text, e.g. "label,
+// labels"); on_page runs on worker threads for every page. Rows of every
+// segment and index are returned, committed or not: callers filter by the
+// segments' counts. Each range's rows must come in its order, each once
+// (store/meta_scan_order.h): a page that does not is a Corruption, and no
+// row of it is handed over.
 Status ScanMetaByTokenRanges(net::Session& s, const DatasetInfo& d, const std::string& columns, int ranges,
                              int concurrency, const std::function<Status(const cql::Rows&)>& on_page);
 

@@ -65,22 +65,22 @@ StatusOr<std::map<std::string, std::vector<int64_t>>> ClassCounts(net::Session& 
   Mutex mu;
   const size_t k = d.class_names.size();
   CQLS_RETURN_IF_ERROR(
-      ScanMetaByTokenRanges(s, d, "seg, idx, label, labels", ranges, concurrency, [&](const cql::Rows& r) {
+      ScanMetaByTokenRanges(s, d, "label, labels", ranges, concurrency, [&](const cql::Rows& r) {
         std::map<std::string, std::vector<int64_t>> local;
         for (int32_t i = 0; i < r.row_count(); ++i) {
           auto seg = r.value(i, 0);
-          auto idx = r.value(i, 1);
+          auto idx = r.value(i, 2);
           if (!seg.ok() || !idx.ok() || seg->kind() != Value::Kind::kInt || idx->kind() != Value::Kind::kInt) continue;
           auto it = segs.find(seg->as_int());
           if (it == segs.end() || idx->as_int() >= it->second.second) continue;  // not committed
           auto& counts = local[it->second.first];
           if (counts.empty()) counts.assign(k, 0);
-          auto label = r.value(i, 2);
+          auto label = r.value(i, 3);
           if (label.ok() && label->kind() == Value::Kind::kInt && label->as_int() >= 0 &&
               static_cast<size_t>(label->as_int()) < k) {
             counts[static_cast<size_t>(label->as_int())]++;
           }
-          auto labels = r.value(i, 3);
+          auto labels = r.value(i, 4);
           if (labels.ok() && labels->kind() == Value::Kind::kList) {
             for (const auto& v : labels->as_list()) {
               if (v.kind() == Value::Kind::kInt && v.as_int() >= 0 && static_cast<size_t>(v.as_int()) < k) {
