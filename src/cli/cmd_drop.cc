@@ -48,9 +48,9 @@ void RegisterDrop(CLI::App& app, Action* action) {
       if (!r.ok()) return ReportError(r.status());
       std::string tables;
       for (const auto& t : r->tables) tables += (tables.empty() ? "" : ", ") + t;
-      fmt::print("dropped dataset '{}': catalog entry {}, {} segment{}, tables: {}\n", *name,
-                 r->catalog_row ? "removed" : "absent", r->segments, r->segments == 1 ? "" : "s",
-                 tables.empty() ? "none" : tables);
+      fmt::print("dropped dataset '{}': catalog entry {}, {}{} segment{}, tables: {}\n", *name,
+                 r->catalog_row ? "removed" : "absent", r->segments_at_least ? "at least " : "", r->segments,
+                 r->segments == 1 ? "" : "s", tables.empty() ? "none" : tables);
       return 0;
     };
   });

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "cql/response.h"
 #include "cqlstream/status.h"

@@ -183,7 +183,7 @@ Status ScanMetaByTokenRanges(net::Session& s, const DatasetInfo& d, const std::s
                      d.keyspace.c_str(), d.meta_table().c_str(), r.ToString().c_str());
       }
       st.consistency = cql::Consistency::kLocalOne;
-      r = s.ForEachPage(st, counted);
+      r = s.ForEachPage(st, counted);  // `order` has seen no row: no page was handed over
     }
     if (!r.ok()) return r.WithContext(fmt::format("scanning token range ({}, {}]", split[i].start, split[i].end));
     return Status::OK();

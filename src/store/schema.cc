@@ -488,9 +488,9 @@ StatusOr<DropReport> DropDataset(net::Session& s, const std::string& keyspace, c
     }
     // Counted over every page (a dataset may hold more segments than a
     // page), up to kEnough: far past the most segments ClaimSegment makes,
-    // and a stop for a server that pages without end. The rows are deleted
-    // all the same (the count is the report's; a drop left half done once
-    // its catalog row is gone could not be run again).
+    // and a stop for a server that pages without end. The count is the
+    // report's alone: a count cut short (that stop, or a read that failed)
+    // is reported as "at least", and the rows are deleted all the same.
     constexpr int kEnough = 8 * static_cast<int>(kMaxSegments);
     Status counted = s.ForEachPage(
         Read(fmt::format("SELECT seg FROM {}.segments WHERE dataset = ?", keyspace), {Value::Text(name)}),
@@ -498,8 +498,8 @@ StatusOr<DropReport> DropDataset(net::Session& s, const std::string& keyspace, c
           rep.segments += r.row_count();
           return rep.segments < kEnough ? Status::OK() : Status::Cancelled("counted enough");
         });
-    if (!counted.ok() && rep.segments < kEnough) return counted;
-    if (rep.segments > 0) {
+    rep.segments_at_least = !counted.ok();
+    if (rep.segments > 0 || rep.segments_at_least) {
       net::Statement ds = net::Statement::Query(fmt::format("DELETE FROM {}.segments WHERE dataset = ?", keyspace),
                                                 {Value::Text(name)});
       ds.consistency = cql::Consistency::kLocalQuorum;

@@ -104,6 +104,7 @@ std::map<std::string, std::string> ExpectedMetaColumns();
 struct DropReport {
   bool catalog_row = false;  // a datasets row was removed
   int segments = 0;          // segment rows removed (counted up to 8 x kMaxSegments)
+  bool segments_at_least = false;  // the count was cut short: at least `segments`
   std::vector<std::string> tables;  // tables dropped
 };
 // Removes the catalog row (first, so the dataset disappears at once), the

@@ -12,13 +12,14 @@
 // acceptance of another abort); a refusal is a Corruption with a message
 // and leaves the count unchanged; rows() counts the accepted rows.
 //
-// Input (FuzzedDataProvider): start, end, then rows until the input ends;
+// Input (FuzzedDataProvider): the whole ring or start and end, then rows until the input ends;
 // a row most often stays near the last one (its partition, the next
 // block, a nearby idx), so that the order checks are reached.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <tuple>
@@ -49,8 +50,10 @@ struct Last {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const auto start = in.ConsumeIntegral<int64_t>();
-  const auto end = in.ConsumeIntegral<int64_t>();
+  // Half the inputs scan the whole ring, where most rows are in range.
+  const bool whole_ring = in.ConsumeBool();
+  const auto start = whole_ring ? std::numeric_limits<int64_t>::min() : in.ConsumeIntegral<int64_t>();
+  const auto end = whole_ring ? std::numeric_limits<int64_t>::max() : in.ConsumeIntegral<int64_t>();
   constexpr int kShift = cqlstream::store::kBlockShift;
   cqlstream::store::MetaScanOrder order(start, end, "ks.m_t");
   int64_t accepted = 0;

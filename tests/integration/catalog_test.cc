@@ -186,6 +186,7 @@ TEST(CatalogTest, ADatasetHoldsAtMostMaxSegments) {
   auto dropped = store::DropDataset(*s, ks, "many");
   ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
   EXPECT_EQ(dropped->segments, max + 1);
+  EXPECT_FALSE(dropped->segments_at_least);
   EXPECT_FALSE(store::LoadDataset(*s, ks, "many").ok());
 
   MustRun(*s, fmt::format("DROP KEYSPACE {}", ks));
