@@ -26,13 +26,20 @@
 namespace cqlstream::testing {
 namespace {
 
+// A keyspace of replication factor 1 named `prefix`_<pid>, dropped first
+// where a run before left it.
+std::string FreshKeyspace(net::Session& s, const std::string& prefix) {
+  const std::string ks = fmt::format("{}_{}", prefix, ::getpid());
+  MustRun(s, fmt::format("DROP KEYSPACE IF EXISTS {}", ks));
+  MustRun(s, fmt::format("CREATE KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', "
+                         "'replication_factor': 1}}",
+                         ks));
+  return ks;
+}
+
 TEST(CatalogTest, ReadsFallBackToLocalOneWhenNoQuorumIsAlive) {
   auto s = TestSession();
-  const std::string ks = fmt::format("it_rf3_{}", ::getpid());
-  MustRun(*s, fmt::format("DROP KEYSPACE IF EXISTS {}", ks));
-  MustRun(*s, fmt::format("CREATE KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', "
-                          "'replication_factor': 1}}",
-                          ks));
+  const std::string ks = FreshKeyspace(*s, "it_rf3");
   SyntheticSpec spec;
   spec.name = "rf3";
   spec.samples = 40;
@@ -75,11 +82,7 @@ TEST(CatalogTest, ReadsFallBackToLocalOneWhenNoQuorumIsAlive) {
 // the columns, once, and leaves the rows as they were.
 TEST(CatalogTest, OlderCatalogIsReadAndUpgradedInPlace) {
   auto s = TestSession();
-  const std::string ks = fmt::format("it_oldcat_{}", ::getpid());
-  MustRun(*s, fmt::format("DROP KEYSPACE IF EXISTS {}", ks));
-  MustRun(*s, fmt::format("CREATE KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', "
-                          "'replication_factor': 1}}",
-                          ks));
+  const std::string ks = FreshKeyspace(*s, "it_oldcat");
   SyntheticSpec spec;
   spec.name = "old";
   spec.samples = 10;
@@ -127,11 +130,7 @@ TEST(CatalogTest, OlderCatalogIsReadAndUpgradedInPlace) {
 // page's, 5,000 at most).
 TEST(CatalogTest, ADatasetHoldsAtMostMaxSegments) {
   auto s = TestSession();
-  const std::string ks = fmt::format("it_maxseg_{}", ::getpid());
-  MustRun(*s, fmt::format("DROP KEYSPACE IF EXISTS {}", ks));
-  MustRun(*s, fmt::format("CREATE KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', "
-                          "'replication_factor': 1}}",
-                          ks));
+  const std::string ks = FreshKeyspace(*s, "it_maxseg");
   SyntheticSpec spec;
   spec.name = "many";
   spec.samples = 10;
