@@ -81,6 +81,19 @@ Table Keyspaces() {
   return t;
 }
 
+// system_schema.tables of the keyspace: the catalog's and each dataset's
+// (ls lists the tables that no dataset owns).
+Table Tables() {
+  Table t{"system_schema", "tables", {{"keyspace_name", kText}, {"table_name", kText}}, {}};
+  for (const std::string& name :
+       {std::string("datasets"), std::string("segments"), std::string("d_") + kDataset, std::string("m_") + kDataset,
+        std::string("d_") + kTinyDataset, std::string("m_") + kTinyDataset, std::string("k_") + kAttachedDataset,
+        std::string(kForeignTable)}) {
+    t.rows.push_back({Value::Text(kKeyspace), Value::Text(name)});
+  }
+  return t;
+}
+
 Table Datasets() {
   Table t{kKeyspace, "datasets",
           {{"name", kText}, {"layout_version", kInt}, {"created", kTs}, {"label_kind", kText},
@@ -315,6 +328,7 @@ std::optional<Table> HonestWorld::FullTable(const std::string& keyspace, const s
   if (keyspace == "system" && table == "peers_v2") return Peers(true);
   if (keyspace == "system" && table == "peers") return Peers(false);
   if (keyspace == "system_schema" && table == "keyspaces") return Keyspaces();
+  if (keyspace == "system_schema" && table == "tables") return Tables();
   if (keyspace != kKeyspace) return std::nullopt;
   if (table == "datasets") return Datasets();
   if (table == "segments") return Segments();

@@ -74,6 +74,8 @@ const std::vector<ModeInfo> kModes = {
     // must end at the most segments a dataset holds (store/catalog.h
     // kMaxSegments), before its memory runs away; ping reads no catalog.
     {Mode::kSegmentsWithoutEnd, "segments-without-end", kErr, kAny, kOk, kOk, "more than 131072 rows"},
+    // Only ls lists every dataset (HostileListing in hostile_test.cc).
+    {Mode::kDatasetsListedTwice, "datasets-listed-twice", kOk, kOk, kOk, kOk, ""},
 };
 
 }  // namespace

@@ -517,6 +517,15 @@ struct HostileServer::Conn {
       }
       return SendAnswer(stream, a, p);
     }
+    if (mode() == Mode::kDatasetsListedTwice && sel->keyspace == kKeyspace && sel->table == "datasets" &&
+        sel->where.empty()) {
+      Answer a = s->world_.Run(*sel, p.values);
+      if (a.error_code == 0 && !a.table.rows.empty()) {
+        a.table.rows.push_back(a.table.rows.front());  // toy's, first in the honest world
+        s->lies_told_.fetch_add(1);
+      }
+      return SendAnswer(stream, a, p);
+    }
     if (mode() == Mode::kSegmentsWithoutEnd && sel->keyspace == kKeyspace && sel->table == "segments" &&
         p.values.size() == 1 && p.values[0] &&
         std::string(p.values[0]->begin(), p.values[0]->end()) == kDataset) {

@@ -102,6 +102,8 @@ enum class Mode {
   kSegmentsWithoutEnd,     // the segments read of toy answers its rows and promises more; each page after
                            // holds 1,000 new segment rows (seg numbers on from the last, no samples) and
                            // promises more, without end
+  kDatasetsListedTwice,    // a read of every dataset row (ls) answers toy's row twice; reads of one dataset
+                           // by name are honest
 };
 
 // What a correct client does against a mode.

@@ -174,16 +174,21 @@ std::string JudgeExport(const std::string& dir, const std::string& dataset, bool
                                     std::to_string(files.size()) + " files (or other names)";
 }
 
+// The CLI's command line for `args` against the server at `port`.
+std::vector<std::string> CliCommand(uint16_t port, std::vector<std::string> args) {
+  std::vector<std::string> v = {Cli()};
+  v.insert(v.end(), args.begin(), args.end());
+  for (const std::string& a : {std::string("--hosts"), std::string("127.0.0.1"), std::string("--port"),
+                               std::to_string(port), std::string("--keyspace"), std::string(kKeyspace),
+                               std::string("--timeout-ms"), std::string("1000")}) {
+    v.push_back(a);
+  }
+  return v;
+}
+
 std::vector<Probe> Probes(uint16_t port, const std::string& export_root) {
   const std::string p = std::to_string(port);
-  const std::vector<std::string> conn = {"--hosts", "127.0.0.1", "--port", p, "--keyspace", kKeyspace,
-                                         "--timeout-ms", "1000"};
-  auto cli = [&](std::vector<std::string> a) {
-    std::vector<std::string> v = {Cli()};
-    v.insert(v.end(), a.begin(), a.end());
-    v.insert(v.end(), conn.begin(), conn.end());
-    return v;
-  };
+  auto cli = [&](std::vector<std::string> a) { return CliCommand(port, std::move(a)); };
   const std::string n = std::to_string(kSamples), na = std::to_string(kAttachedSamples),
                     nt = std::to_string(kTinySamples);
   const std::vector<std::string> bench = {"--epochs",     "1",    "--warmup", "0",   "--batch-size",
@@ -358,6 +363,38 @@ INSTANTIATE_TEST_SUITE_P(Modes, HostileTest, ::testing::ValuesIn(AllModes()),
                          });
 
 // The server itself: honest answers decode with the client's own codec.
+// `ls` reads the whole catalog: every dataset's row, then each one's
+// segments. A listing that names a dataset twice, or a dataset whose
+// segments page on without end, is refused by name.
+TEST(HostileListing, LsRefusesAListingThatLies) {
+  struct Case {
+    Mode mode;
+    bool correct;
+    const char* words;  // of the listing (correct) or of the error
+  };
+  for (const Case& c : {Case{Mode::kHonest, true, kTinyDataset},
+                        Case{Mode::kDatasetsListedTwice, false, "answered dataset 'toy' twice"},
+                        Case{Mode::kSegmentsWithoutEnd, false, "more than 131072 rows"}}) {
+    auto server = HostileServer::Start(c.mode);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    const std::vector<ChildResult> r = RunAll({{"cqlstream ls", CliCommand((*server)->port(), {"ls"})}}, kBound);
+    (*server)->Stop();
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_FALSE(Crashed(r[0])) << r[0].Describe();
+    if (c.correct) {
+      EXPECT_EQ(r[0].exit_code, 0) << r[0].Describe();
+      for (const char* d : {kDataset, kTinyDataset, kAttachedDataset}) {
+        EXPECT_NE(r[0].out.find(d), std::string::npos) << r[0].Describe();
+      }
+    } else {
+      EXPECT_TRUE(CleanError(r[0], c.words)) << r[0].Describe();
+    }
+    if (c.mode == Mode::kDatasetsListedTwice) {
+      EXPECT_GT((*server)->lies_told(), 0);
+    }
+  }
+}
+
 TEST(HostileServer, ParsesTheSelectsCqlstreamSends) {
   auto s = ParseSelect("SELECT seg, idx, size, image_size, checksum, label, labels, data FROM hostile.d_toy "
                        "WHERE seg = ? AND idx = ?");
