@@ -140,9 +140,13 @@ struct ConnectionOptions {
   std::chrono::milliseconds request_timeout{12000};
   uint32_t max_frame_bytes = 256u << 20;
   // Open one connection per ScyllaDB shard through its shard-aware port
-  // when the server advertises one (for at most 256 shards, or the wanted
-  // number of connections when more).
+  // when the server advertises one (for at most max_shard_connections
+  // shards, or the wanted number of connections when more).
   bool shard_aware = true;
+  // The most shards of a node that get a connection of their own, whatever
+  // shard count the node claims (its SUPPORTED answer may claim 65,535);
+  // raise it for nodes of more shards, lower it to save descriptors.
+  int max_shard_connections = 256;
   // Reconnection backoff after a host went away (exponential, jittered).
   std::chrono::milliseconds reconnect_base{100};
   std::chrono::milliseconds reconnect_max{5000};

@@ -209,6 +209,10 @@ Status ConnectionOptions::Validate() const {
     return Status::InvalidArgument(
         fmt::format("connections per host must be in 1..64, got {}", connections_per_host));
   }
+  if (max_shard_connections < 1 || max_shard_connections > 65535) {
+    return Status::InvalidArgument(
+        fmt::format("max shard connections must be in 1..65535, got {}", max_shard_connections));
+  }
   if (io_threads < 0 || io_threads > 64) {
     return Status::InvalidArgument(fmt::format("io threads must be in 0..64, got {}", io_threads));
   }

@@ -153,4 +153,19 @@ TEST(SecretTest, InsecureTlsWarningNamesTheOption) {
 }
 
 }  // namespace
+TEST(ConnectionOptionsTest, MaxShardConnectionsIsInRange) {
+  ConnectionOptions o;
+  EXPECT_EQ(o.max_shard_connections, 256);
+  for (int n : {1, 256, 65535}) {
+    o.max_shard_connections = n;
+    EXPECT_TRUE(o.Validate().ok()) << n;
+  }
+  for (int n : {0, -1, 65536}) {
+    o.max_shard_connections = n;
+    const Status st = o.Validate();
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << n;
+    EXPECT_NE(st.ToString().find("max shard connections must be in 1..65535"), std::string::npos) << st.ToString();
+  }
+}
+
 }  // namespace cqlstream

@@ -21,6 +21,7 @@
 #include "net/pool_test_util.h"
 #include "net/routing/murmur3.h"
 #include "net/routing/sharding.h"
+#include "net/session.h"
 
 namespace cqlstream::net {
 namespace {
@@ -136,6 +137,35 @@ TEST(HostPoolTest, ConnectionsThatLandOnAnotherShardStillCount) {
   EXPECT_EQ(pool->state().open_connections, 5);
   EXPECT_EQ(owner->opens, 5);
   pool->Close(Status::Cancelled("test over"));
+}
+
+// The cap is the session's ConnectionOptions::max_shard_connections: a
+// session to a node claiming 1,000 shards opens its first connection and
+// one for each of 4 shards, and no more.
+TEST(ShardAwareSessionTest, ConnectionOptionsCapTheShardConnections) {
+  constexpr int kShards = 1000;
+  FakeServer srv({0, 0});
+  const uint16_t aware = srv.port(1);
+  srv.SetSupportedFn([&](const testing::Request& r) {
+    return ShardingOptions(r.client_port % kShards, kShards, aware);
+  });
+  ConnectionOptions o;
+  o.hosts = {"127.0.0.1"};
+  o.port = srv.port(0);
+  o.connections_per_host = 1;
+  o.io_threads = 1;
+  o.max_shard_connections = 4;
+  auto s = Session::Connect(o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto open = [&] {
+    auto hosts = (*s)->Hosts();
+    return hosts.size() == 1 ? hosts[0].open_connections : -1;
+  };
+  ASSERT_TRUE(Eventually([&] { return open() == 5; })) << open();
+  std::this_thread::sleep_for(200ms);  // and no more follow
+  EXPECT_EQ(open(), 5);
+  EXPECT_EQ((*s)->Hosts()[0].shards, kShards);
+  (*s)->Close();
 }
 
 }  // namespace

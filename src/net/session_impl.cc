@@ -41,6 +41,7 @@ PoolConfig Session::Impl::MakePoolConfig() const {
   PoolConfig c;
   c.tls = tls != nullptr;
   c.shard_aware = opts.shard_aware;
+  c.max_shard_connections = opts.max_shard_connections;
   c.reconnect = ReconnectBackoff();
   return c;
 }
