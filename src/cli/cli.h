@@ -17,8 +17,10 @@
 #define CQLSTREAM_CLI_CLI_H_
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "cqlstream/dataset.h"
 #include "cqlstream/options.h"
@@ -59,6 +61,12 @@ class ConnectionFlags {
 // Prints "cqlstream: error: <message>" to stderr and returns the exit code
 // for the status (2 for bad arguments, 1 otherwise).
 int ReportError(const Status& s);
+// The exit of a command that took store/progress.h's interrupt flag:
+// where `st` is a Cancelled that `stop` (set) explains, prints
+// "cqlstream: <interrupted>" to stderr and returns 130 (128 + SIGINT, as a
+// shell reports a process the signal ended; SIGTERM, which sets the same
+// flag, gives 130 too, as for ingest and attach); otherwise ReportError(st).
+int ReportErrorOrInterrupt(const Status& st, const std::atomic<bool>* stop, std::string_view interrupted);
 
 // What `cqlstream pack` and `ingest --pack` print for a store::PackReport:
 // one line per segment, then the totals (cmd_pack.cc).

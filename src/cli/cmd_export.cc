@@ -2,6 +2,7 @@
 //
 // `cqlstream export NAME DIR [--split S]`: writes the dataset back as files,
 // byte-identical to the ingested ones (store/export.h describes the layout).
+// Exit code 1 when a sample was not exported, 130 when interrupted.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -49,7 +50,11 @@ void RegisterExport(CLI::App& app, Action* action) {
                  store::Thousands(r.total), store::Thousands(r.files), store::HumanBytes(static_cast<double>(r.bytes)),
                  PrintableText(o->dir), r.seconds,
                  r.renamed ? fmt::format("; {} renamed to avoid name collisions", r.renamed) : std::string());
-      if (!st.ok()) return ReportError(st);
+      if (!st.ok()) {
+        return ReportErrorOrInterrupt(st, o->stop,
+                                      "export interrupted: every file it wrote is a whole sample "
+                                      "(listed in manifest.csv where there is one)");
+      }
       return r.problems.empty() ? 0 : 1;
     };
   });

@@ -5,7 +5,7 @@
 // the loader reads one pack per request with --packed / packed=True. Lists
 // each segment with what was done with it; exit code 1 when a sample failed
 // its check and was left out of its pack (the loader reads it alone, where
-// its own check names it).
+// its own check names it), 130 when interrupted.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -65,7 +65,11 @@ void RegisterPack(CLI::App& app, Action* action) {
       line.Finish();
       s.Close();
       PrintPackReport(r);
-      if (!st.ok()) return ReportError(st);
+      if (!st.ok()) {
+        return ReportErrorOrInterrupt(st, o->stop,
+                                      "pack interrupted: a segment whose packs were not all written is read unpacked "
+                                      "(run it again)");
+      }
       return r.left_out == 0 ? 0 : 1;
     };
   });

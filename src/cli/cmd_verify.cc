@@ -2,7 +2,8 @@
 //
 // `cqlstream verify NAME [--split S] [--concurrency N]`: reads every committed
 // sample and checks sizes, checksums and metadata (store/verify.h). Lists the
-// problems by key and path; exit code 1 when there is any.
+// problems by key and path; exit code 1 when there is any, 130 when
+// interrupted (Ctrl-C ends a sample's read after the page in hand).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -57,7 +58,7 @@ void RegisterVerify(CLI::App& app, Action* action) {
                  store::Thousands(r.checked), store::Thousands(r.total), store::HumanBytes(static_cast<double>(r.bytes)),
                  r.seconds, static_cast<double>(r.checked) / secs, static_cast<double>(r.bytes) / 1e6 / secs,
                  store::Thousands(static_cast<int64_t>(r.problems.size())), r.problems.size() == 1 ? "" : "s");
-      if (!st.ok()) return ReportError(st);
+      if (!st.ok()) return ReportErrorOrInterrupt(st, o->stop, "verify interrupted: the samples above were checked");
       return r.problems.empty() ? 0 : 1;
     };
   });

@@ -87,6 +87,12 @@ int ReportError(const Status& s) {
   return s.code() == Status::Code::kInvalidArgument ? 2 : 1;
 }
 
+int ReportErrorOrInterrupt(const Status& st, const std::atomic<bool>* stop, std::string_view interrupted) {
+  if (st.code() != Status::Code::kCancelled || stop == nullptr || !stop->load()) return ReportError(st);
+  std::fprintf(stderr, "cqlstream: %.*s\n", static_cast<int>(interrupted.size()), interrupted.data());
+  return 130;
+}
+
 StatusOr<ConnectionFlags::OpenedDataset> ConnectionFlags::OpenDataset(const std::string& name) const {
   net::SessionOptions so;
   so.watch_events = false;

@@ -60,8 +60,10 @@ std::string Reason(const Status& st, SampleKey key) {
 // Reads one sample from d_<name> through the data row's decoder (which
 // holds its bytes): "" when they are whole and match the checksum, else what
 // is wrong.
-StatusOr<std::string> FetchSample(net::Session& s, const net::PreparedPtr& q, SampleKey key, SampleRowDecoder* dec) {
-  const Status read = ReadSampleRows(s, q, key, /*page_size=*/8, dec);
+StatusOr<std::string> FetchSample(net::Session& s, const net::PreparedPtr& q, SampleKey key, SampleRowDecoder* dec,
+                                  const std::atomic<bool>* stop) {
+  const Status read = ReadSampleRows(s, q, key, /*page_size=*/8, dec, stop);  // an interrupt ends it between pages
+  if (read.code() == Status::Code::kCancelled) return read;  // interrupted: not the sample's problem
   if (!read.ok()) return read.WithContext(fmt::format("reading sample {}", FormatKey(key)));
   if (dec->rows() == 0) return std::string("missing data");
   Status decoded = dec->Finish();
@@ -184,7 +186,7 @@ Status Exporter::WriteJob(Job& j) {
   const int64_t known = max_size == seg_max_size_.end() ? -1 : max_size->second;
   SampleRowDecoder dec(j.meta.key, HintsFor(d_, known < 0 ? kMaxSampleBytes : std::min(known, kMaxSampleBytes)),
                        /*keep_bytes=*/true);
-  CQLS_ASSIGN_OR_RETURN(std::string what, FetchSample(s_, data_q_, j.meta.key, &dec));
+  CQLS_ASSIGN_OR_RETURN(std::string what, FetchSample(s_, data_q_, j.meta.key, &dec, o_.stop));
   if (what.empty()) {
     const std::span<const uint8_t> b = dec.bytes();
     const int64_t size = static_cast<int64_t>(b.size());

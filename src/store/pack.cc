@@ -149,9 +149,11 @@ int64_t SeedFor(const DatasetInfo& d) {
 // nullopt when the sample fails its check (left out of the pack).
 StatusOr<std::optional<net::Statement>> PackRow(net::Session& s, const net::PreparedPtr& read,
                                                 const net::PreparedPtr& insert, SampleKey key, int32_t pack,
-                                                const SampleHints& hints, int64_t timestamp_us) {
+                                                const SampleHints& hints, int64_t timestamp_us,
+                                                const std::atomic<bool>* stop) {
   SampleRowDecoder dec(key, hints, /*keep_bytes=*/true);
-  const Status rs = ReadSampleRows(s, read, key, /*page_size=*/4, &dec);  // one row expected
+  const Status rs = ReadSampleRows(s, read, key, /*page_size=*/4, &dec, stop);  // one row expected
+  if (rs.code() == Status::Code::kCancelled) return rs;  // interrupted: not the sample's problem
   if (!rs.ok()) return rs.WithContext(fmt::format("reading sample {}", FormatKey(key)));
   const SampleStatics& st = dec.statics();
   if (!dec.Finish().ok() || dec.rows() != 1 || !st.present || dec.data_bytes() != st.size || !st.checksum_present ||
@@ -346,7 +348,7 @@ Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, 
           int64_t bad = 0;
           for (int32_t m = 0; m < p; ++m) {
             const SampleKey key = MakeKey(g.seg, w.members.Member(static_cast<int64_t>(j), m));
-            CQLS_ASSIGN_OR_RETURN(auto row, PackRow(s, read, insert, key, static_cast<int32_t>(j), hints, ts));
+            CQLS_ASSIGN_OR_RETURN(auto row, PackRow(s, read, insert, key, static_cast<int32_t>(j), hints, ts, o.stop));
             if (row) {
               rows.push_back(std::move(*row));
             } else {

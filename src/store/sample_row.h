@@ -29,6 +29,7 @@
 
 #include <xxhash.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -213,9 +214,15 @@ std::string DataReadManyQuery(const DatasetInfo& d);
 // problem (Finish), as for an answer read once. The pages stop at the first
 // one after which dec holds a problem (dec->failed(): its counts then cover
 // the pages read only), so that rows paged without end cannot keep a
-// reader asking.
+// reader asking. `stop` (optional; e.g. store/progress.h's interrupt flag)
+// is looked at after each page and before each answer read again: once
+// set, the read ends with Cancelled("interrupted") after the page in hand
+// (dec then covers the pages read; before an answer read again, it still
+// holds the refused one), so that a large sample served slowly does not
+// hold an interrupted command for its whole read. (Callers look at it
+// before a sample's read.)
 Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, SampleKey key, int page_size,
-                      SampleRowDecoder* dec);
+                      SampleRowDecoder* dec, const std::atomic<bool>* stop = nullptr);
 inline constexpr int kColSeg = 0, kColIdx = 1, kColSize = 2, kColImageSize = 3, kColChecksum = 4, kColLabel = 5,
                      kColLabels = 6, kColData = 7;
 // Writers insert a sample's chunks with these (the static columns ride with

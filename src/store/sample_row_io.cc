@@ -41,7 +41,9 @@ std::string DataChunkInsertQuery(const DatasetInfo& d) {
 }
 
 Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, SampleKey key, int page_size,
-                      SampleRowDecoder* dec) {
+                      SampleRowDecoder* dec, const std::atomic<bool>* stop) {
+  bool cut = false;  // the read ended at `stop`
+  const auto interrupted = [stop, &cut] { return cut = stop != nullptr && stop->load(std::memory_order_relaxed); };
   net::Statement q = net::Statement::Bound(data_read, {Value::Int(KeySegment(key)), Value::Int(KeyIndex(key))});
   q.check_result_columns = true;
   q.idempotent = true;
@@ -52,13 +54,17 @@ Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, Sample
   const Status st = ReadAgainWhile(
       kReadAttempts,
       [&] {
-        if (reads++ > 0) dec->Reset();
+        if (reads++ > 0) {
+          if (interrupted()) return Status::Cancelled("interrupted");
+          dec->Reset();
+        }
         // Once the decoder holds a problem, the rest of the answer cannot
         // change it (it keeps the first), so the pages stop there: a server
         // could page rows on without end.
         bool stopped = false;
-        const Status read = s.ForEachPage(q, [dec, &stopped](const cql::Rows& r) {
+        const Status read = s.ForEachPage(q, [dec, &stopped, &interrupted](const cql::Rows& r) {
           dec->AddPage(r);
+          if (interrupted()) return Status::Cancelled("interrupted");
           if (!dec->failed()) return Status::OK();
           stopped = true;
           return Status::Cancelled("the sample's rows hold a problem: no more pages");
@@ -69,6 +75,7 @@ Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, Sample
         refused = r.code() == Status::Code::kCorruption || (r.ok() && dec->answered_another_key());
         return refused;
       });
+  if (cut) return Status::Cancelled("interrupted");
   if (reads == 1 || st.ok()) return st;
   return st.WithContext(refused ? fmt::format("{} answers refused, the last", reads)
                                 : fmt::format("after {} answers refused", reads - 1));

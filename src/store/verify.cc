@@ -37,9 +37,12 @@ SampleData DataOf(const SampleRowDecoder& dec) {
 // Otherwise what CheckSample sees comes first, then what the decoder's
 // last check refused (chunks that do not add up to the size).
 StatusOr<std::string> VerifyOne(net::Session& s, const net::PreparedPtr& data_q, SampleKey key,
-                                const SampleHints& hints, const MetaRow* meta, int64_t* bytes) {
+                                const SampleHints& hints, const MetaRow* meta, int64_t* bytes,
+                                const std::atomic<bool>* stop) {
   SampleRowDecoder dec(key, hints, /*keep_bytes=*/false);
-  const Status rs = ReadSampleRows(s, data_q, key, /*page_size=*/8, &dec);  // chunks of up to chunk_size bytes each
+  // Chunks of up to chunk_size bytes each; an interrupt ends the read between pages.
+  const Status rs = ReadSampleRows(s, data_q, key, /*page_size=*/8, &dec, stop);
+  if (rs.code() == Status::Code::kCancelled) return rs;  // interrupted: not the sample's problem
   if (!rs.ok()) return rs.WithContext(fmt::format("reading sample {}", FormatKey(key)));
   const bool refused = dec.failed();
   const Status decoded = dec.Finish();
@@ -190,7 +193,7 @@ Status Verify(net::Session& s, const DatasetInfo& d, const VerifyOptions& o, Ver
               const MetaRow* m = it == by_idx.end() ? nullptr : it->second;
               int64_t bytes = 0;
               CQLS_ASSIGN_OR_RETURN(std::string what,
-                                    VerifyOne(s, data_q, MakeKey(b.seg, idx), hints.at(b.seg), m, &bytes));
+                                    VerifyOne(s, data_q, MakeKey(b.seg, idx), hints.at(b.seg), m, &bytes, o.stop));
               MutexLock l(&mu);
               report->checked++;
               report->bytes += bytes;

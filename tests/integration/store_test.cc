@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -22,6 +23,7 @@
 #include "store/catalog.h"
 #include "store/export.h"
 #include "store/ingest.h"
+#include "store/sample_row.h"
 #include "store/scan.h"
 #include "store/schema.h"
 #include "store/select.h"
@@ -68,7 +70,7 @@ struct PetFolder {
     add("train/cat/c2.png", MakePng(24, 24, 2));
     add("train/cat/c3.jpg", MakeJpeg(64, 64, 3));      // ~10 kB: a few chunks, one batch
     add("train/dog/d1.jpg", MakeJpeg(32, 32, 4));
-    add("train/dog/d2.jpg", MakeJpeg(160, 160, 5));    // ~60 kB: chunk by chunk
+    add("train/dog/d2.jpg", MakeJpeg(320, 320, 5));    // > 32 KiB (max_batch_bytes below): chunk by chunk
     add("train/dog/d3.png", MakePng(8, 8, 6));
     add("test/cat/t1.png", MakePng(12, 12, 7));
     add("test/dog/t2.jpg", MakeJpeg(40, 40, 8));
@@ -190,6 +192,7 @@ TEST_F(StoreTest, FolderLifecycle) {
   o.chunk_size = 4096;
   o.max_batch_bytes = 32 << 10;
   o.description = "cats and dogs";
+  ASSERT_GT(f.valid["train/dog/d2.jpg"].size(), static_cast<size_t>(o.max_batch_bytes));
   auto [st, rep] = Run(o);
   ASSERT_TRUE(st.ok()) << st.ToString();
   ExpectPetsReport(rep);
@@ -422,6 +425,41 @@ TEST_F(StoreTest, TarShards) {
   ASSERT_TRUE(again.first.ok());
   EXPECT_EQ(again.second.written, 0);
   EXPECT_EQ(again.second.splits[0].action, "complete");
+}
+
+// An interrupt ends a sample's read after the page in hand, not after its
+// last chunk (verify, export and pack pass their interrupt flag): a large
+// sample served slowly does not hold an interrupted command.
+TEST_F(StoreTest, ASampleReadEndsAtAnInterruptAfterThePageInHand) {
+  TempDir dir("intr");
+  const auto big = MakeJpeg(320, 320, 5);
+  WriteFile(dir / "train/a/big.jpg", big);
+  auto o = Opts("intr", {dir.path()});
+  o.chunk_size = 4096;
+  auto [st, rep] = Run(o);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(rep.written, 1);
+  ASSERT_GT(big.size(), 8u * 4096) << "the sample must span more than a few pages of chunks";
+  DatasetInfo d = Load("intr");
+  ASSERT_EQ(d.segments.size(), 1u);
+  const SampleKey key = MakeKey(d.segments[0].seg, 0);
+  auto q = S().Prepare(store::DataReadQuery(d));
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  const store::SampleHints hints = store::HintsFor(d, d.segments[0].max_size);
+
+  std::atomic<bool> stop{false};
+  store::SampleRowDecoder whole(key, hints, /*keep_bytes=*/true);
+  ASSERT_TRUE(store::ReadSampleRows(S(), *q, key, /*page_size=*/2, &whole, &stop).ok());
+  ASSERT_TRUE(whole.Finish().ok());
+  EXPECT_EQ(whole.data_bytes(), static_cast<int64_t>(big.size()));
+
+  stop = true;  // as the interrupt handler sets it, here before the first page
+  store::SampleRowDecoder cut(key, hints, /*keep_bytes=*/true);
+  const Status read = store::ReadSampleRows(S(), *q, key, /*page_size=*/2, &cut, &stop);
+  EXPECT_EQ(read.code(), Status::Code::kCancelled) << read.ToString();
+  EXPECT_EQ(read.message(), "interrupted");
+  EXPECT_EQ(cut.rows(), 2) << "one page of two chunks, then the read ends";
+  EXPECT_EQ(cut.data_bytes(), 2 * 4096);
 }
 
 }  // namespace
