@@ -220,8 +220,7 @@ StatusOr<DatasetInfo> LoadDataset(net::Session& s, const std::string& keyspace, 
     net::Session::ReadBudget budget = SegmentsReadBudget(keyspace, name);
     return LoadSegments(s, keyspace, &d, cl, &budget);
   }));
-  std::sort(d.segments.begin(), d.segments.end(), [](const auto& a, const auto& b) { return a.seg < b.seg; });
-  return d;
+  return d;  // segments in seg order: LoadSegments refuses any other (CheckNextSegment)
 }
 
 StatusOr<std::vector<DatasetInfo>> ListDatasets(net::Session& s, const std::string& keyspace) {

@@ -216,8 +216,7 @@ StatusOr<std::vector<PackInfo>> ReadPacks(net::Session& s, const std::string& ke
         return Status::OK();
       },
       &budget));
-  std::sort(out.begin(), out.end(), [](const PackInfo& a, const PackInfo& b) { return a.seg < b.seg; });
-  return out;
+  return out;  // in seg order: the read refused any other
 }
 
 Status PackDataset(net::Session& s, const DatasetInfo& d, const PackOptions& o, PackReport* report) {

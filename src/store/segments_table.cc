@@ -103,14 +103,23 @@ StatusOr<std::vector<SegRow>> ReadSegRows(net::Session& s, const std::string& ke
     if (IsMissingTable(status)) return out;
     return status;
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.seg < b.seg; });
-  return out;
+  return out;  // in seg order: CheckNextSegment refused any other
 }
 
 StatusOr<ClaimedSegment> ClaimSegment(net::Session& s, const std::string& keyspace, const std::string& dataset,
                                       const NewSegment& seg) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    CQLS_ASSIGN_OR_RETURN(auto rows, ReadSegRows(s, keyspace, dataset));
+    auto read = ReadSegRows(s, keyspace, dataset);
+    if (read.status().code() == Status::Code::kUnsupported) {
+      // The read's budget (store/catalog.h): rows with long source texts
+      // can pass its bytes before kMaxSegments rows. Either way the dataset
+      // cannot be read whole with one more segment.
+      return Status::Unsupported(
+          fmt::format("dataset '{}' in keyspace '{}' holds more segment rows than cqlstream reads: ingest into "
+                      "another dataset ({})",
+                      dataset, keyspace, read.status().message()));
+    }
+    CQLS_ASSIGN_OR_RETURN(auto rows, std::move(read));
     if (static_cast<int64_t>(rows.size()) >= kMaxSegments) {
       return Status::Unsupported(fmt::format(
           "dataset '{}' in keyspace '{}' holds {} segments, the most a dataset may hold: ingest into another dataset",

@@ -37,6 +37,30 @@ std::string FreshKeyspace(net::Session& s, const std::string& prefix) {
   return ks;
 }
 
+// Inserts sealed, empty segment rows [from, to) of `dataset` (train) with
+// `source` as their source text, 256 at a time; the number that failed.
+int InsertSegmentRows(net::Session& s, const std::string& ks, const std::string& dataset, int32_t from, int32_t to,
+                      const std::string& source) {
+  auto ins = s.Prepare(fmt::format(
+      "INSERT INTO {}.segments (dataset, seg, split, count, state, source) VALUES (?, ?, 'train', 0, 'sealed', ?)",
+      ks));
+  EXPECT_TRUE(ins.ok()) << ins.status().ToString();
+  if (!ins.ok()) return to - from;
+  std::atomic<int> pending{0}, failed{0};
+  for (int32_t seg = from; seg < to; ++seg) {
+    while (pending.load() > 256) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ++pending;
+    net::Statement st = net::Statement::Bound(*ins, {Value::Text(dataset), Value::Int(seg), Value::Text(source)});
+    st.idempotent = true;
+    s.ExecuteAsync(std::move(st), [&](StatusOr<net::ResultSet> r) {
+      if (!r.ok()) ++failed;
+      --pending;
+    });
+  }
+  while (pending.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return failed.load();
+}
+
 TEST(CatalogTest, ReadsFallBackToLocalOneWhenNoQuorumIsAlive) {
   auto s = TestSession();
   const std::string ks = FreshKeyspace(*s, "it_rf3");
@@ -136,26 +160,7 @@ TEST(CatalogTest, ADatasetHoldsAtMostMaxSegments) {
   spec.samples = 10;
   spec.segments = 1;
   MakeSyntheticDataset(*s, ks, spec);
-  auto ins = s->Prepare(
-      fmt::format("INSERT INTO {}.segments (dataset, seg, split, count, state) VALUES ('many', ?, 'train', 0, "
-                  "'sealed')",
-                  ks));
-  ASSERT_TRUE(ins.ok()) << ins.status().ToString();
-  auto insert = [&](int32_t from, int32_t to) {
-    std::atomic<int> pending{0}, failed{0};
-    for (int32_t seg = from; seg < to; ++seg) {
-      while (pending.load() > 256) std::this_thread::sleep_for(std::chrono::microseconds(200));
-      ++pending;
-      net::Statement st = net::Statement::Bound(*ins, {Value::Int(seg)});
-      st.idempotent = true;
-      s->ExecuteAsync(std::move(st), [&](StatusOr<net::ResultSet> r) {
-        if (!r.ok()) ++failed;
-        --pending;
-      });
-    }
-    while (pending.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return failed.load();
-  };
+  auto insert = [&](int32_t from, int32_t to) { return InsertSegmentRows(*s, ks, "many", from, to, ""); };
   const auto max = static_cast<int32_t>(store::kMaxSegments);
   ASSERT_EQ(insert(1, max), 0);
 
@@ -187,6 +192,37 @@ TEST(CatalogTest, ADatasetHoldsAtMostMaxSegments) {
   EXPECT_EQ(dropped->segments, max + 1);
   EXPECT_FALSE(dropped->segments_at_least);
   EXPECT_FALSE(store::LoadDataset(*s, ks, "many").ok());
+
+  MustRun(*s, fmt::format("DROP KEYSPACE {}", ks));
+}
+
+// Segment rows with long source texts pass the segments read's bytes
+// (store::kMaxCatalogReadBytes) before its rows: ClaimSegment then says
+// that the dataset is full, as it does at kMaxSegments, and names the
+// read's bound (it gave the read's message alone).
+TEST(CatalogTest, ClaimingPastTheSegmentsReadBytesSaysTheDatasetIsFull) {
+  auto s = TestSession();
+  const std::string ks = FreshKeyspace(*s, "it_segbytes");
+  SyntheticSpec spec;
+  spec.name = "long";
+  spec.samples = 10;
+  spec.segments = 1;
+  MakeSyntheticDataset(*s, ks, spec);
+  const std::string source(16 << 10, 's');
+  const int32_t rows = static_cast<int32_t>(store::kMaxCatalogReadBytes / static_cast<int64_t>(source.size())) + 512;
+  ASSERT_LT(rows, store::kMaxSegments);
+  ASSERT_EQ(InsertSegmentRows(*s, ks, "long", 1, rows, source), 0);
+
+  auto claimed = store::ClaimSegment(*s, ks, "long", store::NewSegment{"train", "x", "x", "x"});
+  ASSERT_FALSE(claimed.ok()) << "claimed segment " << claimed->seg;
+  EXPECT_EQ(claimed.status().code(), Status::Code::kUnsupported);
+  const std::string m = claimed.status().ToString();
+  EXPECT_NE(m.find("dataset 'long' in keyspace '" + ks + "' holds more segment rows than cqlstream reads: ingest "
+                   "into another dataset"),
+            std::string::npos)
+      << m;
+  const std::string bound = fmt::format("answered more than {} MiB", store::kMaxCatalogReadBytes >> 20);
+  EXPECT_NE(m.find(bound), std::string::npos) << m;
 
   MustRun(*s, fmt::format("DROP KEYSPACE {}", ks));
 }
