@@ -13,6 +13,7 @@
 #include "bind_dataset.h"
 
 #include "bind_options.h"
+#include "interruptible.h"
 #include "status_error.h"
 
 #include <nanobind/stl/map.h>
@@ -86,10 +87,13 @@ class DatasetHandle {
   MetaColumns Metadata(const std::optional<std::string>& split, int concurrency) {
     if (closed_) Check(Status::InvalidArgument("this Dataset is closed"));
     StatusOr<std::vector<store::DatasetView::Row>> rows = Status::Internal("not scanned");
-    {
-      nb::gil_scoped_release release;
-      rows = view_->Metadata(split, concurrency);
-    }
+    std::atomic<bool> stop{false};  // Ctrl-C: the scan ends after the blocks in hand
+    Check(RunInterruptibly(
+        [&] {
+          rows = view_->Metadata(split, concurrency, &stop);
+          return Status::OK();
+        },
+        &stop));
     MetaColumns cols;
     const bool attached = info().attached();
     for (auto& r : Unwrap(std::move(rows))) {
@@ -118,12 +122,9 @@ class DatasetHandle {
     o.concurrency = concurrency;
     o.force = force;
     store::PackReport r;
-    Status st;
-    {
-      nb::gil_scoped_release release;
-      st = view_->Pack(o, &r);
-    }
-    Check(st);
+    std::atomic<bool> stop{false};  // Ctrl-C: packing ends after the sample read in hand
+    o.stop = &stop;
+    Check(RunInterruptibly([&] { return view_->Pack(o, &r); }, &stop));
     nb::list segments;
     for (const auto& g : r.segments) {
       nb::dict e;

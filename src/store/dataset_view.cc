@@ -50,7 +50,7 @@ std::vector<SampleKey> DatasetView::SplitKeys(const std::string& split) const {
 }
 
 StatusOr<std::vector<DatasetView::Row>> DatasetView::Metadata(const std::optional<std::string>& split,
-                                                              int concurrency) const {
+                                                              int concurrency, const std::atomic<bool>* stop) const {
   if (concurrency < 1 || concurrency > 1024) return Status::InvalidArgument("concurrency must be in [1, 1024]");
   std::vector<SegmentInfo> segs;
   std::map<int32_t, std::string> split_of;
@@ -68,6 +68,7 @@ StatusOr<std::vector<DatasetView::Row>> DatasetView::Metadata(const std::optiona
   std::vector<Row> rows;
   Mutex mu;
   auto on_block = [&](const BlockRef&, std::vector<MetaRow>& block) {
+    if (stop != nullptr && stop->load()) return Status::Cancelled("interrupted");
     MutexLock l(&mu);
     for (auto& r : block) rows.push_back(Row{std::move(r), {}});
     return Status::OK();
@@ -83,7 +84,7 @@ StatusOr<std::vector<DatasetView::Row>> DatasetView::Metadata(const std::optiona
       rows.push_back(std::move(r));
     };
     CQLS_RETURN_IF_ERROR(
-        ScanAttachedMeta(*session_, info_, segs, concurrency, on_block, on_problem, nullptr, /*with_extra=*/true));
+        ScanAttachedMeta(*session_, info_, segs, concurrency, on_block, on_problem, stop, /*with_extra=*/true));
   } else {
     CQLS_RETURN_IF_ERROR(ScanMeta(*session_, info_, segs, concurrency, on_block));
   }

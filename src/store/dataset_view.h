@@ -15,6 +15,7 @@
 #ifndef CQLSTREAM_STORE_DATASET_VIEW_H_
 #define CQLSTREAM_STORE_DATASET_VIEW_H_
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,13 +56,16 @@ class DatasetView {
 
   // The metadata rows of `split` (every split when nullopt), ascending key,
   // read `concurrency` blocks at a time. NotFound names the splits when
-  // `split` is not one of the dataset's.
-  StatusOr<std::vector<Row>> Metadata(const std::optional<std::string>& split, int concurrency) const;
+  // `split` is not one of the dataset's. Once `stop` (optional) is set, the
+  // scan ends with Cancelled after the blocks in hand.
+  StatusOr<std::vector<Row>> Metadata(const std::optional<std::string>& split, int concurrency,
+                                      const std::atomic<bool>* stop = nullptr) const;
 
   // Writes the packed copy of the dataset's small samples (PackDataset,
   // store/pack.h) with the view's session, from the catalog entry as it is
   // now (read again: segments sealed since the view opened are packed too).
-  // *report is filled as far as packing went, also on error.
+  // *report is filled as far as packing went, also on error; o.stop ends it
+  // with Cancelled (store/pack_options.h).
   Status Pack(const PackOptions& o, PackReport* report) const;
 
   // Closes the session (idempotent).

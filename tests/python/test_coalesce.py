@@ -12,6 +12,9 @@ need nvidia.dali in the environment and the plugin (see test_dali.py).
 from __future__ import annotations
 
 import io
+import os
+import signal
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -189,6 +192,32 @@ def test_dataset_pack_from_python_alone(hosts):
     finally:
         run_cli("drop", name, "--yes", check=False)
 
+
+
+def test_ctrl_c_ends_dataset_pack(hosts):
+    # Ctrl-C in a notebook or a terminal ends Dataset.pack() at once with
+    # KeyboardInterrupt; it used to pack to the end first. The segment is
+    # then not marked packed, so the next pack() writes its packs.
+    name = unique_name("py_pack_intr")
+    n = 6000  # about 2 s of packing two samples a pack, one pack at a time
+    try:
+        with cqlstream.Writer(name, split="train", label_kind="class", classes=["a", "b"], kind="blob",
+                              source_id="pack-intr", hosts=hosts) as w:
+            for i in range(n):
+                w.add(bytes([i % 251]) * 200, label=i % 2, path=f"s{i}")
+        with cqlstream.Dataset(name, hosts=hosts) as ds:
+            timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+            timer.start()
+            try:
+                with pytest.raises(KeyboardInterrupt):
+                    ds.pack(pack_size=2, concurrency=1)
+            finally:
+                timer.cancel()
+            r = ds.pack(pack_size=2, concurrency=1)
+            assert [(g["outcome"], g["packs"]) for g in r["segments"]] == [("packed", n // 2)], r
+            assert r["packs_written"] == n // 2, r
+    finally:
+        run_cli("drop", name, "--yes", check=False)
 
 # --- DALI -------------------------------------------------------------------
 

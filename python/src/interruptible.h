@@ -1,0 +1,35 @@
+// Copyright (c) cqlstream authors.
+//
+// Long calls into the core that Ctrl-C can end at the Python edge. A call
+// made with the GIL released runs to its end before Python looks at its
+// signals: a Dataset.pack() of a large dataset would hold a notebook's
+// interrupt for minutes. RunInterruptibly runs the work on a thread of its
+// own while the calling thread waits without the GIL, taking it back every
+// kSignalPoll to let Python run its signal handlers (PyErr_CheckSignals).
+// When a handler raises (Ctrl-C's KeyboardInterrupt), *stop is set, the
+// work's end is awaited (the core ends it at its next check of the flag),
+// and the handler's exception is raised.
+//
+// Ownership: `work` and `stop` are borrowed for the call. Thread-safety:
+// called with the GIL held, from any Python thread (signal handlers run on
+// the main thread only: elsewhere the wait is not interrupted).
+#ifndef CQLSTREAM_PYTHON_INTERRUPTIBLE_H_
+#define CQLSTREAM_PYTHON_INTERRUPTIBLE_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+
+#include "cqlstream/status.h"
+
+namespace cqlstream::python {
+
+inline constexpr std::chrono::milliseconds kSignalPoll{50};
+
+// `work`'s Status, or the signal handler's exception (nb::python_error)
+// once `work` has ended. An exception thrown by `work` is raised here.
+Status RunInterruptibly(const std::function<Status()>& work, std::atomic<bool>* stop);
+
+}  // namespace cqlstream::python
+
+#endif  // CQLSTREAM_PYTHON_INTERRUPTIBLE_H_
