@@ -37,6 +37,15 @@ std::string FreshKeyspace(net::Session& s, const std::string& prefix) {
   return ks;
 }
 
+// A synthetic dataset (dataset_fixture.h) of `samples` samples in `segments` segments.
+void MakeSmallDataset(net::Session& s, const std::string& ks, const std::string& name, int samples, int segments) {
+  SyntheticSpec spec;
+  spec.name = name;
+  spec.samples = samples;
+  spec.segments = segments;
+  MakeSyntheticDataset(s, ks, spec);
+}
+
 // Inserts sealed, empty segment rows [from, to) of `dataset` (train) with
 // `source` as their source text, 256 at a time; the number that failed.
 int InsertSegmentRows(net::Session& s, const std::string& ks, const std::string& dataset, int32_t from, int32_t to,
@@ -64,11 +73,8 @@ int InsertSegmentRows(net::Session& s, const std::string& ks, const std::string&
 TEST(CatalogTest, ReadsFallBackToLocalOneWhenNoQuorumIsAlive) {
   auto s = TestSession();
   const std::string ks = FreshKeyspace(*s, "it_rf3");
-  SyntheticSpec spec;
-  spec.name = "rf3";
-  spec.samples = 40;
-  spec.segments = 2;
-  MakeSyntheticDataset(*s, ks, spec);
+  constexpr int kSamples = 40, kSegments = 2;
+  MakeSmallDataset(*s, ks, "rf3", kSamples, kSegments);
   MustRun(*s, fmt::format("ALTER KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', "
                           "'replication_factor': 3}}",
                           ks));
@@ -88,12 +94,12 @@ TEST(CatalogTest, ReadsFallBackToLocalOneWhenNoQuorumIsAlive) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   ASSERT_TRUE(all.ok()) << all.status().ToString();
-  EXPECT_EQ(d->segments.size(), size_t(spec.segments));
+  EXPECT_EQ(d->segments.size(), size_t(kSegments));
   int64_t count = 0;
   for (const auto& g : d->segments) count += g.count;
-  EXPECT_EQ(count, spec.samples);
+  EXPECT_EQ(count, kSamples);
   ASSERT_EQ(all->size(), 1u);
-  EXPECT_EQ((*all)[0].segments.size(), size_t(spec.segments));
+  EXPECT_EQ((*all)[0].segments.size(), size_t(kSegments));
   EXPECT_NE(err.find("cannot be read at LOCAL_QUORUM"), std::string::npos) << err;
   EXPECT_NE(err.find("LOCAL_ONE"), std::string::npos) << err;
 
@@ -107,10 +113,7 @@ TEST(CatalogTest, ReadsFallBackToLocalOneWhenNoQuorumIsAlive) {
 TEST(CatalogTest, OlderCatalogIsReadAndUpgradedInPlace) {
   auto s = TestSession();
   const std::string ks = FreshKeyspace(*s, "it_oldcat");
-  SyntheticSpec spec;
-  spec.name = "old";
-  spec.samples = 10;
-  MakeSyntheticDataset(*s, ks, spec);
+  MakeSmallDataset(*s, ks, "old", 10, 2);
 
   auto before = store::LoadDataset(*s, ks, "old");
   ASSERT_TRUE(before.ok()) << before.status().ToString();
@@ -155,11 +158,7 @@ TEST(CatalogTest, OlderCatalogIsReadAndUpgradedInPlace) {
 TEST(CatalogTest, ADatasetHoldsAtMostMaxSegments) {
   auto s = TestSession();
   const std::string ks = FreshKeyspace(*s, "it_maxseg");
-  SyntheticSpec spec;
-  spec.name = "many";
-  spec.samples = 10;
-  spec.segments = 1;
-  MakeSyntheticDataset(*s, ks, spec);
+  MakeSmallDataset(*s, ks, "many", 10, 1);
   auto insert = [&](int32_t from, int32_t to) { return InsertSegmentRows(*s, ks, "many", from, to, ""); };
   const auto max = static_cast<int32_t>(store::kMaxSegments);
   ASSERT_EQ(insert(1, max), 0);
@@ -203,11 +202,7 @@ TEST(CatalogTest, ADatasetHoldsAtMostMaxSegments) {
 TEST(CatalogTest, ClaimingPastTheSegmentsReadBytesSaysTheDatasetIsFull) {
   auto s = TestSession();
   const std::string ks = FreshKeyspace(*s, "it_segbytes");
-  SyntheticSpec spec;
-  spec.name = "long";
-  spec.samples = 10;
-  spec.segments = 1;
-  MakeSyntheticDataset(*s, ks, spec);
+  MakeSmallDataset(*s, ks, "long", 10, 1);
   const std::string source(16 << 10, 's');
   const int32_t rows = static_cast<int32_t>(store::kMaxCatalogReadBytes / static_cast<int64_t>(source.size())) + 512;
   ASSERT_LT(rows, store::kMaxSegments);
