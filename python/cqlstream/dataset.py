@@ -156,7 +156,8 @@ class Dataset:
         text cut to 256 bytes ("...[cut: N bytes]"); a key without a
         metadata row has an empty ``extra``. A sample that cannot be read
         (its row deleted, a bad label) is a row with label None and
-        ``extra["_problem"]`` saying why."""
+        ``extra["_problem"]`` saying why. Ctrl-C on the main thread raises
+        KeyboardInterrupt once the blocks being read are done."""
         c = self._columns(split)
         multilabel = self.label_kind == "multilabel"
         labels = list(c.multilabels) if multilabel else list(c.labels)
@@ -215,7 +216,9 @@ class Dataset:
         ``left_out`` (samples whose row failed its check: left out of their
         pack, the loader reads them alone, where their own check names them)
         and ``seconds``. Raises cqlstream.Error for an attached dataset or
-        when a write fails (run it again: finished segments are kept)."""
+        when a write fails (run it again: finished segments are kept), and
+        KeyboardInterrupt at Ctrl-C on the main thread once the sample read
+        in hand is done (the segment being packed stays unpacked)."""
         if split is not None and split not in self.splits():
             raise KeyError(f"dataset {self.name!r} has no split {split!r} (splits: {', '.join(self.splits())})")
         size = _int("pack_size", pack_size, _core.PACK_SIZE_MIN, _core.PACK_SIZE_MAX)

@@ -5,15 +5,33 @@
 
 #include <future>
 #include <thread>
+#include <utility>
 
 namespace cqlstream::python {
 
 namespace nb = nanobind;
 
+namespace {
+
+// Python runs signal handlers on the main thread only.
+bool OnMainThread() {
+  nb::module_ threading = nb::module_::import_("threading");
+  return threading.attr("current_thread")().is(threading.attr("main_thread")());
+}
+
+}  // namespace
+
 Status RunInterruptibly(const std::function<Status()>& work, std::atomic<bool>* stop) {
+  if (!OnMainThread()) {
+    // No handler would run here; and a thread that takes the GIL back
+    // while the interpreter finalizes is ended at once (a daemon thread),
+    // which the fewer times the better: once, at the end.
+    nb::gil_scoped_release release;
+    return work();
+  }
   std::packaged_task<Status()> task(work);
   std::future<Status> done = task.get_future();
-  std::thread worker(std::move(task));
+  std::jthread worker(std::move(task));  // joined on every way out
   bool raised = false;  // a signal handler raised: its exception is pending
   for (;;) {
     bool ended = false;

@@ -11,8 +11,9 @@
 // and the handler's exception is raised.
 //
 // Ownership: `work` and `stop` are borrowed for the call. Thread-safety:
-// called with the GIL held, from any Python thread (signal handlers run on
-// the main thread only: elsewhere the wait is not interrupted).
+// called with the GIL held, from any Python thread. Signal handlers run on
+// the main thread only: elsewhere `work` runs on the calling thread without
+// the GIL, as a plain call, and is not interrupted.
 #ifndef CQLSTREAM_PYTHON_INTERRUPTIBLE_H_
 #define CQLSTREAM_PYTHON_INTERRUPTIBLE_H_
 

@@ -193,7 +193,6 @@ def test_dataset_pack_from_python_alone(hosts):
         run_cli("drop", name, "--yes", check=False)
 
 
-
 def test_ctrl_c_ends_dataset_pack(hosts):
     # Ctrl-C in a notebook or a terminal ends Dataset.pack() at once with
     # KeyboardInterrupt; it used to pack to the end first. The segment is
@@ -206,6 +205,9 @@ def test_ctrl_c_ends_dataset_pack(hosts):
             for i in range(n):
                 w.add(bytes([i % 251]) * 200, label=i % 2, path=f"s{i}")
         with cqlstream.Dataset(name, hosts=hosts) as ds:
+            # Python's own handler, even where the run started with SIGINT
+            # ignored (a background job of a non-interactive shell).
+            previous = signal.signal(signal.SIGINT, signal.default_int_handler)
             timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
             timer.start()
             try:
@@ -213,11 +215,13 @@ def test_ctrl_c_ends_dataset_pack(hosts):
                     ds.pack(pack_size=2, concurrency=1)
             finally:
                 timer.cancel()
+                signal.signal(signal.SIGINT, previous)
             r = ds.pack(pack_size=2, concurrency=1)
             assert [(g["outcome"], g["packs"]) for g in r["segments"]] == [("packed", n // 2)], r
             assert r["packs_written"] == n // 2, r
     finally:
         run_cli("drop", name, "--yes", check=False)
+
 
 # --- DALI -------------------------------------------------------------------
 
