@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <span>
+#include <utility>
+
+#include "net/routing/murmur3.h"
 
 namespace cqlstream::hostile {
 namespace {
@@ -101,8 +105,14 @@ Table Datasets() {
            {"description", kText}, {"source", DataType::Map(kText, kText)}},
           {}};
   for (const char* name : {kDataset, kTinyDataset}) {
+    const bool tiny = std::string(name) == kTinyDataset;
+    ValueList classes;
+    for (int32_t c = 0; c < kTinyClasses; ++c) {
+      classes.push_back(Value::Text(std::string(1, static_cast<char>('a' + c))));
+    }
     t.rows.push_back({Value::Text(name), Value::Int(1), Value::FromTimestamp(Timestamp{1700000000000}),
-                      Value::Text("none"), Value::Null(), Value::Text("xxh64"), Value::Int(kChunkSize),
+                      Value::Text(tiny ? "class" : "none"), tiny ? Value::List(std::move(classes)) : Value::Null(),
+                      Value::Text("xxh64"), Value::Int(kChunkSize),
                       Value::Text("an honest native dataset a hostile server lies about"), Value::Null()});
   }
   ValueMap source;
@@ -182,11 +192,12 @@ Table Data(const std::string& name) {
   for (int32_t i = 0; i < SamplesOf(name); ++i) {
     const std::vector<uint8_t> p = PayloadOf(name, i);
     const int64_t sum = Checksum(p);
+    const Value label = name == kTinyDataset ? Value::Int(TinyLabel(i)) : Value::Null();
     for (size_t off = 0, chunk = 0; off < p.size(); off += kChunkSize, ++chunk) {
       const size_t n = std::min<size_t>(kChunkSize, p.size() - off);
       t.rows.push_back({Value::Int(0), Value::Int(i), Value::Int(static_cast<int32_t>(chunk)),
                         Value::Bigint(static_cast<int64_t>(p.size())), Value::Bigint(static_cast<int64_t>(p.size())),
-                        Value::Bigint(sum), Value::Null(), Value::Null(),
+                        Value::Bigint(sum), label, Value::Null(),
                         Value::Blob(std::vector<uint8_t>(p.begin() + static_cast<std::ptrdiff_t>(off),
                                                          p.begin() + static_cast<std::ptrdiff_t>(off + n)))});
     }
@@ -204,8 +215,8 @@ Table Meta(const std::string& name) {
     const std::vector<uint8_t> p = PayloadOf(name, i);
     const auto s = static_cast<int64_t>(p.size());
     t.rows.push_back({Value::Int(0), Value::Int(i >> 10), Value::Int(i), Value::Text(SamplePath(i)),
-                      Value::Null(), Value::Null(), Value::Null(), Value::Bigint(s), Value::Bigint(s),
-                      Value::Bigint(Checksum(p)), Value::Null()});
+                      Value::Null(), name == kTinyDataset ? Value::Int(TinyLabel(i)) : Value::Null(), Value::Null(),
+                      Value::Bigint(s), Value::Bigint(s), Value::Bigint(Checksum(p)), Value::Null()});
   }
   return t;
 }
@@ -225,6 +236,19 @@ int ColumnIndex(const Table& t, const std::string& name) {
     if (t.columns[i].name == name) return static_cast<int>(i);
   }
   return -1;
+}
+
+// The Murmur3 token of a row's partition key (its cells in `pk_cols`, each
+// encoded as the server stores it), as a node computes token(pk...).
+StatusOr<int64_t> RowToken(const Table& t, const std::vector<Value>& row, const std::vector<int>& pk_cols) {
+  std::vector<cql::Bytes> cells(pk_cols.size());
+  std::vector<std::span<const uint8_t>> parts;
+  for (size_t k = 0; k < pk_cols.size(); ++k) {
+    const auto c = static_cast<size_t>(pk_cols[k]);
+    CQLS_RETURN_IF_ERROR(EncodeCell(row[c], t.columns[c].type, &cells[k]));
+    parts.emplace_back(cells[k]);
+  }
+  return routing::PartitionKeyToken(parts);
 }
 
 Answer Invalid(std::string m) {
@@ -250,6 +274,8 @@ std::vector<uint8_t> SamplePayload(int32_t idx) { return Payload(idx, SampleSize
 int64_t SampleChecksum(int32_t idx) { return Checksum(SamplePayload(idx)); }
 
 std::vector<uint8_t> TinyPayload(int32_t idx) { return Payload(idx, TinySize(idx)); }
+
+int32_t TinyLabel(int32_t idx) { return idx % kTinyClasses; }
 
 std::vector<uint8_t> PayloadOf(const std::string& dataset, int32_t idx) {
   return dataset == kTinyDataset ? TinyPayload(idx) : SamplePayload(idx);
@@ -309,6 +335,25 @@ std::optional<Select> ParseSelect(const std::string& query) {
     const std::string clause = Trim(w.substr(start, and_at - start));
     start = and_at + 5;
     if (clause.find('?') == std::string::npos) continue;
+    if (clause.rfind("token(", 0) == 0) {
+      // `token(a, b) > ?` or `token(a, b) <= ?`: the same columns in both.
+      const size_t close = clause.find(')');
+      if (close == std::string::npos) return std::nullopt;
+      std::vector<std::string> of;
+      const std::string inner = clause.substr(6, close - 6);
+      for (size_t b = 0; b <= inner.size();) {
+        size_t comma = inner.find(',', b);
+        if (comma == std::string::npos) comma = inner.size();
+        of.push_back(Unquote(inner.substr(b, comma - b)));
+        b = comma + 1;
+      }
+      const std::string op = Trim(clause.substr(close + 1));
+      if ((op != "> ?" && op != "<= ?") || (!s.token_of.empty() && s.token_of != of)) return std::nullopt;
+      s.token_of = std::move(of);
+      s.where.push_back(op == "> ?" ? kTokenAbove : kTokenAtMost);
+      s.in.push_back(false);
+      continue;
+    }
     for (const auto& [op, in] : {std::pair<std::string, bool>{" = ?", false}, {" IN ?", true}}) {
       if (clause.size() > op.size() && clause.compare(clause.size() - op.size(), op.size(), op) == 0) {
         s.where.push_back(Unquote(clause.substr(0, clause.size() - op.size())));
@@ -346,10 +391,22 @@ Answer HonestWorld::Run(const Select& s, const std::vector<std::optional<cql::By
     return Invalid(fmt::format("there were {} markers(?) in CQL but {} bound variables", s.where.size(), values.size()));
   }
   std::vector<int> where_cols, proj;
-  for (const auto& w : s.where) {
+  std::optional<int64_t> above, at_most;  // a token range's bounds
+  for (size_t k = 0; k < s.where.size(); ++k) {
+    const std::string& w = s.where[k];
+    if (w == kTokenAbove || w == kTokenAtMost) {
+      where_cols.push_back(-1);
+      if (!values[k]) continue;  // PREPARE runs the statement unbound: no bound
+      if (values[k]->size() != 8) return Invalid("Expected 8 bytes for a token bound");
+      (w == kTokenAbove ? above : at_most) = static_cast<int64_t>(cql::LoadU64(values[k]->data()));
+      continue;
+    }
     const int c = ColumnIndex(*full, w);
     if (c < 0) return Invalid(fmt::format("Undefined column name {}", w));
     where_cols.push_back(c);
+  }
+  if (!s.token_of.empty() && s.token_of != PartitionKey(s.table)) {
+    return Invalid(fmt::format("The token function arguments must be the partition key of {}", s.table));
   }
   if (s.columns.size() == 1 && s.columns[0] == "*") {
     // Every column, in the table's order, as Cassandra answers `SELECT *`.
@@ -390,9 +447,11 @@ Answer HonestWorld::Run(const Select& s, const std::vector<std::optional<cql::By
   if (std::find(pk_cols.begin(), pk_cols.end(), -1) != pk_cols.end()) pk_cols.clear();
   std::vector<Value> partition;
   int32_t in_partition = 0;
+  std::vector<std::pair<int64_t, std::vector<Value>>> by_token;  // a token range's rows, with their tokens
   for (const auto& row : full->rows) {
     bool match = true;
     for (size_t k = 0; k < where_cols.size() && match; ++k) {
+      if (where_cols[k] < 0) continue;  // a token bound: below
       const auto ci = static_cast<size_t>(where_cols[k]);
       cql::Bytes cell;
       if (row[ci].kind() == Value::Kind::kNull || !values[k] ||
@@ -418,8 +477,20 @@ Answer HonestWorld::Run(const Select& s, const std::vector<std::optional<cql::By
     }
     std::vector<Value> out;
     for (int i : proj) out.push_back(row[static_cast<size_t>(i)]);
+    if (!s.token_of.empty()) {
+      auto t = RowToken(*full, row, pk_cols);
+      if (!t.ok()) return Invalid(t.status().ToString());
+      if ((above && *t <= *above) || (at_most && *t > *at_most)) continue;
+      by_token.emplace_back(*t, std::move(out));
+      continue;
+    }
     a.table.rows.push_back(std::move(out));
   }
+  // A node answers a token range in token order; a partition's rows keep
+  // their clustering order (the table's).
+  std::stable_sort(by_token.begin(), by_token.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto& [t, r] : by_token) a.table.rows.push_back(std::move(r));
   return a;
 }
 
@@ -430,6 +501,10 @@ Answer HonestWorld::BindColumns(const Select& s, std::vector<uint16_t>* pk_index
   a.table.keyspace = full->keyspace;
   a.table.name = full->name;
   for (size_t k = 0; k < s.where.size(); ++k) {
+    if (s.where[k] == kTokenAbove || s.where[k] == kTokenAtMost) {
+      a.table.columns.push_back(Column{"partition key token", kBigint});  // as Cassandra names the marker
+      continue;
+    }
     const int c = ColumnIndex(*full, s.where[k]);
     if (c < 0) return Invalid(fmt::format("Undefined column name {}", s.where[k]));
     Column col = full->columns[static_cast<size_t>(c)];

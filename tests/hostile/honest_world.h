@@ -14,14 +14,19 @@
 // * "tiny", native like toy but every sample one chunk (TinyPayload, at
 //   most kTinyMaxSize bytes), kTinySamples of them: a loader reads them in
 //   coalesced groups (`seg = ? AND idx IN ? PER PARTITION LIMIT 2`,
-//   loader/coalesce.h).
+//   loader/coalesce.h). Its label kind is class, kTinyClasses of them
+//   (TinyLabel), so that `info tiny` counts its classes with a scan of its
+//   metadata table by token range.
 //
 // Run() answers the SELECTs cqlstream sends (session topology, catalog,
 // data, metadata and key-snapshot reads): it parses `SELECT cols FROM
 // ks.table [WHERE c = ? AND c IN ? ...]` (identifiers bare or
 // double-quoted), projects the named columns (an unknown one is the
 // server's "Undefined column name" error) and filters by the bound values
-// (an IN marker's value is a list of them).
+// (an IN marker's value is a list of them). A scan by token range, `WHERE
+// token(pk...) > ? AND token(pk...) <= ?`, answers the rows of the
+// partitions whose Murmur3 token lies in the range, in token order, as a
+// node does.
 //
 // Thread-safety: immutable after construction; every method is const and
 // may be called from any thread.
@@ -49,6 +54,9 @@ inline constexpr const char* kForeignTable = "foreign";
 inline constexpr const char* kTinyDataset = "tiny";
 inline constexpr int32_t kTinySamples = 96;
 inline constexpr int32_t kTinyMaxSize = 1000;  // below kChunkSize: one row per sample
+inline constexpr int32_t kTinyClasses = 3;      // class names "a", "b", "c"
+// The label of tiny's sample idx: idx % kTinyClasses.
+int32_t TinyLabel(int32_t idx);
 
 // The foreign key (column "id") of attached sample (seg 0, idx i), and of
 // any idx (past kAttachedSamples: a key the table does not hold).
@@ -81,8 +89,13 @@ struct Select {
   std::vector<std::string> where;  // columns compared with '?', in marker order
   std::vector<bool> in;            // per marker: `c IN ?` (a list of values)
   int32_t per_partition_limit = 0;  // `PER PARTITION LIMIT n` (0: none)
+  // `token(c, ...) > ?` / `<= ?`: the columns in token(), and the markers'
+  // entries in `where` (kTokenAbove, kTokenAtMost; bigint values).
+  std::vector<std::string> token_of;
   bool HasIn() const;
 };
+inline constexpr const char* kTokenAbove = "token >";
+inline constexpr const char* kTokenAtMost = "token <=";
 std::optional<Select> ParseSelect(const std::string& query);
 
 // An answer: a table, or a server error (code, message).

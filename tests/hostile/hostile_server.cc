@@ -1,6 +1,8 @@
 // Copyright (c) cqlstream authors.
 #include "hostile/hostile_server.h"
 
+#include "hostile/answer_lies.h"
+
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -10,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <set>
 
@@ -36,18 +39,6 @@ bool WriteFull(int fd, const uint8_t* p, size_t n) {
     n -= static_cast<size_t>(r);
   }
   return true;
-}
-
-int ColumnOf(const Table& t, const char* name) {
-  for (size_t i = 0; i < t.columns.size(); ++i) {
-    if (t.columns[i].name == name) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-void SetCell(Table* t, size_t row, const char* col, Value v) {
-  const int c = ColumnOf(*t, col);
-  if (c >= 0) t->rows[row][static_cast<size_t>(c)] = std::move(v);
 }
 
 cql::Bytes IntCell(int32_t v) {
@@ -113,88 +104,6 @@ struct HostileServer::Conn {
   bool SendAnswer(int16_t stream, const Answer& a, const RequestParams& p) {
     if (a.error_code != 0) return Send(Opcode::kError, stream, ErrorBody(a.error_code, a.error));
     return Send(Opcode::kResult, stream, RowsBodyForRequest(a.table, p));
-  }
-
-  // System-table lies.
-  void LieAboutSystem(const Select& sel, Answer* a) {
-    if (sel.keyspace != "system" || sel.table != "local" || a->error_code != 0) return;
-    if (mode() == Mode::kLocalMissingColumns) {
-      Table t{a->table.keyspace, a->table.name, {{"key", DataType::Simple(TypeId::kVarchar)}}, {}};
-      for (size_t i = 0; i < a->table.rows.size(); ++i) t.rows.push_back({Value::Text("local")});
-      a->table = std::move(t);
-    } else if (mode() == Mode::kLocalMistypedColumns) {
-      for (auto& c : a->table.columns) c.type = DataType::Simple(TypeId::kInt);
-      for (auto& r : a->table.rows) {
-        for (auto& v : r) v = Value::Int(7);
-      }
-    }
-  }
-
-  // peers-repeat-hosts: two rows that name the node itself (the honest
-  // world's peers tables are empty: one node), each by one of the marks a
-  // session tells a listed host by — its endpoint (the address the client
-  // reached, another host id; the port, unset, is the client's) and its
-  // host id (the node's, at an address of no host).
-  void LieAboutPeers(const Select& sel, Answer* a) {
-    if (mode() != Mode::kPeersRepeatHosts || sel.keyspace != "system" || a->error_code != 0 ||
-        (sel.table != "peers" && sel.table != "peers_v2")) {
-      return;
-    }
-    struct Peer {
-      std::vector<uint8_t> address;
-      uint8_t host_id;  // UuidOf's byte
-      const char* token;
-    };
-    for (const Peer& p : {Peer{{127, 0, 0, 1}, 0x33, "100"}, Peer{{10, 9, 9, 9}, kLocalHostIdByte, "0"}}) {
-      std::vector<Value> row;
-      for (const auto& c : a->table.columns) {
-        const std::string& n = c.name;
-        row.push_back(n == "peer" || n == "native_address" || n == "rpc_address" ? Value::Blob(p.address)
-                      : n == "data_center"                                       ? Value::Text("dc1")
-                      : n == "rack"                                              ? Value::Text("rack1")
-                      : n == "release_version"                                   ? Value::Text("5.0.2")
-                      : n == "host_id"                                           ? UuidOf(p.host_id)
-                      : n == "tokens"                                            ? Value::List({Value::Text(p.token)})
-                      : n == "schema_version"                                    ? UuidOf(0x22)
-                                                                                 : Value::Null());
-      }
-      a->table.rows.push_back(std::move(row));
-    }
-    s->lies_told_.fetch_add(1);
-  }
-
-  void LieAboutCatalog(const Select& sel, Answer* a) {
-    if (mode() != Mode::kCatalogHugeMaxSize || sel.table != "segments" || a->error_code != 0) return;
-    for (size_t i = 0; i < a->table.rows.size(); ++i) {
-      SetCell(&a->table, i, "max_size", Value::Bigint(int64_t{1} << 62));
-      SetCell(&a->table, i, "bytes", Value::Bigint(int64_t{1} << 62));
-    }
-  }
-
-  // A grouped answer whose rows name their sample by (seg, idx) in their
-  // first two cells (a grouped key lookup: seg, idx, key; a coalesced data
-  // read: seg, idx, ...), changed by a lie of each kind in turn: a sample
-  // not asked for (`past_end`, past the split's end), one sample twice, a
-  // row of another segment, idx cells of 8 bytes.
-  void LieAboutGroupedRows(Table* t, int32_t past_end) {
-    switch (s->lies_told_.fetch_add(1) % 4) {
-      case 0: {
-        std::vector<Value> extra = t->rows.front();
-        extra[1] = Value::Int(past_end);
-        t->rows.push_back(std::move(extra));
-        break;
-      }
-      case 1:
-        t->rows.push_back(t->rows.front());
-        break;
-      case 2:
-        t->rows.front()[0] = Value::Int(1);
-        break;
-      default:
-        t->columns[1].type = DataType::Simple(TypeId::kBigint);
-        for (auto& r : t->rows) r[1] = Value::Bigint(r[1].as_int());
-        break;
-    }
   }
 
   // Data-read lies that change the rows; returns false to send nothing.
@@ -277,7 +186,7 @@ struct HostileServer::Conn {
         if (idx == 11 && dc >= 0) t.rows[i][static_cast<size_t>(dc)] = Value::Null();
       }
     } else if (mode() == Mode::kForeignGroupLies) {
-      LieAboutForeignGroup(&t);
+      LieAboutForeignGroup(&t, s->lies_told_.fetch_add(1));
     }
     return SendData(stream, sel, p, a, first, /*native=*/false);
   }
@@ -292,31 +201,8 @@ struct HostileServer::Conn {
     Table& t = a.table;
     if (ColumnOf(t, "seg") != 0 || ColumnOf(t, "idx") != 1) return SendAnswer(stream, a, p);
     const int32_t first = t.rows.front()[1].as_int();
-    if (mode() == Mode::kNativeGroupLies) LieAboutGroupedRows(&t, kTinySamples + 7);
+    if (mode() == Mode::kNativeGroupLies) LieAboutGroupedRows(&t, kTinySamples + 7, s->lies_told_.fetch_add(1));
     return SendData(stream, sel, p, a, first, /*native=*/true);
-  }
-
-  // A grouped foreign read's answer (columns id, img) changed by a lie of
-  // each kind in turn: a row whose key was not asked for, a row twice, a
-  // row left out, a row whose key cell is null.
-  void LieAboutForeignGroup(Table* t) {
-    switch (s->lies_told_.fetch_add(1) % 4) {
-      case 0: {  // a key not asked for (one the table does not even hold)
-        std::vector<Value> extra = t->rows.front();
-        extra[0] = Value::Int(ForeignKeyOf(kAttachedSamples + 7));
-        t->rows.push_back(std::move(extra));
-        break;
-      }
-      case 1:  // one sample's row twice
-        t->rows.push_back(t->rows.front());
-        break;
-      case 2:  // one sample's row left out (as if it were deleted)
-        t->rows.erase(t->rows.begin());
-        break;
-      default:  // a null key cell
-        t->rows.back()[0] = Value::Null();
-        break;
-    }
   }
 
   // misnamed-columns: an answer holding the key-snapshot row of attached
@@ -513,7 +399,7 @@ struct HostileServer::Conn {
         sel->table == std::string("k_") + kAttachedDataset && sel->HasIn()) {
       Answer a = s->world_.Run(*sel, p.values);
       if (a.error_code == 0 && !a.table.rows.empty() && a.table.columns.size() == 3) {
-        LieAboutGroupedRows(&a.table, kAttachedSamples + 7);
+        LieAboutGroupedRows(&a.table, kAttachedSamples + 7, s->lies_told_.fetch_add(1));
       }
       return SendAnswer(stream, a, p);
     }
@@ -539,9 +425,19 @@ struct HostileServer::Conn {
       s->lies_told_.fetch_add(1);
     }
     Answer a = s->world_.Run(*sel, p.values);
-    LieAboutSystem(*sel, &a);
-    LieAboutPeers(*sel, &a);
-    LieAboutCatalog(*sel, &a);
+    LieAboutSystem(mode(), *sel, &a);
+    if (LieAboutPeers(mode(), *sel, &a)) s->lies_told_.fetch_add(1);
+    LieAboutCatalog(mode(), *sel, &a);
+    if (mode() == Mode::kMetaScanLies && !sel->token_of.empty()) {
+      int64_t above = INT64_MIN, at_most = INT64_MAX;
+      for (size_t k = 0; k < sel->where.size() && k < p.values.size(); ++k) {
+        if (!p.values[k] || p.values[k]->size() != 8) continue;
+        const auto v = static_cast<int64_t>(cql::LoadU64(p.values[k]->data()));
+        if (sel->where[k] == kTokenAbove) above = v;
+        if (sel->where[k] == kTokenAtMost) at_most = v;
+      }
+      if (LieAboutMetaScan(mode(), *sel, above, at_most, &a, s->lies_told_.load())) s->lies_told_.fetch_add(1);
+    }
     MisnameColumns(p, &a);
     if (mode() == Mode::kMetaRowsLie && sel->table == std::string("m_") + kDataset && a.error_code == 0 &&
         !a.table.rows.empty()) {

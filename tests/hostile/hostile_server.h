@@ -104,6 +104,10 @@ enum class Mode {
                            // promises more, without end
   kDatasetsListedTwice,    // a read of every dataset row (ls) answers toy's row twice; reads of one dataset
                            // by name are honest
+  kMetaScanLies,           // every scan of tiny's metadata by token range (info's class counts) that
+                           // answers rows tells one lie of each kind in turn (answer_lies.h
+                           // LieAboutMetaScan): its first row again, a row from outside the range, an
+                           // idx outside its block
 };
 
 // What a correct client does against a mode.
@@ -121,6 +125,9 @@ struct ModeInfo {
   Expect expect_attached;  // for reads of the attached dataset (bench, Loader)
   Expect expect_tiny;      // for reads of the tiny native dataset, read in coalesced groups (bench, Loader)
   const char* problem;    // words a message naming the problem contains, '|'-separated ("" = any)
+  // for `info tiny`, whose class counts scan tiny's metadata by token
+  // range; unset: as expect_connect
+  std::optional<Expect> expect_counts = std::nullopt;
 };
 const std::vector<ModeInfo>& AllModes();
 std::optional<ModeInfo> FindMode(const std::string& name);

@@ -116,7 +116,7 @@ int64_t Reported(const ChildResult& r, const std::string& word) {
 }
 
 // What a probe reads, and so which of the mode's expectations judges it.
-enum class Reads { kNothing, kNative, kAttached, kTiny };
+enum class Reads { kNothing, kNative, kAttached, kTiny, kCounts };
 
 struct Probe {
   std::string label;
@@ -197,6 +197,17 @@ std::vector<std::string> CliCommand(uint16_t port, std::vector<std::string> args
   return v;
 }
 
+// The line `info tiny` prints for tiny's last class when its counts are
+// the honest ones (cli/cmd_info.cc PrintClasses).
+std::string TinyLastClassLine() {
+  const int32_t last = kTinyClasses - 1;
+  int32_t n = 0;
+  for (int32_t i = 0; i < kTinySamples; ++i) n += TinyLabel(i) == last ? 1 : 0;
+  return "  " + std::string(5 - std::to_string(last).size(), ' ') + std::to_string(last) + "  " +
+         std::string(1, static_cast<char>('a' + last)) + std::string(23, ' ') + " " +
+         std::string(10 - std::to_string(n).size(), ' ') + std::to_string(n) + "\n";
+}
+
 std::vector<Probe> Probes(uint16_t port, const std::string& export_root) {
   const std::string p = std::to_string(port);
   auto cli = [&](std::vector<std::string> a) { return CliCommand(port, std::move(a)); };
@@ -212,6 +223,8 @@ std::vector<Probe> Probes(uint16_t port, const std::string& export_root) {
   return {
       {"cqlstream ping", cli({"ping"}), Reads::kNothing, "cluster: hostile"},
       {"cqlstream info", cli({"info", kDataset}), Reads::kNothing, n},
+      // tiny has classes: info counts them with a scan of its metadata by token range.
+      {"cqlstream info (tiny)", cli({"info", kTinyDataset}), Reads::kCounts, TinyLastClassLine()},
       {"cqlstream verify", cli({"verify", kDataset}), Reads::kNative, n},
       {"cqlstream bench", cli(with({"bench", kDataset, "--verify"}, bench)), Reads::kNative, n},
       {"cqlstream bench --ordered", cli(with({"bench", kDataset, "--verify", "--ordered"}, bench)), Reads::kNative, n},
@@ -277,6 +290,7 @@ TEST_P(HostileTest, CliAndLoaderEndCleanly) {
     Expect e = probes[i].reads == Reads::kNothing    ? m.expect_connect
                : probes[i].reads == Reads::kNative   ? m.expect
                : probes[i].reads == Reads::kAttached ? m.expect_attached
+               : probes[i].reads == Reads::kCounts   ? m.expect_counts.value_or(m.expect_connect)
                                                      : m.expect_tiny;
     const std::string why = Judge(results[i], e, probes[i], m);
     EXPECT_EQ(why, "") << "mode " << m.name << ", " << results[i].Describe();
@@ -406,6 +420,36 @@ TEST(HostileListing, LsRefusesAListingThatLies) {
   }
 }
 
+// info's class counts refuse each lie of meta-scan-lies in turn (one a
+// run: tiny's 96 samples are one partition, so one range of the scan holds
+// rows), and count the honest world's classes.
+TEST(HostileCounts, InfoRefusesAMetadataScanThatLies) {
+  for (const Mode mode : {Mode::kHonest, Mode::kMetaScanLies}) {
+    auto server = HostileServer::Start(mode);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    std::vector<ChildResult> r;
+    for (int run = 0; run < 3; ++run) {
+      auto one = RunAll({{"cqlstream info (tiny)", CliCommand((*server)->port(), {"info", kTinyDataset})}}, kBound);
+      r.insert(r.end(), one.begin(), one.end());
+    }
+    (*server)->Stop();
+    ASSERT_EQ(r.size(), 3u);
+    if (mode == Mode::kHonest) {
+      for (const auto& x : r) {
+        EXPECT_EQ(x.exit_code, 0) << x.Describe();
+        EXPECT_NE(x.out.find(TinyLastClassLine()), std::string::npos) << x.Describe();
+      }
+      continue;
+    }
+    EXPECT_EQ((*server)->lies_told(), 3);
+    const char* words[] = {"a repeated or foreign page", "outside the range", "not an idx of that block"};
+    for (size_t i = 0; i < r.size(); ++i) {
+      EXPECT_FALSE(Crashed(r[i])) << r[i].Describe();
+      EXPECT_TRUE(CleanError(r[i], words[i])) << r[i].Describe();
+    }
+  }
+}
+
 TEST(HostileServer, ParsesTheSelectsCqlstreamSends) {
   auto s = ParseSelect("SELECT seg, idx, size, image_size, checksum, label, labels, data FROM hostile.d_toy "
                        "WHERE seg = ? AND idx = ?");
@@ -476,7 +520,6 @@ TEST(HostileServer, ParsesTheSelectsCqlstreamSends) {
   EXPECT_EQ(rows.table.rows[1][0].as_int(), ForeignKeyOf(40));
   const auto img40 = rows.table.rows[1][1].as_blob();
   EXPECT_EQ(std::vector<uint8_t>(img40.begin(), img40.end()), SamplePayload(40));
-  EXPECT_FALSE(ParseSelect("SELECT id FROM hostile.foreign WHERE token(id) > ?").has_value());
   // A coalesced read of tiny: one row per sample asked for, the limit
   // parsed (a partition of toy's several chunks answers two of them).
   auto co = ParseSelect("SELECT seg, idx, size, image_size, checksum, label, labels, data FROM hostile.d_tiny "
@@ -495,6 +538,27 @@ TEST(HostileServer, ParsesTheSelectsCqlstreamSends) {
   ASSERT_EQ(toy.error_code, 0) << toy.error;
   EXPECT_EQ(toy.table.rows.size(), 3u) << "toy's sample 2 (one chunk) and two of sample 5's three chunks";
   EXPECT_FALSE(ParseSelect("SELECT seg FROM hostile.d_tiny WHERE seg = ? PER PARTITION LIMIT x").has_value());
+  // A scan by token range (info's class counts): the rows of the partitions
+  // in the range, in token order.
+  auto scan = ParseSelect("SELECT seg, block, idx, label FROM hostile.m_tiny WHERE token(seg, block) > ? AND "
+                          "token(seg, block) <= ?");
+  ASSERT_TRUE(scan.has_value());
+  EXPECT_EQ(scan->token_of, (std::vector<std::string>{"seg", "block"}));
+  EXPECT_EQ(scan->where, (std::vector<std::string>{kTokenAbove, kTokenAtMost}));
+  auto token = [](int64_t t) {
+    cql::Bytes b(8);
+    cql::StoreU64(b.data(), static_cast<uint64_t>(t));
+    return b;
+  };
+  Answer ring = w.Run(*scan, {token(INT64_MIN), token(INT64_MAX)});
+  ASSERT_EQ(ring.error_code, 0) << ring.error;
+  ASSERT_EQ(ring.table.rows.size(), static_cast<size_t>(kTinySamples));
+  EXPECT_EQ(ring.table.rows[5][3], Value::Int(TinyLabel(5)));
+  EXPECT_TRUE(w.Run(*scan, {token(5), token(5)}).table.rows.empty());
+  auto other_key = ParseSelect("SELECT seg FROM hostile.m_tiny WHERE token(seg) > ? AND token(seg) <= ?");
+  ASSERT_TRUE(other_key.has_value());
+  EXPECT_NE(w.Run(*other_key, {token(0), token(1)}).error_code, 0);
+  EXPECT_FALSE(ParseSelect("SELECT seg FROM hostile.m_tiny WHERE token(seg, block) > ? AND token(seg) <= ?"));
 }
 
 }  // namespace
