@@ -1,16 +1,19 @@
 // Copyright (c) cqlstream authors.
 //
-// Test-only: the hostile server's lies that change the rows of an honest
-// answer (hostile_server.cc tells them; the ones that change the transport,
-// the frames or which request is answered stay there). Each takes the
-// server's mode and the answer; those told in turn take `lie`, the count
-// of lies told so far, and pick their kind by it. A function returns true
-// when it told a lie (the server counts them).
+// Test-only: lies of the hostile server that only rewrite the rows (or the
+// column types) of an honest answer, given the mode and the answer: those
+// about system tables, the catalog, grouped reads and metadata scans. The
+// lies that need the server's state or the request (a data read's rows for
+// one sample, pages, the transport, which request is answered) stay in
+// hostile_server.cc. Those told in turn take `lie`, the count of lies told
+// so far, and pick their kind by it; those that return bool say whether
+// they lied (the server counts the lies).
 //
 // Thread-safety: free functions on the caller's values.
 #ifndef CQLSTREAM_TESTS_HOSTILE_ANSWER_LIES_H_
 #define CQLSTREAM_TESTS_HOSTILE_ANSWER_LIES_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "hostile/honest_world.h"

@@ -11,7 +11,10 @@
 // rows that were not asked for; answers whose result metadata names another
 // table; metadata blocks that repeat a row; segments rows of another
 // dataset; system.peers rows that name the node again; first reads answered
-// as if meant for another request. The transport lies of data reads (silence, resets, truncation,
+// as if meant for another request; pages without end; metadata scans by
+// token range that repeat a row, stray outside their range or answer an idx
+// outside its block (answer_lies.h holds the lies that only rewrite an
+// answer's rows). The transport lies of data reads (silence, resets, truncation,
 // duplicates, oversized frames, ...) hit both native data tables (single
 // and coalesced reads) and the attached dataset's foreign table (single and
 // grouped reads) alike; the lies about one sample's rows (wrong-key,

@@ -197,15 +197,18 @@ std::vector<std::string> CliCommand(uint16_t port, std::vector<std::string> args
   return v;
 }
 
-// The line `info tiny` prints for tiny's last class when its counts are
-// the honest ones (cli/cmd_info.cc PrintClasses).
-std::string TinyLastClassLine() {
-  const int32_t last = kTinyClasses - 1;
-  int32_t n = 0;
-  for (int32_t i = 0; i < kTinySamples; ++i) n += TinyLabel(i) == last ? 1 : 0;
-  return "  " + std::string(5 - std::to_string(last).size(), ' ') + std::to_string(last) + "  " +
-         std::string(1, static_cast<char>('a' + last)) + std::string(23, ' ') + " " +
-         std::string(10 - std::to_string(n).size(), ' ') + std::to_string(n) + "\n";
+// The lines `info tiny` prints for tiny's classes when its counts are the
+// honest ones (cli/cmd_info.cc PrintClasses; counts below 1,000).
+std::string TinyClassLines() {
+  std::string out;
+  for (int32_t c = 0; c < kTinyClasses; ++c) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < kTinySamples; ++i) n += TinyLabel(i) == c ? 1 : 0;
+    out += "  " + std::string(5 - std::to_string(c).size(), ' ') + std::to_string(c) + "  " +
+           std::string(1, static_cast<char>('a' + c)) + std::string(23, ' ') + " " +
+           std::string(10 - std::to_string(n).size(), ' ') + std::to_string(n) + "\n";
+  }
+  return out;
 }
 
 std::vector<Probe> Probes(uint16_t port, const std::string& export_root) {
@@ -224,7 +227,7 @@ std::vector<Probe> Probes(uint16_t port, const std::string& export_root) {
       {"cqlstream ping", cli({"ping"}), Reads::kNothing, "cluster: hostile"},
       {"cqlstream info", cli({"info", kDataset}), Reads::kNothing, n},
       // tiny has classes: info counts them with a scan of its metadata by token range.
-      {"cqlstream info (tiny)", cli({"info", kTinyDataset}), Reads::kCounts, TinyLastClassLine()},
+      {"cqlstream info (tiny)", cli({"info", kTinyDataset}), Reads::kCounts, TinyClassLines()},
       {"cqlstream verify", cli({"verify", kDataset}), Reads::kNative, n},
       {"cqlstream bench", cli(with({"bench", kDataset, "--verify"}, bench)), Reads::kNative, n},
       {"cqlstream bench --ordered", cli(with({"bench", kDataset, "--verify", "--ordered"}, bench)), Reads::kNative, n},
@@ -420,32 +423,37 @@ TEST(HostileListing, LsRefusesAListingThatLies) {
   }
 }
 
-// info's class counts refuse each lie of meta-scan-lies in turn (one a
-// run: tiny's 96 samples are one partition, so one range of the scan holds
-// rows), and count the honest world's classes.
+// info's class counts refuse each lie of meta-scan-lies (one a run, in
+// turn: tiny's 96 samples are one partition, so one range of the scan holds
+// rows; a read sent again after a timeout would hear the next lie, so the
+// runs go on until each was heard, six at most), and count the honest
+// world's classes.
 TEST(HostileCounts, InfoRefusesAMetadataScanThatLies) {
+  const std::vector<std::string> words = {"a repeated or foreign page", "outside the range",
+                                          "not an idx of that block"};
   for (const Mode mode : {Mode::kHonest, Mode::kMetaScanLies}) {
     auto server = HostileServer::Start(mode);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
-    std::vector<ChildResult> r;
-    for (int run = 0; run < 3; ++run) {
-      auto one = RunAll({{"cqlstream info (tiny)", CliCommand((*server)->port(), {"info", kTinyDataset})}}, kBound);
-      r.insert(r.end(), one.begin(), one.end());
-    }
-    (*server)->Stop();
-    ASSERT_EQ(r.size(), 3u);
-    if (mode == Mode::kHonest) {
-      for (const auto& x : r) {
-        EXPECT_EQ(x.exit_code, 0) << x.Describe();
-        EXPECT_NE(x.out.find(TinyLastClassLine()), std::string::npos) << x.Describe();
+    std::set<std::string> heard;
+    for (int run = 0; run < (mode == Mode::kHonest ? 2 : 6) && heard.size() < words.size(); ++run) {
+      auto r = RunAll({{"cqlstream info (tiny)", CliCommand((*server)->port(), {"info", kTinyDataset})}}, kBound);
+      ASSERT_EQ(r.size(), 1u);
+      EXPECT_FALSE(Crashed(r[0])) << r[0].Describe();
+      if (mode == Mode::kHonest) {
+        EXPECT_EQ(r[0].exit_code, 0) << r[0].Describe();
+        EXPECT_NE(r[0].out.find(TinyClassLines()), std::string::npos) << r[0].Describe();
+        continue;
       }
-      continue;
+      EXPECT_TRUE(CleanError(r[0], "a repeated or foreign page|outside the range|not an idx of that block"))
+          << r[0].Describe();
+      for (const auto& w : words) {
+        if (r[0].err.find(w) != std::string::npos) heard.insert(w);
+      }
     }
-    EXPECT_EQ((*server)->lies_told(), 3);
-    const char* words[] = {"a repeated or foreign page", "outside the range", "not an idx of that block"};
-    for (size_t i = 0; i < r.size(); ++i) {
-      EXPECT_FALSE(Crashed(r[i])) << r[i].Describe();
-      EXPECT_TRUE(CleanError(r[i], words[i])) << r[i].Describe();
+    const int64_t lies = (*server)->lies_told();
+    (*server)->Stop();
+    if (mode == Mode::kMetaScanLies) {
+      EXPECT_EQ(heard.size(), words.size()) << "lies told: " << lies;
     }
   }
 }
