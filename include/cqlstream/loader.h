@@ -37,6 +37,7 @@
 #define CQLSTREAM_LOADER_H_
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -192,6 +193,13 @@ class Loader {
   // An unreadable sample (OnMissing::kRaise) makes the next call fail with a
   // Status naming the sample's key and path.
   StatusOr<BatchPtr> Next();
+  // Next, asking `interrupted` (on the calling thread, no lock of the
+  // loader's held) before it waits and every 50 ms while it waits: once it
+  // returns true, Next returns Cancelled("interrupted") without taking a
+  // batch, and the loader goes on as if the call had not been made (the
+  // next call returns the batch this one would have). A batch ready at once
+  // is returned without asking.
+  StatusOr<BatchPtr> Next(const std::function<bool()>& interrupted);
   // True when every epoch has been delivered (never for endless loaders).
   bool Done() const;
 

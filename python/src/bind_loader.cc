@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include "loader/decode_stream.h"
 #include "loader/option_kit.h"
 #include "bind_options.h"
+#include "interruptible.h"
 #include "status_error.h"
 
 namespace nb = nanobind;
@@ -255,11 +257,29 @@ void BindLoaderClass(nb::module_& m) {
       .def(
           "next",
           [](PyLoader& l) -> std::optional<PyBatch> {
-            Item it = Unwrap(l.s().Next());
+            Stream& s = l.s();
+            // While it waits, Python's signal handlers run every 50 ms (on
+            // the main thread, where they run): Ctrl-C ends the wait with
+            // KeyboardInterrupt, no batch taken (the next call returns it).
+            bool raised = false;
+            std::function<bool()> interrupted;
+            if (OnMainThread()) {
+              interrupted = [&raised] {
+                nb::gil_scoped_acquire gil;
+                raised = PyErr_CheckSignals() != 0;
+                return raised;
+              };
+            }
+            StatusOr<Item> next = Status::Internal("no batch read");
+            {
+              nb::gil_scoped_release release;
+              next = s.Next(interrupted);
+            }
+            if (raised) throw nb::python_error();
+            Item it = Unwrap(std::move(next));
             if (it.end_of_epoch()) return std::nullopt;
             return PyBatch{std::move(it), false};
           },
-          nb::call_guard<nb::gil_scoped_release>(),
           "The next batch of the current epoch, or None at its end (the call after that starts the next epoch).")
       .def(
           "fetch",

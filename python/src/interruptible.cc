@@ -11,15 +11,10 @@ namespace cqlstream::python {
 
 namespace nb = nanobind;
 
-namespace {
-
-// Python runs signal handlers on the main thread only.
 bool OnMainThread() {
   nb::module_ threading = nb::module_::import_("threading");
   return threading.attr("current_thread")().is(threading.attr("main_thread")());
 }
-
-}  // namespace
 
 Status RunInterruptibly(const std::function<Status()>& work, std::atomic<bool>* stop) {
   if (!OnMainThread()) {

@@ -31,6 +31,11 @@ inline constexpr std::chrono::milliseconds kSignalPoll{50};
 // once `work` has ended. An exception thrown by `work` is raised here.
 Status RunInterruptibly(const std::function<Status()>& work, std::atomic<bool>* stop);
 
+// Whether the calling thread (GIL held) is Python's main thread, the one
+// that runs signal handlers. A core call that waits on the caller's own
+// thread can ask Python's handlers in its waits there (Loader.next does).
+bool OnMainThread();
+
 }  // namespace cqlstream::python
 
 #endif  // CQLSTREAM_PYTHON_INTERRUPTIBLE_H_

@@ -224,14 +224,14 @@ void Stream::Produce() {
   }
 }
 
-StatusOr<Item> Stream::Next() {
+StatusOr<Item> Stream::Next(const std::function<bool()>& interrupted) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto waited = [&] {
     wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
   };
   if (!decoding()) {
-    StatusOr<BatchPtr> b = loader_->Next();
+    StatusOr<BatchPtr> b = loader_->Next(interrupted);
     waited();
     if (!b.ok()) return b.status();
     Item it;
@@ -245,7 +245,22 @@ StatusOr<Item> Stream::Next() {
     consumer_state_ = loader_->State();
     producer_ = std::thread([this] { Produce(); });
   }
-  while (!stop_ && queue_.empty() && !finished_) cv_.Wait(&mu_);
+  bool ask = true;  // `interrupted` is asked once before each wait
+  while (!stop_ && queue_.empty() && !finished_) {
+    if (interrupted && ask) {
+      l.Unlock();  // the caller's check may take its own locks (Python's GIL)
+      const bool stop = interrupted();
+      l.Lock();
+      if (stop) {
+        waited();
+        return Status::Cancelled("interrupted");  // no item taken
+      }
+      ask = false;
+      continue;  // the queue may have moved while unlocked
+    }
+    ask = true;
+    cv_.WaitFor(&mu_, std::chrono::milliseconds(50));
+  }
   waited();
   if (stop_) return Status::Cancelled("loader closed");
   if (queue_.empty()) return Item{};  // every epoch delivered

@@ -44,6 +44,7 @@
 #define CQLSTREAM_LOADER_DECODE_STREAM_H_
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -118,7 +119,9 @@ class Stream {
   ~Stream();  // Close()
 
   // Blocks until the next item (a batch or the end of the epoch).
-  StatusOr<Item> Next();
+  // `interrupted` (may be empty): as Loader::Next's (Cancelled("interrupted"),
+  // no item taken; asked before each wait of at most 50 ms, no lock held).
+  StatusOr<Item> Next(const std::function<bool()>& interrupted = {});
   // See "Checkpoints" above.
   std::string State();
   // REQUIRES: before the first Next().

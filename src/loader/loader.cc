@@ -121,7 +121,9 @@ void Loader::Close() {
   impl_->watch.clear();
 }
 
-StatusOr<BatchPtr> Loader::Next() {
+StatusOr<BatchPtr> Loader::Next() { return Next(std::function<bool()>()); }
+
+StatusOr<BatchPtr> Loader::Next(const std::function<bool()>& interrupted) {
   Impl& L = *impl_;
   std::vector<Launch> launches;
   MutexLock lock(&L.mu);
@@ -131,6 +133,7 @@ StatusOr<BatchPtr> Loader::Next() {
   }
   const auto t0 = Clock::now();
   bool waited = false;
+  bool ask = true;  // `interrupted` is asked once before each wait
   for (;;) {
     if (!launches.empty()) {
       lock.Unlock();
@@ -161,6 +164,18 @@ StatusOr<BatchPtr> Loader::Next() {
       return b;
     }
     if (!launches.empty()) continue;
+    if (interrupted && ask) {
+      lock.Unlock();  // the caller's check may take its own locks (Python's GIL)
+      const bool stop = interrupted();
+      lock.Lock();
+      if (stop) {
+        if (waited) L.m_stall_s += SecondsSince(t0);
+        return Status::Cancelled("interrupted");  // no batch taken
+      }
+      ask = false;
+      continue;  // the state may have moved while unlocked
+    }
+    ask = true;
     waited = true;
     L.ready_cv.WaitFor(&L.mu, std::chrono::milliseconds(50));
   }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <future>
 #include <map>
@@ -157,6 +158,48 @@ TEST_F(LoaderTest, OutOfOrderDeliversTheSameSetWithChecksumsVerified) {
   // Every data read checked its answer's columns, as bytes: the node
   // encodes them as it encoded the PREPARED answer's.
   EXPECT_EQ(m.columns_decoded, 0);
+}
+
+// Next(interrupted) whose check says yes returns Cancelled("interrupted")
+// when no batch is ready, and takes nothing: an epoch read with such a call
+// before every plain one still delivers each sample exactly once.
+TEST_F(LoaderTest, AnInterruptedNextTakesNoBatch) {
+  LoaderOptions o = testing::TestLoaderOptions("ldr");
+  o.batch_size = 40;
+  o.epochs = 1;
+  auto l = Loader::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  int asked = 0;
+  const std::function<bool()> yes = [&asked] {
+    ++asked;
+    return true;
+  };
+  std::vector<SampleKey> keys;
+  int interrupted = 0;
+  auto take = [&](const BatchPtr& b) {
+    for (size_t i = 0; b && i < b->size(); ++i) keys.push_back(b->keys[i]);
+  };
+  for (int step = 0; step < 10000; ++step) {
+    auto cut = (*l)->Next(yes);
+    if (!cut.ok()) {
+      ASSERT_EQ(cut.status().code(), Status::Code::kCancelled) << cut.status().ToString();
+      EXPECT_EQ(cut.status().message(), "interrupted");
+      ++interrupted;
+    } else if (!*cut) {
+      break;  // the epoch's end, reached by a call that found it ready
+    } else {
+      take(*cut);  // a batch was ready: an interrupted wait takes one only then
+    }
+    auto next = (*l)->Next();
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    if (!*next) break;
+    take(*next);
+  }
+  EXPECT_GT(interrupted, 0) << "no call found its batch not ready yet";
+  EXPECT_EQ(asked, interrupted) << "asked only where it would wait";
+  EXPECT_EQ(keys.size(), data_->payload.size());
+  EXPECT_EQ(std::set<SampleKey>(keys.begin(), keys.end()).size(), data_->payload.size());
+  EXPECT_TRUE((*l)->Done());
 }
 
 TEST_F(LoaderTest, ResumeWithTheSameAndWithAnotherWorldSize) {

@@ -228,3 +228,40 @@ def test_loader_against_hostile_server(mode: str, dataset: str, expect: str, pro
             assert count["group_failures"] > 0, "no grouped read failed: " + what
         else:
             assert count["group_failures"] == 0 or count["timeouts"] > 0, "an honest grouped read failed: " + what
+
+
+def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths):
+    # A stalled cluster (here a server that never answers a data read)
+    # holds next() until the reads time out; Ctrl-C ends the wait at once
+    # with KeyboardInterrupt (it waited the request timeout first), and
+    # close() then returns.
+    import signal
+    import threading
+
+    import cqlstream
+
+    truth = json.loads(truths["native"].read_text())
+    server, port = start_server("silent-data")
+    try:
+        loader = cqlstream.Loader(truth["dataset"], split=truth["split"], keyspace=truth["keyspace"],
+                                  hosts="127.0.0.1", port=port, batch_size=8, connect_timeout=2.0,
+                                  request_timeout=20.0, max_attempts=1, retry_budget=30.0)
+        # Python's own handler, even where the run started with SIGINT ignored.
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                next(iter(loader))
+        finally:
+            timer.cancel()
+            signal.signal(signal.SIGINT, previous)
+        waited = time.monotonic() - start
+        assert waited < 5.0, f"next() held Ctrl-C for {waited:.1f} s"
+        start = time.monotonic()
+        loader.close()
+        assert time.monotonic() - start < 10.0
+    finally:
+        server.kill()
+        server.wait()
