@@ -194,11 +194,12 @@ class Loader {
   // Status naming the sample's key and path.
   StatusOr<BatchPtr> Next();
   // Next, asking `interrupted` (on the calling thread, no lock of the
-  // loader's held) before it waits and every 50 ms while it waits: once it
-  // returns true, Next returns Cancelled("interrupted") without taking a
-  // batch, and the loader goes on as if the call had not been made (the
-  // next call returns the batch this one would have). A batch ready at once
-  // is returned without asking.
+  // loader's held) before each wait, that is at least every 50 ms while it
+  // waits: once it returns true, Next returns Cancelled("interrupted")
+  // without taking a batch, and the loader goes on as if the call had not
+  // been made (the next call returns the batch this one would have), except
+  // that the reads have started: Restore is refused after it, as after any
+  // Next. A batch ready at once is returned without asking.
   StatusOr<BatchPtr> Next(const std::function<bool()>& interrupted);
   // True when every epoch has been delivered (never for endless loaders).
   bool Done() const;
