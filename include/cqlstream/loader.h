@@ -37,8 +37,8 @@
 #define CQLSTREAM_LOADER_H_
 
 #include <chrono>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>

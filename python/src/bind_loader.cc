@@ -258,9 +258,10 @@ void BindLoaderClass(nb::module_& m) {
           "next",
           [](PyLoader& l) -> std::optional<PyBatch> {
             Stream& s = l.s();
-            // While it waits, Python's signal handlers run every 50 ms (on
-            // the main thread, where they run): Ctrl-C ends the wait with
-            // KeyboardInterrupt, no batch taken (the next call returns it).
+            // While it waits, Python's signal handlers run before each wait,
+            // at least every 50 ms (on the main thread, where they run):
+            // Ctrl-C ends the wait with KeyboardInterrupt, no batch taken
+            // (the next call returns it).
             bool raised = false;
             std::function<bool()> interrupted;
             if (OnMainThread()) {

@@ -259,7 +259,11 @@ StatusOr<Item> Stream::Next(const std::function<bool()>& interrupted) {
       continue;  // the queue may have moved while unlocked
     }
     ask = true;
-    cv_.WaitFor(&mu_, std::chrono::milliseconds(50));
+    if (interrupted) {
+      cv_.WaitFor(&mu_, std::chrono::milliseconds(50));
+    } else {
+      cv_.Wait(&mu_);  // nothing to ask: woken by the producer or Close
+    }
   }
   waited();
   if (stop_) return Status::Cancelled("loader closed");

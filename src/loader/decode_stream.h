@@ -44,9 +44,9 @@
 #define CQLSTREAM_LOADER_DECODE_STREAM_H_
 
 #include <atomic>
-#include <functional>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>

@@ -230,11 +230,12 @@ def test_loader_against_hostile_server(mode: str, dataset: str, expect: str, pro
             assert count["group_failures"] == 0 or count["timeouts"] > 0, "an honest grouped read failed: " + what
 
 
-def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths):
+@pytest.mark.parametrize("decode", [None, (8, 8)], ids=["raw", "decoded"])
+def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths, decode):
     # A stalled cluster (here a server that never answers a data read)
     # holds next() until the reads time out; Ctrl-C ends the wait at once
     # with KeyboardInterrupt (it waited the request timeout first), and
-    # close() then returns.
+    # close() then returns. Decoded: the wait is on the decoded queue.
     import signal
     import threading
 
@@ -245,7 +246,7 @@ def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths):
     try:
         loader = cqlstream.Loader(truth["dataset"], split=truth["split"], keyspace=truth["keyspace"],
                                   hosts="127.0.0.1", port=port, batch_size=8, connect_timeout=2.0,
-                                  request_timeout=20.0, max_attempts=1, retry_budget=30.0)
+                                  request_timeout=20.0, max_attempts=1, retry_budget=30.0, decode=decode)
         # Python's own handler, even where the run started with SIGINT ignored.
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
