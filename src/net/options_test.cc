@@ -152,7 +152,6 @@ TEST(SecretTest, InsecureTlsWarningNamesTheOption) {
   EXPECT_NE(w.find("DISABLED (tls_insecure_skip_verify)"), std::string::npos);
 }
 
-}  // namespace
 TEST(ConnectionOptionsTest, MaxShardConnectionsIsInRange) {
   ConnectionOptions o;
   EXPECT_EQ(o.max_shard_connections, 256);
@@ -168,4 +167,5 @@ TEST(ConnectionOptionsTest, MaxShardConnectionsIsInRange) {
   }
 }
 
+}  // namespace
 }  // namespace cqlstream
