@@ -211,6 +211,12 @@ class Loader {
   // with a Status naming it (OnMissing::kSkip: it is left out and counted).
   // Thread-safe: may run concurrently with Next() and other Fetch() calls.
   StatusOr<BatchPtr> Fetch(const std::vector<SampleKey>& keys);
+  // Fetch, asking `interrupted` as Next does (before each wait, at least
+  // every 50 ms, on the calling thread, no lock of the loader's held): once
+  // it returns true, Fetch returns Cancelled("interrupted"). The reads sent
+  // for the call end on their own (answer, timeout or retries spent) and
+  // their memory is then released; the loader stays usable.
+  StatusOr<BatchPtr> Fetch(const std::vector<SampleKey>& keys, const std::function<bool()>& interrupted);
 
   // Batches per epoch for this rank.
   int64_t BatchesPerEpoch() const;

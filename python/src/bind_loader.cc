@@ -263,14 +263,7 @@ void BindLoaderClass(nb::module_& m) {
             // Ctrl-C ends the wait with KeyboardInterrupt, no batch taken
             // (the next call returns it).
             bool raised = false;
-            std::function<bool()> interrupted;
-            if (OnMainThread()) {
-              interrupted = [&raised] {
-                nb::gil_scoped_acquire gil;
-                raised = PyErr_CheckSignals() != 0;
-                return raised;
-              };
-            }
+            const std::function<bool()> interrupted = SignalCheck(&raised);
             StatusOr<Item> next = Status::Internal("no batch read");
             {
               nb::gil_scoped_release release;
@@ -285,10 +278,19 @@ void BindLoaderClass(nb::module_& m) {
       .def(
           "fetch",
           [](PyLoader& l, const std::vector<uint64_t>& keys) {
-            Item it = Unwrap(l.s().Fetch(KeysOf(keys)));
-            return PyBatch{std::move(it), false};
+            // Ctrl-C ends the wait as in next(); the reads sent end on
+            // their own.
+            bool raised = false;
+            const std::function<bool()> interrupted = SignalCheck(&raised);
+            StatusOr<Item> fetched = Status::Internal("nothing fetched");
+            {
+              nb::gil_scoped_release release;
+              fetched = l.s().Fetch(KeysOf(keys), interrupted);
+            }
+            if (raised) throw nb::python_error();
+            return PyBatch{Unwrap(std::move(fetched)), false};
           },
-          nb::call_guard<nb::gil_scoped_release>(), "keys"_a, "Reads exactly these samples now, in this order.")
+          "keys"_a, "Reads exactly these samples now, in this order.")
       .def(
           "state",
           [](PyLoader& l) {

@@ -16,6 +16,15 @@ bool OnMainThread() {
   return threading.attr("current_thread")().is(threading.attr("main_thread")());
 }
 
+std::function<bool()> SignalCheck(bool* raised) {
+  if (!OnMainThread()) return {};
+  return [raised] {
+    nb::gil_scoped_acquire gil;
+    *raised = PyErr_CheckSignals() != 0;
+    return *raised;
+  };
+}
+
 Status RunInterruptibly(const std::function<Status()>& work, std::atomic<bool>* stop) {
   if (!OnMainThread()) {
     // No handler would run here; and a thread that takes the GIL back

@@ -36,6 +36,14 @@ Status RunInterruptibly(const std::function<Status()>& work, std::atomic<bool>* 
 // thread can ask Python's handlers in its waits there (Loader.next does).
 bool OnMainThread();
 
+// For a core call that waits on the calling thread and asks a check before
+// each wait (Loader::Next, Loader::Fetch): on the main thread, a check that
+// takes the GIL, runs Python's signal handlers and, when one raised, sets
+// *raised and says stop (raise its pending exception, nb::python_error, once
+// the call has returned); elsewhere an empty one (nothing to ask). Called
+// with the GIL held; `raised` is borrowed for the call.
+std::function<bool()> SignalCheck(bool* raised);
+
 }  // namespace cqlstream::python
 
 #endif  // CQLSTREAM_PYTHON_INTERRUPTIBLE_H_

@@ -297,8 +297,8 @@ Status Stream::Restore(const std::vector<std::string>& states) {
   return loader_->Restore(states);
 }
 
-StatusOr<Item> Stream::Fetch(const std::vector<SampleKey>& keys) {
-  CQLS_ASSIGN_OR_RETURN(BatchPtr b, loader_->Fetch(keys));
+StatusOr<Item> Stream::Fetch(const std::vector<SampleKey>& keys, const std::function<bool()>& interrupted) {
+  CQLS_ASSIGN_OR_RETURN(BatchPtr b, loader_->Fetch(keys, interrupted));
   Item it;
   if (!decoding() || !b) {
     it.raw = std::move(b);

@@ -127,7 +127,8 @@ class Stream {
   // REQUIRES: before the first Next().
   Status Restore(const std::vector<std::string>& states);
   // Interactive reads (Loader::Fetch), decoded when the stream decodes.
-  StatusOr<Item> Fetch(const std::vector<SampleKey>& keys);
+  // `interrupted` (may be empty): as Loader::Fetch's.
+  StatusOr<Item> Fetch(const std::vector<SampleKey>& keys, const std::function<bool()>& interrupted = {});
   void Close();
 
   bool Done() const;

@@ -182,6 +182,10 @@ StatusOr<BatchPtr> Loader::Next(const std::function<bool()>& interrupted) {
 }
 
 StatusOr<BatchPtr> Loader::Fetch(const std::vector<SampleKey>& keys) {
+  return Fetch(keys, std::function<bool()>());
+}
+
+StatusOr<BatchPtr> Loader::Fetch(const std::vector<SampleKey>& keys, const std::function<bool()>& interrupted) {
   Impl& L = *impl_;
   if (keys.size() > static_cast<size_t>(L.o.batch_size)) {
     return Status::InvalidArgument(
@@ -211,7 +215,24 @@ StatusOr<BatchPtr> Loader::Fetch(const std::vector<SampleKey>& keys) {
   }
   L.Start(std::move(launches));
   MutexLock lock(&L.mu);
-  while (!L.closed && !e->batches.Settled()) L.ready_cv.Wait(&L.mu);
+  while (!L.closed && !e->batches.Settled()) {
+    if (!interrupted) {
+      L.ready_cv.Wait(&L.mu);
+      continue;
+    }
+    lock.Unlock();  // the caller's check may take its own locks (Python's GIL)
+    const bool stop = interrupted();
+    lock.Lock();
+    if (stop) {
+      if (L.closed) break;
+      // Its reads still point at it: the last of them to end drops it
+      // (DropIfAbandoned), unless that was while the check ran.
+      e->abandoned = true;
+      L.DropIfAbandoned(e);
+      return Status::Cancelled("interrupted");
+    }
+    if (!e->batches.Settled()) L.ready_cv.WaitFor(&L.mu, std::chrono::milliseconds(50));
+  }
   auto self = std::find_if(L.fetches.begin(), L.fetches.end(), [&](const auto& p) { return p.get() == e; });
   std::unique_ptr<Epoch> mine = std::move(*self);
   L.fetches.erase(self);

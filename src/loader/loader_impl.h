@@ -142,6 +142,9 @@ struct Epoch {
   // for ahead of their issue (LookAheadKeys).
   uint64_t keys_ahead = 0;
   loader::BatchAssembler batches;
+  // A Fetch call given up while its reads were in flight (interrupted): the
+  // last of them to end drops it from Impl::fetches.
+  bool abandoned = false;
 
   bool AllIssued() const { return next_seq == batches.samples(); }
 };
@@ -425,6 +428,9 @@ struct Loader::Impl {
       REQUIRES(mu);
   void CompleteTask(Task& t) REQUIRES(mu);
   void FailTask(Task& t, const Status& err) REQUIRES(mu);
+  // Drops `e` from fetches once it is an abandoned Fetch whose every sample
+  // is resolved (its reads' ends touch nothing of it after that).
+  void DropIfAbandoned(Epoch* e) REQUIRES(mu);
   void HandleFailure(const std::shared_ptr<Task>& t, const Status& err) REQUIRES(mu);
   // Attempt `s` ended without its answer (a failed request, whose frame may
   // still be streaming into `s`): from now on its cells are dropped and claim

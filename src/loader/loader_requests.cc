@@ -412,6 +412,7 @@ void Loader::Impl::CompleteTask(Task& t) {
   const loader::AssemblyProgress p = t.ep->batches.Complete(t.slot, std::move(f));
   m_skipped += p.lost;
   if (p.batch_finished) ready_cv.SignalAll();
+  DropIfAbandoned(t.ep);
 }
 
 void Loader::Impl::FailTask(Task& t, const Status& err) {
@@ -422,6 +423,12 @@ void Loader::Impl::FailTask(Task& t, const Status& err) {
   const loader::AssemblyProgress p = t.ep->batches.Fail(t.seq, t.key, t.slot, err);
   m_skipped += p.lost;
   ready_cv.SignalAll();
+  DropIfAbandoned(t.ep);
+}
+
+void Loader::Impl::DropIfAbandoned(Epoch* e) {
+  if (!e->abandoned || !e->batches.Settled()) return;
+  std::erase_if(fetches, [e](const std::unique_ptr<Epoch>& f) { return f.get() == e; });
 }
 
 void Loader::Impl::EndSink(AttemptSink& s) {

@@ -453,6 +453,63 @@ TEST_F(LoaderTest, FetchReadsGivenKeysInOrder) {
   EXPECT_EQ(rest.keys.size() + (*first)->size(), data_->payload.size());
 }
 
+// Fetch(keys, interrupted) whose check says yes returns Cancelled
+// ("interrupted") at its first wait; the reads it sent end on their own and
+// the batch they filled is given back when the last one ends (nothing keeps
+// the abandoned call); the loader goes on serving Fetch and Next. Each call
+// is let settle before the next: its batch buffer goes back to the pool and
+// the next call takes it again, so the memory stays where one fetch left it
+// (were an abandoned call kept, each would hold a buffer of its own).
+TEST_F(LoaderTest, AnInterruptedFetchGivesBackWhatItsReadsTook) {
+  LoaderOptions o = testing::TestLoaderOptions("ldr");
+  o.batch_size = 8;
+  auto l = Loader::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  std::vector<SampleKey> want;
+  for (int32_t i = 0; i < 8; ++i) want.push_back(MakeKey(0, i * 20));
+  // The metrics once no read is in flight and at most `most` bytes are
+  // charged (or 10 s passed).
+  auto settled = [&](int64_t most) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    LoaderMetrics m = (*l)->Metrics();
+    while ((m.in_flight > 0 || m.memory_bytes > most) && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      m = (*l)->Metrics();
+    }
+    return m;
+  };
+  {
+    auto b = (*l)->Fetch(want);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    ASSERT_EQ((*b)->size(), want.size());
+  }
+  const int64_t one_fetch = settled(INT64_MAX).memory_bytes;
+  ASSERT_GT(one_fetch, 0);
+  int asked = 0;
+  const std::function<bool()> yes = [&asked] {
+    ++asked;
+    return true;
+  };
+  constexpr int kCalls = 5;
+  for (int i = 0; i < kCalls; ++i) {
+    auto cut = (*l)->Fetch(want, yes);
+    ASSERT_FALSE(cut.ok()) << "a fetch found its batch ready at once";
+    ASSERT_EQ(cut.status().code(), Status::Code::kCancelled) << cut.status().ToString();
+    EXPECT_EQ(cut.status().message(), "interrupted");
+    const LoaderMetrics m = settled(one_fetch);
+    ASSERT_EQ(m.in_flight, 0) << "call " << i;
+    ASSERT_LE(m.memory_bytes, one_fetch) << "call " << i << ": an abandoned fetch kept its batch";
+  }
+  EXPECT_EQ(asked, kCalls);
+  auto again = (*l)->Fetch(want);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ((*again)->size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ((*again)->keys[i], want[i]);
+  Delivered all = ReadEpoch(**l, *data_);
+  ASSERT_TRUE(all.error.empty()) << all.error;
+  EXPECT_EQ(all.keys.size(), data_->payload.size());
+}
+
 TEST_F(LoaderTest, ExactlyOnceThroughInjectedFaults) {
   // The proxy listens on another loopback address, same port.
   testing::FaultProxy proxy("127.0.0.2", "127.0.0.1", 9042);

@@ -230,12 +230,14 @@ def test_loader_against_hostile_server(mode: str, dataset: str, expect: str, pro
             assert count["group_failures"] == 0 or count["timeouts"] > 0, "an honest grouped read failed: " + what
 
 
+@pytest.mark.parametrize("call", ["next", "fetch"])
 @pytest.mark.parametrize("decode", [None, (8, 8)], ids=["raw", "decoded"])
-def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths, decode):
+def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths, decode, call):
     # A stalled cluster (here a server that never answers a data read)
-    # holds next() until the reads time out; Ctrl-C ends the wait at once
-    # with KeyboardInterrupt (it waited the request timeout first), and
-    # close() then returns. Decoded: the wait is on the decoded queue.
+    # holds next() or fetch() until the reads time out; Ctrl-C ends the
+    # wait at once with KeyboardInterrupt (it waited the request timeout
+    # first), and close() then returns. Decoded: next()'s wait is on the
+    # decoded queue.
     import signal
     import threading
 
@@ -254,12 +256,15 @@ def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths, decode):
         timer.start()
         try:
             with pytest.raises(KeyboardInterrupt):
-                next(iter(loader))
+                if call == "next":
+                    next(iter(loader))
+                else:
+                    loader.fetch([sample["key"] for sample in truth["samples"][:4]])
         finally:
             timer.cancel()
             signal.signal(signal.SIGINT, previous)
         waited = time.monotonic() - start
-        assert waited < 5.0, f"next() held Ctrl-C for {waited:.1f} s"
+        assert waited < 5.0, f"{call}() held Ctrl-C for {waited:.1f} s"
         start = time.monotonic()
         loader.close()
         assert time.monotonic() - start < 10.0
