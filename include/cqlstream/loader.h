@@ -131,6 +131,9 @@ struct LoaderMetrics {
   int64_t bytes = 0;
   int64_t batches = 0;
   int in_flight = 0;            // requests in flight
+  // Fetch calls not yet ended: a call interrupted while it waited counts
+  // until the last of its reads has ended (its batch is then given back).
+  int fetches = 0;
   int window = 0;               // current window (target requests in flight)
   int connections = 0;          // open connections
   int64_t bytes_in_flight = 0;  // estimate

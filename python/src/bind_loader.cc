@@ -170,6 +170,7 @@ nb::dict MetricsDict(Stream& s) {
   d["copied_bytes"] = m.copied_bytes;
   d["columns_decoded"] = m.columns_decoded;
   d["coalesced_requests"] = m.coalesced_requests;
+  d["fetches"] = m.fetches;
   d["coalesced_samples"] = m.coalesced_samples;
   d["packed_requests"] = m.packed_requests;
   d["pack_fallbacks"] = m.pack_fallbacks;

@@ -117,6 +117,9 @@ void Loader::Close() {
   if (impl_->session) impl_->session->Close();
   MutexLock l(&impl_->mu);
   impl_->epochs.clear();
+  // Interrupted Fetch calls (their reads' ends, seeing `closed`, no longer
+  // drop them); a call still waiting drops its own.
+  std::erase_if(impl_->fetches, [](const std::unique_ptr<Epoch>& f) { return f->abandoned; });
   while (!impl_->retries.empty()) impl_->retries.pop();
   impl_->watch.clear();
 }
@@ -344,6 +347,7 @@ LoaderMetrics Loader::Metrics() const {
   m.bytes = L.m_bytes;
   m.batches = L.m_batches;
   m.in_flight = static_cast<int>(L.in_flight);
+  m.fetches = static_cast<int>(L.fetches.size());
   m.window = L.ctl.window();
   m.connections = connections;
   m.connections_wanted = L.ctl.connections();

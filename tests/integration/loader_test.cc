@@ -455,11 +455,9 @@ TEST_F(LoaderTest, FetchReadsGivenKeysInOrder) {
 
 // Fetch(keys, interrupted) whose check says yes returns Cancelled
 // ("interrupted") at its first wait; the reads it sent end on their own and
-// the batch they filled is given back when the last one ends (nothing keeps
-// the abandoned call); the loader goes on serving Fetch and Next. Each call
-// is let settle before the next: its batch buffer goes back to the pool and
-// the next call takes it again, so the memory stays where one fetch left it
-// (were an abandoned call kept, each would hold a buffer of its own).
+// the last one to end drops the call (Metrics().fetches back to 0) and gives
+// its batch back; the loader goes on serving Fetch and Next. Were the
+// abandoned calls kept, each would hold a batch buffer of its own.
 TEST_F(LoaderTest, AnInterruptedFetchGivesBackWhatItsReadsTook) {
   LoaderOptions o = testing::TestLoaderOptions("ldr");
   o.batch_size = 8;
@@ -467,40 +465,47 @@ TEST_F(LoaderTest, AnInterruptedFetchGivesBackWhatItsReadsTook) {
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   std::vector<SampleKey> want;
   for (int32_t i = 0; i < 8; ++i) want.push_back(MakeKey(0, i * 20));
-  // The metrics once no read is in flight and at most `most` bytes are
-  // charged (or 10 s passed).
-  auto settled = [&](int64_t most) {
+  // The metrics once no fetch and no read is in flight (or 10 s passed).
+  auto settled = [&] {
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     LoaderMetrics m = (*l)->Metrics();
-    while ((m.in_flight > 0 || m.memory_bytes > most) && std::chrono::steady_clock::now() < end) {
+    while ((m.fetches > 0 || m.in_flight > 0) && std::chrono::steady_clock::now() < end) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       m = (*l)->Metrics();
     }
     return m;
   };
-  {
+  // What plain fetches leave charged: the pool's buffers (two when the
+  // answers came out of order: the batch was copied into a second one).
+  int64_t plain = 0;
+  for (int i = 0; i < 2; ++i) {
     auto b = (*l)->Fetch(want);
     ASSERT_TRUE(b.ok()) << b.status().ToString();
     ASSERT_EQ((*b)->size(), want.size());
+    b->reset();
+    plain = std::max(plain, settled().memory_bytes);
   }
-  const int64_t one_fetch = settled(INT64_MAX).memory_bytes;
-  ASSERT_GT(one_fetch, 0);
+  ASSERT_GT(plain, 0);
   int asked = 0;
   const std::function<bool()> yes = [&asked] {
     ++asked;
     return true;
   };
   constexpr int kCalls = 5;
+  int interrupted = 0;
   for (int i = 0; i < kCalls; ++i) {
     auto cut = (*l)->Fetch(want, yes);
-    ASSERT_FALSE(cut.ok()) << "a fetch found its batch ready at once";
+    if (cut.ok()) continue;  // every answer came before its first wait (a busy machine)
     ASSERT_EQ(cut.status().code(), Status::Code::kCancelled) << cut.status().ToString();
     EXPECT_EQ(cut.status().message(), "interrupted");
-    const LoaderMetrics m = settled(one_fetch);
+    ++interrupted;
+    const LoaderMetrics m = settled();
+    ASSERT_EQ(m.fetches, 0) << "call " << i << ": the abandoned fetch was kept";
     ASSERT_EQ(m.in_flight, 0) << "call " << i;
-    ASSERT_LE(m.memory_bytes, one_fetch) << "call " << i << ": an abandoned fetch kept its batch";
   }
-  EXPECT_EQ(asked, kCalls);
+  EXPECT_GT(interrupted, 0) << "every fetch found its batch ready at once";
+  EXPECT_EQ(asked, interrupted);
+  EXPECT_LE(settled().memory_bytes, 2 * plain) << "the abandoned fetches kept their batches";
   auto again = (*l)->Fetch(want);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   ASSERT_EQ((*again)->size(), want.size());
