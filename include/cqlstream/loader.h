@@ -216,9 +216,11 @@ class Loader {
   StatusOr<BatchPtr> Fetch(const std::vector<SampleKey>& keys);
   // Fetch, asking `interrupted` as Next does (before each wait, at least
   // every 50 ms, on the calling thread, no lock of the loader's held): once
-  // it returns true, Fetch returns Cancelled("interrupted"). The reads sent
-  // for the call end on their own (answer, timeout or retries spent) and
-  // their memory is then released; the loader stays usable.
+  // it returns true, Fetch returns Cancelled("interrupted"), even where the
+  // reads ended while it was asked. The reads sent for the call end on their
+  // own (answer, timeout or retries spent) and its batch is then given back
+  // (Metrics().fetches counts the call until then; after Close, at once);
+  // the loader stays usable. On a closed loader: Cancelled("loader closed").
   StatusOr<BatchPtr> Fetch(const std::vector<SampleKey>& keys, const std::function<bool()>& interrupted);
 
   // Batches per epoch for this rank.

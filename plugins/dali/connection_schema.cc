@@ -53,6 +53,9 @@ certificate (anyone on the path can impersonate the server; throwaway test nodes
 stderr as the CLI and Python do.)",
                     false)
     .AddOptionalArg("connections_per_host", "Connections opened per host at start (1..64). Default: 2.", 2)
+    .AddOptionalArg("max_shard_connections", R"(ScyllaDB: the most shards of a node that get a connection of
+their own through its shard-aware port (1..65535). Default: 256.)",
+                    256)
     .AddOptionalArg("io_threads", "I/O threads of the connection pool (0..64; 0: min(4, cores)).", 0)
     .AddOptionalArg("max_in_flight", R"(Most requests in flight (the adaptive window's ceiling); caps the
 load on a shared cluster. 0: automatic.)",

@@ -56,6 +56,7 @@ LoaderOptions LoaderOptionsFromSpec(const OpSpec& spec, std::string_view where) 
   str("secure_bundle", &a.secure_bundle);
   a.tls_insecure_skip_verify = spec.GetArgument<bool>("tls_insecure_skip_verify");
   num("connections_per_host", &a.connections_per_host);
+  num("max_shard_connections", &a.max_shard_connections);
   num("io_threads", &a.io_threads);
   // 0 is the schema's "automatic" for these two.
   const auto cap = [&](const char* name, std::optional<int64_t>* out) {

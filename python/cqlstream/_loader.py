@@ -172,6 +172,7 @@ _INT_ARGS = (
     ("decode_threads", 0, 1024, True),
     ("port", 1, 65535, True),
     ("connections_per_host", 1, 64, True),
+    ("max_shard_connections", 1, 65535, True),
     ("io_threads", 0, 64, True),
     ("max_in_flight", 1, _I32, True),
     ("initial_window", 1, _I32, True),
@@ -213,7 +214,7 @@ def _core_args(o: dict[str, Any], dec: dict[str, Any] | None) -> _core.OpenArgs:
     for name in ("dataset", "split", "batch_size", "seed", "rank", "world_size", "epochs", "on_missing",
                  "memory_bytes", "max_in_flight", "initial_window", "max_connections_per_host", "max_attempts",
                  "port", "keyspace", "username", "tls_server_name", "local_dc", "connections_per_host",
-                 "io_threads", "prefetch"):
+                 "max_shard_connections", "io_threads", "prefetch"):
         setattr(a, name, o[name])
     for name in ("shuffle", "ordered", "drop_last", "verify_checksums", "adaptive", "hedge", "packed",
                  "tls_insecure_skip_verify"):
@@ -315,6 +316,7 @@ class Loader:
         secure_bundle: str | os.PathLike[str] | None = None,
         local_dc: str | None = None,
         connections_per_host: int | None = None,
+        max_shard_connections: int | None = None,
         io_threads: int | None = None,
         connect_timeout: float | None = None,
         max_in_flight: int | None = None,

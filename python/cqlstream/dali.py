@@ -70,9 +70,9 @@ _OUTPUTS = ("data", "labels", "target", "keys")
 #: (plugins/dali/connection_schema.cc) and cqlstream.Loader take them.
 _CONNECTION_ARGS = ("hosts", "port", "keyspace", "username", "password_file", "tls_ca", "tls_cert", "tls_key",
                     "tls_server_name", "tls_key_passphrase_file", "tls_insecure_skip_verify", "secure_bundle",
-                    "local_dc", "connections_per_host", "io_threads", "connect_timeout", "max_in_flight",
-                    "initial_window", "max_connections_per_host", "max_attempts", "request_timeout",
-                    "retry_budget", "coalesce")
+                    "local_dc", "connections_per_host", "max_shard_connections", "io_threads", "connect_timeout",
+                    "max_in_flight", "initial_window", "max_connections_per_host", "max_attempts",
+                    "request_timeout", "retry_budget", "coalesce")
 
 
 class PluginNotLoadedError(RuntimeError):
@@ -313,7 +313,8 @@ def reader(
     from .npy blobs; native plugin only, see docs/dali.md).
     Connection keywords: hosts, port, keyspace, username, password_file,
     tls_ca, tls_cert, tls_key, tls_server_name, tls_insecure_skip_verify,
-    local_dc, connections_per_host, io_threads; throttles: max_in_flight,
+    local_dc, connections_per_host, max_shard_connections, io_threads;
+    throttles: max_in_flight,
     max_connections_per_host, coalesce (keys per coalesced read of small
     samples: 0 automatic, 1 off, at most 100) (resolved by the same code as
     the CLI's flags and Loader's keywords).

@@ -31,7 +31,8 @@ class Dataset:
 
     Connection options are those of :class:`cqlstream.Loader` (hosts, port,
     keyspace, username, password_file, tls_*, secure_bundle, local_dc,
-    connections_per_host, io_threads, connect_timeout), with the same
+    connections_per_host, max_shard_connections, io_threads,
+    connect_timeout), with the same
     CQLSTREAM_* environment defaults. The catalog is read once when the
     Dataset opens; the metadata is scanned on each :meth:`metadata` call and
     once for the first :meth:`keys_for_paths` of a split (then cached).
@@ -56,6 +57,7 @@ class Dataset:
         secure_bundle: str | os.PathLike[str] | None = None,
         local_dc: str | None = None,
         connections_per_host: int | None = None,
+        max_shard_connections: int | None = None,
         io_threads: int | None = None,
         connect_timeout: float | None = None,
         **unexpected: Any,
@@ -89,6 +91,7 @@ class Dataset:
         a.secure_bundle = os.fspath(secure_bundle) if secure_bundle is not None else None
         a.local_dc = local_dc
         a.connections_per_host = _int("connections_per_host", connections_per_host, 1, 64, optional=True)
+        a.max_shard_connections = _int("max_shard_connections", max_shard_connections, 1, 65535, optional=True)
         a.io_threads = _int("io_threads", io_threads, 0, 64, optional=True)
         a.connect_timeout_s = _seconds("connect_timeout", connect_timeout)
         self._h = _core.DatasetHandle(a)

@@ -107,6 +107,7 @@ def _core_args(o: dict[str, Any], names: list[str] | None) -> _core.WriterArgs:
     a.secure_bundle = _path(o["secure_bundle"])
     a.local_dc = o["local_dc"]
     a.connections_per_host = _int("connections_per_host", o["connections_per_host"], 1, 64, optional=True)
+    a.max_shard_connections = _int("max_shard_connections", o["max_shard_connections"], 1, 65535, optional=True)
     a.io_threads = _int("io_threads", o["io_threads"], 0, 64, optional=True)
     a.connect_timeout_s = _seconds("connect_timeout", o["connect_timeout"])
     return a
@@ -162,7 +163,8 @@ class Writer:
 
     Connection options are those of :class:`cqlstream.Loader` (hosts, port,
     keyspace, username, password_file, tls_*, secure_bundle, local_dc,
-    connections_per_host, io_threads, connect_timeout), with the same
+    connections_per_host, max_shard_connections, io_threads,
+    connect_timeout), with the same
     CQLSTREAM_* environment defaults.
     """
 
@@ -200,6 +202,7 @@ class Writer:
         secure_bundle: str | os.PathLike[str] | None = None,
         local_dc: str | None = None,
         connections_per_host: int | None = None,
+        max_shard_connections: int | None = None,
         io_threads: int | None = None,
         connect_timeout: float | None = None,
         **unexpected: Any,

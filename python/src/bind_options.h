@@ -35,6 +35,7 @@ void DefConnectionOptions(nanobind::class_<T>& c) {
       .def_rw("secure_bundle", &T::secure_bundle)
       .def_rw("local_dc", &T::local_dc)
       .def_rw("connections_per_host", &T::connections_per_host)
+      .def_rw("max_shard_connections", &T::max_shard_connections)
       .def_rw("io_threads", &T::io_threads)
       .def_rw("connect_timeout_s", &T::connect_timeout_s);
 }

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bind_options.h"
 #include "cqlstream/dataset.h"
 #include "loader/option_kit.h"
 #include "net/session.h"
@@ -247,8 +248,8 @@ class WriterHandle {
 }  // namespace
 
 void BindWriter(nb::module_& m) {
-  nb::class_<WriterArgs>(m, "WriterArgs", "What cqlstream.Writer passes to the core (see cqlstream.Writer).")
-      .def(nb::init<>())
+  nb::class_<WriterArgs> args(m, "WriterArgs", "What cqlstream.Writer passes to the core (see cqlstream.Writer).");
+  args.def(nb::init<>())
       .def_rw("dataset", &WriterArgs::dataset)
       .def_rw("split", &WriterArgs::split)
       .def_rw("source_id", &WriterArgs::source_id)
@@ -266,23 +267,8 @@ void BindWriter(nb::module_& m) {
       .def_rw("resize_shorter", &WriterArgs::resize_shorter)
       .def_rw("center_crop", &WriterArgs::center_crop)
       .def_rw("reencode", &WriterArgs::reencode)
-      .def_rw("resize_target", &WriterArgs::resize_target)
-      .def_rw("hosts", &WriterArgs::hosts)
-      .def_rw("port", &WriterArgs::port)
-      .def_rw("keyspace", &WriterArgs::keyspace)
-      .def_rw("username", &WriterArgs::username)
-      .def_rw("password_file", &WriterArgs::password_file)
-      .def_rw("tls_ca", &WriterArgs::tls_ca)
-      .def_rw("tls_cert", &WriterArgs::tls_cert)
-      .def_rw("tls_key", &WriterArgs::tls_key)
-      .def_rw("tls_server_name", &WriterArgs::tls_server_name)
-      .def_rw("tls_key_passphrase_file", &WriterArgs::tls_key_passphrase_file)
-      .def_rw("tls_insecure_skip_verify", &WriterArgs::tls_insecure_skip_verify)
-      .def_rw("secure_bundle", &WriterArgs::secure_bundle)
-      .def_rw("local_dc", &WriterArgs::local_dc)
-      .def_rw("connections_per_host", &WriterArgs::connections_per_host)
-      .def_rw("io_threads", &WriterArgs::io_threads)
-      .def_rw("connect_timeout_s", &WriterArgs::connect_timeout_s);
+      .def_rw("resize_target", &WriterArgs::resize_target);
+  DefConnectionOptions(args);
 
   nb::class_<WriterHandle>(m, "WriterHandle", "A sample writer of one split (store::SampleWriter).")
       .def(nb::init<const WriterArgs&>(), "args"_a)

@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -50,11 +51,9 @@ class ConnectionFlags {
  private:
   std::string hosts_, keyspace_, username_, password_file_, tls_ca_, tls_cert_, tls_key_, tls_server_name_, local_dc_;
   std::string tls_key_passphrase_file_, secure_bundle_;
-  double connect_timeout_s_ = 0;
-  int port_ = 0;
-  int connections_ = 0;
-  int io_threads_ = 0;
-  int timeout_ms_ = 0;
+  std::optional<double> connect_timeout_s_;
+  // Unset unless given (then checked by the option kit, 0 included).
+  std::optional<int64_t> port_, connections_, max_shard_connections_, io_threads_, timeout_ms_;
   bool tls_insecure_ = false;
 };
 

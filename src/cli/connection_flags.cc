@@ -34,6 +34,8 @@ void ConnectionFlags::Add(CLI::App* app) {
                 "--port and --tls-ca/-cert/-key (env CQLSTREAM_SECURE_BUNDLE; docs/security.md)");
   g->add_option("--local-dc", local_dc_, "Data center whose hosts are tried first (env CQLSTREAM_LOCAL_DC)");
   g->add_option("--connections,--connections-per-host", connections_, "Connections per host (1..64; default 2)");
+  g->add_option("--max-shard-connections", max_shard_connections_,
+                "ScyllaDB: the most shards of a node that get a connection of their own (1..65535; default 256)");
   g->add_option("--io-threads", io_threads_, "I/O threads (0..64; default: min(4, cores))");
   g->add_option("--connect-timeout", connect_timeout_s_, "Seconds to open a connection (default 5)");
   g->add_option("--timeout-ms", timeout_ms_, "Per-request timeout in milliseconds (default 12000)");
@@ -49,7 +51,7 @@ StatusOr<ConnectionOptions> ConnectionFlags::Resolve() const {
     std::string h;
     while (std::getline(ss, h, ',')) a.hosts->push_back(h);
   }
-  if (port_ != 0) a.port = port_;
+  a.port = port_;
   if (!keyspace_.empty()) a.keyspace = keyspace_;
   if (!username_.empty()) a.username = username_;
   if (!password_file_.empty()) a.password_file = password_file_;
@@ -61,14 +63,18 @@ StatusOr<ConnectionOptions> ConnectionFlags::Resolve() const {
   a.tls_insecure_skip_verify = tls_insecure_;
   if (!secure_bundle_.empty()) a.secure_bundle = secure_bundle_;
   if (!local_dc_.empty()) a.local_dc = local_dc_;
-  if (connections_ != 0) a.connections_per_host = connections_;
-  if (io_threads_ != 0) a.io_threads = io_threads_;
-  if (connect_timeout_s_ != 0) a.connect_timeout_s = connect_timeout_s_;
+  a.connections_per_host = connections_;
+  a.max_shard_connections = max_shard_connections_;
+  a.io_threads = io_threads_;
+  a.connect_timeout_s = connect_timeout_s_;
   CQLS_ASSIGN_OR_RETURN(loader::ResolvedOptions r, loader::ResolveOptions(a, loader::OptionSpelling::kFlag));
   ConnectionOptions o = std::move(r.connection);
-  if (timeout_ms_ != 0) {
-    if (timeout_ms_ < 0) return Status::InvalidArgument("--timeout-ms must be positive");
-    o.request_timeout = std::chrono::milliseconds(timeout_ms_);
+  if (timeout_ms_) {
+    constexpr int64_t kMostMs = static_cast<int64_t>(loader::kMaxOptionSeconds * 1000);
+    if (*timeout_ms_ < 1 || *timeout_ms_ > kMostMs) {
+      return Status::InvalidArgument(fmt::format("--timeout-ms must be in [1, {}], got {}", kMostMs, *timeout_ms_));
+    }
+    o.request_timeout = std::chrono::milliseconds(*timeout_ms_);
   }
   loader::PrintWarnings(r.warnings);
   return o;

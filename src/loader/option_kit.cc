@@ -98,6 +98,10 @@ Status ApplyConnection(const OptionArgs& a, const Checker& c, ResolvedOptions* r
   if (a.connections_per_host) {
     CQLS_ASSIGN_OR_RETURN(o.connections_per_host, c.Int("connections_per_host", *a.connections_per_host, 1, 64));
   }
+  if (a.max_shard_connections) {
+    CQLS_ASSIGN_OR_RETURN(o.max_shard_connections,
+                          c.Int("max_shard_connections", *a.max_shard_connections, 1, 65535));
+  }
   if (a.io_threads) {
     CQLS_ASSIGN_OR_RETURN(o.io_threads, c.Int("io_threads", *a.io_threads, 0, 64));
   }

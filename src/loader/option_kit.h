@@ -67,6 +67,9 @@ struct OptionArgs {
   std::optional<std::string> secure_bundle;
   std::optional<std::string> local_dc;
   std::optional<int64_t> connections_per_host;
+  // ScyllaDB: the most shards of a node that get a connection of their own
+  // (ConnectionOptions::max_shard_connections, 1..65535).
+  std::optional<int64_t> max_shard_connections;
   std::optional<int64_t> io_threads;
   std::optional<double> connect_timeout_s;
   // Loader throttles.
@@ -90,7 +93,7 @@ inline constexpr std::string_view kOptionArgNames[] = {
     // Connection (the CLI's connection flags: --hosts ... --connect-timeout).
     "hosts", "port", "keyspace", "username", "password_file", "tls_ca", "tls_cert", "tls_key", "tls_server_name",
     "tls_key_passphrase_file", "tls_insecure_skip_verify", "secure_bundle", "local_dc", "connections_per_host",
-    "io_threads", "connect_timeout",
+    "max_shard_connections", "io_threads", "connect_timeout",
     // Loader throttles.
     "max_in_flight", "initial_window", "max_connections_per_host", "max_attempts", "request_timeout", "retry_budget",
     "coalesce"};

@@ -1,6 +1,7 @@
 // Copyright (c) cqlstream authors.
 #include "loader/option_kit.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -89,6 +90,7 @@ TEST(OptionKitTest, ThrottlesAreCheckedAndApplied) {
   b.max_in_flight = 64;
   b.max_connections_per_host = 4;
   b.connections_per_host = 3;
+  b.max_shard_connections = 1000;
   b.io_threads = 2;
   b.request_timeout_s = 1.5;
   r = ResolveOptions(b, OptionSpelling::kKeyword);
@@ -102,6 +104,28 @@ TEST(OptionKitTest, ThrottlesAreCheckedAndApplied) {
   EXPECT_EQ(lo.request_timeout.count(), 1500);
   EXPECT_EQ(lo.connection.connections_per_host, 3);
   EXPECT_EQ(lo.connection.io_threads, 2);
+  EXPECT_EQ(lo.connection.max_shard_connections, 1000);
+}
+
+// The shard cap of ScyllaDB's shard-aware pools: 1..65535, named as the
+// front end spells it; unset, the default.
+TEST(OptionKitTest, MaxShardConnectionsIsCheckedAndApplied) {
+  for (int64_t bad : {int64_t{0}, int64_t{-1}, int64_t{65536}, int64_t{1} << 40}) {
+    OptionArgs a;
+    a.max_shard_connections = bad;
+    auto r = ResolveOptions(a, OptionSpelling::kFlag);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().message(), fmt::format("--max-shard-connections must be in [1, 65535], got {}", bad));
+  }
+  OptionArgs none;
+  auto r = ResolveOptions(none, OptionSpelling::kKeyword);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->connection.max_shard_connections, ConnectionOptions().max_shard_connections);
+  OptionArgs one;
+  one.max_shard_connections = 1;
+  r = ResolveOptions(one, OptionSpelling::kKeyword);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->connection.max_shard_connections, 1);
 }
 
 TEST(OptionKitTest, CoalesceIsCheckedAndApplied) {

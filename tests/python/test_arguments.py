@@ -54,6 +54,8 @@ def test_timeouts_must_be_numbers(name, value):
         ("port", 0),
         ("port", 65536),
         ("connections_per_host", 1 << 40),
+        ("max_shard_connections", 0),
+        ("max_shard_connections", 65536),
         ("io_threads", -1),
         ("max_in_flight", 1 << 31),
         ("initial_window", 0),

@@ -13,6 +13,8 @@ import inspect
 import re
 import subprocess
 
+import pytest
+
 import cqlstream
 import cqlstream.dali as cd
 from cqlstream import _core
@@ -85,3 +87,42 @@ def test_python_writer_takes_every_connection_option():
     args = _core.WriterArgs()
     missing = [n for n in connection if not (hasattr(args, n) or hasattr(args, n + "_s"))]
     assert not missing, f"_core.WriterArgs lacks {missing}"
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--max-shard-connections", "0", "--max-shard-connections must be in [1, 65535], got 0"),
+    ("--max-shard-connections", "65536", "--max-shard-connections must be in [1, 65535], got 65536"),
+    # Given as 0, these were taken as not given (the default) before.
+    ("--connections", "0", "--connections-per-host must be in [1, 64], got 0"),
+    ("--port", "0", "--port must be in [1, 65535], got 0"),
+    ("--connect-timeout", "0", "--connect-timeout must be a finite number of seconds in (0, 86400], got 0"),
+    ("--timeout-ms", "0", "--timeout-ms must be in [1, 86400000], got 0"),
+])
+def test_cli_refuses_a_connection_number_out_of_range(flag, value, message):
+    # Refused before anything connects (the host below does not exist).
+    r = subprocess.run([str(cli_path()), "ping", "--hosts", "192.0.2.1", flag, value], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr, r.stderr
+
+
+def test_python_front_ends_refuse_a_shard_cap_out_of_range():
+    # Refused before anything connects (the host does not exist).
+    for make in (cqlstream.Dataset, cqlstream.Loader,
+                 lambda name, **kw: cqlstream.Writer(name, source_id="s", **kw)):
+        with pytest.raises(ValueError, match=r"^max_shard_connections must be an int in \[1, 65535\]"):
+            make("ds", hosts="192.0.2.1", max_shard_connections=65536)
+
+
+def test_the_core_checks_the_shard_cap_each_binding_gives_it():
+    # The value reaches the option kit through each binding's arguments
+    # (bypassing the Python-side check): the kit names it.
+    for handle, args in ((_core.Loader, _core.OpenArgs), (_core.DatasetHandle, _core.DatasetArgs),
+                         (_core.WriterHandle, _core.WriterArgs)):
+        a = args()
+        a.dataset = "ds"
+        a.hosts = ["192.0.2.1"]
+        a.max_shard_connections = 70000
+        with pytest.raises(cqlstream.InvalidArgumentError, match=r"^max_shard_connections must be in \[1, 65535\], "
+                                                                   r"got 70000$"):
+            handle(a)
