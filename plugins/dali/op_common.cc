@@ -41,7 +41,7 @@ LoaderOptions LoaderOptionsFromSpec(const OpSpec& spec, std::string_view where) 
     if (spec.HasArgument(name)) *out = StringArg(spec, name);
   };
   const auto num = [&](const char* name, std::optional<int64_t>* out) {
-    if (spec.HasArgument(name)) *out = spec.GetArgument<int>(name);
+    if (spec.HasArgument(name)) *out = spec.GetArgument<int64_t>(name);
   };
   num("port", &a.port);
   str("keyspace", &a.keyspace);
@@ -60,7 +60,7 @@ LoaderOptions LoaderOptionsFromSpec(const OpSpec& spec, std::string_view where) 
   num("io_threads", &a.io_threads);
   // 0 is the schema's "automatic" for these two.
   const auto cap = [&](const char* name, std::optional<int64_t>* out) {
-    if (spec.HasArgument(name) && spec.GetArgument<int>(name) != 0) *out = spec.GetArgument<int>(name);
+    if (spec.HasArgument(name) && spec.GetArgument<int64_t>(name) != 0) *out = spec.GetArgument<int64_t>(name);
   };
   cap("max_in_flight", &a.max_in_flight);
   cap("max_connections_per_host", &a.max_connections_per_host);

@@ -14,7 +14,8 @@ namespace cqlstream::cli {
 void ConnectionFlags::Add(CLI::App* app) {
   auto* g = app;
   g->add_option("--hosts", hosts_, "Contact points, comma-separated (env CQLSTREAM_HOSTS; default 127.0.0.1)");
-  g->add_option("--port", port_, "CQL native port (env CQLSTREAM_PORT; default 9042)");
+  g->add_option("--port", port_, "CQL native port (env CQLSTREAM_PORT; default 9042)")
+      ->check(CLI::Number);
   g->add_option("--keyspace", keyspace_, "Keyspace holding the datasets (env CQLSTREAM_KEYSPACE; default cqlstream)");
   g->add_option("--username", username_, "User for PasswordAuthenticator (env CQLSTREAM_USERNAME)");
   g->add_option("--password-file", password_file_,
@@ -33,12 +34,17 @@ void ConnectionFlags::Add(CLI::App* app) {
                 "Cloud secure-connect bundle (zip): endpoint, CA, client certificate and key; replaces --hosts, "
                 "--port and --tls-ca/-cert/-key (env CQLSTREAM_SECURE_BUNDLE; docs/security.md)");
   g->add_option("--local-dc", local_dc_, "Data center whose hosts are tried first (env CQLSTREAM_LOCAL_DC)");
-  g->add_option("--connections,--connections-per-host", connections_, "Connections per host (1..64; default 2)");
+  g->add_option("--connections,--connections-per-host", connections_, "Connections per host (1..64; default 2)")
+      ->check(CLI::Number);
   g->add_option("--max-shard-connections", max_shard_connections_,
-                "ScyllaDB: the most shards of a node that get a connection of their own (1..65535; default 256)");
-  g->add_option("--io-threads", io_threads_, "I/O threads (0..64; default: min(4, cores))");
-  g->add_option("--connect-timeout", connect_timeout_s_, "Seconds to open a connection (default 5)");
-  g->add_option("--timeout-ms", timeout_ms_, "Per-request timeout in milliseconds (default 12000)");
+                "ScyllaDB: the most shards of a node that get a connection of their own (1..65535; default 256)")
+      ->check(CLI::Number);
+  g->add_option("--io-threads", io_threads_, "I/O threads (0..64; default: min(4, cores))")
+      ->check(CLI::Number);
+  g->add_option("--connect-timeout", connect_timeout_s_, "Seconds to open a connection (default 5)")
+      ->check(CLI::Number);
+  g->add_option("--timeout-ms", timeout_ms_, "Per-request timeout in milliseconds (default 12000)")
+      ->check(CLI::Number);
 }
 
 StatusOr<ConnectionOptions> ConnectionFlags::Resolve() const {

@@ -349,6 +349,9 @@ def test_bad_arguments_are_errors_at_build(cls_ds):
         _raw_reader(cls_ds.name, output_target=True)
     with pytest.raises(TypeError, match="no password= argument"):
         cd.reader(cls_ds.name, password="secret")
+    # A number past 32 bits reaches the option kit whole (not wrapped to 1).
+    with pytest.raises(RuntimeError, match=r"max_shard_connections must be in \[1, 65535\], got 4294967297"):
+        _raw_reader(cls_ds.name, max_shard_connections=(1 << 32) + 1)
 
 
 def _raw_reader(dataset: str, **kw):

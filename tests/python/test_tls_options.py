@@ -97,6 +97,9 @@ def test_python_writer_takes_every_connection_option():
     ("--port", "0", "--port must be in [1, 65535], got 0"),
     ("--connect-timeout", "0", "--connect-timeout must be a finite number of seconds in (0, 86400], got 0"),
     ("--timeout-ms", "0", "--timeout-ms must be in [1, 86400000], got 0"),
+    # An empty value (an unset shell variable) meant the default too.
+    ("--port", "", "--port: Failed parsing"),
+    ("--timeout-ms", "", "--timeout-ms: Failed parsing"),
 ])
 def test_cli_refuses_a_connection_number_out_of_range(flag, value, message):
     # Refused before anything connects (the host below does not exist).
