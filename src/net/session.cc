@@ -189,6 +189,23 @@ StatusOr<ResultSet> Session::Execute(Statement statement) {
   return Wait(f);
 }
 
+StatusOr<ResultSet> Session::Execute(Statement statement, const std::atomic<bool>* stop) {
+  if (stop == nullptr) return Execute(std::move(statement));
+  if (impl_->io->InPoolThread()) {
+    return Status::Internal("Session::Execute called from an I/O thread (use ExecuteAsync)");
+  }
+  // The answer may come after the caller has given up: the callback keeps
+  // the promise.
+  auto p = std::make_shared<std::promise<StatusOr<ResultSet>>>();
+  std::future<StatusOr<ResultSet>> f = p->get_future();
+  ExecuteAsync(std::move(statement), [p](StatusOr<ResultSet> r) { p->set_value(std::move(r)); });
+  while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    if (stop->load(std::memory_order_relaxed)) return Status::Cancelled("interrupted");
+    f.wait_for(kStopPoll);
+  }
+  return f.get();
+}
+
 StatusOr<ResultSet> Session::Query(std::string query, std::vector<Value> values) {
   return Execute(Statement::Query(std::move(query), std::move(values)));
 }
@@ -208,16 +225,16 @@ Status Session::ReadBudget::Take(int64_t more_rows, int64_t more_bytes) {
 }
 
 Status Session::ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page) {
-  ReadBudget unbounded{"", INT64_MAX, INT64_MAX};
+  ReadBudget unbounded = Unbounded();
   return ForEachPage(std::move(statement), on_page, &unbounded);
 }
 
 Status Session::ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page,
-                            ReadBudget* budget) {
+                            ReadBudget* budget, const std::atomic<bool>* stop) {
   if (statement.sink) return Status::InvalidArgument("ForEachPage needs a buffered statement (no sink)");
   int empty_in_a_row = 0;
   for (;;) {
-    auto r = Execute(statement);
+    auto r = Execute(statement, stop);
     if (!r.ok()) return r.status();
     const cql::Rows* rows = r->rows();
     if (rows == nullptr) return Status::InvalidArgument("statement returned no rows result");

@@ -47,6 +47,7 @@
 #ifndef CQLSTREAM_NET_SESSION_H_
 #define CQLSTREAM_NET_SESSION_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -215,6 +216,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // page's cells have reached the sink by then.
   void ExecuteAsync(Statement statement, ResultCallback callback);
   StatusOr<ResultSet> Execute(Statement statement);
+  // Execute, given up once *stop is set (looked at before each wait of at
+  // most kStopPoll; an answer already in hand is returned): then
+  // Cancelled("interrupted"), and the request goes on, its answer dropped.
+  // A null `stop`: Execute. `stop` is borrowed for the call.
+  StatusOr<ResultSet> Execute(Statement statement, const std::atomic<bool>* stop);
+  static constexpr std::chrono::milliseconds kStopPoll{50};
   // Unprepared query, consistency LOCAL_ONE unless given; convenience.
   StatusOr<ResultSet> Query(std::string query, std::vector<Value> values = {});
   // Runs all pages of a statement, calling `on_page` for each buffered page.
@@ -241,9 +248,13 @@ class Session : public std::enable_shared_from_this<Session> {
   };
   // ForEachPage within `budget`: a page that would take the read past
   // either bound is not handed over, and the read ends with Unsupported
-  // naming budget->what and the bound. REQUIRES: budget != nullptr.
+  // naming budget->what and the bound; each page's wait is given up once
+  // *stop is set (Execute above; `stop` may be null). REQUIRES: budget !=
+  // nullptr.
   Status ForEachPage(Statement statement, const std::function<Status(const cql::Rows&)>& on_page,
-                     ReadBudget* budget);
+                     ReadBudget* budget, const std::atomic<bool>* stop = nullptr);
+  // A budget that bounds nothing (for ForEachPage with a `stop` only).
+  static ReadBudget Unbounded() { return ReadBudget{"", INT64_MAX, INT64_MAX}; }
 
   // Prepared statements are cached by query text (and re-prepared
   // transparently when a server forgets them).

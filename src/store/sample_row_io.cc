@@ -62,13 +62,20 @@ Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, Sample
         // change it (it keeps the first), so the pages stop there: a server
         // could page rows on without end.
         bool stopped = false;
-        const Status read = s.ForEachPage(q, [dec, &stopped, &interrupted](const cql::Rows& r) {
-          dec->AddPage(r);
-          if (interrupted()) return Status::Cancelled("interrupted");
-          if (!dec->failed()) return Status::OK();
-          stopped = true;
-          return Status::Cancelled("the sample's rows hold a problem: no more pages");
-        });
+        net::Session::ReadBudget unbounded = net::Session::Unbounded();
+        // Each page's wait ends at `stop` too: a server may hold a page up to
+        // the request timeout.
+        const Status read = s.ForEachPage(
+            q,
+            [dec, &stopped, &interrupted](const cql::Rows& r) {
+              dec->AddPage(r);
+              if (interrupted()) return Status::Cancelled("interrupted");
+              if (!dec->failed()) return Status::OK();
+              stopped = true;
+              return Status::Cancelled("the sample's rows hold a problem: no more pages");
+            },
+            &unbounded, stop);
+        if (!read.ok() && interrupted()) return Status::Cancelled("interrupted");
         return stopped ? Status::OK() : read;
       },
       [&](const Status& r) {

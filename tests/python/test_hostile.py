@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import built_binary
+from conftest import built_binary, cli_path
 
 BOUND_S = 100.0  # the Loader here retries for at most 5 s per sample
 # The datasets read in groups, and the mode that lies to their grouped reads.
@@ -268,6 +268,42 @@ def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths, decode, ca
         start = time.monotonic()
         loader.close()
         assert time.monotonic() - start < 10.0
+    finally:
+        server.kill()
+        server.wait()
+
+
+@pytest.mark.parametrize("command", ["verify", "export"])
+def test_ctrl_c_ends_a_cli_read_waiting_on_a_page_that_never_comes(truths, tmp_path, command):
+    # verify / export read each sample page by page; a server that holds a
+    # page (here: never answers a data read) held their Ctrl-C for the
+    # request timeout (20 s here) and each read again. The wait ends at the
+    # interrupt: exit 130 at once, with the command's line.
+    import signal
+
+    truth = json.loads(truths["native"].read_text())
+    server, port = start_server("silent-data")
+    try:
+        args = [str(cli_path()), command, truth["dataset"]]
+        if command == "export":
+            args.append(str(tmp_path / "out"))
+        args += ["--hosts", "127.0.0.1", "--port", str(port), "--keyspace", truth["keyspace"], "--timeout-ms",
+                 "20000"]
+        child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.0)  # connected, the catalog read, the first data read sent
+            assert child.poll() is None, child.communicate()
+            child.send_signal(signal.SIGINT)
+            start = time.monotonic()
+            out, err = child.communicate(timeout=15)
+            waited = time.monotonic() - start
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        assert child.returncode == 130, out + err
+        assert f"{command} interrupted" in err, err
+        assert waited < 3.0, f"{command} held Ctrl-C for {waited:.1f} s"
     finally:
         server.kill()
         server.wait()
