@@ -220,8 +220,9 @@ class Dataset:
         pack, the loader reads them alone, where their own check names them)
         and ``seconds``. Raises cqlstream.Error for an attached dataset or
         when a write fails (run it again: finished segments are kept), and
-        KeyboardInterrupt at Ctrl-C on the main thread once the sample read
-        in hand is done (the segment being packed stays unpacked)."""
+        KeyboardInterrupt at Ctrl-C on the main thread within a sample read
+        (a page being waited for is given up; the segment being packed stays
+        unpacked)."""
         if split is not None and split not in self.splits():
             raise KeyError(f"dataset {self.name!r} has no split {split!r} (splits: {', '.join(self.splits())})")
         size = _int("pack_size", pack_size, _core.PACK_SIZE_MIN, _core.PACK_SIZE_MAX)

@@ -122,7 +122,7 @@ class DatasetHandle {
     o.concurrency = concurrency;
     o.force = force;
     store::PackReport r;
-    std::atomic<bool> stop{false};  // Ctrl-C: packing ends after the sample read in hand
+    std::atomic<bool> stop{false};  // Ctrl-C: packing ends within the sample read in progress
     o.stop = &stop;
     Check(RunInterruptibly([&] { return view_->Pack(o, &r); }, &stop));
     nb::list segments;

@@ -3,7 +3,7 @@
 // `cqlstream verify NAME [--split S] [--concurrency N]`: reads every committed
 // sample and checks sizes, checksums and metadata (store/verify.h). Lists the
 // problems by key and path; exit code 1 when there is any, 130 when
-// interrupted (Ctrl-C ends a sample's read after the page in hand).
+// interrupted (Ctrl-C ends a sample's read within 50 ms, a page awaited given up).
 #include <fmt/format.h>
 #include <unistd.h>
 

@@ -194,6 +194,10 @@ StatusOr<ResultSet> Session::Execute(Statement statement, const std::atomic<bool
   if (impl_->io->InPoolThread()) {
     return Status::Internal("Session::Execute called from an I/O thread (use ExecuteAsync)");
   }
+  // A sink writes into the caller's memory, which an abandoned request
+  // would outlive.
+  if (statement.sink) return Status::InvalidArgument("Execute with a stop flag needs a buffered statement (no sink)");
+  if (stop->load(std::memory_order_relaxed)) return Status::Cancelled("interrupted");
   // The answer may come after the caller has given up: the callback keeps
   // the promise.
   auto p = std::make_shared<std::promise<StatusOr<ResultSet>>>();

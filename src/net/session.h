@@ -216,10 +216,13 @@ class Session : public std::enable_shared_from_this<Session> {
   // page's cells have reached the sink by then.
   void ExecuteAsync(Statement statement, ResultCallback callback);
   StatusOr<ResultSet> Execute(Statement statement);
-  // Execute, given up once *stop is set (looked at before each wait of at
-  // most kStopPoll; an answer already in hand is returned): then
-  // Cancelled("interrupted"), and the request goes on, its answer dropped.
-  // A null `stop`: Execute. `stop` is borrowed for the call.
+  // Execute, given up once *stop is set (looked at before sending and before
+  // each wait of at most kStopPoll; an answer already in hand is returned):
+  // then Cancelled("interrupted"), and the request goes on, its answer
+  // dropped. A statement with a sink is refused (InvalidArgument): the
+  // request would outlive the memory it writes to; its `speculative` and
+  // `retry` policies must outlive the request, not only the call. A null
+  // `stop`: Execute. `stop` is borrowed for the call.
   StatusOr<ResultSet> Execute(Statement statement, const std::atomic<bool>* stop);
   static constexpr std::chrono::milliseconds kStopPoll{50};
   // Unprepared query, consistency LOCAL_ONE unless given; convenience.

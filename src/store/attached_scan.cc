@@ -59,9 +59,9 @@ std::string KeyPath(const Value& key) {
 }
 
 StatusOr<std::unique_ptr<AttachedSamples>> AttachedSamples::Open(net::Session& s, const DatasetInfo& d,
-                                                                 bool with_extra) {
+                                                                 bool with_extra, const std::atomic<bool>* stop) {
   if (!d.attached()) return Status::InvalidArgument(fmt::format("dataset '{}' is not attached", d.name));
-  std::unique_ptr<AttachedSamples> out(new AttachedSamples(s, d));
+  std::unique_ptr<AttachedSamples> out(new AttachedSamples(s, d, stop));
   CQLS_ASSIGN_OR_RETURN(out->a_, AttachedTable::FromSource(d));
   CQLS_ASSIGN_OR_RETURN(out->key_type_, AttachedKeyType(out->a_.key_type));
   CQLS_ASSIGN_OR_RETURN(out->label_type_, ParseAttachedLabelType(out->a_.label_type));
@@ -140,7 +140,7 @@ StatusOr<std::optional<net::ResultSet>> AttachedSamples::Run(const net::Prepared
   st.check_result_columns = true;  // the answer names the read it answers (net/result_columns.h)
   st.consistency = cql::Consistency::kLocalQuorum;
   st.page_size = page;  // one row is expected; two show that there are more
-  auto r = ReadAgainOnCorruption(kReadAttempts, [&] { return s_.Execute(st); });
+  auto r = ReadAgainOnCorruption(kReadAttempts, [&] { return s_.Execute(st, stop_); });
   if (r.ok()) return std::optional<net::ResultSet>(std::move(*r));
   if (r.status().code() != Status::Code::kCorruption) return r.status();
   // Answers meant for other reads, every time: this sample's problem, not
@@ -254,7 +254,7 @@ Status ScanAttachedMeta(net::Session& s, const DatasetInfo& d, const std::vector
                         const std::function<Status(const BlockRef&, std::vector<MetaRow>&)>& on_block,
                         const std::function<void(SampleKey, const Status&)>& on_problem,
                         const std::atomic<bool>* stop, bool with_extra) {
-  CQLS_ASSIGN_OR_RETURN(auto reader, AttachedSamples::Open(s, d, with_extra));
+  CQLS_ASSIGN_OR_RETURN(auto reader, AttachedSamples::Open(s, d, with_extra, stop));
   std::map<int32_t, std::string> split_of;
   for (const auto& g : segs) split_of[g.seg] = g.split;
   Mutex mu;  // serializes on_problem

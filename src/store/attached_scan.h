@@ -37,6 +37,7 @@
 #ifndef CQLSTREAM_STORE_ATTACHED_SCAN_H_
 #define CQLSTREAM_STORE_ATTACHED_SCAN_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -59,8 +60,11 @@ std::string KeyPath(const Value& key);
 class AttachedSamples {
  public:
   // Prepares the key lookup and each split's reads. REQUIRES: d.attached().
+  // Each read's wait ends once *stop is set (Cancelled("interrupted"); see
+  // net::Session::Execute); `stop` (may be null) outlives the reader.
   static StatusOr<std::unique_ptr<AttachedSamples>> Open(net::Session& s, const DatasetInfo& d,
-                                                         bool with_extra = false);
+                                                         bool with_extra = false,
+                                                         const std::atomic<bool>* stop = nullptr);
 
   // The sample's foreign key; *problem set (and nullopt returned) for a
   // per-sample problem.
@@ -79,7 +83,8 @@ class AttachedSamples {
   const AttachedTable& table() const { return a_; }
 
  private:
-  AttachedSamples(net::Session& s, const DatasetInfo& d) : s_(s), d_(d) {}
+  AttachedSamples(net::Session& s, const DatasetInfo& d, const std::atomic<bool>* stop)
+      : s_(s), d_(d), stop_(stop) {}
   // One read for sample `k`. An answer refused as another request's (a
   // Corruption: columns of another statement) is read again, up to 3 times
   // in all; then it is `k`'s problem (nullopt), not an error of the scan.
@@ -93,6 +98,7 @@ class AttachedSamples {
 
   net::Session& s_;
   const DatasetInfo& d_;
+  const std::atomic<bool>* const stop_;
   AttachedTable a_;
   DataType key_type_;
   AttachedLabelType label_type_ = AttachedLabelType::kNone;

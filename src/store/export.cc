@@ -62,7 +62,7 @@ std::string Reason(const Status& st, SampleKey key) {
 // is wrong.
 StatusOr<std::string> FetchSample(net::Session& s, const net::PreparedPtr& q, SampleKey key, SampleRowDecoder* dec,
                                   const std::atomic<bool>* stop) {
-  const Status read = ReadSampleRows(s, q, key, /*page_size=*/8, dec, stop);  // an interrupt ends it between pages
+  const Status read = ReadSampleRows(s, q, key, /*page_size=*/8, dec, stop);  // an interrupt ends it (page or wait)
   if (read.code() == Status::Code::kCancelled) return read;  // interrupted: not the sample's problem
   if (!read.ok()) return read.WithContext(fmt::format("reading sample {}", FormatKey(key)));
   if (dec->rows() == 0) return std::string("missing data");
@@ -323,7 +323,7 @@ Status Exporter::Run(const std::vector<SegmentInfo>& segs) {
     seg_max_size_[g.seg] = g.max_size;
   }
   if (d_.attached()) {
-    CQLS_ASSIGN_OR_RETURN(attached_, AttachedSamples::Open(s_, d_));
+    CQLS_ASSIGN_OR_RETURN(attached_, AttachedSamples::Open(s_, d_, /*with_extra=*/false, o_.stop));
   }
   const std::vector<BlockRef> blocks = CommittedBlocks(segs);
   for (const auto& b : blocks) r_->total += b.end_idx() - b.first_idx();

@@ -215,12 +215,13 @@ std::string DataReadManyQuery(const DatasetInfo& d);
 // one after which dec holds a problem (dec->failed(): its counts then cover
 // the pages read only), so that rows paged without end cannot keep a
 // reader asking. `stop` (optional; e.g. store/progress.h's interrupt flag)
-// is looked at after each page and before each answer read again: once
-// set, the read ends with Cancelled("interrupted") after the page in hand
+// is looked at after each page, before each answer read again and while a
+// page is waited for (every 50 ms: net::Session::Execute): once set, the
+// read ends with Cancelled("interrupted"), a page not yet in hand given up
 // (dec then covers the pages read; before an answer read again, it still
-// holds the refused one), so that a large sample served slowly does not
-// hold an interrupted command for its whole read. (Callers look at it
-// before a sample's read.)
+// holds the refused one), so that neither a large sample served slowly nor
+// a page a server holds keeps an interrupted command waiting. (Callers look
+// at it before a sample's read.)
 Status ReadSampleRows(net::Session& s, const net::PreparedPtr& data_read, SampleKey key, int page_size,
                       SampleRowDecoder* dec, const std::atomic<bool>* stop = nullptr);
 inline constexpr int kColSeg = 0, kColIdx = 1, kColSize = 2, kColImageSize = 3, kColChecksum = 4, kColLabel = 5,

@@ -40,7 +40,7 @@ StatusOr<std::string> VerifyOne(net::Session& s, const net::PreparedPtr& data_q,
                                 const SampleHints& hints, const MetaRow* meta, int64_t* bytes,
                                 const std::atomic<bool>* stop) {
   SampleRowDecoder dec(key, hints, /*keep_bytes=*/false);
-  // Chunks of up to chunk_size bytes each; an interrupt ends the read between pages.
+  // Chunks of up to chunk_size bytes each; an interrupt ends the read, also while a page is awaited.
   const Status rs = ReadSampleRows(s, data_q, key, /*page_size=*/8, &dec, stop);
   if (rs.code() == Status::Code::kCancelled) return rs;  // interrupted: not the sample's problem
   if (!rs.ok()) return rs.WithContext(fmt::format("reading sample {}", FormatKey(key)));
@@ -66,7 +66,7 @@ std::string Labels(const std::vector<int32_t>& l) {
 // or metadata rows to compare with.
 Status VerifyAttached(net::Session& s, const DatasetInfo& d, const std::vector<SegmentInfo>& segs,
                       const VerifyOptions& o, VerifyReport* report) {
-  CQLS_ASSIGN_OR_RETURN(auto reader, AttachedSamples::Open(s, d));
+  CQLS_ASSIGN_OR_RETURN(auto reader, AttachedSamples::Open(s, d, /*with_extra=*/false, o.stop));
   std::vector<std::pair<SampleKey, const SegmentInfo*>> work;  // one entry per block of 1024
   for (const auto& g : segs) {
     for (int64_t i = 0; i < g.count; i += int64_t{1} << kBlockShift) {

@@ -287,6 +287,7 @@ struct HostileServer::Conn {
     }
     switch (mode()) {
       case Mode::kSilentData:
+        s->lies_told_.fetch_add(1);  // a data read swallowed
         return true;
       case Mode::kWrongOpcode:
         return Send(Opcode::kReady, stream, {});

@@ -146,7 +146,8 @@ class HostileServer {
 
   uint16_t port() const { return port_; }
   // How many answers the mode's lie changed so far (kKeyGroupLies,
-  // kForeignGroupLies, kMisnamedColumns, kNativeGroupLies, ...), and how many grouped
+  // kForeignGroupLies, kMisnamedColumns, kNativeGroupLies, ...; kSilentData:
+  // data reads swallowed), and how many grouped
   // foreign reads and coalesced native reads were answered, so that a test
   // can tell a lie told, or a path taken, from one not.
   int64_t lies_told() const { return lies_told_.load(); }

@@ -5,7 +5,8 @@
 //
 //   cqlstream-hostile-server --mode MODE [--listen 127.0.0.1:PORT]
 //       serves until SIGINT/SIGTERM; PORT 0 (default) picks a free port.
-//       Prints "listening 127.0.0.1:PORT" on stdout once it accepts.
+//       Prints "listening 127.0.0.1:PORT" on stdout once it accepts, and
+//       "lie told" once the first lie was told (see HostileServer::lies_told).
 //   cqlstream-hostile-server --list-modes
 //       one line per mode: NAME EXPECT_READ EXPECT_CONNECT EXPECT_ATTACHED EXPECT_TINY PROBLEM-WORDS
 //   cqlstream-hostile-server --print-dataset [native|attached|tiny]
@@ -15,10 +16,13 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include "hostile/hostile_server.h"
 
@@ -108,8 +112,19 @@ int Main(int argc, char** argv) {
   }
   fmt::print("listening {}:{}\n", listen.substr(0, colon), (*s)->port());
   std::fflush(stdout);
+  // "lie told" once, when the first is: a test that must act while a lie
+  // holds its reader (a Ctrl-C while a data read is swallowed) waits for it.
+  std::atomic<bool> done{false};
+  std::thread announce([&done, server = s->get()] {
+    while (!done.load() && server->lies_told() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (done.load()) return;
+    fmt::print("lie told\n");
+    std::fflush(stdout);
+  });
   int sig = 0;
   sigwait(&set, &sig);
+  done = true;
+  announce.join();
   (*s)->Stop();
   return 0;
 }

@@ -299,6 +299,39 @@ TEST_F(ClientTest, PagingOverTenThousandRows) {
   EXPECT_GE(pages, 11);  // 10000 / 999 -> 11 pages (the last may be followed by an empty one)
 }
 
+// Execute with a stop flag: an answer as Execute's while the flag is clear;
+// a flag set before sending sends nothing and says so; a statement with a
+// sink is refused (an abandoned request would write into memory its caller
+// has given up). The wait's end at the flag: StoreTest's black-hole test.
+TEST_F(ClientTest, ExecuteWithAStopFlag) {
+  MustRun(*s_, fmt::format("CREATE TABLE IF NOT EXISTS {}.stops (k int PRIMARY KEY, v int)", ks_));
+  MustRun(*s_, fmt::format("INSERT INTO {}.stops (k, v) VALUES (1, 7)", ks_));
+  auto sel = s_->Prepare(fmt::format("SELECT v FROM {}.stops WHERE k = ?", ks_));
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  std::atomic<bool> stop{false};
+  auto r = s_->Execute(net::Statement::Bound(*sel, {Value::Int(1)}), &stop);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_NE(r->rows(), nullptr);
+  ASSERT_EQ(r->rows()->row_count(), 1);
+  EXPECT_EQ(r->rows()->value(0, 0)->as_int(), 7);
+
+  const uint64_t sent = s_->metrics().requests;
+  stop = true;
+  auto cut = s_->Execute(net::Statement::Bound(*sel, {Value::Int(1)}), &stop);
+  EXPECT_EQ(cut.status().code(), Status::Code::kCancelled) << cut.status().ToString();
+  EXPECT_EQ(cut.status().message(), "interrupted");
+  EXPECT_EQ(s_->metrics().requests, sent) << "a request was sent although the flag was set";
+
+  stop = false;
+  std::vector<uint8_t> landed;
+  auto sink = std::make_shared<LandingSink>(0, &landed);
+  net::Statement with_sink = net::Statement::Bound(*sel, {Value::Int(1)});
+  with_sink.sink = [sink](int) { return sink; };
+  auto refused = s_->Execute(with_sink, &stop);
+  EXPECT_EQ(refused.status().code(), Status::Code::kInvalidArgument) << refused.status().ToString();
+  EXPECT_FALSE(sink->seen_);
+}
+
 // A read whose rows its caller keeps stops at its budget: the page that
 // would pass it is not handed over, and the error names the read and the
 // bound. One budget may bound several reads together.

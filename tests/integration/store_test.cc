@@ -429,10 +429,11 @@ TEST_F(StoreTest, TarShards) {
   EXPECT_EQ(again.second.splits[0].action, "complete");
 }
 
-// An interrupt ends a sample's read after the page in hand, not after its
-// last chunk (verify, export and pack pass their interrupt flag): a large
-// sample served slowly does not hold an interrupted command.
-TEST_F(StoreTest, ASampleReadEndsAtAnInterruptAfterThePageInHand) {
+// An interrupt ends a sample's read at its next look at the flag, not after
+// its last chunk (verify, export and pack pass their interrupt flag): set
+// before the read, the read ends at its first wait (with the first page
+// when that was in hand at once), the rest of the large sample unread.
+TEST_F(StoreTest, ASampleReadEndsAtAnInterruptBeforeItsLastChunk) {
   TempDir dir("intr");
   const auto big = MakeJpeg(320, 320, 5);
   WriteFile(dir / "train/a/big.jpg", big);

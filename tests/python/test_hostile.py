@@ -273,15 +273,18 @@ def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths, decode, ca
         server.wait()
 
 
+@pytest.mark.parametrize("dataset", ["native", "attached"])
 @pytest.mark.parametrize("command", ["verify", "export"])
-def test_ctrl_c_ends_a_cli_read_waiting_on_a_page_that_never_comes(truths, tmp_path, command):
+def test_ctrl_c_ends_a_cli_read_waiting_on_a_page_that_never_comes(truths, tmp_path, command, dataset):
     # verify / export read each sample page by page; a server that holds a
     # page (here: never answers a data read) held their Ctrl-C for the
     # request timeout (20 s here) and each read again. The wait ends at the
-    # interrupt: exit 130 at once, with the command's line.
+    # interrupt: exit 130 at once, with the command's line. Attached: the
+    # foreign row's read.
+    import select
     import signal
 
-    truth = json.loads(truths["native"].read_text())
+    truth = json.loads(truths[dataset].read_text())
     server, port = start_server("silent-data")
     try:
         args = [str(cli_path()), command, truth["dataset"]]
@@ -291,7 +294,11 @@ def test_ctrl_c_ends_a_cli_read_waiting_on_a_page_that_never_comes(truths, tmp_p
                  "20000"]
         child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            time.sleep(1.0)  # connected, the catalog read, the first data read sent
+            # The server says when it swallowed the first data read: the
+            # command is waiting on it, its interrupt handler installed.
+            ready, _, _ = select.select([server.stdout], [], [], 30)
+            assert ready and server.stdout.readline() == "lie told\n", "no data read reached the server"
+            time.sleep(0.2)  # well into the wait
             assert child.poll() is None, child.communicate()
             child.send_signal(signal.SIGINT)
             start = time.monotonic()
