@@ -155,7 +155,8 @@ class Writer:
 
     **Pipeline.** :meth:`add` copies the bytes and returns once the sample is
     queued: at most ``concurrency`` samples and ``memory_mb`` MiB are in
-    flight (add waits while either is reached). The committed watermark
+    flight (add waits while either is reached; Ctrl-C on the main thread
+    ends that wait with KeyboardInterrupt, the sample not taken). The committed watermark
     advances every ``commit_interval`` seconds (or ``commit_every``
     samples), at :meth:`flush` and at :meth:`close`, which seals the segment.
     Leaving the ``with`` block by an exception calls :meth:`abort` instead

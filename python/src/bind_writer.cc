@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +31,7 @@
 
 #include "bind_options.h"
 #include "cqlstream/dataset.h"
+#include "interruptible.h"
 #include "loader/option_kit.h"
 #include "net/session.h"
 #include "status_error.h"
@@ -153,11 +155,16 @@ class WriterHandle {
     in.path = std::move(path);
     in.target_path = std::move(target_path);
     in.extra = std::move(extra);
+    // Ctrl-C ends a wait for memory or a write slot (the writes in flight
+    // hold them), the sample not taken.
+    bool raised = false;
+    const std::function<bool()> interrupted = SignalCheck(&raised);
     StatusOr<SampleKey> k = Status::Internal("not added");
     {
       nb::gil_scoped_release release;
-      k = w->Add(in);
+      k = w->Add(in, interrupted);
     }
+    if (raised) throw nb::python_error();
     return Unwrap(std::move(k));
   }
 

@@ -14,7 +14,9 @@
 #ifndef CQLSTREAM_STORE_BYTE_BUDGET_H_
 #define CQLSTREAM_STORE_BYTE_BUDGET_H_
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 
 #include "util/mutex.h"
 
@@ -40,6 +42,26 @@ class ByteBudget {
     while (held_ > 0 && held_ + n > limit_) cv_.Wait(&mu_);
     held_ += n;
   }
+  // Take, asking `interrupted` (no lock held) before each wait of at most
+  // kInterruptPoll: once it says yes, returns false with nothing taken.
+  // Bytes that fit at once are taken without asking.
+  bool Take(int64_t n, const std::function<bool()>& interrupted) EXCLUDES(mu_) {
+    if (!interrupted) {
+      Take(n);
+      return true;
+    }
+    MutexLock l(&mu_);
+    while (held_ > 0 && held_ + n > limit_) {
+      l.Unlock();
+      const bool stop = interrupted();
+      l.Lock();
+      if (stop) return false;
+      if (held_ > 0 && held_ + n > limit_) cv_.WaitFor(&mu_, kInterruptPoll);
+    }
+    held_ += n;
+    return true;
+  }
+  static constexpr std::chrono::milliseconds kInterruptPoll{50};
   // Gives back `n` bytes taken before.
   void Give(int64_t n) EXCLUDES(mu_) {
     if (n == 0) return;

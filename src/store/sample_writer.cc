@@ -288,7 +288,7 @@ StatusOr<Payload> SampleWriter::Prepare(const SampleInput& in, int64_t position)
   return payload;
 }
 
-StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in) {
+StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in, const std::function<bool()>& interrupted) {
   MutexLock f(&feed_mu_);
   if (closed_) return Status::InvalidArgument("this writer is closed");
   int64_t pos = 0;
@@ -305,7 +305,7 @@ StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in) {
   // feed_mu_, so the memory goes to the samples in position order; report()
   // does not wait for it.
   int64_t reserved = static_cast<int64_t>(in.data.size() + (in.target ? in.target->size() : 0));
-  budget_->Take(reserved);
+  if (!budget_->Take(reserved, interrupted)) return Status::Cancelled("interrupted");
   // Every sample is checked, also one already committed: a refused sample
   // takes no position in any run, so positions are the same in every run.
   StatusOr<Payload> payload = Prepare(in, pos);
@@ -334,7 +334,8 @@ StatusOr<SampleKey> SampleWriter::Add(const SampleInput& in) {
   item->extra = in.extra;
   item->label = in.label.value_or(-1);
   item->labels = in.labels;
-  CQLS_ASSIGN_OR_RETURN(const int32_t idx, writer_->Issue(std::move(item), std::move(payload).value(), reserved));
+  CQLS_ASSIGN_OR_RETURN(const int32_t idx,
+                        writer_->Issue(std::move(item), std::move(payload).value(), reserved, interrupted));
   {
     MutexLock l(&mu_);
     ++report_.added;

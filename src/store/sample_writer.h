@@ -59,6 +59,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -147,7 +148,14 @@ class SampleWriter {
   // the key it has). Errors: InvalidArgument (the sample; nothing taken),
   // AlreadyExists (a sealed segment has no such position), a write that
   // failed (every later call fails too), or the writer is closed.
-  StatusOr<SampleKey> Add(const SampleInput& sample) EXCLUDES(feed_mu_, mu_);
+  // `interrupted` (may be empty) is asked, with no lock of the writer's
+  // held, before each wait of at most 50 ms for memory or a write slot (the
+  // writes in flight hold them; a stalled cluster holds them up to the
+  // request timeout): once it says yes, Cancelled("interrupted") with the
+  // sample not taken (no position: the next Add takes it, as after an
+  // InvalidArgument).
+  StatusOr<SampleKey> Add(const SampleInput& sample, const std::function<bool()>& interrupted = {})
+      EXCLUDES(feed_mu_, mu_);
   // Waits for the writes in flight and commits the watermark.
   Status Flush() EXCLUDES(feed_mu_, mu_);
   // Flush, then seals the segment. A writer whose writes failed is not

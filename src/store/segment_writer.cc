@@ -258,7 +258,8 @@ void SegmentWriter::Skip() {
   AdvanceLocked();
 }
 
-StatusOr<int32_t> SegmentWriter::Issue(std::shared_ptr<const SourceItem> item, Payload payload, int64_t reserved) {
+StatusOr<int32_t> SegmentWriter::Issue(std::shared_ptr<const SourceItem> item, Payload payload, int64_t reserved,
+                                       const std::function<bool()>& interrupted) {
   auto smp = std::make_shared<Sample>();
   smp->item = std::move(item);
   smp->size = static_cast<int64_t>(payload.size);
@@ -271,7 +272,21 @@ StatusOr<int32_t> SegmentWriter::Issue(std::shared_ptr<const SourceItem> item, P
   {
     MutexLock l(&mu_);
     // Complete wakes this once Refill() slots are free (Fail at once).
-    while (inflight_ >= o_.concurrency && error_.ok()) cv_.Wait(&mu_);
+    while (inflight_ >= o_.concurrency && error_.ok()) {
+      if (!interrupted) {
+        cv_.Wait(&mu_);
+        continue;
+      }
+      l.Unlock();  // the caller's check may take its own locks (Python's GIL)
+      const bool stop = interrupted();
+      l.Lock();
+      if (stop) {
+        l.Unlock();
+        budget_->Give(std::exchange(smp->reserved, 0));
+        return Status::Cancelled("interrupted");
+      }
+      if (inflight_ >= o_.concurrency && error_.ok()) cv_.WaitFor(&mu_, std::chrono::milliseconds(50));
+    }
     if (!error_.ok()) {
       Status e = error_;
       l.Unlock();

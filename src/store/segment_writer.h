@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -90,8 +91,12 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
   // holding `reserved` bytes of the budget. Waits while `concurrency`
   // samples are in flight. Returns the sample's index; after a write failed,
   // that error (the sample is not written, its bytes are given back, the
-  // position is not handled).
-  StatusOr<int32_t> Issue(std::shared_ptr<const SourceItem> item, Payload payload, int64_t reserved) EXCLUDES(mu_);
+  // position is not handled). `interrupted` (may be empty) is asked, with no
+  // lock held, before each wait of at most 50 ms for a slot: once it says
+  // yes, Cancelled("interrupted") with nothing issued (the bytes given back,
+  // the position not handled).
+  StatusOr<int32_t> Issue(std::shared_ptr<const SourceItem> item, Payload payload, int64_t reserved,
+                          const std::function<bool()>& interrupted = {}) EXCLUDES(mu_);
   // Writes the watermark into the segment row (unchanged and not sealing:
   // nothing is written); `seal` also seals the segment.
   Status Commit(bool seal) EXCLUDES(mu_);

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,6 +86,71 @@ TEST_F(SampleWriterReportTest, ReportDoesNotWaitForABlockedAdd) {
   (void)w->Abort();  // the write failed: the error, or a commit through a new connection
   w.reset();
   (*session)->Close();
+}
+
+// An Add that waits for a write slot (the writes in flight hold it; a
+// stalled cluster holds them up to the request timeout; here the proxy
+// holds the first write's answer 3 s) ends when its caller's check says
+// so, the sample not taken: the next Add takes its position. Also an Add
+// waiting for memory (memory_bytes below two samples).
+TEST_F(SampleWriterReportTest, AnInterruptedAddTakesNoPosition) {
+  for (const bool by_memory : {false, true}) {
+    SCOPED_TRACE(by_memory ? "waiting for memory" : "waiting for a write slot");
+    testing::FaultProxy proxy("127.0.0.43", testing::TestOptions().hosts.at(0), 9042);
+    ASSERT_TRUE(proxy.ok()) << proxy.error();
+    ConnectionOptions co = testing::TestOptions();
+    co.hosts = {"127.0.0.43"};
+    co.request_timeout = std::chrono::milliseconds(20000);
+    auto session = net::Session::Connect(co);
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    // Blobs of 768 KiB: the least memory a writer takes is 1 MiB, one of them.
+    const std::vector<uint8_t> blob(768 << 10, 0x5a);
+    store::SampleWriterOptions o;
+    o.keyspace = keyspace_;
+    o.dataset = by_memory ? "interrupted_mem" : "interrupted_slot";
+    o.source_id = "feeder";
+    o.label_kind = LabelKind::kNone;
+    o.kind = SampleKind::kBlob;
+    o.concurrency = by_memory ? 64 : 1;
+    if (by_memory) o.memory_bytes = 1 << 20;  // one sample at a time
+    o.write_attempts = 1;
+    auto opened = store::SampleWriter::Open(*session, o);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    std::unique_ptr<store::SampleWriter> w = std::move(opened).value();
+
+    testing::FaultProxy::Faults f;
+    f.stall_p = 1;  // every answer from now on is held for 3 s
+    f.stall_for = std::chrono::milliseconds(3000);
+    proxy.SetFaults(f);
+    store::SampleInput in;
+    in.data = blob;
+    auto first = w->Add(in);  // issued; its answer is held
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    int asked = 0;
+    const Clock::time_point t0 = Clock::now();
+    const std::function<bool()> after_300ms = [&] {
+      ++asked;
+      return Clock::now() - t0 >= std::chrono::milliseconds(300);
+    };
+    auto cut = w->Add(in, after_300ms);
+    const auto waited = Clock::now() - t0;
+    EXPECT_EQ(cut.status().code(), Status::Code::kCancelled) << cut.status().ToString();
+    EXPECT_EQ(cut.status().message(), "interrupted");
+    EXPECT_LT(waited, std::chrono::milliseconds(2500)) << "the Add waited for the first write's answer";
+    EXPECT_GE(asked, 2) << "asked before each wait";
+    EXPECT_EQ(w->report().added, 1) << "the interrupted sample took a position";
+
+    // The next Add takes position 1 once the first write's answer came.
+    proxy.SetFaults({});
+    auto next = w->Add(in);
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    EXPECT_EQ(KeyIndex(*next), 1);
+    EXPECT_EQ(w->report().added, 2);
+    EXPECT_TRUE(w->Close().ok());
+    EXPECT_EQ(w->report().count, 2);
+    w.reset();
+    (*session)->Close();
+  }
 }
 
 }  // namespace

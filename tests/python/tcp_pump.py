@@ -1,5 +1,5 @@
 """The byte pump the tests' Python proxies share (sni_proxy.SniProxy,
-test_loader.SlowProxy): copies one direction of a proxied TCP connection.
+slow_proxy.SlowProxy): copies one direction of a proxied TCP connection.
 
 The C++ proxies are separate (bench/wan: the WAN emulator; tests/integration:
 fault_proxy.cc, asio): a Python test cannot link them, and running the WAN

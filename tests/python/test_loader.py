@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import math
-import socket
 import threading
 import time
 
@@ -13,7 +12,7 @@ import pytest
 
 import cqlstream
 from cqlstream import _core
-from tcp_pump import pump, shut_down
+from slow_proxy import SlowProxy
 
 
 def read_epoch(loader) -> list:
@@ -145,45 +144,6 @@ def test_release(images, loader_kwargs):
                 get()
         assert data.tobytes() == copy  # arrays taken before stay valid
         b.release()  # twice is fine
-
-
-class SlowProxy:
-    """A TCP proxy run by Python threads that holds every server->client chunk
-    for ``delay`` seconds. A loader connected through it can only get data
-    while those threads run, that is while the caller's thread does not hold
-    the GIL."""
-
-    def __init__(self, target: tuple[str, int], delay: float):
-        self.target, self.delay = target, delay
-        self.forwarded = 0  # server->client bytes, written only by the proxy threads
-        self._lock = threading.Lock()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._socks: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.target)
-            self._socks += [client, server]
-            threading.Thread(target=pump, args=(client, server, 1 << 20), daemon=True).start()
-            threading.Thread(target=pump, args=(server, client, 1 << 20, self._hold if self.delay else None),
-                             daemon=True).start()
-
-    def _hold(self, data: bytes):
-        time.sleep(self.delay)
-        with self._lock:
-            self.forwarded += len(data)
-
-    def close(self):
-        self._listener.close()
-        shut_down(self._socks)
-        for s in self._socks:
-            s.close()
 
 
 def test_gil_is_released_while_next_waits(images, hosts):

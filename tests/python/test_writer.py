@@ -238,3 +238,45 @@ def test_preprocessing_as_ingest(name, samples, hosts):
         assert im.format == "PNG" and im.size == (16, 16)
     with pytest.raises(cqlstream.AlreadyExistsError, match="preprocessing"):
         cqlstream.Writer(name, source_id="p3", resize_shorter=32, hosts=hosts)
+
+
+def test_ctrl_c_ends_an_add_waiting_for_a_write_slot(name, hosts):
+    # With one write slot, add() waits for the write in flight; a stalled
+    # cluster (here a proxy that holds each answer 3 s) held its Ctrl-C
+    # that long, up to the request timeout. The wait ends with
+    # KeyboardInterrupt, the sample not taken: the next add() gets its
+    # position, and close() commits both samples written.
+    import signal
+    import threading
+    import time
+
+    from slow_proxy import SlowProxy
+
+    proxy = SlowProxy((hosts.split(",")[0], 9042), delay=0)
+    try:
+        w = cqlstream.Writer(name, source_id="feeder", kind="blob", concurrency=1, commit_interval=3600,
+                             hosts="127.0.0.1", port=proxy.port)
+        proxy.delay = 3.0  # every answer from now on is held
+        first = w.add(b"first sample")
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                w.add(b"interrupted sample")
+        finally:
+            timer.cancel()
+            signal.signal(signal.SIGINT, previous)
+        waited = time.monotonic() - start
+        assert waited < 2.0, f"add() held Ctrl-C for {waited:.1f} s"
+        assert w.added == 1, "the interrupted sample took a position"
+        proxy.delay = 0
+        second = w.add(b"second sample")
+        assert (second & 0xFFFFFFFF) == (first & 0xFFFFFFFF) + 1
+        w.close()
+        assert w.report()["count"] == 2 and w.written == 2
+    finally:
+        proxy.close()
+    got = read_all(name, hosts)
+    assert sorted(data for _, data, _ in got) == [b"first sample", b"second sample"]
