@@ -269,6 +269,7 @@ class Writer:
         """Flushes and seals the segment: this ``source_id`` is complete.
         Raises the error of a write that failed (the segment then stays open)."""
         if self._h is not None:
+            self._h.refuse_from_the_check("close")  # the handle stays: add() waits on it
             h, self._h = self._h, None
             try:
                 h.close()
@@ -279,6 +280,7 @@ class Writer:
         """Flushes and leaves the segment open: a writer with the same
         ``source_id`` resumes after the committed samples."""
         if self._h is not None:
+            self._h.refuse_from_the_check("abort")  # the handle stays: add() waits on it
             h, self._h = self._h, None
             try:
                 h.abort()

@@ -20,13 +20,16 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bind_options.h"
@@ -146,6 +149,7 @@ class WriterHandle {
   uint64_t Add(const nb::bytes& data, std::optional<int32_t> label, std::optional<std::vector<int32_t>> labels,
                std::optional<nb::bytes> target, std::string path, std::string target_path,
                std::map<std::string, std::string> extra) {
+    RefuseFromTheCheck("add");
     std::shared_ptr<store::SampleWriter> w = Live();
     store::SampleInput in;
     in.data = Bytes(data);
@@ -156,9 +160,20 @@ class WriterHandle {
     in.target_path = std::move(target_path);
     in.extra = std::move(extra);
     // Ctrl-C ends a wait for memory or a write slot (the writes in flight
-    // hold them), the sample not taken.
+    // hold them), the sample not taken. Python's signal handlers run inside
+    // the check, on this thread, while the core holds the feeder's lock: a
+    // handler that calls back into this writer is refused
+    // (RefuseFromTheCheck), as it would wait on that lock for ever.
     bool raised = false;
-    const std::function<bool()> interrupted = SignalCheck(&raised);
+    std::function<bool()> interrupted = SignalCheck(&raised);
+    if (interrupted) {
+      interrupted = [this, check = std::move(interrupted)] {
+        checking_.store(std::this_thread::get_id());
+        const bool stop = check();
+        checking_.store(std::thread::id());
+        return stop;
+      };
+    }
     StatusOr<SampleKey> k = Status::Internal("not added");
     {
       nb::gil_scoped_release release;
@@ -169,6 +184,7 @@ class WriterHandle {
   }
 
   void Flush() {
+    RefuseFromTheCheck("flush");
     std::shared_ptr<store::SampleWriter> w = Live();
     Status st;
     {
@@ -179,7 +195,10 @@ class WriterHandle {
   }
 
   // Close (seal) or Abort, then the session goes: idempotent.
-  void Finish(bool seal) { Check(Stop(seal)); }
+  void Finish(bool seal) {
+    RefuseFromTheCheck(seal ? "close" : "abort");
+    Check(Stop(seal));
+  }
 
   nb::dict Report() const {
     store::SampleWriterReport r;
@@ -220,6 +239,21 @@ class WriterHandle {
     return store::SampleWriter::Open(*session, o);
   }
 
+ public:
+  // A call from a signal handler that add()'s interrupt check runs (on the
+  // same thread) raises RuntimeError instead of waiting on the feeder's
+  // lock, which that add() holds. (cqlstream.Writer's close and abort ask
+  // it before they let go of the handle.)
+  void RefuseFromTheCheck(const std::string& call) const {
+    if (checking_.load() == std::this_thread::get_id()) {
+      throw std::runtime_error(fmt::format("Writer.{}() called from a signal handler while add() waits on this writer: "
+                                           "raise in the handler (KeyboardInterrupt ends the add) and call it after",
+                                           call));
+    }
+  }
+
+ private:
+
   std::shared_ptr<store::SampleWriter> Live() const {
     if (!writer_) Check(Status::InvalidArgument("this Writer is closed"));
     return writer_;
@@ -250,6 +284,9 @@ class WriterHandle {
   std::shared_ptr<store::SampleWriter> writer_;
   std::shared_ptr<net::Session> session_;
   std::shared_ptr<store::SampleWriterReport> last_;  // the report once finished
+  // The thread running add()'s interrupt check (Python's signal handlers),
+  // while it runs.
+  std::atomic<std::thread::id> checking_{};
 };
 
 }  // namespace
@@ -284,6 +321,8 @@ void BindWriter(nb::module_& m) {
       .def("flush", &WriterHandle::Flush, "Waits for the writes in flight and commits the watermark.")
       .def("close", [](WriterHandle& h) { h.Finish(true); }, "Flushes and seals the segment.")
       .def("abort", [](WriterHandle& h) { h.Finish(false); }, "Flushes and leaves the segment open.")
+      .def("refuse_from_the_check", &WriterHandle::RefuseFromTheCheck, "call"_a,
+           "RuntimeError when called from a signal handler while add() waits on this writer.")
       .def("report", &WriterHandle::Report, "The writer's counts as a dict.")
       .def_prop_ro("closed", &WriterHandle::closed);
 }

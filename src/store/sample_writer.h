@@ -148,12 +148,15 @@ class SampleWriter {
   // the key it has). Errors: InvalidArgument (the sample; nothing taken),
   // AlreadyExists (a sealed segment has no such position), a write that
   // failed (every later call fails too), or the writer is closed.
-  // `interrupted` (may be empty) is asked, with no lock of the writer's
-  // held, before each wait of at most 50 ms for memory or a write slot (the
-  // writes in flight hold them; a stalled cluster holds them up to the
-  // request timeout): once it says yes, Cancelled("interrupted") with the
-  // sample not taken (no position: the next Add takes it, as after an
-  // InvalidArgument).
+  // `interrupted` (may be empty) is asked before each wait of at most 50 ms
+  // for memory or a write slot (the writes in flight hold them; a stalled
+  // cluster holds them up to the request timeout), with feed_mu_ held (mu_
+  // and the segment writer's lock released: it must not call this writer's
+  // Add, Flush, Close or Abort, which would wait on feed_mu_; report() is
+  // fine): once it says yes, Cancelled("interrupted") with the sample not
+  // taken (no position: the next Add takes it, as after an
+  // InvalidArgument). The periodic commit Add makes (commit_interval) is
+  // not interrupted.
   StatusOr<SampleKey> Add(const SampleInput& sample, const std::function<bool()>& interrupted = {})
       EXCLUDES(feed_mu_, mu_);
   // Waits for the writes in flight and commits the watermark.

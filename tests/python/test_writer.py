@@ -240,12 +240,15 @@ def test_preprocessing_as_ingest(name, samples, hosts):
         cqlstream.Writer(name, source_id="p3", resize_shorter=32, hosts=hosts)
 
 
-def test_ctrl_c_ends_an_add_waiting_for_a_write_slot(name, hosts):
+@pytest.mark.parametrize("handler", ["default", "closes-the-writer"])
+def test_ctrl_c_ends_an_add_waiting_for_a_write_slot(name, hosts, handler):
     # With one write slot, add() waits for the write in flight; a stalled
     # cluster (here a proxy that holds each answer 3 s) held its Ctrl-C
     # that long, up to the request timeout. The wait ends with
     # KeyboardInterrupt, the sample not taken: the next add() gets its
-    # position, and close() commits both samples written.
+    # position, and close() commits both samples written. A handler of the
+    # user's that calls back into the writer (which the waiting add holds)
+    # gets a RuntimeError instead of a hang, and ends the add with it.
     import signal
     import threading
     import time
@@ -258,13 +261,20 @@ def test_ctrl_c_ends_an_add_waiting_for_a_write_slot(name, hosts):
                              hosts="127.0.0.1", port=proxy.port)
         proxy.delay = 3.0  # every answer from now on is held
         first = w.add(b"first sample")
-        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        def closes_the_writer(signum, frame):
+            w.close()
+
+        previous = signal.signal(signal.SIGINT,
+                                 signal.default_int_handler if handler == "default" else closes_the_writer)
         timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
         start = time.monotonic()
         timer.start()
         try:
-            with pytest.raises(KeyboardInterrupt):
+            with pytest.raises(KeyboardInterrupt if handler == "default" else RuntimeError) as e:
                 w.add(b"interrupted sample")
+            if handler != "default":
+                assert "Writer.close() called from a signal handler while add() waits" in str(e.value)
         finally:
             timer.cancel()
             signal.signal(signal.SIGINT, previous)
