@@ -156,9 +156,11 @@ class Writer:
     **Pipeline.** :meth:`add` copies the bytes and returns once the sample is
     queued: at most ``concurrency`` samples and ``memory_mb`` MiB are in
     flight (add waits while either is reached; Ctrl-C on the main thread
-    ends that wait with KeyboardInterrupt, the sample not taken). The committed watermark
-    advances every ``commit_interval`` seconds (or ``commit_every``
-    samples), at :meth:`flush` and at :meth:`close`, which seals the segment.
+    ends that wait with KeyboardInterrupt, the sample not taken). The
+    committed watermark advances every ``commit_interval`` seconds (or
+    ``commit_every`` samples), at :meth:`flush` and at :meth:`close`, which
+    seals the segment (Ctrl-C while they wait for the writes in flight:
+    KeyboardInterrupt, nothing committed, the writer still open).
     Leaving the ``with`` block by an exception calls :meth:`abort` instead
     (the watermark is committed, the segment stays open for a retry).
 
@@ -262,7 +264,10 @@ class Writer:
         return int(h.add(data, label, labels, tgt, path or "", target_path or "", ex))
 
     def flush(self) -> None:
-        """Waits for the samples in flight and commits the watermark."""
+        """Waits for the samples in flight and commits the watermark. Ctrl-C
+        on the main thread ends the wait (KeyboardInterrupt): nothing is
+        committed, the writer stays open; the same for :meth:`close` and
+        :meth:`abort`."""
         self._handle().flush()
 
     def close(self) -> None:
@@ -273,8 +278,13 @@ class Writer:
             h, self._h = self._h, None
             try:
                 h.close()
+            except BaseException:
+                if not h.closed:
+                    self._h = h  # the wait for the writes in flight was interrupted: still open
+                raise
             finally:
-                self._report = dict(h.report())
+                if self._h is None:
+                    self._report = dict(h.report())
 
     def abort(self) -> None:
         """Flushes and leaves the segment open: a writer with the same
@@ -284,8 +294,13 @@ class Writer:
             h, self._h = self._h, None
             try:
                 h.abort()
+            except BaseException:
+                if not h.closed:
+                    self._h = h  # as in close()
+                raise
             finally:
-                self._report = dict(h.report())
+                if self._h is None:
+                    self._report = dict(h.report())
 
     def report(self) -> dict[str, Any]:
         """dataset, split, source_id, created_dataset, seg, action ('new',

@@ -160,20 +160,9 @@ class WriterHandle {
     in.target_path = std::move(target_path);
     in.extra = std::move(extra);
     // Ctrl-C ends a wait for memory or a write slot (the writes in flight
-    // hold them), the sample not taken. Python's signal handlers run inside
-    // the check, on this thread, while the core holds the feeder's lock: a
-    // handler that calls back into this writer is refused
-    // (RefuseFromTheCheck), as it would wait on that lock for ever.
+    // hold them), the sample not taken.
     bool raised = false;
-    std::function<bool()> interrupted = SignalCheck(&raised);
-    if (interrupted) {
-      interrupted = [this, check = std::move(interrupted)] {
-        checking_.store(std::this_thread::get_id());
-        const bool stop = check();
-        checking_.store(std::thread::id());
-        return stop;
-      };
-    }
+    const std::function<bool()> interrupted = InterruptCheck(&raised);
     StatusOr<SampleKey> k = Status::Internal("not added");
     {
       nb::gil_scoped_release release;
@@ -183,21 +172,30 @@ class WriterHandle {
     return Unwrap(std::move(k));
   }
 
+  // Ctrl-C ends the wait for the writes in flight: nothing committed, the
+  // writer still open (the writes go on).
   void Flush() {
     RefuseFromTheCheck("flush");
     std::shared_ptr<store::SampleWriter> w = Live();
+    bool raised = false;
+    const std::function<bool()> interrupted = InterruptCheck(&raised);
     Status st;
     {
       nb::gil_scoped_release release;
-      st = w->Flush();
+      st = w->Flush(interrupted);
     }
+    if (raised) throw nb::python_error();
     Check(st);
   }
 
-  // Close (seal) or Abort, then the session goes: idempotent.
+  // Close (seal) or Abort, then the session goes: idempotent. Ctrl-C ends
+  // the wait for the writes in flight as in flush(): the writer stays open.
   void Finish(bool seal) {
     RefuseFromTheCheck(seal ? "close" : "abort");
-    Check(Stop(seal));
+    bool raised = false;
+    const Status st = Stop(seal, InterruptCheck(&raised));
+    if (raised) throw nb::python_error();
+    Check(st);
   }
 
   nb::dict Report() const {
@@ -227,19 +225,6 @@ class WriterHandle {
 
   bool closed() const { return !writer_; }
 
- private:
-  static StatusOr<std::unique_ptr<store::SampleWriter>> Open(const WriterArgs& a,
-                                                             std::shared_ptr<net::Session>* session) {
-    CQLS_ASSIGN_OR_RETURN(const loader::ResolvedOptions kit,
-                          loader::ResolveOptions(a, loader::OptionSpelling::kKeyword));
-    CQLS_ASSIGN_OR_RETURN(const store::SampleWriterOptions o, WriterOptions(a, kit.connection.keyspace));
-    net::SessionOptions so;
-    so.watch_events = false;
-    CQLS_ASSIGN_OR_RETURN(*session, net::Session::Connect(kit.connection, so));
-    return store::SampleWriter::Open(*session, o);
-  }
-
- public:
   // A call from a signal handler that add()'s interrupt check runs (on the
   // same thread) raises RuntimeError instead of waiting on the feeder's
   // lock, which that add() holds. (cqlstream.Writer's close and abort ask
@@ -253,26 +238,65 @@ class WriterHandle {
   }
 
  private:
+  static StatusOr<std::unique_ptr<store::SampleWriter>> Open(const WriterArgs& a,
+                                                             std::shared_ptr<net::Session>* session) {
+    CQLS_ASSIGN_OR_RETURN(const loader::ResolvedOptions kit,
+                          loader::ResolveOptions(a, loader::OptionSpelling::kKeyword));
+    CQLS_ASSIGN_OR_RETURN(const store::SampleWriterOptions o, WriterOptions(a, kit.connection.keyspace));
+    net::SessionOptions so;
+    so.watch_events = false;
+    CQLS_ASSIGN_OR_RETURN(*session, net::Session::Connect(kit.connection, so));
+    return store::SampleWriter::Open(*session, o);
+  }
 
   std::shared_ptr<store::SampleWriter> Live() const {
     if (!writer_) Check(Status::InvalidArgument("this Writer is closed"));
     return writer_;
   }
 
+  // Python's signal-handler check for the core's waits (SignalCheck; empty
+  // off the main thread), *raised set when a handler raised. The handlers
+  // run inside it, on this thread, while the core holds the feeder's lock:
+  // a handler that calls back into this writer is refused
+  // (RefuseFromTheCheck), as it would wait on that lock for ever.
+  std::function<bool()> InterruptCheck(bool* raised) {
+    std::function<bool()> check = SignalCheck(raised);
+    if (!check) return check;
+    return [this, check = std::move(check)] {
+      checking_.store(std::this_thread::get_id());
+      const bool stop = check();
+      checking_.store(std::thread::id());
+      return stop;
+    };
+  }
+
   // Called with the GIL: the pointers are taken out with it, the work runs
   // without it. A concurrent add() holds its own copy of the writer: the
   // writer serializes it with Close / Abort (it then finds the writer closed).
-  Status Stop(bool seal) {
+  // Interrupted (`interrupted` said yes: the writer is still open), the
+  // pointers are put back.
+  Status Stop(bool seal, const std::function<bool()>& interrupted = {}) {
     std::shared_ptr<store::SampleWriter> w = std::move(writer_);
     std::shared_ptr<net::Session> s = std::move(session_);
     writer_.reset();
     session_.reset();
     if (!w) return Status::OK();
+    bool cut = false;
+    const std::function<bool()> asked = [&interrupted, &cut] { return cut = interrupted(); };
     Status st;
+    {
+      nb::gil_scoped_release release;
+      const std::function<bool()> check = interrupted ? asked : std::function<bool()>();
+      st = seal ? w->Close(check) : w->Abort(check);
+    }
+    if (cut) {
+      writer_ = std::move(w);
+      session_ = std::move(s);
+      return st;
+    }
     store::SampleWriterReport r;
     {
       nb::gil_scoped_release release;
-      st = seal ? w->Close() : w->Abort();
       r = w->report();
       w.reset();
       if (s) s->Close();

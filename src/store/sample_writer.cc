@@ -357,6 +357,10 @@ Status SampleWriter::Commit(bool seal) {
 
 // Waits for the writes in flight; commits (sealing when asked and nothing
 // failed); the counts into report_.
+bool SampleWriter::Drain(const std::function<bool()>& interrupted) {
+  return !writer_ || writer_->Drain(interrupted);
+}
+
 Status SampleWriter::Finish(bool seal, bool commit) {
   if (!writer_) return Status::OK();
   writer_->Drain();
@@ -371,22 +375,25 @@ Status SampleWriter::Finish(bool seal, bool commit) {
   return st.ok() ? c : st;
 }
 
-Status SampleWriter::Flush() {
+Status SampleWriter::Flush(const std::function<bool()>& interrupted) {
   MutexLock f(&feed_mu_);
   if (closed_) return Status::InvalidArgument("this writer is closed");
+  if (!Drain(interrupted)) return Status::Cancelled("interrupted");
   return Finish(false, true);
 }
 
-Status SampleWriter::Close() {
+Status SampleWriter::Close(const std::function<bool()>& interrupted) {
   MutexLock f(&feed_mu_);
   if (closed_) return Status::OK();
+  if (!Drain(interrupted)) return Status::Cancelled("interrupted");  // still open, nothing committed
   closed_ = true;
   return Finish(true, true);
 }
 
-Status SampleWriter::Abort() {
+Status SampleWriter::Abort(const std::function<bool()>& interrupted) {
   MutexLock f(&feed_mu_);
   if (closed_) return Status::OK();
+  if (!Drain(interrupted)) return Status::Cancelled("interrupted");  // still open, nothing committed
   closed_ = true;
   return Finish(false, true);
 }

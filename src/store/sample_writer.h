@@ -160,13 +160,18 @@ class SampleWriter {
   StatusOr<SampleKey> Add(const SampleInput& sample, const std::function<bool()>& interrupted = {})
       EXCLUDES(feed_mu_, mu_);
   // Waits for the writes in flight and commits the watermark.
-  Status Flush() EXCLUDES(feed_mu_, mu_);
+  // `interrupted` (may be empty), for Flush, Close and Abort: asked as Add's
+  // (same lock held) before each wait of at most 50 ms for the writes in
+  // flight; once it says yes, Cancelled("interrupted"), nothing committed
+  // or sealed by the call, the writer still open (the writes go on: call it
+  // again, or Abort).
+  Status Flush(const std::function<bool()>& interrupted = {}) EXCLUDES(feed_mu_, mu_);
   // Flush, then seals the segment. A writer whose writes failed is not
   // sealed (its watermark is committed) and returns the error. Idempotent.
-  Status Close() EXCLUDES(feed_mu_, mu_);
+  Status Close(const std::function<bool()>& interrupted = {}) EXCLUDES(feed_mu_, mu_);
   // Waits for the writes in flight, commits the watermark, leaves the
   // segment open. Idempotent; also done by the destructor of an open writer.
-  Status Abort() EXCLUDES(feed_mu_, mu_);
+  Status Abort(const std::function<bool()>& interrupted = {}) EXCLUDES(feed_mu_, mu_);
   // Testing: a crash. Waits for the writes in flight (rows above the
   // committed count exist) and commits nothing more.
   void AbandonForTesting() EXCLUDES(feed_mu_, mu_);
@@ -182,6 +187,9 @@ class SampleWriter {
   Status Validate(const SampleInput& in, int64_t position) const;
   StatusOr<Payload> Prepare(const SampleInput& in, int64_t position) const;
   Status Finish(bool seal, bool commit) REQUIRES(feed_mu_) EXCLUDES(mu_);
+  // Waits for the writes in flight as Flush's `interrupted` says: false once
+  // it said yes.
+  bool Drain(const std::function<bool()>& interrupted) REQUIRES(feed_mu_) EXCLUDES(mu_);
   // Commits the watermark (sealing when asked); report_.count follows.
   Status Commit(bool seal) REQUIRES(feed_mu_) EXCLUDES(mu_);
 

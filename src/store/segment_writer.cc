@@ -329,9 +329,20 @@ Status SegmentWriter::Commit(bool seal) {
   return last.WithContext(fmt::format("committing segment {} (count {})", target_.seg, c.count));
 }
 
-void SegmentWriter::Drain() {
+bool SegmentWriter::Drain(const std::function<bool()>& interrupted) {
   MutexLock l(&mu_);
-  while (inflight_ != 0) cv_.Wait(&mu_);
+  while (inflight_ != 0) {
+    if (!interrupted) {
+      cv_.Wait(&mu_);
+      continue;
+    }
+    l.Unlock();  // the caller's check may take its own locks (Python's GIL)
+    const bool stop = interrupted();
+    l.Lock();
+    if (stop) return false;
+    if (inflight_ != 0) cv_.WaitFor(&mu_, std::chrono::milliseconds(50));
+  }
+  return true;
 }
 
 Status SegmentWriter::error() const {

@@ -100,8 +100,10 @@ class SegmentWriter : public std::enable_shared_from_this<SegmentWriter> {
   // Writes the watermark into the segment row (unchanged and not sealing:
   // nothing is written); `seal` also seals the segment.
   Status Commit(bool seal) EXCLUDES(mu_);
-  // Waits until every sample issued is written or failed.
-  void Drain() EXCLUDES(mu_);
+  // Waits until every sample issued is written or failed. `interrupted`
+  // (may be empty) is asked, with no lock held, before each wait of at most
+  // 50 ms: once it says yes, returns false (the writes go on).
+  bool Drain(const std::function<bool()>& interrupted = {}) EXCLUDES(mu_);
 
   // The first write that failed (after its attempts), or OK.
   Status error() const EXCLUDES(mu_);

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -148,6 +149,61 @@ TEST_F(SampleWriterReportTest, AnInterruptedAddTakesNoPosition) {
     EXPECT_EQ(w->report().added, 2);
     EXPECT_TRUE(w->Close().ok());
     EXPECT_EQ(w->report().count, 2);
+    w.reset();
+    (*session)->Close();
+  }
+}
+
+// Flush, Close and Abort wait for the writes in flight; the caller's check
+// ends that wait with Cancelled("interrupted"), nothing committed or
+// sealed, the writer still open: a later Close seals what was written.
+TEST_F(SampleWriterReportTest, AnInterruptedFlushOrCloseLeavesTheWriterOpen) {
+  for (const char* call : {"flush", "close", "abort"}) {
+    SCOPED_TRACE(call);
+    testing::FaultProxy proxy("127.0.0.43", testing::TestOptions().hosts.at(0), 9042);
+    ASSERT_TRUE(proxy.ok()) << proxy.error();
+    ConnectionOptions co = testing::TestOptions();
+    co.hosts = {"127.0.0.43"};
+    co.request_timeout = std::chrono::milliseconds(20000);
+    auto session = net::Session::Connect(co);
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    store::SampleWriterOptions o;
+    o.keyspace = keyspace_;
+    o.dataset = std::string("interrupted_") + call;
+    o.source_id = "feeder";
+    o.label_kind = LabelKind::kNone;
+    o.kind = SampleKind::kBlob;
+    o.write_attempts = 1;
+    auto opened = store::SampleWriter::Open(*session, o);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    std::unique_ptr<store::SampleWriter> w = std::move(opened).value();
+
+    testing::FaultProxy::Faults f;
+    f.stall_p = 1;  // every answer from now on is held for 3 s
+    f.stall_for = std::chrono::milliseconds(3000);
+    proxy.SetFaults(f);
+    const std::vector<uint8_t> blob(4096, 0x33);
+    store::SampleInput in;
+    in.data = blob;
+    ASSERT_TRUE(w->Add(in).ok());
+    const Clock::time_point t0 = Clock::now();
+    const std::function<bool()> after_300ms = [&] { return Clock::now() - t0 >= std::chrono::milliseconds(300); };
+    const std::string_view c = call;
+    const Status cut = c == "flush" ? w->Flush(after_300ms) : c == "close" ? w->Close(after_300ms)
+                                                                             : w->Abort(after_300ms);
+    EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(2500)) << "it waited for the write's answer";
+    EXPECT_EQ(cut.code(), Status::Code::kCancelled) << cut.ToString();
+    EXPECT_EQ(cut.message(), "interrupted");
+    store::SampleWriterReport r = w->report();
+    EXPECT_EQ(r.count, 0) << "an interrupted call committed";
+    EXPECT_FALSE(r.sealed);
+
+    proxy.SetFaults({});
+    ASSERT_TRUE(w->Add(in).ok()) << "the writer is still open";
+    ASSERT_TRUE(w->Close().ok());
+    r = w->report();
+    EXPECT_TRUE(r.sealed);
+    EXPECT_EQ(r.count, 2);
     w.reset();
     (*session)->Close();
   }

@@ -290,3 +290,42 @@ def test_ctrl_c_ends_an_add_waiting_for_a_write_slot(name, hosts, handler):
         proxy.close()
     got = read_all(name, hosts)
     assert sorted(data for _, data, _ in got) == [b"first sample", b"second sample"]
+
+
+@pytest.mark.parametrize("call", ["flush", "close"])
+def test_ctrl_c_ends_a_close_waiting_for_the_writes_in_flight(name, hosts, call):
+    # flush() and close() wait for the writes in flight (a stalled cluster:
+    # up to the request timeout). Ctrl-C ends the wait with
+    # KeyboardInterrupt, nothing committed, the writer still open: a later
+    # close() seals what was written.
+    import signal
+    import threading
+    import time
+
+    from slow_proxy import SlowProxy
+
+    proxy = SlowProxy((hosts.split(",")[0], 9042), delay=0)
+    try:
+        w = cqlstream.Writer(name, source_id="feeder", kind="blob", commit_interval=3600, hosts="127.0.0.1",
+                             port=proxy.port)
+        proxy.delay = 3.0  # every answer from now on is held
+        w.add(b"first sample")
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                getattr(w, call)()
+        finally:
+            timer.cancel()
+            signal.signal(signal.SIGINT, previous)
+        waited = time.monotonic() - start
+        assert waited < 2.0, f"{call}() held Ctrl-C for {waited:.1f} s"
+        assert not w.closed and w.report()["count"] == 0, "an interrupted call committed"
+        proxy.delay = 0
+        w.add(b"second sample")
+        w.close()
+        assert w.closed and w.report()["count"] == 2 and w.report()["sealed"]
+    finally:
+        proxy.close()
