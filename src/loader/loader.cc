@@ -218,23 +218,14 @@ StatusOr<BatchPtr> Loader::Fetch(const std::vector<SampleKey>& keys, const std::
   }
   L.Start(std::move(launches));
   MutexLock lock(&L.mu);
-  while (!L.closed && !e->batches.Settled()) {
-    if (!interrupted) {
-      L.ready_cv.Wait(&L.mu);
-      continue;
-    }
-    lock.Unlock();  // the caller's check may take its own locks (Python's GIL)
-    const bool stop = interrupted();
-    lock.Lock();
-    if (stop) {
-      if (L.closed) break;
-      // Its reads still point at it: the last of them to end drops it
-      // (DropIfAbandoned), unless that was while the check ran.
-      e->abandoned = true;
-      L.DropIfAbandoned(e);
-      return Status::Cancelled("interrupted");
-    }
-    if (!e->batches.Settled()) L.ready_cv.WaitFor(&L.mu, std::chrono::milliseconds(50));
+  // The caller's check runs without the lock (it may take Python's GIL).
+  const auto reading = [&L, e]() REQUIRES(L.mu) { return !L.closed && !e->batches.Settled(); };
+  if (!L.ready_cv.WaitWhile(&L.mu, reading, interrupted) && !L.closed) {
+    // Its reads still point at it: the last of them to end drops it
+    // (DropIfAbandoned), unless that was while the check ran.
+    e->abandoned = true;
+    L.DropIfAbandoned(e);
+    return Status::Cancelled("interrupted");
   }
   auto self = std::find_if(L.fetches.begin(), L.fetches.end(), [&](const auto& p) { return p.get() == e; });
   std::unique_ptr<Epoch> mine = std::move(*self);

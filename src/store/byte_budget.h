@@ -37,31 +37,19 @@ class ByteBudget {
     return true;
   }
   // Waits until `n` bytes fit (or nothing is held), then takes them.
-  void Take(int64_t n) EXCLUDES(mu_) {
-    MutexLock l(&mu_);
-    while (held_ > 0 && held_ + n > limit_) cv_.Wait(&mu_);
-    held_ += n;
-  }
-  // Take, asking `interrupted` (no lock held) before each wait of at most
-  // kInterruptPoll: once it says yes, returns false with nothing taken.
-  // Bytes that fit at once are taken without asking.
+  void Take(int64_t n) EXCLUDES(mu_) { (void)Take(n, {}); }
+  // Take, asking `interrupted` (may be empty; no lock held) before each
+  // wait of at most 50 ms (CondVar::WaitWhile): once it says yes, returns
+  // false with nothing taken. Bytes that fit at once are taken without
+  // asking.
   bool Take(int64_t n, const std::function<bool()>& interrupted) EXCLUDES(mu_) {
-    if (!interrupted) {
-      Take(n);
-      return true;
-    }
     MutexLock l(&mu_);
-    while (held_ > 0 && held_ + n > limit_) {
-      l.Unlock();
-      const bool stop = interrupted();
-      l.Lock();
-      if (stop) return false;
-      if (held_ > 0 && held_ + n > limit_) cv_.WaitFor(&mu_, kInterruptPoll);
+    if (!cv_.WaitWhile(&mu_, [this, n]() REQUIRES(mu_) { return held_ > 0 && held_ + n > limit_; }, interrupted)) {
+      return false;
     }
     held_ += n;
     return true;
   }
-  static constexpr std::chrono::milliseconds kInterruptPoll{50};
   // Gives back `n` bytes taken before.
   void Give(int64_t n) EXCLUDES(mu_) {
     if (n == 0) return;

@@ -272,20 +272,11 @@ StatusOr<int32_t> SegmentWriter::Issue(std::shared_ptr<const SourceItem> item, P
   {
     MutexLock l(&mu_);
     // Complete wakes this once Refill() slots are free (Fail at once).
-    while (inflight_ >= o_.concurrency && error_.ok()) {
-      if (!interrupted) {
-        cv_.Wait(&mu_);
-        continue;
-      }
-      l.Unlock();  // the caller's check may take its own locks (Python's GIL)
-      const bool stop = interrupted();
-      l.Lock();
-      if (stop) {
-        l.Unlock();
-        budget_->Give(std::exchange(smp->reserved, 0));
-        return Status::Cancelled("interrupted");
-      }
-      if (inflight_ >= o_.concurrency && error_.ok()) cv_.WaitFor(&mu_, std::chrono::milliseconds(50));
+    const auto full = [this]() REQUIRES(mu_) { return inflight_ >= o_.concurrency && error_.ok(); };
+    if (!cv_.WaitWhile(&mu_, full, interrupted)) {
+      l.Unlock();
+      budget_->Give(std::exchange(smp->reserved, 0));
+      return Status::Cancelled("interrupted");
     }
     if (!error_.ok()) {
       Status e = error_;
@@ -331,18 +322,7 @@ Status SegmentWriter::Commit(bool seal) {
 
 bool SegmentWriter::Drain(const std::function<bool()>& interrupted) {
   MutexLock l(&mu_);
-  while (inflight_ != 0) {
-    if (!interrupted) {
-      cv_.Wait(&mu_);
-      continue;
-    }
-    l.Unlock();  // the caller's check may take its own locks (Python's GIL)
-    const bool stop = interrupted();
-    l.Lock();
-    if (stop) return false;
-    if (inflight_ != 0) cv_.WaitFor(&mu_, std::chrono::milliseconds(50));
-  }
-  return true;
+  return cv_.WaitWhile(&mu_, [this]() REQUIRES(mu_) { return inflight_ != 0; }, interrupted);
 }
 
 Status SegmentWriter::error() const {

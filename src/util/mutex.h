@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 
 #if defined(__clang__)
@@ -112,6 +113,29 @@ class CondVar {
     const bool woken = cv_.wait_until(l, t) == std::cv_status::no_timeout;
     l.release();
     return woken;
+  }
+  // Waits while `busy()` (called with `mu` held) is true. With
+  // `interrupted` (may be empty), asks it with `mu` released before each
+  // wait of at most `poll` (it may take locks of its own, such as Python's
+  // GIL): false, `mu` held, once it said yes; true once not busy (at once,
+  // without asking, when not busy to begin with). `busy` reads what `mu`
+  // guards: annotate it REQUIRES(mu) (the analysis cannot see here that
+  // `mu` is held, hence none in this body).
+  template <class Busy>
+  bool WaitWhile(Mutex* mu, Busy busy, const std::function<bool()>& interrupted,
+                 std::chrono::milliseconds poll = std::chrono::milliseconds(50)) REQUIRES(mu) NO_THREAD_SAFETY_ANALYSIS {
+    while (busy()) {
+      if (!interrupted) {
+        Wait(mu);
+        continue;
+      }
+      mu->Unlock();
+      const bool stop = interrupted();
+      mu->Lock();
+      if (stop) return false;
+      if (busy()) WaitFor(mu, poll);
+    }
+    return true;
   }
   void Signal() { cv_.notify_one(); }
   void SignalAll() { cv_.notify_all(); }

@@ -1,10 +1,12 @@
 // Copyright (c) cqlstream authors.
 //
-// SampleWriter::report() from another thread while the feeder waits: the
-// writer talks to the real node through FaultProxy, whose connections stop
-// answering (black holes) once the writer is open, so with one write slot
-// the second Add waits for the first write's request timeout. report()
-// (Writer.written in Python) must answer at once meanwhile, not after it.
+// The sample writer while its writes are held: it talks to the real node
+// through FaultProxy, whose connections stop answering (black holes) or
+// hold each answer (stalls) once the writer is open. report() (Writer.written
+// in Python) answers at once from another thread while an Add waits; an
+// Add, Flush, Close or Abort whose caller's check says stop ends its wait
+// (Ctrl-C in Python), leaving the writer open and its positions as they
+// were.
 //
 // Everything lives in one keyspace wrr_<pid>, dropped when the suite ends.
 #include <gtest/gtest.h>
@@ -31,32 +33,61 @@ using Clock = std::chrono::steady_clock;
 class SampleWriterReportTest : public testing::StoreFixture {
  protected:
   static void SetUpTestSuite() { SetUpStore("wrr"); }
+
+  // A writer of `dataset` (source "feeder", no labels, one write attempt,
+  // requests timing out after `timeout`) that talks to the node through
+  // proxy_, on its own loopback address, same port, so that no other
+  // suite's proxy is in the way. `tune` sets the rest of its options.
+  void OpenProxiedWriter(const std::string& dataset, std::chrono::milliseconds timeout,
+                         const std::function<void(store::SampleWriterOptions*)>& tune = {}) {
+    proxy_ = std::make_unique<testing::FaultProxy>(kProxyHost, testing::TestOptions().hosts.at(0), 9042);
+    ASSERT_TRUE(proxy_->ok()) << proxy_->error();
+    ConnectionOptions co = testing::TestOptions();
+    co.hosts = {kProxyHost};
+    co.request_timeout = timeout;
+    auto session = net::Session::Connect(co);
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    proxied_session_ = std::move(session).value();
+    store::SampleWriterOptions o;
+    o.keyspace = keyspace_;
+    o.dataset = dataset;
+    o.source_id = "feeder";
+    o.label_kind = LabelKind::kNone;
+    o.write_attempts = 1;
+    if (tune) tune(&o);
+    auto opened = store::SampleWriter::Open(proxied_session_, o);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    writer_ = std::move(opened).value();
+  }
+  // Every answer from now on is held for 3 s (the proxy's stall).
+  void HoldAnswers() {
+    testing::FaultProxy::Faults f;
+    f.stall_p = 1;
+    f.stall_for = std::chrono::milliseconds(3000);
+    proxy_->SetFaults(f);
+  }
+  void CloseProxiedWriter() {
+    writer_.reset();
+    if (proxied_session_) proxied_session_->Close();
+    proxied_session_.reset();
+    proxy_.reset();
+  }
+  void TearDown() override { CloseProxiedWriter(); }
+
+  static constexpr const char* kProxyHost = "127.0.0.41";
+  std::unique_ptr<testing::FaultProxy> proxy_;
+  std::shared_ptr<net::Session> proxied_session_;
+  std::unique_ptr<store::SampleWriter> writer_;
 };
 
 TEST_F(SampleWriterReportTest, ReportDoesNotWaitForABlockedAdd) {
-  // Its own loopback address, same port, so that no other suite's proxy is in the way.
-  testing::FaultProxy proxy("127.0.0.41", testing::TestOptions().hosts.at(0), 9042);
-  ASSERT_TRUE(proxy.ok()) << proxy.error();
-  ConnectionOptions co = testing::TestOptions();
-  co.hosts = {"127.0.0.41"};
-  co.request_timeout = std::chrono::milliseconds(3000);
-  auto session = net::Session::Connect(co);
-  ASSERT_TRUE(session.ok()) << session.status().ToString();
-
-  store::SampleWriterOptions o;
-  o.keyspace = keyspace_;
-  o.dataset = "blocked";
-  o.source_id = "feeder";
-  o.label_kind = LabelKind::kNone;
-  o.concurrency = 1;  // the second Add waits for the first write
-  o.write_attempts = 1;
-  auto opened = store::SampleWriter::Open(*session, o);
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<store::SampleWriter> w = std::move(opened).value();
-
+  ASSERT_NO_FATAL_FAILURE(OpenProxiedWriter("blocked", std::chrono::milliseconds(3000), [](auto* o) {
+    o->concurrency = 1;  // the second Add waits for the first write
+  }));
+  store::SampleWriter* w = writer_.get();
   testing::FaultProxy::Faults f;
   f.blackhole_p = 1;  // every answer from now on is swallowed
-  proxy.SetFaults(f);
+  proxy_->SetFaults(f);
   const std::vector<uint8_t> jpeg = store::testing::MakeJpeg(32, 32, 7);
   store::SampleInput in;
   in.data = jpeg;
@@ -82,11 +113,9 @@ TEST_F(SampleWriterReportTest, ReportDoesNotWaitForABlockedAdd) {
   // while report() answered.
   EXPECT_GT(second_done, t1) << "the second Add was not blocked (the black hole did not hold the write)";
 
-  proxy.SetFaults({});
-  proxy.ResetAll();
+  proxy_->SetFaults({});
+  proxy_->ResetAll();
   (void)w->Abort();  // the write failed: the error, or a commit through a new connection
-  w.reset();
-  (*session)->Close();
 }
 
 // An Add that waits for a write slot (the writes in flight hold it; a
@@ -97,32 +126,16 @@ TEST_F(SampleWriterReportTest, ReportDoesNotWaitForABlockedAdd) {
 TEST_F(SampleWriterReportTest, AnInterruptedAddTakesNoPosition) {
   for (const bool by_memory : {false, true}) {
     SCOPED_TRACE(by_memory ? "waiting for memory" : "waiting for a write slot");
-    testing::FaultProxy proxy("127.0.0.43", testing::TestOptions().hosts.at(0), 9042);
-    ASSERT_TRUE(proxy.ok()) << proxy.error();
-    ConnectionOptions co = testing::TestOptions();
-    co.hosts = {"127.0.0.43"};
-    co.request_timeout = std::chrono::milliseconds(20000);
-    auto session = net::Session::Connect(co);
-    ASSERT_TRUE(session.ok()) << session.status().ToString();
     // Blobs of 768 KiB: the least memory a writer takes is 1 MiB, one of them.
     const std::vector<uint8_t> blob(768 << 10, 0x5a);
-    store::SampleWriterOptions o;
-    o.keyspace = keyspace_;
-    o.dataset = by_memory ? "interrupted_mem" : "interrupted_slot";
-    o.source_id = "feeder";
-    o.label_kind = LabelKind::kNone;
-    o.kind = SampleKind::kBlob;
-    o.concurrency = by_memory ? 64 : 1;
-    if (by_memory) o.memory_bytes = 1 << 20;  // one sample at a time
-    o.write_attempts = 1;
-    auto opened = store::SampleWriter::Open(*session, o);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    std::unique_ptr<store::SampleWriter> w = std::move(opened).value();
-
-    testing::FaultProxy::Faults f;
-    f.stall_p = 1;  // every answer from now on is held for 3 s
-    f.stall_for = std::chrono::milliseconds(3000);
-    proxy.SetFaults(f);
+    ASSERT_NO_FATAL_FAILURE(OpenProxiedWriter(by_memory ? "interrupted_mem" : "interrupted_slot",
+                                              std::chrono::milliseconds(20000), [by_memory](auto* o) {
+                                                o->kind = SampleKind::kBlob;
+                                                o->concurrency = by_memory ? 64 : 1;
+                                                if (by_memory) o->memory_bytes = 1 << 20;  // one sample at a time
+                                              }));
+    store::SampleWriter* w = writer_.get();
+    HoldAnswers();
     store::SampleInput in;
     in.data = blob;
     auto first = w->Add(in);  // issued; its answer is held
@@ -142,15 +155,14 @@ TEST_F(SampleWriterReportTest, AnInterruptedAddTakesNoPosition) {
     EXPECT_EQ(w->report().added, 1) << "the interrupted sample took a position";
 
     // The next Add takes position 1 once the first write's answer came.
-    proxy.SetFaults({});
+    proxy_->SetFaults({});
     auto next = w->Add(in);
     ASSERT_TRUE(next.ok()) << next.status().ToString();
     EXPECT_EQ(KeyIndex(*next), 1);
     EXPECT_EQ(w->report().added, 2);
     EXPECT_TRUE(w->Close().ok());
     EXPECT_EQ(w->report().count, 2);
-    w.reset();
-    (*session)->Close();
+    CloseProxiedWriter();
   }
 }
 
@@ -160,28 +172,10 @@ TEST_F(SampleWriterReportTest, AnInterruptedAddTakesNoPosition) {
 TEST_F(SampleWriterReportTest, AnInterruptedFlushOrCloseLeavesTheWriterOpen) {
   for (const char* call : {"flush", "close", "abort"}) {
     SCOPED_TRACE(call);
-    testing::FaultProxy proxy("127.0.0.43", testing::TestOptions().hosts.at(0), 9042);
-    ASSERT_TRUE(proxy.ok()) << proxy.error();
-    ConnectionOptions co = testing::TestOptions();
-    co.hosts = {"127.0.0.43"};
-    co.request_timeout = std::chrono::milliseconds(20000);
-    auto session = net::Session::Connect(co);
-    ASSERT_TRUE(session.ok()) << session.status().ToString();
-    store::SampleWriterOptions o;
-    o.keyspace = keyspace_;
-    o.dataset = std::string("interrupted_") + call;
-    o.source_id = "feeder";
-    o.label_kind = LabelKind::kNone;
-    o.kind = SampleKind::kBlob;
-    o.write_attempts = 1;
-    auto opened = store::SampleWriter::Open(*session, o);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    std::unique_ptr<store::SampleWriter> w = std::move(opened).value();
-
-    testing::FaultProxy::Faults f;
-    f.stall_p = 1;  // every answer from now on is held for 3 s
-    f.stall_for = std::chrono::milliseconds(3000);
-    proxy.SetFaults(f);
+    ASSERT_NO_FATAL_FAILURE(OpenProxiedWriter(std::string("interrupted_") + call, std::chrono::milliseconds(20000),
+                                              [](auto* o) { o->kind = SampleKind::kBlob; }));
+    store::SampleWriter* w = writer_.get();
+    HoldAnswers();
     const std::vector<uint8_t> blob(4096, 0x33);
     store::SampleInput in;
     in.data = blob;
@@ -198,14 +192,13 @@ TEST_F(SampleWriterReportTest, AnInterruptedFlushOrCloseLeavesTheWriterOpen) {
     EXPECT_EQ(r.count, 0) << "an interrupted call committed";
     EXPECT_FALSE(r.sealed);
 
-    proxy.SetFaults({});
+    proxy_->SetFaults({});
     ASSERT_TRUE(w->Add(in).ok()) << "the writer is still open";
     ASSERT_TRUE(w->Close().ok());
     r = w->report();
     EXPECT_TRUE(r.sealed);
     EXPECT_EQ(r.count, 2);
-    w.reset();
-    (*session)->Close();
+    CloseProxiedWriter();
   }
 }
 

@@ -8,13 +8,18 @@ comes from $CQLSTREAM_BUILD_DIR (scripts/test exports it; default build/).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import os
 import random
+import signal
 import subprocess
+import threading
+import time
 import uuid
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
@@ -145,3 +150,23 @@ def images(tmp_path_factory) -> DatasetFixture:
 @pytest.fixture()
 def loader_kwargs(hosts) -> dict:
     return {"hosts": hosts}
+
+
+@contextlib.contextmanager
+def ctrl_c_after(seconds: float, handler: Callable[..., Any] = signal.default_int_handler) -> Iterator[dict]:
+    """Sends this process SIGINT (a Ctrl-C) `seconds` into the block, with
+    `handler` as its handler (Python's own by default, even where the run
+    started with SIGINT ignored: a background job of a non-interactive
+    shell), restored after. Yields a dict whose "waited" is set on the way
+    out: the seconds from the start of the block to its end."""
+    previous = signal.signal(signal.SIGINT, handler)
+    timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
+    out: dict = {}
+    start = time.monotonic()
+    timer.start()
+    try:
+        yield out
+    finally:
+        out["waited"] = time.monotonic() - start
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)

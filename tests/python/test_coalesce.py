@@ -12,9 +12,6 @@ need nvidia.dali in the environment and the plugin (see test_dali.py).
 from __future__ import annotations
 
 import io
-import os
-import signal
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +19,7 @@ import pytest
 from PIL import Image
 
 import cqlstream
-from conftest import run_cli, unique_name
+from conftest import ctrl_c_after, run_cli, unique_name
 
 N = 120  # samples: 3 classes x 40 (15 DALI batches of 8), each a few hundred bytes (coalescible)
 
@@ -205,17 +202,8 @@ def test_ctrl_c_ends_dataset_pack(hosts):
             for i in range(n):
                 w.add(bytes([i % 251]) * 200, label=i % 2, path=f"s{i}")
         with cqlstream.Dataset(name, hosts=hosts) as ds:
-            # Python's own handler, even where the run started with SIGINT
-            # ignored (a background job of a non-interactive shell).
-            previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-            timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
-            timer.start()
-            try:
-                with pytest.raises(KeyboardInterrupt):
-                    ds.pack(pack_size=2, concurrency=1)
-            finally:
-                timer.cancel()
-                signal.signal(signal.SIGINT, previous)
+            with ctrl_c_after(0.3), pytest.raises(KeyboardInterrupt):
+                ds.pack(pack_size=2, concurrency=1)
             r = ds.pack(pack_size=2, concurrency=1)
             assert [(g["outcome"], g["packs"]) for g in r["segments"]] == [("packed", n // 2)], r
             assert r["packs_written"] == n // 2, r

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import built_binary, cli_path
+from conftest import built_binary, cli_path, ctrl_c_after
 
 BOUND_S = 100.0  # the Loader here retries for at most 5 s per sample
 # The datasets read in groups, and the mode that lies to their grouped reads.
@@ -238,9 +238,6 @@ def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths, decode, ca
     # wait at once with KeyboardInterrupt (it waited the request timeout
     # first), and close() then returns. Decoded: next()'s wait is on the
     # decoded queue.
-    import signal
-    import threading
-
     import cqlstream
 
     truth = json.loads(truths["native"].read_text())
@@ -249,22 +246,12 @@ def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths, decode, ca
         loader = cqlstream.Loader(truth["dataset"], split=truth["split"], keyspace=truth["keyspace"],
                                   hosts="127.0.0.1", port=port, batch_size=8, connect_timeout=2.0,
                                   request_timeout=20.0, max_attempts=1, retry_budget=30.0, decode=decode)
-        # Python's own handler, even where the run started with SIGINT ignored.
-        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
-        start = time.monotonic()
-        timer.start()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                if call == "next":
-                    next(iter(loader))
-                else:
-                    loader.fetch([sample["key"] for sample in truth["samples"][:4]])
-        finally:
-            timer.cancel()
-            signal.signal(signal.SIGINT, previous)
-        waited = time.monotonic() - start
-        assert waited < 5.0, f"{call}() held Ctrl-C for {waited:.1f} s"
+        with ctrl_c_after(0.5) as t, pytest.raises(KeyboardInterrupt):
+            if call == "next":
+                next(iter(loader))
+            else:
+                loader.fetch([sample["key"] for sample in truth["samples"][:4]])
+        assert t["waited"] < 5.0, f"{call}() held Ctrl-C for {t['waited']:.1f} s"
         start = time.monotonic()
         loader.close()
         assert time.monotonic() - start < 10.0

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import cqlstream
-from conftest import CLASSES, run_cli, unique_name, write_image_set
+from conftest import CLASSES, ctrl_c_after, run_cli, unique_name, write_image_set
 
 
 @pytest.fixture
@@ -250,8 +250,6 @@ def test_ctrl_c_ends_an_add_waiting_for_a_write_slot(name, hosts, handler):
     # user's that calls back into the writer (which the waiting add holds)
     # gets a RuntimeError instead of a hang, and ends the add with it.
     import signal
-    import threading
-    import time
 
     from slow_proxy import SlowProxy
 
@@ -265,21 +263,12 @@ def test_ctrl_c_ends_an_add_waiting_for_a_write_slot(name, hosts, handler):
         def closes_the_writer(signum, frame):
             w.close()
 
-        previous = signal.signal(signal.SIGINT,
-                                 signal.default_int_handler if handler == "default" else closes_the_writer)
-        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
-        start = time.monotonic()
-        timer.start()
-        try:
-            with pytest.raises(KeyboardInterrupt if handler == "default" else RuntimeError) as e:
-                w.add(b"interrupted sample")
-            if handler != "default":
-                assert "Writer.close() called from a signal handler while add() waits" in str(e.value)
-        finally:
-            timer.cancel()
-            signal.signal(signal.SIGINT, previous)
-        waited = time.monotonic() - start
-        assert waited < 2.0, f"add() held Ctrl-C for {waited:.1f} s"
+        with (ctrl_c_after(0.5, signal.default_int_handler if handler == "default" else closes_the_writer) as t,
+              pytest.raises(KeyboardInterrupt if handler == "default" else RuntimeError) as e):
+            w.add(b"interrupted sample")
+        if handler != "default":
+            assert "Writer.close() called from a signal handler while add() waits" in str(e.value)
+        assert t["waited"] < 2.0, f"add() held Ctrl-C for {t['waited']:.1f} s"
         assert w.added == 1, "the interrupted sample took a position"
         proxy.delay = 0
         second = w.add(b"second sample")
@@ -298,10 +287,6 @@ def test_ctrl_c_ends_a_close_waiting_for_the_writes_in_flight(name, hosts, call)
     # up to the request timeout). Ctrl-C ends the wait with
     # KeyboardInterrupt, nothing committed, the writer still open: a later
     # close() seals what was written.
-    import signal
-    import threading
-    import time
-
     from slow_proxy import SlowProxy
 
     proxy = SlowProxy((hosts.split(",")[0], 9042), delay=0)
@@ -310,18 +295,9 @@ def test_ctrl_c_ends_a_close_waiting_for_the_writes_in_flight(name, hosts, call)
                              port=proxy.port)
         proxy.delay = 3.0  # every answer from now on is held
         w.add(b"first sample")
-        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
-        start = time.monotonic()
-        timer.start()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                getattr(w, call)()
-        finally:
-            timer.cancel()
-            signal.signal(signal.SIGINT, previous)
-        waited = time.monotonic() - start
-        assert waited < 2.0, f"{call}() held Ctrl-C for {waited:.1f} s"
+        with ctrl_c_after(0.5) as t, pytest.raises(KeyboardInterrupt):
+            getattr(w, call)()
+        assert t["waited"] < 2.0, f"{call}() held Ctrl-C for {t['waited']:.1f} s"
         assert not w.closed and w.report()["count"] == 0, "an interrupted call committed"
         proxy.delay = 0
         w.add(b"second sample")
