@@ -2,6 +2,7 @@
 #include "interruptible.h"
 
 #include <nanobind/nanobind.h>
+#include <unistd.h>
 
 #include <future>
 #include <thread>
@@ -12,8 +13,18 @@ namespace cqlstream::python {
 namespace nb = nanobind;
 
 bool OnMainThread() {
-  nb::module_ threading = nb::module_::import_("threading");
-  return threading.attr("current_thread")().is(threading.attr("main_thread")());
+  // Asked on every Loader.next and Writer.add: the main thread's ident is
+  // looked up once per process (the GIL, held, orders these statics). A
+  // forked child looks again: its main thread is the one that forked.
+  static pid_t looked_up_in = -1;
+  static unsigned long main_ident = 0;
+  const pid_t pid = ::getpid();
+  if (looked_up_in != pid) {
+    nb::module_ threading = nb::module_::import_("threading");
+    main_ident = nb::cast<unsigned long>(threading.attr("main_thread")().attr("ident"));
+    looked_up_in = pid;
+  }
+  return PyThread_get_thread_ident() == main_ident;
 }
 
 std::function<bool()> SignalCheck(bool* raised) {
