@@ -265,9 +265,10 @@ class Writer:
 
     def flush(self) -> None:
         """Waits for the samples in flight and commits the watermark. Ctrl-C
-        on the main thread ends the wait (KeyboardInterrupt): nothing is
-        committed, the writer stays open; the same for :meth:`close` and
-        :meth:`abort`."""
+        on the main thread ends the wait for the samples (KeyboardInterrupt):
+        nothing is committed, the writer stays open; the same for
+        :meth:`close` and :meth:`abort` (not the commit itself, which may
+        wait up to the request timeout on a stalled cluster)."""
         self._handle().flush()
 
     def close(self) -> None:
@@ -288,7 +289,9 @@ class Writer:
 
     def abort(self) -> None:
         """Flushes and leaves the segment open: a writer with the same
-        ``source_id`` resumes after the committed samples."""
+        ``source_id`` resumes after the committed samples. Ctrl-C while it
+        waits for the writes in flight: KeyboardInterrupt, the writer still
+        open (as in :meth:`flush`)."""
         if self._h is not None:
             self._h.refuse_from_the_check("abort")  # the handle stays: add() waits on it
             h, self._h = self._h, None
@@ -334,7 +337,10 @@ class Writer:
             self.close()
             return
         # The block's exception is the one the caller sees: an abort that
-        # fails too is attached to it, never raised in its place.
+        # fails too is attached to it, never raised in its place. (A second
+        # Ctrl-C while the abort waits for the writes in flight is raised,
+        # the first exception its context; the writer stays open until
+        # close(), abort() or its end.)
         try:
             self.abort()
         except Exception as e:
@@ -345,13 +351,10 @@ class Writer:
                 warnings.warn(note, RuntimeWarning, stacklevel=2)
 
     def __del__(self) -> None:
-        h = getattr(self, "_h", None)
-        if h is not None:
-            self._h = None
-            try:
-                h.abort()
-            except Exception:
-                pass
+        # The handle's own end aborts an open writer (its watermark
+        # committed, the segment left open) without asking Python's signal
+        # handlers: a Ctrl-C raised in __del__ would be printed and lost.
+        self._h = None
 
     def __repr__(self) -> str:
         r = self._report if self._h is None else None

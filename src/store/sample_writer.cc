@@ -355,12 +355,12 @@ Status SampleWriter::Commit(bool seal) {
   return Status::OK();
 }
 
-// Waits for the writes in flight; commits (sealing when asked and nothing
-// failed); the counts into report_.
 bool SampleWriter::Drain(const std::function<bool()>& interrupted) {
   return !writer_ || writer_->Drain(interrupted);
 }
 
+// Waits for the writes in flight; commits (sealing when asked and nothing
+// failed); the counts into report_.
 Status SampleWriter::Finish(bool seal, bool commit) {
   if (!writer_) return Status::OK();
   writer_->Drain();

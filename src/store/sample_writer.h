@@ -164,7 +164,7 @@ class SampleWriter {
   // (same lock held) before each wait of at most 50 ms for the writes in
   // flight; once it says yes, Cancelled("interrupted"), nothing committed
   // or sealed by the call, the writer still open (the writes go on: call it
-  // again, or Abort).
+  // again, or Abort). The commit after that wait is not interrupted.
   Status Flush(const std::function<bool()>& interrupted = {}) EXCLUDES(feed_mu_, mu_);
   // Flush, then seals the segment. A writer whose writes failed is not
   // sealed (its watermark is committed) and returns the error. Idempotent.

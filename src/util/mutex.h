@@ -118,9 +118,11 @@ class CondVar {
   // `interrupted` (may be empty), asks it with `mu` released before each
   // wait of at most `poll` (it may take locks of its own, such as Python's
   // GIL): false, `mu` held, once it said yes; true once not busy (at once,
-  // without asking, when not busy to begin with). `busy` reads what `mu`
-  // guards: annotate it REQUIRES(mu) (the analysis cannot see here that
-  // `mu` is held, hence none in this body).
+  // without asking, when not busy to begin with). `mu` is released behind
+  // the caller's MutexLock and always taken again before this returns or
+  // throws. `busy` reads what `mu` guards: annotate it REQUIRES(the
+  // caller's mutex); the analysis cannot see that it names `mu`, hence
+  // none in this body.
   template <class Busy>
   bool WaitWhile(Mutex* mu, Busy busy, const std::function<bool()>& interrupted,
                  std::chrono::milliseconds poll = std::chrono::milliseconds(50)) REQUIRES(mu) NO_THREAD_SAFETY_ANALYSIS {
@@ -129,9 +131,15 @@ class CondVar {
         Wait(mu);
         continue;
       }
-      mu->Unlock();
-      const bool stop = interrupted();
-      mu->Lock();
+      bool stop = false;
+      {
+        mu->Unlock();
+        struct Relock {
+          Mutex* mu;
+          ~Relock() { mu->Lock(); }
+        } relock{mu};
+        stop = interrupted();
+      }
       if (stop) return false;
       if (busy()) WaitFor(mu, poll);
     }

@@ -40,6 +40,7 @@ class SampleWriterReportTest : public testing::StoreFixture {
   // suite's proxy is in the way. `tune` sets the rest of its options.
   void OpenProxiedWriter(const std::string& dataset, std::chrono::milliseconds timeout,
                          const std::function<void(store::SampleWriterOptions*)>& tune = {}) {
+    CloseProxiedWriter();
     proxy_ = std::make_unique<testing::FaultProxy>(kProxyHost, testing::TestOptions().hosts.at(0), 9042);
     ASSERT_TRUE(proxy_->ok()) << proxy_->error();
     ConnectionOptions co = testing::TestOptions();
@@ -67,6 +68,7 @@ class SampleWriterReportTest : public testing::StoreFixture {
     proxy_->SetFaults(f);
   }
   void CloseProxiedWriter() {
+    if (proxy_) proxy_->SetFaults({});  // a failed test does not wait out held answers
     writer_.reset();
     if (proxied_session_) proxied_session_->Close();
     proxied_session_.reset();

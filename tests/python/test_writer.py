@@ -305,3 +305,23 @@ def test_ctrl_c_ends_a_close_waiting_for_the_writes_in_flight(name, hosts, call)
         assert w.closed and w.report()["count"] == 2 and w.report()["sealed"]
     finally:
         proxy.close()
+
+
+def test_a_writer_dropped_without_close_commits_and_stays_open(name, hosts):
+    # Dropped (garbage-collected) without close(): the handle's end aborts
+    # it, with no signal check (a Ctrl-C there could not be raised): the
+    # watermark is committed, the segment left open, so a writer with the
+    # same source_id resumes after the samples written.
+    import gc
+
+    w = cqlstream.Writer(name, source_id="dropped", kind="blob", commit_interval=3600, hosts=hosts)
+    for i in range(3):
+        w.add(bytes([i + 1]) * 100)
+    del w
+    gc.collect()
+    with cqlstream.Writer(name, source_id="dropped", kind="blob", hosts=hosts) as again:
+        for i in range(4):
+            again.add(bytes([i + 1]) * 100)
+    assert again.resumed == 3 and again.written == 1
+    got = read_all(name, hosts)
+    assert sorted(data for _, data, _ in got) == [bytes([i + 1]) * 100 for i in range(4)]
