@@ -202,6 +202,37 @@ TEST_F(LoaderTest, AnInterruptedNextTakesNoBatch) {
   EXPECT_TRUE((*l)->Done());
 }
 
+// A checkpoint taken after an interrupted Next is the one taken before it
+// (the call took nothing), and resuming from it delivers the rest of the
+// epoch exactly once.
+TEST_F(LoaderTest, AnInterruptedNextLeavesTheCheckpointAsItWas) {
+  LoaderOptions o = testing::TestLoaderOptions("ldr");
+  o.batch_size = 20;
+  o.seed = 3;
+  auto l = Loader::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  Delivered first = ReadEpoch(**l, *data_, 2);
+  ASSERT_TRUE(first.error.empty()) << first.error;
+  const std::function<bool()> yes = [] { return true; };
+  std::string before = (*l)->State();
+  bool interrupted = false;
+  for (int step = 0; step < 1000 && !interrupted; ++step) {
+    auto cut = (*l)->Next(yes);
+    if (!cut.ok()) {
+      ASSERT_EQ(cut.status().code(), Status::Code::kCancelled) << cut.status().ToString();
+      interrupted = true;
+      break;
+    }
+    ASSERT_TRUE(*cut) << "the epoch ended before any call found its batch not ready";
+    for (size_t i = 0; i < (*cut)->size(); ++i) first.keys.push_back((*cut)->keys[i]);
+    before = (*l)->State();  // a batch was ready: taken without asking
+  }
+  ASSERT_TRUE(interrupted) << "no call found its batch not ready";
+  EXPECT_EQ((*l)->State(), before) << "an interrupted Next moved the checkpoint";
+  (*l)->Close();
+  EXPECT_EQ(testing::ResumeEpoch(o, before, first.keys, *data_).size(), data_->payload.size());
+}
+
 TEST_F(LoaderTest, ResumeWithTheSameAndWithAnotherWorldSize) {
   const size_t n = data_->payload.size();
   // Same world size: rank 1 of 2 stops after 3 batches and resumes.
