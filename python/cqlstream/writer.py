@@ -275,7 +275,7 @@ class Writer:
         """Flushes and seals the segment: this ``source_id`` is complete.
         Raises the error of a write that failed (the segment then stays open)."""
         if self._h is not None:
-            self._h.refuse_from_the_check("close")  # the handle stays: add() waits on it
+            self._h.refuse_from_the_check("close")  # the handle stays: a call waiting on it holds it
             h, self._h = self._h, None
             try:
                 h.close()
@@ -293,7 +293,7 @@ class Writer:
         waits for the writes in flight: KeyboardInterrupt, the writer still
         open (as in :meth:`flush`)."""
         if self._h is not None:
-            self._h.refuse_from_the_check("abort")  # the handle stays: add() waits on it
+            self._h.refuse_from_the_check("abort")  # the handle stays: a call waiting on it holds it
             h, self._h = self._h, None
             try:
                 h.abort()

@@ -225,15 +225,18 @@ class WriterHandle {
 
   bool closed() const { return !writer_; }
 
-  // A call from a signal handler that add()'s interrupt check runs (on the
-  // same thread) raises RuntimeError instead of waiting on the feeder's
-  // lock, which that add() holds. (cqlstream.Writer's close and abort ask
-  // it before they let go of the handle.)
+  // A call from a signal handler that the interrupt check of add(),
+  // flush(), close() or abort() runs (on the same thread) raises
+  // RuntimeError instead of waiting on the feeder's lock, which that call
+  // holds. (cqlstream.Writer's close and abort ask it before they let go
+  // of the handle.)
   void RefuseFromTheCheck(const std::string& call) const {
     if (checking_.load() == std::this_thread::get_id()) {
-      throw std::runtime_error(fmt::format("Writer.{}() called from a signal handler while add() waits on this writer: "
-                                           "raise in the handler (KeyboardInterrupt ends the add) and call it after",
-                                           call));
+      throw std::runtime_error(
+          fmt::format("Writer.{}() called from a signal handler while another call of this writer (add, flush, "
+                      "close or abort) waits: raise in the handler (KeyboardInterrupt ends that call) and call "
+                      "it after",
+                      call));
     }
   }
 
@@ -346,7 +349,7 @@ void BindWriter(nb::module_& m) {
       .def("close", [](WriterHandle& h) { h.Finish(true); }, "Flushes and seals the segment.")
       .def("abort", [](WriterHandle& h) { h.Finish(false); }, "Flushes and leaves the segment open.")
       .def("refuse_from_the_check", &WriterHandle::RefuseFromTheCheck, "call"_a,
-           "RuntimeError when called from a signal handler while add() waits on this writer.")
+           "RuntimeError when called from a signal handler while a call of this writer waits.")
       .def("report", &WriterHandle::Report, "The writer's counts as a dict.")
       .def_prop_ro("closed", &WriterHandle::closed);
 }
