@@ -274,36 +274,34 @@ class Writer:
     def close(self) -> None:
         """Flushes and seals the segment: this ``source_id`` is complete.
         Raises the error of a write that failed (the segment then stays open)."""
-        if self._h is not None:
-            self._h.refuse_from_the_check("close")  # the handle stays: a call waiting on it holds it
-            h, self._h = self._h, None
-            try:
-                h.close()
-            except BaseException:
-                if not h.closed:
-                    self._h = h  # the wait for the writes in flight was interrupted: still open
-                raise
-            finally:
-                if self._h is None:
-                    self._report = dict(h.report())
+        self._end(seal=True)
 
     def abort(self) -> None:
         """Flushes and leaves the segment open: a writer with the same
         ``source_id`` resumes after the committed samples. Ctrl-C while it
         waits for the writes in flight: KeyboardInterrupt, the writer still
         open (as in :meth:`flush`)."""
-        if self._h is not None:
-            self._h.refuse_from_the_check("abort")  # the handle stays: a call waiting on it holds it
-            h, self._h = self._h, None
-            try:
+        self._end(seal=False)
+
+    def _end(self, seal: bool) -> None:
+        """close() (seal) or abort(): the handle is let go unless the call
+        left it open (interrupted while it waited, or refused from a signal
+        handler while another call of this writer waits)."""
+        if self._h is None:
+            return
+        h, self._h = self._h, None
+        try:
+            if seal:
+                h.close()
+            else:
                 h.abort()
-            except BaseException:
-                if not h.closed:
-                    self._h = h  # as in close()
-                raise
-            finally:
-                if self._h is None:
-                    self._report = dict(h.report())
+        except BaseException:
+            if not h.closed:
+                self._h = h
+            raise
+        finally:
+            if self._h is None:
+                self._report = dict(h.report())
 
     def report(self) -> dict[str, Any]:
         """dataset, split, source_id, created_dataset, seg, action ('new',

@@ -193,7 +193,7 @@ class WriterHandle {
   void Finish(bool seal) {
     RefuseFromTheCheck(seal ? "close" : "abort");
     bool raised = false;
-    const Status st = Stop(seal, InterruptCheck(&raised));
+    const Status st = Stop(seal, InterruptCheck(&raised), &raised);
     if (raised) throw nb::python_error();
     Check(st);
   }
@@ -228,8 +228,7 @@ class WriterHandle {
   // A call from a signal handler that the interrupt check of add(),
   // flush(), close() or abort() runs (on the same thread) raises
   // RuntimeError instead of waiting on the feeder's lock, which that call
-  // holds. (cqlstream.Writer's close and abort ask it before they let go
-  // of the handle.)
+  // holds.
   void RefuseFromTheCheck(const std::string& call) const {
     if (checking_.load() == std::this_thread::get_id()) {
       throw std::runtime_error(
@@ -262,37 +261,25 @@ class WriterHandle {
   // run inside it, on this thread, while the core holds the feeder's lock:
   // a handler that calls back into this writer is refused
   // (RefuseFromTheCheck), as it would wait on that lock for ever.
-  std::function<bool()> InterruptCheck(bool* raised) {
-    std::function<bool()> check = SignalCheck(raised);
-    if (!check) return check;
-    return [this, check = std::move(check)] {
-      checking_.store(std::this_thread::get_id());
-      const bool stop = check();
-      checking_.store(std::thread::id());
-      return stop;
-    };
-  }
+  std::function<bool()> InterruptCheck(bool* raised) { return SignalCheck(raised, &checking_); }
 
   // Called with the GIL: the pointers are taken out with it, the work runs
   // without it. A concurrent add() holds its own copy of the writer: the
   // writer serializes it with Close / Abort (it then finds the writer closed).
-  // Interrupted (`interrupted` said yes: the writer is still open), the
-  // pointers are put back.
-  Status Stop(bool seal, const std::function<bool()>& interrupted = {}) {
+  // Interrupted (`interrupted` said yes and set *raised: the writer is
+  // still open), the pointers are put back.
+  Status Stop(bool seal, const std::function<bool()>& interrupted = {}, const bool* raised = nullptr) {
     std::shared_ptr<store::SampleWriter> w = std::move(writer_);
     std::shared_ptr<net::Session> s = std::move(session_);
     writer_.reset();
     session_.reset();
     if (!w) return Status::OK();
-    bool cut = false;
-    const std::function<bool()> asked = [&interrupted, &cut] { return cut = interrupted(); };
     Status st;
     {
       nb::gil_scoped_release release;
-      const std::function<bool()> check = interrupted ? asked : std::function<bool()>();
-      st = seal ? w->Close(check) : w->Abort(check);
+      st = seal ? w->Close(interrupted) : w->Abort(interrupted);
     }
-    if (cut) {
+    if (raised != nullptr && *raised) {
       writer_ = std::move(w);
       session_ = std::move(s);
       return st;
@@ -348,8 +335,6 @@ void BindWriter(nb::module_& m) {
       .def("flush", &WriterHandle::Flush, "Waits for the writes in flight and commits the watermark.")
       .def("close", [](WriterHandle& h) { h.Finish(true); }, "Flushes and seals the segment.")
       .def("abort", [](WriterHandle& h) { h.Finish(false); }, "Flushes and leaves the segment open.")
-      .def("refuse_from_the_check", &WriterHandle::RefuseFromTheCheck, "call"_a,
-           "RuntimeError when called from a signal handler while a call of this writer waits.")
       .def("report", &WriterHandle::Report, "The writer's counts as a dict.")
       .def_prop_ro("closed", &WriterHandle::closed);
 }

@@ -27,11 +27,13 @@ bool OnMainThread() {
   return PyThread_get_thread_ident() == main_ident;
 }
 
-std::function<bool()> SignalCheck(bool* raised) {
+std::function<bool()> SignalCheck(bool* raised, std::atomic<std::thread::id>* checking) {
   if (!OnMainThread()) return {};
-  return [raised] {
+  return [raised, checking] {  // two pointers: no allocation
     nb::gil_scoped_acquire gil;
+    if (checking != nullptr) checking->store(std::this_thread::get_id());
     *raised = PyErr_CheckSignals() != 0;
+    if (checking != nullptr) checking->store(std::thread::id());
     return *raised;
   };
 }

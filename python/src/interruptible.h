@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <thread>
 
 #include "cqlstream/status.h"
 
@@ -37,12 +38,15 @@ Status RunInterruptibly(const std::function<Status()>& work, std::atomic<bool>* 
 bool OnMainThread();
 
 // For a core call that waits on the calling thread and asks a check before
-// each wait (Loader::Next, Loader::Fetch): on the main thread, a check that
-// takes the GIL, runs Python's signal handlers and, when one raised, sets
-// *raised and says stop (raise its pending exception, nb::python_error, once
-// the call has returned); elsewhere an empty one (nothing to ask). Called
-// with the GIL held; `raised` is borrowed for the call.
-std::function<bool()> SignalCheck(bool* raised);
+// each wait (Loader::Next, Loader::Fetch, the Writer's calls): on the main
+// thread, a check that takes the GIL, runs Python's signal handlers and,
+// when one raised, sets *raised and says stop (raise its pending exception,
+// nb::python_error, once the call has returned); elsewhere an empty one
+// (nothing to ask). `checking` (may be null) holds the calling thread's id
+// while the handlers run (a caller that holds a lock the handlers must not
+// wait on looks at it). Called with the GIL held; `raised` and `checking`
+// are borrowed for the call.
+std::function<bool()> SignalCheck(bool* raised, std::atomic<std::thread::id>* checking = nullptr);
 
 }  // namespace cqlstream::python
 

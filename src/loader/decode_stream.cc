@@ -245,25 +245,12 @@ StatusOr<Item> Stream::Next(const std::function<bool()>& interrupted) {
     consumer_state_ = loader_->State();
     producer_ = std::thread([this] { Produce(); });
   }
-  bool ask = true;  // `interrupted` is asked once before each wait
-  while (!stop_ && queue_.empty() && !finished_) {
-    if (interrupted && ask) {
-      l.Unlock();  // the caller's check may take its own locks (Python's GIL)
-      const bool stop = interrupted();
-      l.Lock();
-      if (stop) {
-        waited();
-        return Status::Cancelled("interrupted");  // no item taken
-      }
-      ask = false;
-      continue;  // the queue may have moved while unlocked
-    }
-    ask = true;
-    if (interrupted) {
-      cv_.WaitFor(&mu_, std::chrono::milliseconds(50));
-    } else {
-      cv_.Wait(&mu_);  // nothing to ask: woken by the producer or Close
-    }
+  // Woken by the producer or Close; `interrupted` (when given) is asked
+  // before each wait of at most 50 ms.
+  const auto empty = [this]() REQUIRES(mu_) { return !stop_ && queue_.empty() && !finished_; };
+  if (!cv_.WaitWhile(&mu_, empty, interrupted)) {
+    waited();
+    return Status::Cancelled("interrupted");  // no item taken
   }
   waited();
   if (stop_) return Status::Cancelled("loader closed");

@@ -273,16 +273,12 @@ StatusOr<int32_t> SegmentWriter::Issue(std::shared_ptr<const SourceItem> item, P
     MutexLock l(&mu_);
     // Complete wakes this once Refill() slots are free (Fail at once).
     const auto full = [this]() REQUIRES(mu_) { return inflight_ >= o_.concurrency && error_.ok(); };
-    if (!cv_.WaitWhile(&mu_, full, interrupted)) {
+    // Not issued (interrupted, or a write failed): the bytes go back.
+    const Status refused = !cv_.WaitWhile(&mu_, full, interrupted) ? Status::Cancelled("interrupted") : error_;
+    if (!refused.ok()) {
       l.Unlock();
       budget_->Give(std::exchange(smp->reserved, 0));
-      return Status::Cancelled("interrupted");
-    }
-    if (!error_.ok()) {
-      Status e = error_;
-      l.Unlock();
-      budget_->Give(std::exchange(smp->reserved, 0));
-      return e;
+      return refused;
     }
     smp->pos = next_pos_++;
     smp->idx = next_idx_++;
