@@ -140,6 +140,7 @@ struct FrameDecoder::State {
   Status CellLength();
   void DeliverCell(std::optional<ByteView> data);
   void SinkFailed(Status s);
+  void DropDestination();
   void NextCell();
   void EmitBuffered(std::vector<DecodedFrame>* out);
   void EmitStreamed(std::vector<DecodedFrame>* out);
@@ -160,11 +161,25 @@ FrameDecoder::FrameDecoder(Options options, SinkLookup lookup)
   s.buf.reset(new uint8_t[s.cap]);
 }
 
-FrameDecoder::~FrameDecoder() = default;
+FrameDecoder::~FrameDecoder() { Abandon(); }
 
 std::optional<int16_t> FrameDecoder::current_stream() const {
   if (state_->phase == Phase::kHeader) return std::nullopt;
   return state_->header.stream;
+}
+
+std::optional<int16_t> FrameDecoder::directing_stream() const {
+  if (state_->dst.empty()) return std::nullopt;
+  return state_->header.stream;
+}
+
+void FrameDecoder::Abandon() {
+  State& s = *state_;
+  if (!s.failed) {
+    s.failed = true;
+    s.failure = Status::Cancelled("the frame decoder was abandoned");
+  }
+  s.DropDestination();
 }
 
 // ---------------------------------------------------------------------------
@@ -505,6 +520,7 @@ Status FrameDecoder::State::CellLength() {
     return Status::OK();
   }
   if (d.size() != size) {
+    dst = d;  // handed out all the same: SinkFailed gives it back (OnCellAbandoned)
     SinkFailed(Status::InvalidArgument(
         fmt::format("CellSink::CellDestination for cell (row {}, column {}) of {} bytes returned {} bytes",
                     row, col, size, d.size())));
@@ -525,8 +541,16 @@ void FrameDecoder::State::DeliverCell(std::optional<ByteView> cell) {
 void FrameDecoder::State::SinkFailed(Status s) {
   sink_ok = false;
   sink_status = std::move(s);
-  dst = {};
+  DropDestination();
   phase = Phase::kSkip;  // drain the rest of the frame
+}
+
+// A destination given up before its cell is complete (its OnCell will not
+// come): the sink hears of it, so that it may reuse the memory.
+void FrameDecoder::State::DropDestination() {
+  if (dst.empty()) return;
+  dst = {};
+  if (sink) sink->OnCellAbandoned(row, col);
 }
 
 void FrameDecoder::State::NextCell() {

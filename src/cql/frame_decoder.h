@@ -72,6 +72,15 @@ class CellSink {
   // A complete cell: the destination span for a directed cell, a view into
   // decoder memory (valid only during the call) otherwise, nullopt for null.
   virtual Status OnCell(int32_t row, int32_t col, std::optional<ByteView> data) = 0;
+  // The destination of cell (row, col) is given up before the cell is
+  // complete: its reader stopped reading (FrameDecoder::Abandon: a
+  // connection closed, or its decoder failed or ended). No byte lands in
+  // the span after this call, and no OnCell for the cell follows. Until
+  // this call or that cell's OnCell, a read in flight may still write into
+  // the span, whatever the sink's owner has decided meanwhile (a request
+  // timed out while its answer arrived into the destination): the memory
+  // must not be reused before one of the two.
+  virtual void OnCellAbandoned(int32_t /*row*/, int32_t /*col*/) {}
 };
 
 struct DecodedFrame {
@@ -117,6 +126,14 @@ class FrameDecoder {
 
   // Stream id of the frame being decoded, if its header has arrived.
   std::optional<int16_t> current_stream() const;
+  // Stream id of the frame whose cell is being read into a sink's
+  // destination (CellDestination handed out, OnCell not yet called), if any.
+  std::optional<int16_t> directing_stream() const;
+  // The reader will read no more into the span last returned by
+  // ReadTarget() (no read is in flight into it) and gives the decoder up: a
+  // destination it holds is given back (CellSink::OnCellAbandoned), and
+  // Commit fails from now on. Idempotent; the destructor calls it.
+  void Abandon();
 
   // Cell bytes received directly into sink destinations, and cell bytes that
   // had to be copied from the receive buffer into destinations.

@@ -84,6 +84,8 @@ TEST(FrameDecoder, SinkErrorInRowsBeginAndBadDestinationSize) {
   EXPECT_NE(o.log.find("sink=Cancelled: sink refuses rows"), std::string::npos) << o.log;
   EXPECT_TRUE(run.sinks[2][0]->cells.empty());
   EXPECT_NE(o.log.find("returned 301 bytes"), std::string::npos) << o.log;
+  // The span it did hand out is given back (the sink may reuse it).
+  EXPECT_EQ(run.sinks[2][0]->abandoned.size(), 1u);
   EXPECT_EQ(run.sinks[3][0]->cells.size(), 2u);
   n = 0;
   EXPECT_EQ(run.Go(input, Mode::kByteByByte).log, o.log);
@@ -324,6 +326,70 @@ TEST(FrameDecoder, RandomizedDifferential) {
       ASSERT_EQ(o.log, whole.log) << "iteration " << iter << " mode " << int(m);
     }
   }
+}
+
+// Feeds `input` as a socket would (whatever ReadTarget offers) up to byte
+// `until`; the frames completed so far go to *frames.
+void FeedUntil(FrameDecoder& d, const Bytes& input, size_t until, std::vector<DecodedFrame>* frames) {
+  size_t pos = 0;
+  while (pos < until) {
+    std::span<uint8_t> t = d.ReadTarget();
+    const size_t n = std::min(t.size(), until - pos);
+    std::memcpy(t.data(), input.data() + pos, n);
+    pos += n;
+    ASSERT_TRUE(d.Commit(n, frames).ok());
+  }
+}
+
+// A connection that stops reading in the middle of a directed cell (closed,
+// or its request timed out) abandons its decoder: the sink hears once that
+// its destination is given up, and nothing more is decoded. So does a
+// decoder destroyed mid-cell. A cell completed, or a frame without one in
+// progress, gives nothing up.
+TEST(FrameDecoder, AnAbandonedDecoderGivesItsDestinationBack) {
+  const Bytes big = Pattern(200 << 10, 3);
+  const Bytes small = Pattern(100, 5);
+  const Bytes input = ResponseFrame(Opcode::kResult, 7, RowsBody(2, {{small, big}}));
+  const size_t mid = input.size() - big.size() / 2;
+  for (const bool destroy : {false, true}) {
+    SCOPED_TRACE(destroy ? "destroyed" : "abandoned");
+    auto sink = std::make_shared<RecordingSink>();
+    sink->direct_min = 4096;
+    std::vector<DecodedFrame> frames;
+    {
+      FrameDecoder d([&](int16_t) -> std::shared_ptr<CellSink> { return sink; });
+      EXPECT_EQ(d.directing_stream(), std::nullopt);
+      ASSERT_NO_FATAL_FAILURE(FeedUntil(d, input, mid, &frames));
+      EXPECT_EQ(d.directing_stream(), std::optional<int16_t>(7));
+      EXPECT_TRUE(sink->abandoned.empty());
+      if (!destroy) {
+        d.Abandon();
+        EXPECT_EQ(d.directing_stream(), std::nullopt);
+        d.Abandon();  // once only
+        std::span<uint8_t> t = d.ReadTarget();
+        t[0] = input[mid];
+        EXPECT_FALSE(d.Commit(1, &frames).ok());
+      }
+    }
+    EXPECT_TRUE(frames.empty());
+    ASSERT_EQ(sink->cells.size(), 1u);  // the small cell, before the big one
+    EXPECT_EQ(sink->abandoned, (std::vector<std::pair<int32_t, int32_t>>{{0, 1}}));
+  }
+  // The whole frame: the cell ends with its OnCell; nothing is given up, not
+  // even when the decoder is abandoned or destroyed afterwards.
+  auto sink = std::make_shared<RecordingSink>();
+  sink->direct_min = 4096;
+  std::vector<DecodedFrame> frames;
+  {
+    FrameDecoder d([&](int16_t) -> std::shared_ptr<CellSink> { return sink; });
+    ASSERT_NO_FATAL_FAILURE(FeedUntil(d, input, input.size(), &frames));
+    EXPECT_EQ(d.directing_stream(), std::nullopt);
+    d.Abandon();
+  }
+  ASSERT_EQ(frames.size(), 1u);
+  ASSERT_EQ(sink->cells.size(), 2u);
+  EXPECT_TRUE(sink->cells[1].directed);
+  EXPECT_TRUE(sink->abandoned.empty());
 }
 
 }  // namespace

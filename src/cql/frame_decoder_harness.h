@@ -92,6 +92,7 @@ class RecordingSink : public CellSink {
   std::vector<Rec> cells;
   std::map<std::pair<int32_t, int32_t>, Bytes> destinations;
   int destination_calls = 0;
+  std::vector<std::pair<int32_t, int32_t>> abandoned;  // OnCellAbandoned calls
 
   const RowsMetadata* ExpectedColumns() const override { return expected; }
   Status OnRowsBegin(const RowsMetadata& md, int32_t rows) override {
@@ -119,6 +120,7 @@ class RecordingSink : public CellSink {
     if (int(cells.size()) - 1 == fail_on_cell) return Status::Corruption("sink failed on purpose");
     return Status::OK();
   }
+  void OnCellAbandoned(int32_t row, int32_t col) override { abandoned.emplace_back(row, col); }
 };
 
 // A textual log of what a decoder produced, to compare decodings of the

@@ -321,7 +321,10 @@ void Connection::OnWritten(std::error_code ec, size_t n) {
 }
 
 void Connection::StartReading() {
-  if (closed()) return;
+  if (closed()) {
+    decoder_.Abandon();  // no read in flight, and none to come (OnRead)
+    return;
+  }
   std::span<uint8_t> target = decoder_.ReadTarget();
   transport_->AsyncReadSome(target, [self = shared_from_this()](std::error_code ec, size_t n) {
     self->OnRead(ec, n);
@@ -329,11 +332,25 @@ void Connection::StartReading() {
 }
 
 void Connection::OnRead(std::error_code ec, size_t n) {
-  if (closed()) return;
+  // No read is in flight here. Unless another one starts, the decoder is
+  // done with: a cell destination it holds (a caller's memory) is given back
+  // (FrameDecoder::Abandon), now that nothing can write into it any more.
+  if (TakeRead(ec, n)) {
+    StartWrite();  // requests admitted when stream ids were freed
+    ArmTimer();
+    StartReading();
+  } else {
+    decoder_.Abandon();
+  }
+}
+
+// Whether the connection reads on.
+bool Connection::TakeRead(std::error_code ec, size_t n) {
+  if (closed()) return false;
   if (ec) {
     std::string why = ec == asio::error::eof ? "the server closed the connection" : ec.message();
     CloseOnIoThread(Status::ConnectionLost(fmt::format("connection to {} lost: {}", peer_, why)));
-    return;
+    return false;
   }
   stats_.bytes_read.fetch_add(n, std::memory_order_relaxed);
   last_read_ = std::chrono::steady_clock::now();
@@ -348,12 +365,9 @@ void Connection::OnRead(std::error_code ec, size_t n) {
   frames_.clear();
   if (!s.ok()) {
     CloseOnIoThread(s.WithContext(fmt::format("connection to {}", peer_)));
-    return;
+    return false;
   }
-  if (closed()) return;
-  StartWrite();  // requests admitted when stream ids were freed
-  ArmTimer();
-  StartReading();
+  return !closed();
 }
 
 void Connection::Dispatch(cql::DecodedFrame&& f) {
@@ -497,6 +511,7 @@ void Connection::OnTimer() {
   const auto now = std::chrono::steady_clock::now();
   bool check_waiting = false;
   bool silent = false;
+  std::optional<Deadline> cut;  // a request whose answer timed out while it arrived into a sink's destination
   // Earliest first. A callback may close the connection (the handshake's
   // do, synchronously), which clears the heap: hence the closed() check
   // after each; Send and Close only post.
@@ -516,6 +531,7 @@ void Connection::OnTimer() {
     // Nothing at all came back since this request was sent: the peer (or
     // the path to it) is gone. Close rather than feed it more requests.
     if (last_read_ < d.at - std::chrono::milliseconds(d.timeout_ms)) silent = true;
+    if (decoder_.directing_stream() == d.stream) cut = d;
     s.sink.reset();
     ReplyCallback cb = std::move(s.callback);
     s.callback = nullptr;
@@ -543,6 +559,14 @@ void Connection::OnTimer() {
   if (silent) {
     return CloseOnIoThread(Status::ConnectionLost(
         fmt::format("connection to {} is defunct: requests timed out while nothing arrived", peer_)));
+  }
+  if (cut) {
+    // The rest of that answer would be read into memory its caller has
+    // given up on (CellSink::OnCellAbandoned), and every answer behind it
+    // waits on it: the connection is closed, which ends the read in flight.
+    return CloseOnIoThread(Status::ConnectionLost(fmt::format(
+        "connection to {} closed: the answer on stream {} timed out after {} ms while it was still arriving",
+        peer_, cut->stream, cut->timeout_ms)));
   }
   if (retired_ >= std::max(2, max_streams_ / 4)) {
     return CloseOnIoThread(Status::ConnectionLost(fmt::format(

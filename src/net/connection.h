@@ -27,7 +27,11 @@
 //  * A request may carry a CellSink: the cells of its Rows result are then
 //    delivered to the sink as they arrive, possibly straight into memory the
 //    sink names (see cql/frame_decoder.h), and the Reply carries only the
-//    result metadata.
+//    result metadata. A request that times out while its answer is arriving
+//    into such memory closes the connection (the rest would land in memory
+//    its caller has given up, and every answer behind it waits on it); the
+//    sink hears when the last read into its memory has ended
+//    (CellSink::OnCellAbandoned).
 //
 // Thread-safety: Send(), Close() and the accessors are thread-safe. All
 // callbacks (reply callbacks, sink callbacks, event and close handlers) run on
@@ -201,6 +205,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Handshake(OpenCallback cb);
   void StartReading();
   void OnRead(std::error_code ec, size_t n);
+  bool TakeRead(std::error_code ec, size_t n);
   void Dispatch(cql::DecodedFrame&& f);
   void DrainSubmitted();
   void Admit(Request&& r);

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "cql/frame_decoder_harness.h"
 #include "net/fake_server_test_util.h"
 #include "net/io_pool.h"
 #include "net/routing/murmur3.h"
@@ -547,6 +549,67 @@ TEST_F(ConnectionTest, ASilentPeerMakesTheConnectionDefunct) {
   EXPECT_TRUE(r.status().IsTimeout());
   ASSERT_TRUE(WaitFor([&] { return c->closed(); }));
   EXPECT_TRUE(c->closed()) << "nothing came back at all: the connection should be closed";
+}
+
+// A sink that takes its one cell into memory of its own and says when the
+// decoder gave that memory back.
+class LandingSink final : public cql::CellSink {
+ public:
+  explicit LandingSink(size_t size) : mem(size, 0xEE) {}
+  Status OnRowsBegin(const cql::RowsMetadata&, int32_t) override { return Status::OK(); }
+  std::span<uint8_t> CellDestination(int32_t, int32_t, int32_t size) override {
+    return static_cast<size_t>(size) == mem.size() ? std::span<uint8_t>(mem) : std::span<uint8_t>();
+  }
+  Status OnCell(int32_t, int32_t, std::optional<cql::ByteView>) override {
+    cells++;
+    return Status::OK();
+  }
+  void OnCellAbandoned(int32_t, int32_t) override { abandoned++; }
+  cql::Bytes mem;
+  std::atomic<int> cells{0}, abandoned{0};
+};
+
+// A request that times out while its answer arrives into a sink's memory:
+// the rest would land in memory its caller has given up, so the connection
+// closes (failing what else is in flight), and the sink hears that the
+// decoder gave the memory back. Bytes the server sends after that land
+// nowhere. Before, the connection read on into the sink's memory.
+TEST_F(ConnectionTest, ATimeoutWhileAnAnswerArrivesIntoASinkClosesAndGivesTheMemoryBack) {
+  FakeServer srv;
+  srv.SetHandler([](const testing::Request&) { return std::nullopt; });  // answered by hand
+  auto c = Open(srv);
+  ASSERT_NE(c, nullptr);
+  const cql::Bytes cell = cql::testing::Pattern(64 << 10, 9);
+  auto sink = std::make_shared<LandingSink>(cell.size());
+  auto p = std::make_shared<std::promise<StatusOr<Reply>>>();
+  auto a = p->get_future();
+  c->Send(*cql::EncodeQuery("A", cql::QueryParameters{}), sink, 1000ms,
+          [p](StatusOr<Reply> r) { p->set_value(std::move(r)); });
+  auto b = Query(*c, "B", 5000ms);  // never answered
+  ASSERT_TRUE(WaitFor([&] { return Seen(srv, "B").size() == 1; }));
+  const testing::Request req = Seen(srv, "A")[0];
+  const cql::Bytes f = Frame(cql::Opcode::kResult, req.header.stream, cql::testing::RowsBody(1, {{cell}}));
+  const size_t cut = f.size() - cell.size() / 2;
+  srv.Send(req.connection, cql::Bytes(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(cut)));
+  auto ra = a.get();
+  ASSERT_FALSE(ra.ok());
+  EXPECT_TRUE(ra.status().IsTimeout()) << ra.status().ToString();
+  ASSERT_TRUE(WaitFor([&] { return sink->abandoned.load() == 1; }));
+  EXPECT_TRUE(c->closed());
+  // What came before the timeout is in place (read after the decoder let
+  // go: `abandoned` orders its writes before these reads).
+  const auto half = static_cast<std::ptrdiff_t>(cell.size() / 2);
+  EXPECT_TRUE(std::equal(cell.begin(), cell.begin() + half, sink->mem.begin()));
+  auto rb = b.get();
+  ASSERT_FALSE(rb.ok());
+  EXPECT_NE(rb.status().message().find("timed out after 1000 ms while it was still arriving"), std::string::npos)
+      << rb.status().ToString();
+  // The rest, sent now, reaches nothing.
+  srv.Send(req.connection, cql::Bytes(f.begin() + static_cast<std::ptrdiff_t>(cut), f.end()));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(sink->cells.load(), 0);
+  EXPECT_EQ(sink->abandoned.load(), 1);
+  EXPECT_TRUE(std::all_of(sink->mem.begin() + half, sink->mem.end(), [](uint8_t x) { return x == 0xEE; }));
 }
 
 TEST_F(ConnectionTest, PasswordAuthenticatorExchange) {

@@ -79,6 +79,7 @@ class ColumnCheckingSink final : public cql::CellSink {
   Status OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) override {
     return inner_->OnCell(row, col, data);
   }
+  void OnCellAbandoned(int32_t row, int32_t col) override { inner_->OnCellAbandoned(row, col); }
 
  private:
   std::shared_ptr<cql::CellSink> inner_;
