@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 
+#include "loader/destination_hold.h"
 #include "loader/loader_impl.h"
 
 namespace cqlstream::loader_impl {
@@ -51,9 +52,11 @@ class AttachedSink final : public cql::CellSink {
     return l_->AttachedDestination(*this, col, size);
   }
   Status OnCell(int32_t r, int32_t col, std::optional<cql::ByteView> data) override {
+    hold.Release();  // the decoder is done with this cell, directed or not
     row.OnCell(r, col, data);
     return Status::OK();
   }
+  void OnCellAbandoned(int32_t, int32_t) override { hold.Release(); }
 
   const std::shared_ptr<Task> task;
   const int attempt;
@@ -61,6 +64,7 @@ class AttachedSink final : public cql::CellSink {
   store::AttachedRow row;
   bool offered = false;  // a cell asked for a destination (loader lock)
   Status err;            // set under the loader lock
+  loader::DestinationHold hold;  // the decoder may be writing into the slot
 
  private:
   Loader::Impl* l_;

@@ -10,7 +10,8 @@
 // Ownership: shared by the execution that streams into it and the
 // completion callback; it holds its Task. Thread-safety: the cell calls come
 // from the one I/O thread decoding the answer; `offered` and `err` are
-// written under the loader lock (Impl::mu).
+// written under the loader lock (Impl::mu); `hold` is atomic
+// (loader/destination_hold.h).
 #ifndef CQLSTREAM_LOADER_ATTEMPT_SINK_H_
 #define CQLSTREAM_LOADER_ATTEMPT_SINK_H_
 
@@ -18,6 +19,7 @@
 #include <optional>
 #include <span>
 
+#include "loader/destination_hold.h"
 #include "loader/loader_impl.h"
 
 namespace cqlstream {
@@ -38,6 +40,7 @@ class AttemptSink final : public cql::CellSink {
     return l_->Destination(*this, size);
   }
   Status OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) override {
+    hold.Release();  // the decoder is done with this cell, directed or not
     if (col == store::kColData) {
       // A null or empty data cell (the decoder asks no destination for
       // it) is a chunk of no bytes, placed as such: one may end a sample, a
@@ -49,6 +52,7 @@ class AttemptSink final : public cql::CellSink {
     cells.OnCell(row, col, data);
     return Status::OK();
   }
+  void OnCellAbandoned(int32_t, int32_t) override { hold.Release(); }
 
  private:
   Loader::Impl* l_;
@@ -62,6 +66,7 @@ class AttemptSink final : public cql::CellSink {
   int32_t rows = 0;
   bool offered = false;  // some data cell asked for a destination (loader lock)
   Status err;            // set under the loader lock
+  loader::DestinationHold hold;  // the decoder may be writing into the slot
 };
 
 }  // namespace loader_impl

@@ -53,6 +53,11 @@ std::span<uint8_t> CoalescedSink::CellDestination(int32_t row, int32_t col, int3
   return members_[*member_].sink->CellDestination(member_row_, col, size);
 }
 
+// Only a cell CellDestination passed on to a member can be abandoned.
+void CoalescedSink::OnCellAbandoned(int32_t row, int32_t col) {
+  if (row == row_ && member_) members_[*member_].sink->OnCellAbandoned(member_row_, col);
+}
+
 Status CoalescedSink::OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) {
   if (!err_.ok()) return Status::OK();
   if (row != row_) {

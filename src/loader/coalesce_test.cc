@@ -149,6 +149,24 @@ TEST(CoalesceTest, SinkPassesEachRowToItsSample) {
   EXPECT_EQ(b->buf, std::vector<uint8_t>(3, 0xbb));
 }
 
+// A data cell the decoder gives up on (its connection closed mid-cell)
+// reaches the member whose destination it was, under that member's row;
+// nothing else does.
+TEST(CoalesceTest, AnAbandonedCellReachesTheMemberItWasPlacedFor) {
+  auto a = Member(), b = Member();
+  CoalescedSink s({{MakeKey(2, 9), a}, {MakeKey(2, 1), b}});
+  ASSERT_TRUE(s.OnRowsBegin(cql::RowsMetadata{}, 3).ok());
+  FeedRow(s, 0, 2, 1, 0xbb);
+  s.OnCellAbandoned(1, store::kColData);  // row 1's key cells have not come: no member
+  auto sc = IntCell(2), ic = IntCell(1);
+  ASSERT_TRUE(s.OnCell(1, store::kColSeg, cql::ByteView(sc)).ok());
+  ASSERT_TRUE(s.OnCell(1, store::kColIdx, cql::ByteView(ic)).ok());
+  ASSERT_FALSE(s.CellDestination(1, store::kColData, 3).empty());
+  s.OnCellAbandoned(1, store::kColData);
+  EXPECT_TRUE(a->abandoned.empty());
+  EXPECT_EQ(b->abandoned, (std::vector<std::pair<int32_t, int32_t>>{{1, store::kColData}}));  // b's second row
+}
+
 TEST(CoalesceTest, ARowOfAnotherSampleFailsTheRequestAndIsNotPlaced) {
   auto a = Member(), b = Member();
   CoalescedSink s({{MakeKey(0, 1), a}, {MakeKey(0, 2), b}});

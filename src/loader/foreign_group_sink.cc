@@ -43,6 +43,11 @@ std::span<uint8_t> ForeignGroupSink::CellDestination(int32_t row, int32_t col, i
   return members_[*member_].sink->CellDestination(member_row_, col - 1, size);
 }
 
+// Only a cell CellDestination passed on to a member can be abandoned.
+void ForeignGroupSink::OnCellAbandoned(int32_t row, int32_t col) {
+  if (row == row_ && member_ && col >= 1) members_[*member_].sink->OnCellAbandoned(member_row_, col - 1);
+}
+
 Status ForeignGroupSink::OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) {
   if (!err_.ok()) return Status::OK();
   if (row != row_) {

@@ -54,6 +54,7 @@ class ForeignGroupSink final : public cql::CellSink {
   Status OnRowsBegin(const cql::RowsMetadata& metadata, int32_t rows) override;
   std::span<uint8_t> CellDestination(int32_t row, int32_t col, int32_t size) override;
   Status OnCell(int32_t row, int32_t col, std::optional<cql::ByteView> data) override;
+  void OnCellAbandoned(int32_t row, int32_t col) override;
 
   // The first problem of the answer as a whole, or OK.
   const Status& error() const { return err_; }

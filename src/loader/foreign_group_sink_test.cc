@@ -62,6 +62,22 @@ TEST(ForeignGroupSinkTest, PassesEachRowToTheSampleOfItsKey) {
   EXPECT_EQ(b->buf, std::vector<uint8_t>(3, 0xbb));
 }
 
+// A data cell the decoder gives up on (its connection closed mid-cell)
+// reaches the member whose destination it was, in the member's columns;
+// nothing else does.
+TEST(ForeignGroupSinkTest, AnAbandonedCellReachesTheMemberItWasPlacedFor) {
+  auto a = GroupMember(), b = GroupMember();
+  ForeignGroupSink s({{"key-a", a}, {"key-b", b}}, 3);
+  ASSERT_TRUE(s.OnRowsBegin(Columns(3), 2).ok());
+  FeedRow(s, 0, "key-a", 0xaa);
+  s.OnCellAbandoned(1, 1);  // row 1's key has not come: no member
+  ASSERT_TRUE(s.OnCell(1, 0, View("key-b")).ok());
+  ASSERT_FALSE(s.CellDestination(1, 1, 3).empty());
+  s.OnCellAbandoned(1, 1);
+  EXPECT_TRUE(a->abandoned.empty());
+  EXPECT_EQ(b->abandoned, (std::vector<std::pair<int32_t, int32_t>>{{0, 0}}));
+}
+
 TEST(ForeignGroupSinkTest, AKeyNotAskedForFailsTheAnswerAndNothingMoreIsPassed) {
   auto a = GroupMember(), b = GroupMember();
   ForeignGroupSink s({{std::string("\x01\x02", 2), a}, {std::string("\x03\x04", 2), b}}, 3);

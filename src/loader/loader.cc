@@ -121,6 +121,9 @@ void Loader::Close() {
   // drop them); a call still waiting drops its own.
   std::erase_if(impl_->fetches, [](const std::unique_ptr<Epoch>& f) { return f->abandoned; });
   while (!impl_->retries.empty()) impl_->retries.pop();
+  // The session's end (from a caller's thread: its I/O threads joined)
+  // ended their reads; completions see `closed`.
+  impl_->parked.clear();
   impl_->watch.clear();
 }
 

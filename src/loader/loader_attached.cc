@@ -391,6 +391,7 @@ std::span<uint8_t> Loader::Impl::AttachedDestination(AttachedSink& s, int32_t co
   }
   if (t.owner != s.attempt) return {};  // a duplicate (hedge) answer: dropped
   const int64_t at = col == store::kAttachedColData ? 0 : s.row.data_size();
+  s.hold.Take();  // until the cell's OnCell or OnCellAbandoned
   return {t.slot.data + at, static_cast<size_t>(size)};
 }
 
@@ -425,6 +426,16 @@ void Loader::Impl::OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, c
   std::vector<Launch> launches;
   {
     MutexLock lock(&mu);
+    if (!r.ok() && s) {
+      // As for a native read (OnAttemptDone): nothing is settled while the
+      // failed read's cell may still be written into the slot.
+      if (s->err.ok()) s->err = Status::Cancelled("the attempt ended");
+      if (ParkWhileWriting({t}, [s] { return s->hold.held(); }, [this, t, attempt, s, sent, r, count_request] {
+            OnAttachedDone(t, attempt, s, sent, r, count_request);
+          })) {
+        return;
+      }
+    }
     SettleAttached(t, attempt, s, sent, r, count_request);
     if (closed) return;
     Refill(&launches);

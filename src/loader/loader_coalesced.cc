@@ -199,12 +199,21 @@ void Loader::Impl::OnGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, 
   std::vector<Launch> launches;
   {
     MutexLock lock(&mu);
-    for (const auto& t : tasks) t->outstanding--;
     // As for a single read (OnAttemptDone): a failed request's late cells
-    // must claim none of its samples.
+    // must claim none of its samples, and the rest waits while one may still
+    // be written into a slot.
     if (!r.ok()) {
       for (const auto& s : sinks) EndSink(*s);
+      auto writing = [sinks] {
+        return std::any_of(sinks.begin(), sinks.end(), [](const auto& s) { return s->hold.held(); });
+      };
+      if (ParkWhileWriting(tasks, writing, [this, tasks, attempts, group, sinks, sent, err = r.status()] {
+            OnGroupDone(tasks, attempts, group, sinks, sent, err);
+          })) {
+        return;
+      }
     }
+    for (const auto& t : tasks) t->outstanding--;
     if (closed) return;
     if (!r.ok()) OnRequestFailed(r.status(), sent);
     const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);

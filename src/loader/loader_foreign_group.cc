@@ -223,6 +223,21 @@ void Loader::Impl::OnForeignGroupDone(const std::vector<std::shared_ptr<Task>>& 
   std::vector<Launch> launches;
   {
     MutexLock lock(&mu);
+    if (!r.ok()) {
+      // As for a single read (OnAttemptDone): nothing is settled while a
+      // failed request's cell may still be written into a slot.
+      for (const auto& s : sinks) {
+        if (s->err.ok()) s->err = Status::Cancelled("the attempt ended");
+      }
+      auto writing = [sinks] {
+        return std::any_of(sinks.begin(), sinks.end(), [](const auto& s) { return s->hold.held(); });
+      };
+      if (ParkWhileWriting(tasks, writing, [this, tasks, attempts, group, sinks, sent, err = r.status()] {
+            OnForeignGroupDone(tasks, attempts, group, sinks, sent, err);
+          })) {
+        return;
+      }
+    }
     for (size_t i = 0; i < tasks.size(); ++i) {
       // A failed request's late cells, or a refused answer's, claim nothing.
       if (!request_err.ok() && sinks[i]->err.ok()) sinks[i]->err = Status::Cancelled("the attempt ended");

@@ -60,6 +60,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -162,6 +163,7 @@ struct Task {
   store::ChunkPlacer placer;     // the owner's chunks so far
   store::SampleStatics statics;  // the owner's static columns
   int attempts = 0, failures = 0, outstanding = 0;
+  int parked = 0;                // failed attempts whose completion waits (Impl::ParkWhileWriting)
   bool resolved = false;
   bool hedged = false;
   int hedge_attempt = -1;
@@ -325,6 +327,15 @@ struct Loader::Impl {
     bool operator>(const Retry& r) const { return due > r.due; }
   };
   std::priority_queue<Retry, std::vector<Retry>, std::greater<>> retries GUARDED_BY(mu);
+  // Failed reads' completions put off while the frame decoder may still
+  // write into a slot through one of their sinks (loader/destination_hold.h):
+  // the pump runs each once none may (ParkWhileWriting, TakeResumable).
+  struct Parked {
+    std::vector<std::shared_ptr<Task>> tasks;  // the read's samples (Task::parked counts it)
+    std::function<bool()> writing;
+    std::function<void()> resume;
+  };
+  std::vector<Parked> parked GUARDED_BY(mu);
   using Watch = loader::HedgeWatch<std::weak_ptr<Task>>::Entry;
   loader::HedgeWatch<std::weak_ptr<Task>> watch GUARDED_BY(mu);  // attempts in issue order, for hedging
   loader::WindowController ctl GUARDED_BY(mu);
@@ -436,6 +447,19 @@ struct Loader::Impl {
   // still be streaming into `s`): from now on its cells are dropped and claim
   // nothing.
   void EndSink(AttemptSink& s) REQUIRES(mu);
+  // The completion of a failed read of `tasks`, while `writing()` says that
+  // the decoder may still write into a slot through one of its sinks:
+  // `resume` (the same completion, called again) is put off until it may
+  // not, and true is returned. Nothing of the failure is acted on
+  // meanwhile: no other attempt claims the slot, no batch holding it is
+  // handed out or given back, and the attempt is not hedged (it still
+  // counts as outstanding). False when nothing is being written or the
+  // loader is closed: the completion goes on at once.
+  bool ParkWhileWriting(std::vector<std::shared_ptr<Task>> tasks, std::function<bool()> writing,
+                        std::function<void()> resume) REQUIRES(mu);
+  // Moves to `out` the parked completions whose writes have ended, to be
+  // called without the lock.
+  void TakeResumable(std::vector<std::function<void()>>* out) REQUIRES(mu);
   // A request sent at `sent` failed with `err` (once per request, whatever
   // number of samples it carried): timeouts are counted, and a timeout or an
   // overload cuts the window (loader/congestion_gate.h).

@@ -292,6 +292,7 @@ std::span<uint8_t> Loader::Impl::Destination(AttemptSink& s, int32_t size) {
     s.err = at.status();
     return {};
   }
+  if (size > 0) s.hold.Take();  // until the cell's OnCell or OnCellAbandoned
   return {t.slot.data + *at, static_cast<size_t>(size)};
 }
 
@@ -304,12 +305,20 @@ void Loader::Impl::OnAttemptDone(const std::shared_ptr<Task>& t, const std::shar
   std::vector<Launch> launches;
   {
     MutexLock lock(&mu);
+    if (!r.ok()) {
+      // A failed request (a timeout mid-frame) may still be streaming: the
+      // frame decoder keeps the sink until its frame is complete. Its late
+      // cells must not claim the sample (the retry's would then be dropped
+      // and nothing would settle it), so the sink is ended here; and while
+      // its cell in progress may still be written into the slot, the rest
+      // waits.
+      EndSink(*s);
+      if (ParkWhileWriting({t}, [s] { return s->hold.held(); },
+                           [this, t, s, sent, err = r.status()] { OnAttemptDone(t, s, sent, err); })) {
+        return;
+      }
+    }
     t->outstanding--;
-    // A failed request (a timeout mid-frame) may still be streaming: the
-    // frame decoder keeps the sink until its frame is complete. Its late
-    // cells must not claim the sample (the retry's would then be dropped
-    // and nothing would settle it), so the sink is ended here.
-    if (!r.ok()) EndSink(*s);
     if (closed) return;
     if (!r.ok()) OnRequestFailed(r.status(), sent);
     const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);
@@ -435,6 +444,23 @@ void Loader::Impl::EndSink(AttemptSink& s) {
   if (s.err.ok()) s.err = Status::Cancelled("the attempt ended");
 }
 
+bool Loader::Impl::ParkWhileWriting(std::vector<std::shared_ptr<Task>> tasks, std::function<bool()> writing,
+                                    std::function<void()> resume) {
+  if (closed || !writing()) return false;
+  for (const auto& t : tasks) t->parked++;
+  parked.push_back(Parked{std::move(tasks), std::move(writing), std::move(resume)});
+  return true;
+}
+
+void Loader::Impl::TakeResumable(std::vector<std::function<void()>>* out) {
+  std::erase_if(parked, [out](Parked& p) {
+    if (p.writing()) return false;
+    for (const auto& t : p.tasks) t->parked--;
+    out->push_back(std::move(p.resume));
+    return true;
+  });
+}
+
 // Once per failed request, whatever number of samples it carried: the
 // window is cut as loader/congestion_gate.h says.
 void Loader::Impl::OnRequestFailed(const Status& err, Clock::time_point sent) {
@@ -496,9 +522,11 @@ void Loader::Impl::PumpLoop() {
     // Before the first Next() only Fetch calls issue requests: their retries
     // and hedges still need the pump (a Fetch of a missing sample waited
     // forever for a retry that nothing launched).
-    if (!started && retries.empty() && watch.empty()) continue;
+    if (!started && retries.empty() && watch.empty() && parked.empty()) continue;
     const auto now = Clock::now();
     std::vector<Launch> launches;
+    std::vector<std::function<void()>> resumed;
+    TakeResumable(&resumed);
     QueueDueRetries(now, &launches);
     QueueHedges(now, &launches);
     ctl.SetConnectionLimit(session->ConnectionLimit());
@@ -514,6 +542,7 @@ void Loader::Impl::PumpLoop() {
     lock.Unlock();
     if (send) session->SetTotalConnections(conns);
     Start(std::move(launches));
+    for (auto& f : resumed) f();
     lock.Lock();
   }
 }
@@ -534,7 +563,7 @@ void Loader::Impl::QueueHedges(Clock::time_point now, std::vector<Launch>* out) 
   // in flight, and the sample has had no hedge.
   auto live = [](const std::weak_ptr<Task>& w, int attempt) {
     auto t = w.lock();
-    return t && !t->resolved && !t->hedged && t->outstanding == 1 && t->attempts == attempt + 1;
+    return t && !t->resolved && !t->hedged && t->outstanding == 1 && t->parked == 0 && t->attempts == attempt + 1;
   };
   auto p99 = latencies.Percentile(99.0, 200);
   if (!o.hedge || !p99) {

@@ -39,6 +39,7 @@ class RecordingSink final : public cql::CellSink {
     cells.push_back({row, col, data ? std::vector<uint8_t>(data->begin(), data->end()) : std::vector<uint8_t>{}});
     return Status::OK();
   }
+  void OnCellAbandoned(int32_t row, int32_t col) override { abandoned.push_back({row, col}); }
   // The rows of the destinations asked for, in order.
   std::vector<int32_t> dest_rows() const {
     std::vector<int32_t> r;
@@ -54,6 +55,7 @@ class RecordingSink final : public cql::CellSink {
   std::vector<std::pair<int32_t, int32_t>> dest;  // (row, col)
   std::vector<Cell> cells;
   std::vector<uint8_t> buf;
+  std::vector<std::pair<int32_t, int32_t>> abandoned;  // (row, col) given back unfinished
 
  private:
   int32_t placed_;
