@@ -5,7 +5,7 @@
 // child process, so that a crash or a hang is observed, not suffered).
 //
 //   cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME] [--epochs N]
-//                            [--fixed-window W]
+//                            [--fixed-window W] [--recheck-after-ms MS]
 //
 // NAME is the native dataset toy (default), the attached one (toy's
 // payloads, h::SamplePayload, and more samples) or tiny (native, one chunk
@@ -15,6 +15,9 @@
 // max_in_flight W): the samples issued after the first W answers are many,
 // and the groups keep their size (a quarter of the window), whatever the
 // timing (an adaptive window may shrink under load until no group forms).
+// MS: every batch is kept, and after the last epoch, MS milliseconds later,
+// compared again: bytes that land in a batch after it was handed out (the
+// rest of an answer whose request timed out) are a wrong result too.
 //
 // Exit 0 and "OK <n> retries <r> coalesced <c> group_failures <g> timeouts <t>
 // ignored_peer_rows <p>": every sample exactly once per epoch with its
@@ -29,10 +32,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cqlstream/loader.h"
 #include "hostile/honest_world.h"
@@ -61,6 +67,7 @@ int Main(int argc, char** argv) {
   o.request_timeout = std::chrono::milliseconds(1000);
   o.max_attempts = 3;
   o.retry_budget = std::chrono::milliseconds(5000);
+  int recheck_ms = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--port" && i + 1 < argc) {
@@ -74,10 +81,12 @@ int Main(int argc, char** argv) {
     } else if (a == "--fixed-window" && i + 1 < argc) {
       o.max_in_flight = std::atoi(argv[++i]);
       o.adaptive = false;
+    } else if (a == "--recheck-after-ms" && i + 1 < argc) {
+      recheck_ms = std::atoi(argv[++i]);
     } else {
       fmt::print(stderr,
                  "usage: cqlstream-hostile-loader --port PORT [--ordered] [--dataset NAME] [--epochs N] "
-                 "[--fixed-window W]\n");
+                 "[--fixed-window W] [--recheck-after-ms MS]\n");
       return 2;
     }
   }
@@ -91,6 +100,19 @@ int Main(int argc, char** argv) {
     fmt::print(stderr, "cqlstream-hostile-loader: no dataset '{}' in the hostile world\n", o.dataset);
     return 2;
   }
+  // The payload check of every sample of `batch`; "" when all are honest.
+  auto check = [&](const cqlstream::Batch& batch) -> std::string {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const auto idx = static_cast<int32_t>(batch.keys[i] & 0xffffffffu);
+      const auto want = h::PayloadOf(o.dataset, idx);
+      const auto got = batch.sample(i);
+      if (got.size() != want.size() || !std::equal(got.begin(), got.end(), want.begin())) {
+        return fmt::format("sample 0:{}: {} bytes that are not its payload ({} bytes)", idx, got.size(), want.size());
+      }
+    }
+    return "";
+  };
+  std::vector<cqlstream::BatchPtr> kept;
   for (int64_t e = 0; e < o.epochs; ++e) {
     // Next() answers nullptr at the end of each epoch.
     std::set<cqlstream::SampleKey> seen;
@@ -108,16 +130,19 @@ int Main(int argc, char** argv) {
         const auto idx = static_cast<int32_t>(k & 0xffffffffu);
         if ((k >> 32) != 0 || idx < 0 || idx >= count) return Wrong(fmt::format("unknown key {:#x}", k));
         if (!seen.insert(k).second) return Wrong(fmt::format("sample 0:{} delivered twice in epoch {}", idx, e));
-        const auto want = h::PayloadOf(o.dataset, idx);
-        const auto got = batch.sample(i);
-        if (got.size() != want.size() || !std::equal(got.begin(), got.end(), want.begin())) {
-          return Wrong(fmt::format("sample 0:{}: {} bytes that are not its payload ({} bytes)", idx, got.size(),
-                                   want.size()));
-        }
       }
+      if (const std::string bad = check(batch); !bad.empty()) return Wrong(bad);
+      if (recheck_ms >= 0) kept.push_back(std::move(*b));
     }
     if (seen.size() != static_cast<size_t>(count)) {
       return Wrong(fmt::format("{} of {} samples delivered in epoch {}", seen.size(), count, e));
+    }
+  }
+  if (recheck_ms >= 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(recheck_ms));
+    for (const auto& b : kept) {
+      const std::string bad = check(*b);
+      if (!bad.empty()) return Wrong(fmt::format("after {} ms, {}", recheck_ms, bad));
     }
   }
   const cqlstream::LoaderMetrics m = (*l)->Metrics();

@@ -78,6 +78,13 @@ const std::vector<ModeInfo> kModes = {
     {Mode::kSegmentsWithoutEnd, "segments-without-end", kErr, kAny, kOk, kOk, "more than 131072 rows"},
     // Only ls lists every dataset (HostileListing in hostile_test.cc).
     {Mode::kDatasetsListedTwice, "datasets-listed-twice", kOk, kOk, kOk, kOk, ""},
+    // Sample 5's first answer stands still mid-cell for 3 s. A reader whose
+    // request times out first (the Loader probe's and bench's, after 1 s)
+    // reads it again and gets the honest answer; the rest of the first one,
+    // which comes after, changed, and must land nowhere (HostileStalledRest
+    // in hostile_test.cc). A reader that waits longer gets the changed rest,
+    // whose checksum fails.
+    {Mode::kStalledRest, "stalled-rest", kAny, kOk, kOk, kOk, "timed out|timeout"},
     // Only info's class counts scan by token range (`info tiny`; the
     // suite's probe gets the first lie, HostileCounts all three).
     {Mode::kMetaScanLies, "meta-scan-lies", kOk, kOk, kOk, kOk,

@@ -138,6 +138,24 @@ struct HostileServer::Conn {
     }
   }
 
+  // stalled-rest: `body` (toy's rows, the data cell last) up to the middle
+  // of its last data cell; 3 s later (a Loader probe's requests time out
+  // after 1 s) the rest, each byte inverted.
+  bool SendStalledRest(int16_t stream, const Answer& a, const cql::Bytes& body) {
+    const int dc = ColumnOf(a.table, "data");
+    const Value* last = a.table.rows.empty() || dc < 0 ? nullptr : &a.table.rows.back()[static_cast<size_t>(dc)];
+    const size_t n = last != nullptr && last->kind() == Value::Kind::kBlob ? last->as_blob().size() : 0;
+    cql::Bytes f = Frame(Opcode::kResult, stream, body);
+    if (dc != static_cast<int>(a.table.columns.size()) - 1 || n < 2) return Out(f);
+    s->lies_told_.fetch_add(1);
+    const auto cut = static_cast<std::ptrdiff_t>(f.size() - n / 2);
+    if (!Out(cql::Bytes(f.begin(), f.begin() + cut))) return false;
+    for (int i = 0; i < 300 && !s->stopping_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    cql::Bytes rest(f.begin() + cut, f.end());
+    for (uint8_t& c : rest) c = static_cast<uint8_t>(~c);
+    return Out(rest);
+  }
+
   // Answers a read of sample `idx`'s bytes: the native data table's rows
   // (native: the loader's and verify's read, bound seg, idx) or the attached
   // dataset's foreign row (bound with its key).
@@ -289,6 +307,11 @@ struct HostileServer::Conn {
       case Mode::kSilentData:
         s->lies_told_.fetch_add(1);  // a data read swallowed
         return true;
+      case Mode::kStalledRest:
+        if (native && idx == 5 && sel.table == std::string("d_") + kDataset && !s->stalled_rest_.exchange(true)) {
+          return SendStalledRest(stream, a, body);
+        }
+        return Send(Opcode::kResult, stream, body);
       case Mode::kWrongOpcode:
         return Send(Opcode::kReady, stream, {});
       case Mode::kGarbageError: {

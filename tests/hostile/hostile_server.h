@@ -11,7 +11,8 @@
 // rows that were not asked for; answers whose result metadata names another
 // table; metadata blocks that repeat a row; segments rows of another
 // dataset; system.peers rows that name the node again; first reads answered
-// as if meant for another request; pages without end; metadata scans by
+// as if meant for another request; pages without end; an answer that stands
+// still mid-cell past its request's timeout and then comes on, changed; metadata scans by
 // token range that repeat a row, stray outside their range or answer an idx
 // outside its block (answer_lies.h holds the lies that only rewrite an
 // answer's rows). The transport lies of data reads (silence, resets, truncation,
@@ -107,6 +108,9 @@ enum class Mode {
                            // promises more, without end
   kDatasetsListedTwice,    // a read of every dataset row (ls) answers toy's row twice; reads of one dataset
                            // by name are honest
+  kStalledRest,            // the first data read of toy's sample 5 (once a server) is answered up to the middle
+                           // of its last data cell; the rest comes 3 s later with its bytes inverted: an
+                           // answer that outlives its request's timeout, and changed meanwhile
   kMetaScanLies,           // every scan of tiny's metadata by token range (info's class counts) that
                            // answers rows tells one lie of each kind in turn (answer_lies.h
                            // LieAboutMetaScan): its first row again, a row from outside the range, an
@@ -147,7 +151,7 @@ class HostileServer {
   uint16_t port() const { return port_; }
   // How many answers the mode's lie changed so far (kKeyGroupLies,
   // kForeignGroupLies, kMisnamedColumns, kNativeGroupLies, ...; kSilentData:
-  // data reads swallowed), and how many grouped
+  // data reads swallowed; kStalledRest: answers cut), and how many grouped
   // foreign reads and coalesced native reads were answered, so that a test
   // can tell a lie told, or a path taken, from one not.
   int64_t lies_told() const { return lies_told_.load(); }
@@ -171,6 +175,7 @@ class HostileServer {
   std::atomic<uint64_t> pages_{0};  // pages-stand-still, pages-without-end: paging states handed out
   std::atomic<int64_t> grouped_reads_{0};
   std::atomic<int64_t> coalesced_reads_{0};
+  std::atomic<bool> stalled_rest_{false};  // stalled-rest: its one lie was told
   std::thread acceptor_;
   Mutex mu_;
   std::vector<int> fds_ GUARDED_BY(mu_);

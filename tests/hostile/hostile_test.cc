@@ -458,6 +458,27 @@ TEST(HostileCounts, InfoRefusesAMetadataScanThatLies) {
   }
 }
 
+// stalled-rest: sample 5's first answer stands still mid-cell for 3 s,
+// past the Loader's 1 s request timeout, then its rest comes inverted. The
+// Loader reads the sample again; the rest of the first answer must land
+// nowhere: the probe keeps every batch and compares them again 4 s after
+// its epoch (the rest came 3 s after the first half). Before the fix, the rest was
+// read into sample 5's place in a batch already handed out (its checksum
+// had been checked), and the probe said WRONG.
+TEST(HostileStalledRest, TheRestOfATimedOutAnswerLandsInNoBatch) {
+  auto server = HostileServer::Start(Mode::kStalledRest);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const std::string port = std::to_string((*server)->port());
+  auto r = RunAll({{"Loader", {CQLSTREAM_HOSTILE_LOADER, "--port", port, "--recheck-after-ms", "4000"}}}, kBound);
+  const int64_t lies = (*server)->lies_told();
+  (*server)->Stop();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(lies, 1);
+  EXPECT_EQ(r[0].exit_code, 0) << r[0].Describe();
+  EXPECT_NE(r[0].out.find("OK " + std::to_string(kSamples) + " "), std::string::npos) << r[0].Describe();
+  EXPECT_GE(Reported(r[0], "timeouts"), 1) << r[0].Describe();
+}
+
 TEST(HostileServer, ParsesTheSelectsCqlstreamSends) {
   auto s = ParseSelect("SELECT seg, idx, size, image_size, checksum, label, labels, data FROM hostile.d_toy "
                        "WHERE seg = ? AND idx = ?");
