@@ -134,6 +134,12 @@ class FuzzSink : public CellSink {
     if ((c_.policy & 0x08) && cells_++ == c_.fail_index) return Status::Corruption("cell");
     return Status::OK();
   }
+  // Only a destination handed out and not yet completed may be given back
+  // (a wrong-sized one, or one left mid-cell when the decoder ends).
+  void OnCellAbandoned(int32_t, int32_t) override {
+    if (!directed_) abort();
+    directed_ = false;
+  }
   const std::vector<uint64_t>& events() const { return events_; }
 
  private:
