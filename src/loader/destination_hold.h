@@ -22,7 +22,9 @@
 #ifndef CQLSTREAM_LOADER_DESTINATION_HOLD_H_
 #define CQLSTREAM_LOADER_DESTINATION_HOLD_H_
 
+#include <algorithm>
 #include <atomic>
+#include <iterator>
 
 namespace cqlstream::loader {
 
@@ -35,6 +37,13 @@ class DestinationHold {
  private:
   std::atomic<bool> held_{false};
 };
+
+// Whether the decoder may still write through any of `sinks` (pointers to
+// sinks that have a DestinationHold named `hold`).
+template <typename Sinks>
+bool AnyHeld(const Sinks& sinks) {
+  return std::any_of(std::begin(sinks), std::end(sinks), [](const auto& s) { return s->hold.held(); });
+}
 
 }  // namespace cqlstream::loader
 

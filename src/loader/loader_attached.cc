@@ -429,7 +429,7 @@ void Loader::Impl::OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, c
     if (!r.ok() && s) {
       // As for a native read (OnAttemptDone): nothing is settled while the
       // failed read's cell may still be written into the slot.
-      if (s->err.ok()) s->err = Status::Cancelled("the attempt ended");
+      EndSink(*s);
       if (ParkWhileWriting({t}, [s] { return s->hold.held(); }, [this, t, attempt, s, sent, r, count_request] {
             OnAttachedDone(t, attempt, s, sent, r, count_request);
           })) {
@@ -443,12 +443,17 @@ void Loader::Impl::OnAttachedDone(const std::shared_ptr<Task>& t, int attempt, c
   Start(std::move(launches));
 }
 
+// As EndSink of a native attempt (loader_requests.cc).
+void Loader::Impl::EndSink(AttachedSink& s) {
+  if (s.err.ok()) s.err = Status::Cancelled("the attempt ended");
+}
+
 void Loader::Impl::SettleAttached(const std::shared_ptr<Task>& t, int attempt, const std::shared_ptr<AttachedSink>& s,
                                   Clock::time_point sent, const Status& r, bool count_request, bool grouped) {
   t->outstanding--;
   // A failed foreign read may still be streaming into `s` (a timeout
   // mid-frame): its late cells must not claim the sample (OnAttemptDone).
-  if (!r.ok() && s && s->err.ok()) s->err = Status::Cancelled("the attempt ended");
+  if (!r.ok() && s) EndSink(*s);
   if (closed) return;
   if (!r.ok() && count_request) OnRequestFailed(r, sent);
   const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent);

@@ -204,12 +204,10 @@ void Loader::Impl::OnGroupDone(const std::vector<std::shared_ptr<Task>>& tasks, 
     // be written into a slot.
     if (!r.ok()) {
       for (const auto& s : sinks) EndSink(*s);
-      auto writing = [sinks] {
-        return std::any_of(sinks.begin(), sinks.end(), [](const auto& s) { return s->hold.held(); });
+      auto resume = [this, tasks, attempts, group, sinks, sent, err = r.status()] {
+        OnGroupDone(tasks, attempts, group, sinks, sent, err);
       };
-      if (ParkWhileWriting(tasks, writing, [this, tasks, attempts, group, sinks, sent, err = r.status()] {
-            OnGroupDone(tasks, attempts, group, sinks, sent, err);
-          })) {
+      if (ParkWhileWriting(tasks, [sinks] { return loader::AnyHeld(sinks); }, resume)) {
         return;
       }
     }

@@ -226,21 +226,17 @@ void Loader::Impl::OnForeignGroupDone(const std::vector<std::shared_ptr<Task>>& 
     if (!r.ok()) {
       // As for a single read (OnAttemptDone): nothing is settled while a
       // failed request's cell may still be written into a slot.
-      for (const auto& s : sinks) {
-        if (s->err.ok()) s->err = Status::Cancelled("the attempt ended");
-      }
-      auto writing = [sinks] {
-        return std::any_of(sinks.begin(), sinks.end(), [](const auto& s) { return s->hold.held(); });
+      for (const auto& s : sinks) EndSink(*s);
+      auto resume = [this, tasks, attempts, group, sinks, sent, err = r.status()] {
+        OnForeignGroupDone(tasks, attempts, group, sinks, sent, err);
       };
-      if (ParkWhileWriting(tasks, writing, [this, tasks, attempts, group, sinks, sent, err = r.status()] {
-            OnForeignGroupDone(tasks, attempts, group, sinks, sent, err);
-          })) {
+      if (ParkWhileWriting(tasks, [sinks] { return loader::AnyHeld(sinks); }, resume)) {
         return;
       }
     }
     for (size_t i = 0; i < tasks.size(); ++i) {
       // A failed request's late cells, or a refused answer's, claim nothing.
-      if (!request_err.ok() && sinks[i]->err.ok()) sinks[i]->err = Status::Cancelled("the attempt ended");
+      if (!request_err.ok()) EndSink(*sinks[i]);
       if (request_err.ok()) sinks[i]->row.OnRowsBegin(group->rows_of(i));
       SettleAttached(tasks[i], attempts[i], sinks[i], sent, request_err, /*count_request=*/i == 0 && !r.ok(),
                      /*grouped=*/true);

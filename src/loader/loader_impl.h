@@ -447,6 +447,7 @@ struct Loader::Impl {
   // still be streaming into `s`): from now on its cells are dropped and claim
   // nothing.
   void EndSink(AttemptSink& s) REQUIRES(mu);
+  void EndSink(AttachedSink& s) REQUIRES(mu);
   // The completion of a failed read of `tasks`, while `writing()` says that
   // the decoder may still write into a slot through one of its sinks:
   // `resume` (the same completion, called again) is put off until it may
