@@ -7,6 +7,8 @@
 #include <optional>
 #include <utility>
 
+#include "net/connection_registry.h"
+
 namespace cqlstream::net {
 namespace {
 
@@ -82,6 +84,10 @@ void Connection::Open(asio::io_context& io, Options options, OpenCallback callba
 
 void Connection::OpenOn(std::unique_ptr<Transport> transport, Options options, OpenCallback callback) {
   std::shared_ptr<Connection> c(new Connection(std::move(transport), std::move(options)));
+  if (c->opts_.registry && !c->opts_.registry->Add(c)) {
+    c->Close(Status::Cancelled("session closed"));
+    return callback(Status::Cancelled("session closed"));
+  }
   asio::post(c->executor_, [c, callback = std::move(callback)]() mutable {
     c->StartReading();
     c->Handshake(std::move(callback));

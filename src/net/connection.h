@@ -66,6 +66,8 @@
 
 namespace cqlstream::net {
 
+class ConnectionRegistry;
+
 // What came back for one request.
 struct Reply {
   cql::FrameHeader header;
@@ -104,6 +106,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Secret password;
     uint32_t max_frame_bytes = cql::kMaxBodySize;
     int max_streams = cql::kMaxStreams;  // <= 32768; smaller in tests
+    // When set, Open lists the connection here from before its handshake
+    // (its owner's shutdown closes it there: net/connection_registry.h); a
+    // registry already closed fails the open with Cancelled.
+    std::shared_ptr<ConnectionRegistry> registry;
     // When set, REGISTER for these event types and deliver EVENTs here.
     std::vector<std::string> event_types;
     std::function<void(const cql::Event&)> on_event;

@@ -153,7 +153,7 @@ void ControlConnection::OpenOn(std::vector<std::string> candidates, size_t index
     return done(first_error.ok() ? Status::ConnectFailed("no contact point answered") : first_error);
   }
   auto owner = owner_.lock();
-  if (!owner) return done(Status::Cancelled("session closed"));
+  if (!owner || owner->closed()) return done(Status::Cancelled("session closed"));
   Connection::Options o = owner->ConnectionOptionsFor(candidates[index], config_.port);
   std::weak_ptr<ControlConnection> weak = weak_from_this();
   if (config_.watch_events) {

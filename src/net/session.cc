@@ -36,15 +36,41 @@ bool WorthAnotherOpen(const Status& s) {
          s.code() == Status::Code::kProtocolError;
 }
 
-Status OpenControl(Session::Impl& impl) {
+bool IsSet(const std::atomic<bool>* flag) { return flag != nullptr && flag->load(std::memory_order_relaxed); }
+
+// `f`'s value, or Cancelled("interrupted") once *a or *b is set (looked at
+// every Session::kStopPoll). The promise behind `f` must be held by the
+// callback that fulfils it: that may run after the caller has given up.
+template <typename R>
+R WaitUnlessStopped(std::future<R>& f, const std::atomic<bool>* a, const std::atomic<bool>* b = nullptr) {
+  if (a == nullptr && b == nullptr) return f.get();
+  while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    if (IsSet(a) || IsSet(b)) return Status::Cancelled("interrupted");
+    f.wait_for(Session::kStopPoll);
+  }
+  return f.get();
+}
+
+// Sleeps `d`, or less once *stop is set; false then.
+bool SleepUnlessStopped(std::chrono::milliseconds d, const std::atomic<bool>* stop) {
+  const auto until = Clock::now() + d;
+  for (;;) {
+    if (IsSet(stop)) return false;
+    const auto now = Clock::now();
+    if (now >= until) return true;
+    std::this_thread::sleep_for(std::min<Clock::duration>(until - now, Session::kStopPoll));
+  }
+}
+
+Status OpenControl(Session::Impl& impl, const std::atomic<bool>* stop) {
   Status s;
   for (int attempt = 0; attempt < kControlOpenAttempts; ++attempt) {
-    std::promise<Status> ready;
-    auto fut = ready.get_future();
-    impl.control->Open([&ready](Status st) { ready.set_value(std::move(st)); });
-    s = fut.get();
+    auto ready = std::make_shared<std::promise<Status>>();
+    auto fut = ready->get_future();
+    impl.control->Open([ready](Status st) { ready->set_value(std::move(st)); });
+    s = WaitUnlessStopped(fut, stop);
     if (s.ok() || !WorthAnotherOpen(s)) break;
-    std::this_thread::sleep_for(kControlOpenBackoff.Delay(attempt + 1));
+    if (!SleepUnlessStopped(kControlOpenBackoff.Delay(attempt + 1), stop)) return Status::Cancelled("interrupted");
   }
   return s;
 }
@@ -53,7 +79,8 @@ Status OpenControl(Session::Impl& impl) {
 // host's first open has settled (a connection, or an error), so that the
 // first statements are not sent to hosts whose pools are still opening (they
 // would fail over, and a non-idempotent one could fail).
-Status AwaitPools(const Session::Impl& impl, std::chrono::milliseconds connect_timeout) {
+Status AwaitPools(const Session::Impl& impl, std::chrono::milliseconds connect_timeout,
+                  const std::atomic<bool>* stop) {
   const auto until = Clock::now() + connect_timeout;
   const auto settle_until = Clock::now() + std::min<std::chrono::milliseconds>(connect_timeout,
                                                                                  std::chrono::milliseconds(2000));
@@ -69,6 +96,7 @@ Status AwaitPools(const Session::Impl& impl, std::chrono::milliseconds connect_t
       }
     }
     if (any && (settled || Clock::now() >= settle_until)) return Status::OK();
+    if (IsSet(stop)) return Status::Cancelled("interrupted");
     if (Clock::now() >= until) {
       return Status::ConnectFailed(fmt::format("no connection to any host could be opened{}{}",
                                                why.empty() ? "" : ": ", why));
@@ -82,10 +110,18 @@ Status AwaitPools(const Session::Impl& impl, std::chrono::milliseconds connect_t
 StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& options,
                                                     SessionOptions session_options) {
   CQLS_RETURN_IF_ERROR(options.Validate());
+  // The stop lives in impl->stop (SetStop replaces it); this call holds its own.
+  const std::shared_ptr<const std::atomic<bool>> held_stop = std::move(session_options.stop);
+  const std::atomic<bool>* stop = held_stop.get();
+  if (IsSet(stop)) return Status::Cancelled("interrupted");
   auto impl = std::make_shared<Impl>();
   impl->opts = options;
   impl->conns_per_host = options.connections_per_host;
   impl->sopts = std::move(session_options);
+  {
+    MutexLock l(&impl->stop_mu);
+    impl->stop = held_stop;
+  }
   if (!impl->sopts.retry) impl->sopts.retry = std::make_shared<DefaultRetryPolicy>();
   if (!impl->sopts.load_balancing) impl->sopts.load_balancing = std::make_shared<DefaultLoadBalancingPolicy>();
   int threads = options.io_threads;
@@ -97,8 +133,8 @@ StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& opt
     impl->tls = *ctx;
   }
   impl->control = ControlConnection::Make(impl->MakeControlConfig(), impl);
-  Status s = OpenControl(*impl);
-  if (s.ok()) s = AwaitPools(*impl, options.connect_timeout);
+  Status s = OpenControl(*impl, stop);
+  if (s.ok()) s = AwaitPools(*impl, options.connect_timeout, stop);
   if (!s.ok()) {
     impl->Shutdown();
     return s;
@@ -110,6 +146,11 @@ StatusOr<std::shared_ptr<Session>> Session::Connect(const ConnectionOptions& opt
 Session::Session(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Session::~Session() { Close(); }
+
+void Session::SetStop(std::shared_ptr<const std::atomic<bool>> stop) {
+  MutexLock l(&impl_->stop_mu);
+  impl_->stop = std::move(stop);
+}
 
 void Session::Close() {
   if (!impl_) return;
@@ -149,11 +190,6 @@ StatusOr<cql::RequestFrame> EncodeStatement(const Statement& st) {
   return f;
 }
 
-template <typename T>
-StatusOr<T> Wait(std::future<StatusOr<T>>& f) {
-  return f.get();
-}
-
 }  // namespace
 
 void Session::ExecuteAsync(Statement statement, ResultCallback callback) {
@@ -180,34 +216,31 @@ void Session::ExecuteAsync(Statement statement, ResultCallback callback) {
 }
 
 StatusOr<ResultSet> Session::Execute(Statement statement) {
-  if (impl_->io->InPoolThread()) {
-    return Status::Internal("Session::Execute called from an I/O thread (use ExecuteAsync)");
-  }
-  std::promise<StatusOr<ResultSet>> p;
-  auto f = p.get_future();
-  ExecuteAsync(std::move(statement), [&p](StatusOr<ResultSet> r) { p.set_value(std::move(r)); });
-  return Wait(f);
+  // A sink's answer writes into the caller's memory: waited for to its end.
+  std::shared_ptr<const std::atomic<bool>> stop = statement.sink ? nullptr : impl_->Stop();
+  return ExecuteAndWait(std::move(statement), nullptr, std::move(stop));
 }
 
-StatusOr<ResultSet> Session::Execute(Statement statement, const std::atomic<bool>* stop) {
-  if (stop == nullptr) return Execute(std::move(statement));
+StatusOr<ResultSet> Session::ExecuteAndWait(Statement statement, const std::atomic<bool>* stop,
+                                            std::shared_ptr<const std::atomic<bool>> session_stop) {
   if (impl_->io->InPoolThread()) {
     return Status::Internal("Session::Execute called from an I/O thread (use ExecuteAsync)");
   }
-  // A sink writes into the caller's memory, which an abandoned request
-  // would outlive.
-  if (statement.sink) return Status::InvalidArgument("Execute with a stop flag needs a buffered statement (no sink)");
-  if (stop->load(std::memory_order_relaxed)) return Status::Cancelled("interrupted");
+  if (IsSet(stop) || IsSet(session_stop.get())) return Status::Cancelled("interrupted");
   // The answer may come after the caller has given up: the callback keeps
   // the promise.
   auto p = std::make_shared<std::promise<StatusOr<ResultSet>>>();
   std::future<StatusOr<ResultSet>> f = p->get_future();
   ExecuteAsync(std::move(statement), [p](StatusOr<ResultSet> r) { p->set_value(std::move(r)); });
-  while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-    if (stop->load(std::memory_order_relaxed)) return Status::Cancelled("interrupted");
-    f.wait_for(kStopPoll);
-  }
-  return f.get();
+  return WaitUnlessStopped(f, stop, session_stop.get());
+}
+
+StatusOr<ResultSet> Session::Execute(Statement statement, const std::atomic<bool>* stop) {
+  if (stop == nullptr) return Execute(std::move(statement));
+  // A sink writes into the caller's memory, which an abandoned request
+  // would outlive.
+  if (statement.sink) return Status::InvalidArgument("Execute with a stop flag needs a buffered statement (no sink)");
+  return ExecuteAndWait(std::move(statement), stop, impl_->Stop());
 }
 
 StatusOr<ResultSet> Session::Query(std::string query, std::vector<Value> values) {
@@ -277,10 +310,12 @@ void Session::PrepareAsync(std::string query, PrepareCallback callback) {
 
 StatusOr<PreparedPtr> Session::Prepare(std::string query) {
   if (impl_->io->InPoolThread()) return Status::Internal("Session::Prepare called from an I/O thread");
-  std::promise<StatusOr<PreparedPtr>> p;
-  auto f = p.get_future();
-  PrepareAsync(std::move(query), [&p](StatusOr<PreparedPtr> r) { p.set_value(std::move(r)); });
-  return Wait(f);
+  const std::shared_ptr<const std::atomic<bool>> stop = impl_->Stop();
+  if (IsSet(stop.get())) return Status::Cancelled("interrupted");
+  auto p = std::make_shared<std::promise<StatusOr<PreparedPtr>>>();  // held by the callback: see Execute
+  auto f = p->get_future();
+  PrepareAsync(std::move(query), [p](StatusOr<PreparedPtr> r) { p->set_value(std::move(r)); });
+  return WaitUnlessStopped(f, stop.get());
 }
 
 void Session::ExecuteBatchAsync(cql::BatchType type, const std::vector<Statement>& statements,
@@ -319,10 +354,12 @@ StatusOr<ResultSet> Session::ExecuteBatch(cql::BatchType type, const std::vector
                                           cql::Consistency consistency, std::chrono::milliseconds timeout) {
   if (impl_->io->InPoolThread()) return Status::Internal("Session::ExecuteBatch called from an I/O thread");
   (void)timeout;  // the statements' own timeout applies (first statement)
-  std::promise<StatusOr<ResultSet>> p;
-  auto f = p.get_future();
-  ExecuteBatchAsync(type, statements, consistency, [&p](StatusOr<ResultSet> r) { p.set_value(std::move(r)); });
-  return Wait(f);
+  const std::shared_ptr<const std::atomic<bool>> stop = impl_->Stop();
+  if (IsSet(stop.get())) return Status::Cancelled("interrupted");
+  auto p = std::make_shared<std::promise<StatusOr<ResultSet>>>();  // held by the callback: see Execute
+  auto f = p->get_future();
+  ExecuteBatchAsync(type, statements, consistency, [p](StatusOr<ResultSet> r) { p->set_value(std::move(r)); });
+  return WaitUnlessStopped(f, stop.get());
 }
 
 Status Session::WaitForSchemaAgreement(std::chrono::milliseconds timeout) {
@@ -352,6 +389,8 @@ Status Session::WaitForSchemaAgreement(std::chrono::milliseconds timeout) {
       st.timeout = std::chrono::milliseconds(2000);
       st.page_size = 0;
       auto r = Execute(std::move(st));
+      // Interrupted (SessionOptions::stop), or the session closed.
+      if (!r.ok() && r.status().code() == Status::Code::kCancelled) return r.status();
       StatusOr<std::string> v = !r.ok()            ? StatusOr<std::string>(r.status())
                                 : r->rows() == nullptr ? Status::ProtocolError("no rows result")
                                                        : ParseSchemaVersion(*r->rows());
@@ -373,7 +412,9 @@ Status Session::WaitForSchemaAgreement(std::chrono::milliseconds timeout) {
     if (Clock::now() >= until) {
       return Status::Timeout(fmt::format("no schema agreement within {} ms ({})", timeout.count(), last));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!SleepUnlessStopped(std::chrono::milliseconds(100), impl_->Stop().get())) {
+      return Status::Cancelled("interrupted");
+    }
   }
 }
 

@@ -201,6 +201,20 @@ struct SessionOptions {
   std::shared_ptr<const LoadBalancingPolicy> load_balancing;
   // Events and reconnection; turn off for short-lived tools.
   bool watch_events = true;
+  // The interrupt of an opening (null: none). Once *stop is set, Connect and
+  // every call that waits on the caller's thread (Execute, Query,
+  // ForEachPage, Prepare, ExecuteBatch, WaitForSchemaAgreement) give up
+  // within kStopPoll with Cancelled("interrupted") (Connect once the
+  // session's shutdown has closed what it opened; a TCP connect still under
+  // way, to a host that drops packets, is left to the I/O threads' 2 s
+  // grace). Their requests go on, the answers dropped; a write cut short
+  // (DDL, a claim) may still be applied by the server, so an opening that
+  // writes clears the stop before it writes. A statement with a sink is
+  // waited for to its end (its answer writes into the caller's memory; the
+  // request timeout bounds it). A flag set before Connect connects nothing.
+  // Shared, so that a wait on another thread never outlives the flag;
+  // SetStop replaces it (an opening done: SetStop(nullptr)).
+  std::shared_ptr<const std::atomic<bool>> stop;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -216,9 +230,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // page's cells have reached the sink by then.
   void ExecuteAsync(Statement statement, ResultCallback callback);
   StatusOr<ResultSet> Execute(Statement statement);
-  // Execute, given up once *stop is set (looked at before sending and before
-  // each wait of at most kStopPoll; an answer already in hand is returned):
-  // then Cancelled("interrupted"), and the request goes on, its answer
+  // Execute, given up once *stop (or the session's SessionOptions::stop) is
+  // set (looked at before sending and before each wait of at most
+  // kStopPoll; an answer already in hand is returned): then
+  // Cancelled("interrupted"), and the request goes on, its answer
   // dropped. A statement with a sink is refused (InvalidArgument): the
   // request would outlive the memory it writes to; its `speculative` and
   // `retry` policies must outlive the request, not only the call. A null
@@ -314,6 +329,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // (HostPool::Shrinks()).
   bool ConnectionsShrink() const;
 
+  // Replaces SessionOptions::stop (null: none); a wait already under way
+  // goes on looking at the flag it began with.
+  void SetStop(std::shared_ptr<const std::atomic<bool>> stop);
+
   // Fails what is pending with Cancelled and stops the I/O threads.
   void Close();
 
@@ -321,6 +340,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   explicit Session(std::shared_ptr<Impl> impl);
+  // Execute, waiting until the answer comes or *stop or *session_stop is
+  // set (either may be null).
+  StatusOr<ResultSet> ExecuteAndWait(Statement statement, const std::atomic<bool>* stop,
+                                     std::shared_ptr<const std::atomic<bool>> session_stop);
   // Shared with in-flight executions and timers, which may outlive a call.
   std::shared_ptr<Impl> impl_;
 };

@@ -26,6 +26,7 @@ Connection::Options Session::Impl::ConnectionOptionsFor(const std::string& addre
   o.username = opts.username;
   o.password = opts.password;
   o.max_frame_bytes = opts.max_frame_bytes;
+  o.registry = connections;
   return o;
 }
 
@@ -307,6 +308,10 @@ void Session::Impl::Shutdown() {
   if (auto t = Topo()) {
     for (auto& h : t->hosts) h->pool->Close(Status::Cancelled("session closed"));
   }
+  // The connections still in their handshake: left to the I/O threads'
+  // grace period, one waiting on a silent host would hold Stop for it, and
+  // then, abandoned, keep itself alive (its pending requests hold it).
+  connections->CloseAll(Status::Cancelled("session closed"));
   io->Stop();
 }
 

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "net/connection_registry.h"
 #include "net/control.h"
 #include "net/io_pool.h"
 #include "net/load_balancing.h"
@@ -44,6 +45,9 @@ struct Session::Impl final : PoolOwner, ControlOwner, std::enable_shared_from_th
   std::unique_ptr<IoPool> io;
   std::shared_ptr<asio::ssl::context> tls;
   std::shared_ptr<ControlConnection> control;  // set by Connect before any I/O
+  // Every connection opened for the session (ConnectionOptionsFor), so that
+  // Shutdown closes those still in their handshake, which nothing else holds.
+  std::shared_ptr<ConnectionRegistry> connections = std::make_shared<ConnectionRegistry>();
 
   mutable Mutex topo_mu;
   std::shared_ptr<const Topology> topo GUARDED_BY(topo_mu);
@@ -55,6 +59,14 @@ struct Session::Impl final : PoolOwner, ControlOwner, std::enable_shared_from_th
   // The prepared statement of `query` from a PREPARED answer, kept in the
   // cache (a newer preparation replaces the old one).
   PreparedPtr RememberPrepared(const std::string& query, const cql::Prepared& p) EXCLUDES(prepared_mu);
+
+  // SessionOptions::stop, replaced by SetStop.
+  mutable Mutex stop_mu;
+  std::shared_ptr<const std::atomic<bool>> stop GUARDED_BY(stop_mu);
+  std::shared_ptr<const std::atomic<bool>> Stop() const EXCLUDES(stop_mu) {
+    MutexLock l(&stop_mu);
+    return stop;
+  }
 
   std::atomic<bool> is_closed{false};
   std::atomic<int> conns_per_host{1};
@@ -99,7 +111,8 @@ struct Session::Impl final : PoolOwner, ControlOwner, std::enable_shared_from_th
   // Warns once (stderr) when credentials go over plaintext to a host that is
   // not a loopback address.
   void WarnPlaintextCredentials();
-  // Fails what is pending with Cancelled and stops the I/O threads.
+  // Fails what is pending with Cancelled (closing every connection, those
+  // still in their handshake too: `connections`) and stops the I/O threads.
   void Shutdown();
 
  private:

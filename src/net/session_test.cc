@@ -19,12 +19,14 @@
 
 #include "net/fake_server_test_util.h"
 #include "net/io_pool.h"
+#include "net/pool_test_util.h"
 #include "net/routing/murmur3.h"
 #include "net/session_impl.h"
 
 namespace cqlstream::net {
 namespace {
 
+using testing::Eventually;
 using testing::FakeServer;
 using testing::Frame;
 using Clock = std::chrono::steady_clock;
@@ -49,16 +51,8 @@ std::optional<cql::Bytes> AnswerVoid(const testing::Request& r) {
   return Frame(cql::Opcode::kResult, r.header.stream, VoidBody());
 }
 
-// Whether `f` became true within `within` (generous: sanitizer builds on a
-// loaded machine are slow); callers assert it.
-bool Eventually(const std::function<bool()>& f, std::chrono::milliseconds within = 10000ms) {
-  const auto until = Clock::now() + within;
-  while (Clock::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return f();
-}
+// Generous: sanitizer builds on a loaded machine are slow.
+constexpr std::chrono::milliseconds kSettle = 10000ms;
 
 // Whether the session holds no open connection to a host other than `keep`
 // (empty: to any host): it has read the close of every other socket.
@@ -186,7 +180,7 @@ TEST(SessionFailover, RefusedHostsLeaveThePlanAtOnce) {
   auto s = Session::Connect(c.Options());
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   c.hosts[0].reset();
-  ASSERT_TRUE(Eventually([&] { return OnlyConnectedTo(**s, "127.0.0.3"); }));
+  ASSERT_TRUE(Eventually([&] { return OnlyConnectedTo(**s, "127.0.0.3"); }, kSettle));
 
   NoRetryPolicy no_retry;
   const auto t0 = Clock::now();
@@ -249,7 +243,7 @@ TEST(SessionFailover, NoLiveHostIsConnectFailedQuickly) {
   auto s = Session::Connect(c.Options());
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   for (auto& h : c.hosts) h.reset();
-  ASSERT_TRUE(Eventually([&] { return OnlyConnectedTo(**s, ""); }));
+  ASSERT_TRUE(Eventually([&] { return OnlyConnectedTo(**s, ""); }, kSettle));
   const auto t0 = Clock::now();
   Statement st = Statement::Query("SELECT x FROM ks.t");
   st.idempotent = true;
