@@ -36,6 +36,7 @@
 #ifndef CQLSTREAM_LOADER_H_
 #define CQLSTREAM_LOADER_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -99,6 +100,12 @@ struct LoaderOptions {
   // packed. false (the default): the per-sample global shuffle. A split
   // without packs, or a selection, is an error.
   bool packed = false;
+  // The interrupt of Open (null: none): once *open_stop is set, Open gives
+  // up at its next wait (connect, catalog and pack reads, prepares), within
+  // 50 ms (up to 2 s while a TCP connect is under way: net/session.h), with
+  // Cancelled("interrupted"). Looked at only while Open runs. Shared: a
+  // wait of Open's on another thread never outlives it.
+  std::shared_ptr<const std::atomic<bool>> open_stop;
 };
 
 // A batch: one contiguous buffer holding the samples' bytes, with per-sample

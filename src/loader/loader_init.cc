@@ -52,6 +52,9 @@ Status Loader::Impl::Init() {
     for (auto& [name, sp] : attached->splits) sp.row.max_bytes = budget;
   }
   ConfigureWindow(start_connections, max_conns);
+  // An interrupt that came after the last wait still ends Open.
+  if (o.open_stop && o.open_stop->load()) return Status::Cancelled("interrupted");
+  session->SetStop(nullptr);  // open: LoaderOptions::open_stop is Open's alone
   next_epoch = 0;
   pump = std::thread([this] { PumpLoop(); });
   return Status::OK();
@@ -75,6 +78,7 @@ Status Loader::Impl::Connect(const ConnectionOptions& co) {
   net::DefaultRetryPolicy::Options ro;
   ro.max_retries = 8;
   so.retry = std::make_shared<net::DefaultRetryPolicy>(ro);
+  so.stop = o.open_stop;  // forgotten at the end of Init
   auto s = net::Session::Connect(co, so);
   if (!s.ok()) return s.status();
   session = *s;
@@ -135,7 +139,11 @@ Status Loader::Impl::PrepareStatements() {
     CQLS_ASSIGN_OR_RETURN(pack_read_stmt, session->Prepare(store::PackReadQuery(ds)));
   }
   auto p = session->Prepare(store::SamplePathQuery(ds));
-  if (p.ok()) path_stmt = *p;  // only for error messages
+  if (p.ok()) {
+    path_stmt = *p;  // only for error messages
+  } else if (p.status().code() == Status::Code::kCancelled) {
+    return p.status();  // interrupted (LoaderOptions::open_stop)
+  }
   return Status::OK();
 }
 

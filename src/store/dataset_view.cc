@@ -14,16 +14,19 @@
 namespace cqlstream::store {
 
 StatusOr<std::unique_ptr<DatasetView>> DatasetView::Open(const ConnectionOptions& connection,
-                                                         const std::string& dataset) {
+                                                         const std::string& dataset,
+                                                         std::shared_ptr<const std::atomic<bool>> stop) {
   CQLS_RETURN_IF_ERROR(ValidateDatasetName(dataset));
   net::SessionOptions so;
   so.watch_events = false;
+  so.stop = std::move(stop);
   CQLS_ASSIGN_OR_RETURN(std::shared_ptr<net::Session> session, net::Session::Connect(connection, so));
   auto info = LoadDataset(*session, connection.keyspace, dataset);
   if (!info.ok()) {
     session->Close();  // a session opened for a dataset that is not there
     return info.status();
   }
+  session->SetStop(nullptr);
   return std::unique_ptr<DatasetView>(new DatasetView(std::move(session), std::move(info).value()));
 }
 

@@ -42,8 +42,11 @@ class DatasetView {
   };
 
   // Connects (no event watching) and loads the catalog entry of `dataset`
-  // in connection.keyspace; NotFound when there is none.
-  static StatusOr<std::unique_ptr<DatasetView>> Open(const ConnectionOptions& connection, const std::string& dataset);
+  // in connection.keyspace; NotFound when there is none. Once *stop is set
+  // (null: never), it gives up at its next wait with Cancelled("interrupted")
+  // (net::SessionOptions::stop); the view keeps no use of it.
+  static StatusOr<std::unique_ptr<DatasetView>> Open(const ConnectionOptions& connection, const std::string& dataset,
+                                                     std::shared_ptr<const std::atomic<bool>> stop = nullptr);
 
   ~DatasetView();
   DatasetView(const DatasetView&) = delete;
