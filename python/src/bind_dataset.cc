@@ -59,10 +59,10 @@ class DatasetHandle {
  public:
   explicit DatasetHandle(const DatasetArgs& a) {
     StatusOr<std::unique_ptr<store::DatasetView>> view = Status::Internal("not opened");
-    {
-      nb::gil_scoped_release release;
-      view = Open(a);
-    }
+    // Ctrl-C: the opening ends at its next wait (connect, catalog read).
+    auto stop = std::make_shared<std::atomic<bool>>(false);
+    OpenInterruptibly([&] { view = Open(a, stop); }, [&] { view = Status::Cancelled("interrupted"); },
+                      stop.get());
     view_ = Unwrap(std::move(view));
   }
   ~DatasetHandle() { Close(); }
@@ -147,11 +147,12 @@ class DatasetHandle {
   }
 
  private:
-  static StatusOr<std::unique_ptr<store::DatasetView>> Open(const DatasetArgs& a) {
+  static StatusOr<std::unique_ptr<store::DatasetView>> Open(const DatasetArgs& a,
+                                                           std::shared_ptr<const std::atomic<bool>> stop) {
     CQLS_RETURN_IF_ERROR(ValidateDatasetName(a.dataset));
     CQLS_ASSIGN_OR_RETURN(const loader::ResolvedOptions kit,
                           loader::ResolveOptions(a, loader::OptionSpelling::kKeyword));
-    return store::DatasetView::Open(kit.connection, a.dataset);
+    return store::DatasetView::Open(kit.connection, a.dataset, std::move(stop));
   }
 
   std::unique_ptr<store::DatasetView> view_;  // set by the constructor, never reset

@@ -245,14 +245,23 @@ void BindLoaderClass(nb::module_& m) {
       .def(
           "__init__",
           [](PyLoader* self, const OpenArgs& args) {
-            std::unique_ptr<Stream> s;
-            {
-              // Resolving may ask a secure bundle's metadata service (network): no GIL held.
-              nb::gil_scoped_release release;
-              auto [lo, so] = Unwrap(Resolve(args));
-              s = Unwrap(Stream::Open(std::move(lo), std::move(so)));
-            }
-            new (self) PyLoader{std::move(s)};
+            // Off the GIL (resolving may ask a secure bundle's metadata
+            // service); Ctrl-C ends the opening at its next wait (connect,
+            // catalog and pack reads, prepares).
+            StatusOr<std::unique_ptr<Stream>> s = Status::Internal("not opened");
+            auto stop = std::make_shared<std::atomic<bool>>(false);
+            OpenInterruptibly(
+                [&] {
+                  StatusOr<std::pair<LoaderOptions, StreamOptions>> r = Resolve(args);
+                  if (!r.ok()) {
+                    s = r.status();
+                    return;
+                  }
+                  r->first.open_stop = stop;
+                  s = Stream::Open(std::move(r->first), std::move(r->second));
+                },
+                [&] { s = Status::Cancelled("interrupted"); }, stop.get());
+            new (self) PyLoader{Unwrap(std::move(s))};
           },
           "args"_a)
       .def(

@@ -133,11 +133,21 @@ class WriterHandle {
   explicit WriterHandle(const WriterArgs& a) {
     StatusOr<std::unique_ptr<store::SampleWriter>> w = Status::Internal("not opened");
     std::shared_ptr<net::Session> session;
-    {
-      nb::gil_scoped_release release;
-      w = Open(a, &session);
-      if (!w.ok() && session) session->Close();
-    }
+    // Ctrl-C ends the connect at once; the writes that follow (keyspace and
+    // tables where missing, the segment's claim) run to their end first.
+    auto stop = std::make_shared<std::atomic<bool>>(false);
+    OpenInterruptibly(
+        [&] {
+          w = Open(a, &session, stop);
+          if (!w.ok() && session) session->Close();
+        },
+        [&] {
+          // Closed first: the writer's end then commits nothing (its
+          // segment stays claimed, as a writer's that was dropped unclosed).
+          if (session) session->Close();
+          w = Status::Cancelled("interrupted");
+        },
+        stop.get());
     writer_ = std::shared_ptr<store::SampleWriter>(Unwrap(std::move(w)).release());
     session_ = std::move(session);
   }
@@ -241,13 +251,19 @@ class WriterHandle {
 
  private:
   static StatusOr<std::unique_ptr<store::SampleWriter>> Open(const WriterArgs& a,
-                                                             std::shared_ptr<net::Session>* session) {
+                                                             std::shared_ptr<net::Session>* session,
+                                                             std::shared_ptr<const std::atomic<bool>> stop) {
     CQLS_ASSIGN_OR_RETURN(const loader::ResolvedOptions kit,
                           loader::ResolveOptions(a, loader::OptionSpelling::kKeyword));
     CQLS_ASSIGN_OR_RETURN(const store::SampleWriterOptions o, WriterOptions(a, kit.connection.keyspace));
     net::SessionOptions so;
     so.watch_events = false;
+    so.stop = std::move(stop);
     CQLS_ASSIGN_OR_RETURN(*session, net::Session::Connect(kit.connection, so));
+    // Writes cut short may still be applied (net/session.h): SampleWriter's
+    // DDL and claim run to their end; the writer's own calls ask Python's
+    // handlers.
+    (*session)->SetStop(nullptr);
     return store::SampleWriter::Open(*session, o);
   }
 

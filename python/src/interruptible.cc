@@ -79,4 +79,23 @@ Status RunInterruptibly(const std::function<Status()>& work, std::atomic<bool>* 
   return done.get();
 }
 
+void OpenInterruptibly(const std::function<void()>& open, const std::function<void()>& drop,
+                       std::atomic<bool>* stop) {
+  try {
+    const Status done = RunInterruptibly(
+        [&] {
+          open();
+          return Status::OK();
+        },
+        stop);
+    (void)done;  // always OK: what `open` made, or failed with, is in the caller's variables
+  } catch (const nb::python_error&) {
+    {
+      nb::gil_scoped_release release;
+      drop();
+    }
+    throw;
+  }
+}
+
 }  // namespace cqlstream::python

@@ -32,6 +32,16 @@ inline constexpr std::chrono::milliseconds kSignalPoll{50};
 // once `work` has ended. An exception thrown by `work` is raised here.
 Status RunInterruptibly(const std::function<Status()>& work, std::atomic<bool>* stop);
 
+// RunInterruptibly for an opening (Dataset, Loader, Writer) that puts what
+// it made into the caller's variables: `open` runs as RunInterruptibly's
+// work, ending at its next wait once *stop is set. When the interrupt wins
+// even though `open` made something (it ended between two polls), `drop`
+// gives that back without the GIL (a destructor may join threads or wait
+// on the network) before the handler's exception is raised. Both are
+// borrowed for the call; `open` must not throw.
+void OpenInterruptibly(const std::function<void()>& open, const std::function<void()>& drop,
+                       std::atomic<bool>* stop);
+
 // Whether the calling thread (GIL held) is Python's main thread, the one
 // that runs signal handlers. A core call that waits on the caller's own
 // thread can ask Python's handlers in its waits there (Loader.next does).

@@ -38,7 +38,11 @@ class ConnectionFlags {
   // Environment first, then the flags given; validated.
   StatusOr<ConnectionOptions> Resolve() const;
   // Resolve() + Session::Connect, with a message naming the hosts on failure.
-  StatusOr<std::shared_ptr<net::Session>> Connect(net::SessionOptions so = {}) const;
+  // `interrupt` (may be null; store::InstallInterruptHandler's flag, which
+  // lives as long as the process): the connect gives up once it is set
+  // (Cancelled "interrupted"), and the session forgets it after.
+  StatusOr<std::shared_ptr<net::Session>> Connect(net::SessionOptions so = {},
+                                                  const std::atomic<bool>* interrupt = nullptr) const;
   // Connect() without watching server events, then the catalog entry of
   // dataset `name`: what the commands that read one dataset (verify,
   // export, select, pack) open first.

@@ -94,8 +94,11 @@ int RunAttach(const ConnectionFlags& flags, const AttachFlags& f, bool replicati
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   store::ProgressLine line(stderr, tty, "attach " + spec->split);
   spec->scan.on_progress = [&](int64_t keys) { line.Update(keys, 0, 0, 0, "keys"); };
-  auto session = flags.Connect();
-  if (!session.ok()) return ReportError(session.status());
+  auto session = flags.Connect({}, spec->scan.stop);
+  if (!session.ok()) {
+    return ReportErrorOrInterrupt(session.status(), spec->scan.stop,
+                                  "attach interrupted; nothing was registered (run it again)");
+  }
   auto r = store::Attach(**session, conn->keyspace, *spec);
   line.Finish();
   (*session)->Close();

@@ -190,8 +190,8 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
     line.Update(p.items_done, p.items_total, p.bytes_done, p.bytes_total, extra);
   };
 
-  auto session = flags.Connect();
-  if (!session.ok()) return ReportError(session.status());
+  auto session = flags.Connect({}, o.stop);
+  if (!session.ok()) return ReportErrorOrInterrupt(session.status(), o.stop, "ingest interrupted while connecting");
   store::IngestReport report;
   Status st = store::Ingest(**session, o, &report);
   line.Finish();

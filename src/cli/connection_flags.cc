@@ -86,10 +86,14 @@ StatusOr<ConnectionOptions> ConnectionFlags::Resolve() const {
   return o;
 }
 
-StatusOr<std::shared_ptr<net::Session>> ConnectionFlags::Connect(net::SessionOptions so) const {
+StatusOr<std::shared_ptr<net::Session>> ConnectionFlags::Connect(net::SessionOptions so,
+                                                                 const std::atomic<bool>* interrupt) const {
   CQLS_ASSIGN_OR_RETURN(ConnectionOptions o, Resolve());
+  // The flag lives as long as the process: shared without an owner.
+  if (interrupt != nullptr) so.stop = std::shared_ptr<const std::atomic<bool>>(std::shared_ptr<void>(), interrupt);
   auto s = net::Session::Connect(o, std::move(so));
   if (!s.ok()) return s.status().WithContext(fmt::format("cannot connect to {}", o.Describe()));
+  if (interrupt != nullptr) (*s)->SetStop(nullptr);  // what follows looks at the flag where it can stop cleanly
   return s;
 }
 

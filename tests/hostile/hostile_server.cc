@@ -478,7 +478,11 @@ struct HostileServer::Conn {
 
   bool Handle(const RequestFrame& f) {
     const int16_t stream = f.header.stream;
-    if (mode() == Mode::kSilent || stalled) return true;
+    if (mode() == Mode::kSilent) {
+      s->lies_told_.fetch_add(1);  // a request swallowed: the client waits on it
+      return true;
+    }
+    if (stalled) return true;
     switch (f.header.opcode) {
       case Opcode::kOptions:
         return Send(Opcode::kSupported, stream, SupportedBody({{"CQL_VERSION", {"3.4.7"}}, {"COMPRESSION", {}}}));

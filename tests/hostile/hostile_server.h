@@ -151,7 +151,8 @@ class HostileServer {
   uint16_t port() const { return port_; }
   // How many answers the mode's lie changed so far (kKeyGroupLies,
   // kForeignGroupLies, kMisnamedColumns, kNativeGroupLies, ...; kSilentData:
-  // data reads swallowed; kStalledRest: answers cut), and how many grouped
+  // data reads swallowed; kSilent: requests swallowed; kStalledRest:
+  // answers cut), and how many grouped
   // foreign reads and coalesced native reads were answered, so that a test
   // can tell a lie told, or a path taken, from one not.
   int64_t lies_told() const { return lies_told_.load(); }

@@ -260,6 +260,95 @@ def test_ctrl_c_ends_a_loader_waiting_on_reads_that_never_end(truths, decode, ca
         server.wait()
 
 
+@pytest.mark.parametrize("opening", ["Dataset", "Loader", "Writer"])
+def test_ctrl_c_ends_an_opening_waiting_on_a_server_that_never_answers(opening):
+    # A host that accepts and never answers (a stalled node, a port that is
+    # not CQL's) held the opening's Ctrl-C for the connect time-out (10 s
+    # here) on each of three attempts; it now ends the wait at once with
+    # KeyboardInterrupt. The signal goes once the server has swallowed the
+    # connection's first request: the opening is waiting in the core.
+    import signal
+    import threading
+
+    import cqlstream
+
+    server, port = start_server("silent")
+    where = dict(hosts="127.0.0.1", port=port, keyspace="cqlstream_hostile", connect_timeout=10.0)
+    sent: dict = {}
+
+    def ctrl_c_once_waiting() -> None:
+        if server.stdout.readline() == "lie told\n":
+            time.sleep(0.2)
+            sent["at"] = time.monotonic()
+            os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    watcher = threading.Thread(target=ctrl_c_once_waiting, daemon=True)
+    try:
+        watcher.start()
+        with pytest.raises(KeyboardInterrupt):
+            if opening == "Dataset":
+                cqlstream.Dataset("toy", **where)
+            elif opening == "Loader":
+                cqlstream.Loader("toy", batch_size=8, **where)
+            else:
+                cqlstream.Writer("toy", source_id="interrupted-opening", **where)
+        assert "at" in sent, "the interrupt came before the opening waited on the server"
+        waited = time.monotonic() - sent["at"]
+        assert waited < 2.0, f"{opening}() held Ctrl-C for {waited:.1f} s"
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        server.kill()
+        server.wait()
+        watcher.join(timeout=5)
+
+
+def interrupt_cli_once_told(args: list[str], server: subprocess.Popen) -> tuple[int, str, str, float]:
+    """Runs the CLI with `args`, sends it SIGINT 0.2 s after the hostile
+    server said "lie told" (the command is waiting on a request the server
+    swallowed, its interrupt handler installed), and returns its exit code,
+    stdout, stderr and the seconds from the signal to its end."""
+    import select
+    import signal
+
+    child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([server.stdout], [], [], 30)
+        assert ready and server.stdout.readline() == "lie told\n", "no request reached the server"
+        time.sleep(0.2)  # well into the wait
+        assert child.poll() is None, child.communicate()
+        child.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        out, err = child.communicate(timeout=15)
+        return child.returncode, out, err, time.monotonic() - start
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_ctrl_c_ends_a_cli_ingest_waiting_to_connect(tmp_path):
+    # ingest takes its interrupt flag before it connects: a first Ctrl-C
+    # while a host that never answers held the connect (the connect time-out,
+    # 10 s here, on each of three attempts) was heard only after it. It now
+    # ends the command at once: exit 130, nothing written. (The server's
+    # first swallowed request is the connection's OPTIONS.)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.bin").write_bytes(b"x" * 100)
+    server, port = start_server("silent")
+    try:
+        args = [str(cli_path()), "ingest", "--dataset", "toy", str(src), "--labels", "none", "--hosts", "127.0.0.1",
+                "--port", str(port), "--keyspace", "cqlstream_hostile", "--connect-timeout", "10"]
+        code, out, err, waited = interrupt_cli_once_told(args, server)
+        assert code == 130, out + err
+        assert "ingest interrupted while connecting" in err, err
+        assert waited < 3.0, f"ingest held Ctrl-C for {waited:.1f} s"
+    finally:
+        server.kill()
+        server.wait()
+
+
 @pytest.mark.parametrize("dataset", ["native", "attached"])
 @pytest.mark.parametrize("command", ["verify", "export"])
 def test_ctrl_c_ends_a_cli_read_waiting_on_a_page_that_never_comes(truths, tmp_path, command, dataset):
@@ -268,9 +357,6 @@ def test_ctrl_c_ends_a_cli_read_waiting_on_a_page_that_never_comes(truths, tmp_p
     # request timeout (20 s here) and each read again. The wait ends at the
     # interrupt: exit 130 at once, with the command's line. Attached: the
     # foreign row's read.
-    import select
-    import signal
-
     truth = json.loads(truths[dataset].read_text())
     server, port = start_server("silent-data")
     try:
@@ -279,23 +365,8 @@ def test_ctrl_c_ends_a_cli_read_waiting_on_a_page_that_never_comes(truths, tmp_p
             args.append(str(tmp_path / "out"))
         args += ["--hosts", "127.0.0.1", "--port", str(port), "--keyspace", truth["keyspace"], "--timeout-ms",
                  "20000"]
-        child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            # The server says when it swallowed the first data read: the
-            # command is waiting on it, its interrupt handler installed.
-            ready, _, _ = select.select([server.stdout], [], [], 30)
-            assert ready and server.stdout.readline() == "lie told\n", "no data read reached the server"
-            time.sleep(0.2)  # well into the wait
-            assert child.poll() is None, child.communicate()
-            child.send_signal(signal.SIGINT)
-            start = time.monotonic()
-            out, err = child.communicate(timeout=15)
-            waited = time.monotonic() - start
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-        assert child.returncode == 130, out + err
+        code, out, err, waited = interrupt_cli_once_told(args, server)  # told: the first data read swallowed
+        assert code == 130, out + err
         assert f"{command} interrupted" in err, err
         assert waited < 3.0, f"{command} held Ctrl-C for {waited:.1f} s"
     finally:
