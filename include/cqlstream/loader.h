@@ -102,9 +102,10 @@ struct LoaderOptions {
   bool packed = false;
   // The interrupt of Open (null: none): once *open_stop is set, Open gives
   // up at its next wait (connect, catalog and pack reads, prepares), within
-  // 50 ms (up to 2 s while a TCP connect is under way: net/session.h), with
-  // Cancelled("interrupted"). Looked at only while Open runs. Shared: a
-  // wait of Open's on another thread never outlives it.
+  // 50 ms (up to 2 s while a name lookup, TCP or TLS handshake is under
+  // way: docs/python.md), with Cancelled("interrupted"). Looked at only
+  // while Open runs. Shared: a wait of Open's on another thread never
+  // outlives it.
   std::shared_ptr<const std::atomic<bool>> open_stop;
 };
 

@@ -133,8 +133,9 @@ class WriterHandle {
   explicit WriterHandle(const WriterArgs& a) {
     StatusOr<std::unique_ptr<store::SampleWriter>> w = Status::Internal("not opened");
     std::shared_ptr<net::Session> session;
-    // Ctrl-C ends the connect at once; the writes that follow (keyspace and
-    // tables where missing, the segment's claim) run to their end first.
+    // Ctrl-C ends the connect and the catalog reads at their next wait; the
+    // writes that follow (keyspace and tables where missing, the segment's
+    // claim) run to their end first (store::SampleWriter::Open).
     auto stop = std::make_shared<std::atomic<bool>>(false);
     OpenInterruptibly(
         [&] {
@@ -260,11 +261,7 @@ class WriterHandle {
     so.watch_events = false;
     so.stop = std::move(stop);
     CQLS_ASSIGN_OR_RETURN(*session, net::Session::Connect(kit.connection, so));
-    // Writes cut short may still be applied (net/session.h): SampleWriter's
-    // DDL and claim run to their end; the writer's own calls ask Python's
-    // handlers.
-    (*session)->SetStop(nullptr);
-    return store::SampleWriter::Open(*session, o);
+    return store::SampleWriter::Open(*session, o);  // clears the stop before it writes
   }
 
   std::shared_ptr<store::SampleWriter> Live() const {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <thread>
 
 #include "cqlstream/options.h"
@@ -43,15 +44,16 @@ class StallingHost {
   // Whether a request past the handshake and system tables came.
   bool asked() const { return asked_; }
   // Sets *flag 200 ms after the first such request came (or 10 s from now),
-  // on a thread of its own: joined when the returned thread is destroyed.
+  // on a thread of its own; the returned thread's destruction asks it to
+  // stop (then the flag is left as it is) and joins it.
   std::jthread StopOnceAsked(std::shared_ptr<std::atomic<bool>> flag) const {
-    return std::jthread([this, flag = std::move(flag)] {
+    return std::jthread([this, flag = std::move(flag)](const std::stop_token& st) {
       const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (!asked_ && std::chrono::steady_clock::now() < until) {
+      while (!asked_ && !st.stop_requested() && std::chrono::steady_clock::now() < until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      flag->store(true);
+      if (!st.stop_requested()) flag->store(true);
     });
   }
 

@@ -143,6 +143,7 @@ StatusOr<std::unique_ptr<SampleWriter>> SampleWriter::Open(std::shared_ptr<net::
   CQLS_RETURN_IF_ERROR(CheckOptions(options));
   std::unique_ptr<SampleWriter> w(new SampleWriter(std::move(session), options));
   CQLS_RETURN_IF_ERROR(w->OpenImpl());
+  w->session_->SetStop(nullptr);  // open (a complete split writes nothing): the writer's calls take their own checks
   return w;
 }
 
@@ -186,6 +187,10 @@ Status SampleWriter::OpenImpl() {
     report_.sealed = true;
     return Status::OK();
   }
+  // The writes below are never cut short by an opening's interrupt: a DDL
+  // or a claim given up may still be applied (net/session.h
+  // SessionOptions::stop).
+  s.SetStop(nullptr);
   std::string note;
   CQLS_RETURN_IF_ERROR(EnsureKeyspace(s, o_.keyspace, o_.replication, o_.replication_given, &note));
   CQLS_RETURN_IF_ERROR(EnsureCatalog(s, o_.keyspace));

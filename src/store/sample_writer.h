@@ -137,7 +137,10 @@ struct SampleWriterReport {
 class SampleWriter {
  public:
   // Reads the dataset, creates what is missing (keyspace, catalog, dataset)
-  // and claims or resumes the segment of options.source_id.
+  // and claims or resumes the segment of options.source_id. A session made
+  // with an opening's stop (net::SessionOptions::stop) is interrupted in the
+  // reads; the stop is cleared before the first write and when Open returns
+  // a writer.
   static StatusOr<std::unique_ptr<SampleWriter>> Open(std::shared_ptr<net::Session> session,
                                                       const SampleWriterOptions& options);
   ~SampleWriter();

@@ -151,10 +151,10 @@ class HostileServer {
   uint16_t port() const { return port_; }
   // How many answers the mode's lie changed so far (kKeyGroupLies,
   // kForeignGroupLies, kMisnamedColumns, kNativeGroupLies, ...; kSilentData:
-  // data reads swallowed; kSilent: requests swallowed; kStalledRest:
-  // answers cut), and how many grouped
-  // foreign reads and coalesced native reads were answered, so that a test
-  // can tell a lie told, or a path taken, from one not.
+  // data reads swallowed; kSilent: requests swallowed; kStalledRest: answers
+  // cut), and how many grouped foreign reads and coalesced native reads were
+  // answered, so that a test can tell a lie told, or a path taken, from one
+  // not.
   int64_t lies_told() const { return lies_told_.load(); }
   int64_t grouped_reads() const { return grouped_reads_.load(); }
   int64_t coalesced_reads() const { return coalesced_reads_.load(); }
