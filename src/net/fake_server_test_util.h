@@ -18,6 +18,7 @@
 #define CQLSTREAM_NET_FAKE_SERVER_TEST_UTIL_H_
 
 #include <asio.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -30,9 +31,22 @@
 
 #include "cql/frame.h"
 #include "cql/wire.h"
+#include "cqlstream/options.h"
 #include "util/mutex.h"
 
 namespace cqlstream::net::testing {
+
+// A client's options for one fake host on 127.0.0.1:`port`: one I/O thread,
+// a 5 s connect and a 10 s request time-out (a test changes what it needs).
+inline ConnectionOptions LoopbackOptions(uint16_t port) {
+  ConnectionOptions o;
+  o.hosts = {"127.0.0.1"};
+  o.port = port;
+  o.io_threads = 1;
+  o.connect_timeout = std::chrono::milliseconds(5000);
+  o.request_timeout = std::chrono::milliseconds(10000);
+  return o;
+}
 
 // Encoding helpers for response bodies.
 inline void PutColumnSpecs(cql::Writer& w, const std::string& ks, const std::string& table,

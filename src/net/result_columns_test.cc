@@ -146,10 +146,7 @@ class ResultColumnsTest : public ::testing::Test {
       return Frame(cql::Opcode::kResult, r.header.stream,
                    RowsBody(stray_ ? kLookup : kForeign, skip || no_metadata_, per_column_));
     });
-    ConnectionOptions o;
-    o.hosts = {"127.0.0.1"};
-    o.port = srv_.port();
-    o.io_threads = 1;
+    ConnectionOptions o = testing::LoopbackOptions(srv_.port());
     o.connect_timeout = 2000ms;
     o.request_timeout = 2000ms;
     auto s = Session::Connect(o, SessionOptions{});

@@ -51,15 +51,7 @@ struct SelectiveHost {
       return Frame(cql::Opcode::kResult, r.header.stream, cql::Bytes{0, 0, 0, 1});  // VOID
     });
   }
-  ConnectionOptions Options() const {
-    ConnectionOptions o;
-    o.hosts = {"127.0.0.1"};
-    o.port = srv.port();
-    o.io_threads = 1;
-    o.connect_timeout = 5000ms;
-    o.request_timeout = 10000ms;
-    return o;
-  }
+  ConnectionOptions Options() const { return testing::LoopbackOptions(srv.port()); }
   FakeServer srv;
 };
 
@@ -78,11 +70,7 @@ TEST(SessionStop, AConnectThatNoAnswerEndsAtTheStop) {
   // its three attempts.
   asio::io_context io;
   asio::ip::tcp::acceptor silent(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-  ConnectionOptions o;
-  o.hosts = {"127.0.0.1"};
-  o.port = silent.local_endpoint().port();
-  o.io_threads = 1;
-  o.connect_timeout = 5000ms;
+  const ConnectionOptions o = testing::LoopbackOptions(silent.local_endpoint().port());  // connect time-out 5 s
   auto flag = std::make_shared<std::atomic<bool>>(false);
   const SessionOptions so = WithStop(flag);
   const auto t0 = Clock::now();

@@ -32,13 +32,8 @@ class StallingHost {
   // 127.0.0.1 and the host's port, keyspace "ks", one I/O thread, a 5 s
   // connect and a 10 s request time-out.
   ConnectionOptions Options() const {
-    ConnectionOptions c;
-    c.hosts = {"127.0.0.1"};
-    c.port = srv_.port();
+    ConnectionOptions c = LoopbackOptions(srv_.port());
     c.keyspace = "ks";
-    c.io_threads = 1;
-    c.connect_timeout = std::chrono::milliseconds(5000);
-    c.request_timeout = std::chrono::milliseconds(10000);
     return c;
   }
   // Whether a request past the handshake and system tables came.
