@@ -38,11 +38,18 @@ bool WorthAnotherOpen(const Status& s) {
 
 bool IsSet(const std::atomic<bool>* flag) { return flag != nullptr && flag->load(std::memory_order_relaxed); }
 
-// `f`'s value, or Cancelled("interrupted") once *a or *b is set (looked at
-// every Session::kStopPoll). The promise behind `f` must be held by the
-// callback that fulfils it: that may run after the caller has given up.
-template <typename R>
-R WaitUnlessStopped(std::future<R>& f, const std::atomic<bool>* a, const std::atomic<bool>* b = nullptr) {
+// Starts an asynchronous call (`start` is given its callback, which keeps
+// the promise: it may run after the caller has given up) and waits for its
+// result, or gives up with Cancelled("interrupted") once *a or *b is set
+// (before the call starts, too; looked at every Session::kStopPoll). The
+// one blocking shape of Connect's control open, Execute, Prepare and
+// ExecuteBatch.
+template <typename R, typename Start>
+R CallUnlessStopped(Start&& start, const std::atomic<bool>* a, const std::atomic<bool>* b = nullptr) {
+  if (IsSet(a) || IsSet(b)) return Status::Cancelled("interrupted");
+  auto p = std::make_shared<std::promise<R>>();
+  std::future<R> f = p->get_future();
+  start([p](R r) { p->set_value(std::move(r)); });
   if (a == nullptr && b == nullptr) return f.get();
   while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
     if (IsSet(a) || IsSet(b)) return Status::Cancelled("interrupted");
@@ -65,10 +72,7 @@ bool SleepUnlessStopped(std::chrono::milliseconds d, const std::atomic<bool>* st
 Status OpenControl(Session::Impl& impl, const std::atomic<bool>* stop) {
   Status s;
   for (int attempt = 0; attempt < kControlOpenAttempts; ++attempt) {
-    auto ready = std::make_shared<std::promise<Status>>();
-    auto fut = ready->get_future();
-    impl.control->Open([ready](Status st) { ready->set_value(std::move(st)); });
-    s = WaitUnlessStopped(fut, stop);
+    s = CallUnlessStopped<Status>([&](auto done) { impl.control->Open(std::move(done)); }, stop);
     if (s.ok() || !WorthAnotherOpen(s)) break;
     if (!SleepUnlessStopped(kControlOpenBackoff.Delay(attempt + 1), stop)) return Status::Cancelled("interrupted");
   }
@@ -226,13 +230,8 @@ StatusOr<ResultSet> Session::ExecuteAndWait(Statement statement, const std::atom
   if (impl_->io->InPoolThread()) {
     return Status::Internal("Session::Execute called from an I/O thread (use ExecuteAsync)");
   }
-  if (IsSet(stop) || IsSet(session_stop.get())) return Status::Cancelled("interrupted");
-  // The answer may come after the caller has given up: the callback keeps
-  // the promise.
-  auto p = std::make_shared<std::promise<StatusOr<ResultSet>>>();
-  std::future<StatusOr<ResultSet>> f = p->get_future();
-  ExecuteAsync(std::move(statement), [p](StatusOr<ResultSet> r) { p->set_value(std::move(r)); });
-  return WaitUnlessStopped(f, stop, session_stop.get());
+  return CallUnlessStopped<StatusOr<ResultSet>>(
+      [&](auto done) { ExecuteAsync(std::move(statement), std::move(done)); }, stop, session_stop.get());
 }
 
 StatusOr<ResultSet> Session::Execute(Statement statement, const std::atomic<bool>* stop) {
@@ -311,11 +310,8 @@ void Session::PrepareAsync(std::string query, PrepareCallback callback) {
 StatusOr<PreparedPtr> Session::Prepare(std::string query) {
   if (impl_->io->InPoolThread()) return Status::Internal("Session::Prepare called from an I/O thread");
   const std::shared_ptr<const std::atomic<bool>> stop = impl_->Stop();
-  if (IsSet(stop.get())) return Status::Cancelled("interrupted");
-  auto p = std::make_shared<std::promise<StatusOr<PreparedPtr>>>();  // held by the callback: see Execute
-  auto f = p->get_future();
-  PrepareAsync(std::move(query), [p](StatusOr<PreparedPtr> r) { p->set_value(std::move(r)); });
-  return WaitUnlessStopped(f, stop.get());
+  return CallUnlessStopped<StatusOr<PreparedPtr>>(
+      [&](auto done) { PrepareAsync(std::move(query), std::move(done)); }, stop.get());
 }
 
 void Session::ExecuteBatchAsync(cql::BatchType type, const std::vector<Statement>& statements,
@@ -355,11 +351,8 @@ StatusOr<ResultSet> Session::ExecuteBatch(cql::BatchType type, const std::vector
   if (impl_->io->InPoolThread()) return Status::Internal("Session::ExecuteBatch called from an I/O thread");
   (void)timeout;  // the statements' own timeout applies (first statement)
   const std::shared_ptr<const std::atomic<bool>> stop = impl_->Stop();
-  if (IsSet(stop.get())) return Status::Cancelled("interrupted");
-  auto p = std::make_shared<std::promise<StatusOr<ResultSet>>>();  // held by the callback: see Execute
-  auto f = p->get_future();
-  ExecuteBatchAsync(type, statements, consistency, [p](StatusOr<ResultSet> r) { p->set_value(std::move(r)); });
-  return WaitUnlessStopped(f, stop.get());
+  return CallUnlessStopped<StatusOr<ResultSet>>(
+      [&](auto done) { ExecuteBatchAsync(type, statements, consistency, std::move(done)); }, stop.get());
 }
 
 Status Session::WaitForSchemaAgreement(std::chrono::milliseconds timeout) {
