@@ -74,12 +74,17 @@ ConnectionStats Connection::stats() const {
 
 void Connection::Open(asio::io_context& io, Options options, OpenCallback callback) {
   TransportOptions topts = options.transport;
-  ConnectTransport(io, std::move(topts),
-                   [options = std::move(options), callback = std::move(callback)](
-                       StatusOr<std::unique_ptr<Transport>> t) mutable {
-                     if (!t.ok()) return callback(t.status());
-                     OpenOn(std::move(t).value(), std::move(options), std::move(callback));
-                   });
+  std::shared_ptr<ConnectionRegistry> registry = options.registry;
+  std::shared_ptr<PendingConnect> pending =
+      ConnectTransport(io, std::move(topts),
+                       [options = std::move(options), callback = std::move(callback)](
+                           StatusOr<std::unique_ptr<Transport>> t) mutable {
+                         if (!t.ok()) return callback(t.status());
+                         OpenOn(std::move(t).value(), std::move(options), std::move(callback));
+                       });
+  // A connect that completes before it is listed is refused by OpenOn's Add
+  // instead (CloseAll closes the list before it cancels).
+  if (registry && !registry->Add(pending)) pending->Cancel(Status::Cancelled("session closed"));
 }
 
 void Connection::OpenOn(std::unique_ptr<Transport> transport, Options options, OpenCallback callback) {

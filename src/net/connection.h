@@ -106,9 +106,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Secret password;
     uint32_t max_frame_bytes = cql::kMaxBodySize;
     int max_streams = cql::kMaxStreams;  // <= 32768; smaller in tests
-    // When set, Open lists the connection here from before its handshake
-    // (its owner's shutdown closes it there: net/connection_registry.h); a
-    // registry already closed fails the open with Cancelled.
+    // When set, Open lists the connect and then the connection here, from
+    // before its TCP connect (its owner's shutdown cancels or closes it
+    // there: net/connection_registry.h); a registry already closed fails the
+    // open with Cancelled.
     std::shared_ptr<ConnectionRegistry> registry;
     // When set, REGISTER for these event types and deliver EVENTs here.
     std::vector<std::string> event_types;

@@ -4,26 +4,45 @@
 #include <algorithm>
 
 #include "net/connection.h"
+#include "net/transport.h"
 
 namespace cqlstream::net {
+
+template <typename T>
+void ConnectionRegistry::Listed<T>::Add(const std::shared_ptr<T>& t) {
+  if (items.size() >= prune_at) {
+    std::erase_if(items, [](const std::weak_ptr<T>& w) { return w.expired(); });
+    prune_at = std::max<size_t>(64, 2 * items.size());
+  }
+  items.push_back(t);
+}
 
 bool ConnectionRegistry::Add(const std::shared_ptr<Connection>& c) {
   MutexLock l(&mu_);
   if (closed_) return false;
-  if (conns_.size() >= prune_at_) {
-    std::erase_if(conns_, [](const std::weak_ptr<Connection>& w) { return w.expired(); });
-    prune_at_ = std::max<size_t>(64, 2 * conns_.size());
-  }
-  conns_.push_back(c);
+  conns_.Add(c);
+  return true;
+}
+
+bool ConnectionRegistry::Add(const std::shared_ptr<PendingConnect>& p) {
+  MutexLock l(&mu_);
+  if (closed_) return false;
+  connects_.Add(p);
   return true;
 }
 
 void ConnectionRegistry::CloseAll(const Status& why) {
+  std::vector<std::weak_ptr<PendingConnect>> connects;
   std::vector<std::weak_ptr<Connection>> conns;
   {
     MutexLock l(&mu_);
     closed_ = true;
-    conns.swap(conns_);
+    connects.swap(connects_.items);
+    conns.swap(conns_.items);
+  }
+  // The connects first: one that completes meanwhile is refused by Add.
+  for (const auto& w : connects) {
+    if (auto p = w.lock()) p->Cancel(why);
   }
   for (const auto& w : conns) {
     if (auto c = w.lock()) c->Close(why);

@@ -1,8 +1,9 @@
 // Copyright (c) cqlstream authors.
 //
 // ConnectionRegistry: CloseAll closes a connection still in its handshake
-// (with a host that never answers: nothing else holds it to close it), and
-// an open after CloseAll is refused with Cancelled.
+// (with a host that never answers: nothing else holds it to close it) and
+// cancels one whose TCP connect is under way, and an open after CloseAll is
+// refused with Cancelled.
 #include "net/connection_registry.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 
 #include "net/connection.h"
 #include "net/io_pool.h"
+#include "net/syn_dropping_host_test_util.h"
 
 namespace cqlstream::net {
 namespace {
@@ -50,6 +52,29 @@ TEST(ConnectionRegistry, CloseAllClosesAConnectionInItsHandshake) {
   ASSERT_EQ(f.wait_for(5s), std::future_status::ready) << "CloseAll left the handshake to its 10 s time-out";
   OpenResult r = f.get();
   EXPECT_FALSE(r.ok());
+  io.Stop();
+}
+
+TEST(ConnectionRegistry, CloseAllCancelsAConnectUnderWay) {
+  testing::SynDroppingHost host;
+  IoPool io(1);
+  auto registry = std::make_shared<ConnectionRegistry>();
+  Connection::Options o;
+  o.transport.host = "127.0.0.1";
+  o.transport.port = host.port();
+  o.transport.connect_timeout = 10000ms;
+  o.registry = registry;
+  auto opened = std::make_shared<std::promise<OpenResult>>();
+  std::future<OpenResult> f = opened->get_future();
+  Connection::Open(io.Next(), o, [opened](OpenResult r) { opened->set_value(std::move(r)); });
+  const bool waiting = f.wait_for(300ms) == std::future_status::timeout;
+  registry->CloseAll(Status::Cancelled("session closed"));
+  ASSERT_TRUE(waiting) << "the connect ended by itself";
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready) << "CloseAll left the connect to its 10 s time-out";
+  OpenResult r = f.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kCancelled) << r.status().ToString();
+  EXPECT_EQ(r.status().message(), "session closed");
   io.Stop();
 }
 

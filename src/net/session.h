@@ -205,9 +205,9 @@ struct SessionOptions {
   // every call that waits on the caller's thread (Execute, Query,
   // ForEachPage, Prepare, ExecuteBatch, WaitForSchemaAgreement) give up
   // within kStopPoll with Cancelled("interrupted") (Connect once the
-  // session's shutdown has closed what it opened; a connect still under way
-  // (name lookup, TCP or TLS handshake) is left to the I/O threads' 2 s
-  // grace). Their requests go on, the answers dropped; a write cut short
+  // session's shutdown has closed what it opened and cancelled a TCP connect
+  // or TLS handshake under way; only a name lookup under way runs to its end,
+  // getaddrinfo being uninterruptible). Their requests go on, the answers dropped; a write cut short
   // (DDL, a claim) may still be applied by the server, so an opening that
   // writes clears the stop before it writes. A statement with a sink is
   // waited for to its end (its answer writes into the caller's memory; the

@@ -308,9 +308,10 @@ void Session::Impl::Shutdown() {
   if (auto t = Topo()) {
     for (auto& h : t->hosts) h->pool->Close(Status::Cancelled("session closed"));
   }
-  // The connections still in their handshake: left to the I/O threads'
-  // grace period, one waiting on a silent host would hold Stop for it, and
-  // then, abandoned, keep itself alive (its pending requests hold it).
+  // The connects under way and the connections still in their handshake:
+  // left to the I/O threads' grace period, one waiting on a silent host would
+  // hold Stop for it, and then, abandoned, a connection would keep itself
+  // alive (its pending requests hold it).
   connections->CloseAll(Status::Cancelled("session closed"));
   io->Stop();
 }

@@ -1,7 +1,8 @@
 // Copyright (c) cqlstream authors.
 //
 // SessionOptions::stop, the interrupt of an opening: Connect to a host that
-// accepts and never answers, and the waits of a connected session (Execute,
+// accepts and never answers, to one whose TCP connect or TLS handshake never
+// completes (the shutdown cancels the connect under way), and the waits of a connected session (Execute,
 // Prepare, ExecuteBatch, WaitForSchemaAgreement) on answers that never
 // come, end within a poll of the flag being set, not at their time-outs; a
 // statement with a sink is waited for to its end; SetStop replaces the flag.
@@ -18,6 +19,7 @@
 
 #include "net/fake_server_test_util.h"
 #include "net/session.h"
+#include "net/syn_dropping_host_test_util.h"
 
 namespace cqlstream::net {
 namespace {
@@ -84,6 +86,36 @@ TEST(SessionStop, AConnectThatNoAnswerEndsAtTheStop) {
   // handshake, not left it to the I/O threads' 2 s grace (where, abandoned,
   // it was never freed: ASan's leak check).
   EXPECT_LT(Clock::now() - t0, 2s);
+}
+
+// Connect with `o`, the stop set 300 ms in; the time until Connect returns.
+std::chrono::milliseconds ConnectStoppedAfter300ms(const ConnectionOptions& o) {
+  auto flag = std::make_shared<std::atomic<bool>>(false);
+  const auto t0 = Clock::now();
+  StatusOr<std::shared_ptr<Session>> s = Status::Internal("not connected");
+  {
+    StopLater later(flag.get(), 300ms);
+    s = Session::Connect(o, WithStop(flag));
+  }
+  EXPECT_TRUE(!s.ok() && Interrupted(s.status())) << (s.ok() ? "connected" : s.status().ToString());
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+}
+
+TEST(SessionStop, ATcpConnectUnderWayEndsAtTheStop) {
+  // Under 2 s: the session's shutdown cancelled the connect under way, not
+  // left it to the I/O threads' 2 s grace (the connect time-out is 5 s).
+  testing::SynDroppingHost h;
+  EXPECT_LT(ConnectStoppedAfter300ms(testing::LoopbackOptions(h.port())), 2s);
+}
+
+TEST(SessionStop, ATlsHandshakeUnderWayEndsAtTheStop) {
+  // A host that accepts (the kernel does) and never answers the ClientHello.
+  asio::io_context io;
+  asio::ip::tcp::acceptor silent(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  ConnectionOptions o = testing::LoopbackOptions(silent.local_endpoint().port());
+  o.tls.emplace();
+  o.tls->insecure_skip_verify = true;
+  EXPECT_LT(ConnectStoppedAfter300ms(o), 2s);
 }
 
 TEST(SessionStop, AFlagSetBeforeConnectConnectsNothing) {

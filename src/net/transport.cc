@@ -180,7 +180,7 @@ Status LoadClientIdentity(const TlsOptions& tls, asio::ssl::context* ctx) {
 }
 
 // One connection attempt: resolve -> (bind) -> connect -> (TLS handshake).
-class Connector : public std::enable_shared_from_this<Connector> {
+class Connector final : public PendingConnect, public std::enable_shared_from_this<Connector> {
  public:
   Connector(asio::io_context& io, TransportOptions o, TransportCallback cb)
       : io_(io), opts_(std::move(o)), cb_(std::move(cb)), resolver_(io), timer_(io), socket_(io) {}
@@ -201,6 +201,18 @@ class Connector : public std::enable_shared_from_this<Connector> {
                             });
   }
 
+  void Cancel(Status why) override {
+    // resolver_, socket_ and tls_ are used on the I/O thread only.
+    asio::post(io_, [self = shared_from_this(), why = std::move(why)]() mutable {
+      if (self->done_ || self->cancelled_) return;
+      self->cancelled_ = std::move(why);
+      std::error_code ignored;
+      self->resolver_.cancel();
+      self->socket_.close(ignored);
+      if (self->tls_) self->tls_->next_layer().close(ignored);
+    });
+  }
+
  private:
   std::string Where() const { return fmt::format("{}:{}", opts_.host, opts_.port); }
 
@@ -213,7 +225,9 @@ class Connector : public std::enable_shared_from_this<Connector> {
   }
 
   void FailConnect(const std::string& what) {
-    if (timed_out_) {
+    if (cancelled_) {
+      Finish(*cancelled_);
+    } else if (timed_out_) {
       Finish(Status::ConnectFailed(fmt::format("connect to {} timed out after {} ms", Where(),
                                                opts_.connect_timeout.count())));
     } else {
@@ -222,6 +236,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
   }
 
   void OnResolved(std::error_code ec, tcp::resolver::results_type r) {
+    if (cancelled_) return FailConnect("cancelled");
     if (ec) return FailConnect(fmt::format("cannot resolve host: {}", ec.message()));
     for (const auto& e : r) endpoints_.push_back(e.endpoint());
     if (endpoints_.empty()) return FailConnect("host resolves to no address");
@@ -257,7 +272,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
   }
 
   void OnConnected(std::error_code ec) {
-    if (timed_out_) return FailConnect("timeout");
+    if (timed_out_ || cancelled_) return FailConnect("timeout");  // (FailConnect names Cancel's status first)
     if (ec) {
       last_error_ = ec.message();
       return TryNext();
@@ -299,7 +314,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
   }
 
   void OnHandshake(std::error_code ec) {
-    if (timed_out_) return FailConnect("timeout during TLS handshake");
+    if (timed_out_ || cancelled_) return FailConnect("timeout during TLS handshake");
     if (ec) {
       std::string why = ec.message();
       long vr = SSL_get_verify_result(tls_->native_handle());
@@ -332,6 +347,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
   size_t next_ = 0;
   std::string last_error_;
   bool timed_out_ = false;
+  std::optional<Status> cancelled_;  // Cancel's status, once it has run
   bool done_ = false;
 };
 
@@ -352,8 +368,11 @@ StatusOr<std::shared_ptr<asio::ssl::context>> MakeTlsContext(const TlsOptions& t
   return ctx;
 }
 
-void ConnectTransport(asio::io_context& io, TransportOptions options, TransportCallback callback) {
-  std::make_shared<Connector>(io, std::move(options), std::move(callback))->Start();
+std::shared_ptr<PendingConnect> ConnectTransport(asio::io_context& io, TransportOptions options,
+                                                 TransportCallback callback) {
+  auto c = std::make_shared<Connector>(io, std::move(options), std::move(callback));
+  c->Start();
+  return c;
 }
 
 }  // namespace cqlstream::net

@@ -73,6 +73,27 @@ struct TransportOptions {
 
 using TransportCallback = std::function<void(StatusOr<std::unique_ptr<Transport>>)>;
 
+// A connect under way, as ConnectTransport hands it out, so that its owner
+// can end it before its time-out (a session's shutdown:
+// net/connection_registry.h).
+//
+// Ownership: the handle keeps the attempt's state alive; the attempt also
+// holds itself until its callback has run, so dropping the handle does not
+// end it. Thread-safety: Cancel may be called from any thread, any number of
+// times, also after the callback has run (then it does nothing), while the
+// io_context the connect runs on lives: it posts there, and takes effect
+// when that context next runs handlers.
+class PendingConnect {
+ public:
+  virtual ~PendingConnect() = default;
+  // Ends the attempt: a TCP connect or TLS handshake under way is aborted
+  // and the callback hears `why` (unless it has heard already). A name
+  // lookup under way is not cut short (getaddrinfo, which asio's resolver
+  // runs on a thread of its own, cannot be interrupted); the callback hears
+  // `why` once it returns.
+  virtual void Cancel(Status why) = 0;
+};
+
 // Resolves, connects (with timeout), binds a source port when asked, and
 // performs the TLS handshake. The callback runs on `io`'s thread exactly once.
 // Errors: ConnectFailed (resolution, refused, timeout, no free source port),
@@ -80,8 +101,9 @@ using TransportCallback = std::function<void(StatusOr<std::unique_ptr<Transport>
 // handshake without a TLS alert, e.g. an SNI proxy that cannot route the
 // server name; another node may answer) or TlsError (certificate
 // verification failed, a TLS alert or another handshake failure, with
-// OpenSSL's reason).
-void ConnectTransport(asio::io_context& io, TransportOptions options, TransportCallback callback);
+// OpenSSL's reason), or Cancel's status.
+std::shared_ptr<PendingConnect> ConnectTransport(asio::io_context& io, TransportOptions options,
+                                                 TransportCallback callback);
 
 }  // namespace cqlstream::net
 

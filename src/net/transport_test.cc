@@ -3,7 +3,8 @@
 // ConnectTransport's TLS handshake against fake TCP servers that misbehave
 // before any certificate is sent: a peer that closes or resets the stream is
 // ConnectionLost (another node may answer), a TLS alert or a non-TLS answer
-// stays TlsError.
+// stays TlsError. PendingConnect::Cancel ends a TCP connect under way with
+// its status, and does nothing once the callback has run.
 #include "net/transport.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@
 #include <functional>
 #include <string>
 #include <thread>
+
+#include "net/syn_dropping_host_test_util.h"
 
 namespace cqlstream::net {
 namespace {
@@ -134,6 +137,54 @@ TEST(TransportTest, NonTlsAnswerStaysTlsError) {
   });
   Status st = Handshake(server.port());
   EXPECT_EQ(st.code(), Status::Code::kTlsError) << st.ToString();
+}
+
+TEST(TransportTest, CancelEndsATcpConnectUnderWay) {
+  testing::SynDroppingHost host;
+  asio::io_context io;
+  TransportOptions o;
+  o.host = "127.0.0.1";
+  o.port = host.port();
+  o.connect_timeout = std::chrono::milliseconds(10000);
+  int calls = 0;
+  Status st;
+  std::shared_ptr<PendingConnect> pending = ConnectTransport(io, o, [&](StatusOr<std::unique_ptr<Transport>> t) {
+    ++calls;
+    st = t.ok() ? Status::OK() : t.status();
+  });
+  asio::steady_timer later(io, std::chrono::milliseconds(200));
+  later.async_wait([&](std::error_code) { pending->Cancel(Status::Cancelled("stopped")); });
+  const auto t0 = std::chrono::steady_clock::now();
+  io.run_for(std::chrono::seconds(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << "Cancel left the 10 s time-out";
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(st.code(), Status::Code::kCancelled) << st.ToString();
+  EXPECT_EQ(st.message(), "stopped");
+}
+
+TEST(TransportTest, CancelAfterTheCallbackDoesNothing) {
+  OneShotServer server([](tcp::socket& s) { ReadSome(s); });  // until the client closes
+  asio::io_context io;
+  TransportOptions o;
+  o.host = "127.0.0.1";
+  o.port = server.port();
+  int calls = 0;
+  std::unique_ptr<Transport> transport;
+  std::shared_ptr<PendingConnect> pending = ConnectTransport(io, o, [&](StatusOr<std::unique_ptr<Transport>> t) {
+    ++calls;
+    if (t.ok()) transport = std::move(t).value();
+  });
+  io.run_for(std::chrono::seconds(5));
+  ASSERT_NE(transport, nullptr) << "no connection";
+  pending->Cancel(Status::Cancelled("stopped"));
+  io.restart();
+  io.run_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(calls, 1);
+  std::array<uint8_t, 1> byte{};
+  transport->AsyncWrite({asio::buffer(byte)}, [&](std::error_code ec, size_t) { EXPECT_FALSE(ec) << ec.message(); });
+  io.restart();
+  io.run_for(std::chrono::milliseconds(100));  // the stream is still usable
+  transport->Close();
 }
 
 }  // namespace
