@@ -151,7 +151,7 @@ class DatasetHandle {
                                                            std::shared_ptr<const std::atomic<bool>> stop) {
     CQLS_RETURN_IF_ERROR(ValidateDatasetName(a.dataset));
     CQLS_ASSIGN_OR_RETURN(const loader::ResolvedOptions kit,
-                          loader::ResolveOptions(a, loader::OptionSpelling::kKeyword));
+                          loader::ResolveOptions(a, loader::OptionSpelling::kKeyword, stop.get()));
     return store::DatasetView::Open(kit.connection, a.dataset, std::move(stop));
   }
 

@@ -72,10 +72,10 @@ struct OpenArgs : loader::OptionArgs {
   std::string npy_targets = "bytes";
 };
 
-StatusOr<std::pair<LoaderOptions, StreamOptions>> Resolve(const OpenArgs& a) {
+StatusOr<std::pair<LoaderOptions, StreamOptions>> Resolve(const OpenArgs& a, const std::atomic<bool>* stop) {
   LoaderOptions lo;
   CQLS_ASSIGN_OR_RETURN(const loader::ResolvedOptions kit,
-                        loader::ResolveOptions(a, loader::OptionSpelling::kKeyword));
+                        loader::ResolveOptions(a, loader::OptionSpelling::kKeyword, stop));
   kit.ApplyTo(&lo);
   lo.dataset = a.dataset;
   lo.split = a.split;
@@ -252,7 +252,7 @@ void BindLoaderClass(nb::module_& m) {
             auto stop = std::make_shared<std::atomic<bool>>(false);
             OpenInterruptibly(
                 [&] {
-                  StatusOr<std::pair<LoaderOptions, StreamOptions>> r = Resolve(args);
+                  StatusOr<std::pair<LoaderOptions, StreamOptions>> r = Resolve(args, stop.get());
                   if (!r.ok()) {
                     s = r.status();
                     return;

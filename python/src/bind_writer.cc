@@ -255,7 +255,7 @@ class WriterHandle {
                                                              std::shared_ptr<net::Session>* session,
                                                              std::shared_ptr<const std::atomic<bool>> stop) {
     CQLS_ASSIGN_OR_RETURN(const loader::ResolvedOptions kit,
-                          loader::ResolveOptions(a, loader::OptionSpelling::kKeyword));
+                          loader::ResolveOptions(a, loader::OptionSpelling::kKeyword, stop.get()));
     CQLS_ASSIGN_OR_RETURN(const store::SampleWriterOptions o, WriterOptions(a, kit.connection.keyspace));
     net::SessionOptions so;
     so.watch_events = false;

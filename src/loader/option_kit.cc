@@ -61,7 +61,7 @@ StatusOr<std::optional<net::SecureBundle>> Bundle(const OptionArgs& a, const Che
   return std::optional<net::SecureBundle>(std::move(b));
 }
 
-Status ApplyConnection(const OptionArgs& a, const Checker& c, ResolvedOptions* r) {
+Status ApplyConnection(const OptionArgs& a, const Checker& c, const std::atomic<bool>* stop, ResolvedOptions* r) {
   ConnectionOptions& o = r->connection;
   CQLS_ASSIGN_OR_RETURN(std::optional<net::SecureBundle> bundle, Bundle(a, c));
   // The bundle's keyspace and data center sit below the variables and the
@@ -110,7 +110,7 @@ Status ApplyConnection(const OptionArgs& a, const Checker& c, ResolvedOptions* r
   }
   if (bundle) {
     // A managed service's bundle: its metadata service names the SNI proxy and the nodes.
-    CQLS_RETURN_IF_ERROR(net::FetchContactInfo(&*bundle, o.tls ? *o.tls : TlsOptions{}, o.connect_timeout));
+    CQLS_RETURN_IF_ERROR(net::FetchContactInfo(&*bundle, o.tls ? *o.tls : TlsOptions{}, o.connect_timeout, stop));
     CQLS_RETURN_IF_ERROR(net::ApplySecureBundle(*bundle, &o));
   }
   CQLS_RETURN_IF_ERROR(o.Validate());
@@ -167,10 +167,11 @@ void ResolvedOptions::ApplyTo(LoaderOptions* o) const {
   if (coalesce != 0) o->coalesce = coalesce;
 }
 
-StatusOr<ResolvedOptions> ResolveOptions(const OptionArgs& a, OptionSpelling spelling) {
+StatusOr<ResolvedOptions> ResolveOptions(const OptionArgs& a, OptionSpelling spelling,
+                                         const std::atomic<bool>* stop) {
   const Checker c{spelling};
   ResolvedOptions r;
-  CQLS_RETURN_IF_ERROR(ApplyConnection(a, c, &r));
+  CQLS_RETURN_IF_ERROR(ApplyConnection(a, c, stop, &r));
   CQLS_RETURN_IF_ERROR(ApplyThrottles(a, c, &r));
   return r;
 }

@@ -31,6 +31,7 @@
 #ifndef CQLSTREAM_LOADER_OPTION_KIT_H_
 #define CQLSTREAM_LOADER_OPTION_KIT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -119,8 +120,11 @@ struct ResolvedOptions {
 };
 
 // Environment, then `a`; validated. Errors are InvalidArgument naming the
-// option as `spelling` writes it, and the value (never a secret).
-StatusOr<ResolvedOptions> ResolveOptions(const OptionArgs& a, OptionSpelling spelling);
+// option as `spelling` writes it, and the value (never a secret). `stop`
+// (may be null; borrowed for the call): a secure bundle's metadata fetch
+// gives up once it is set (Cancelled "interrupted").
+StatusOr<ResolvedOptions> ResolveOptions(const OptionArgs& a, OptionSpelling spelling,
+                                         const std::atomic<bool>* stop = nullptr);
 
 // Prints each warning as "cqlstream: WARNING: <text>" on stderr.
 void PrintWarnings(const std::vector<std::string>& warnings);

@@ -363,7 +363,8 @@ StatusOr<SecureBundle> LoadSecureBundle(const std::string& path) {
   return ParseSecureBundle(data, path);
 }
 
-Status FetchContactInfo(SecureBundle* b, const TlsOptions& tls_base, std::chrono::milliseconds timeout) {
+Status FetchContactInfo(SecureBundle* b, const TlsOptions& tls_base, std::chrono::milliseconds timeout,
+                        const std::atomic<bool>* stop) {
   if (b->route != SecureBundle::Route::kMetadataService) return Status::OK();
   const std::string url = fmt::format("https://{}:{}/metadata", b->host, b->metadata_port);
   TlsOptions tls;
@@ -389,7 +390,7 @@ Status FetchContactInfo(SecureBundle* b, const TlsOptions& tls_base, std::chrono
   get->request = fmt::format(
       "GET /metadata HTTP/1.0\r\nHost: {}:{}\r\nAccept: application/json\r\nConnection: close\r\n\r\n", b->host,
       b->metadata_port);
-  ConnectTransport(io, to, [get](StatusOr<std::unique_ptr<Transport>> t) {
+  std::shared_ptr<PendingConnect> pending = ConnectTransport(io, to, [get](StatusOr<std::unique_ptr<Transport>> t) {
     if (!t.ok()) {
       get->done = true;
       get->status = t.status();
@@ -398,10 +399,26 @@ Status FetchContactInfo(SecureBundle* b, const TlsOptions& tls_base, std::chrono
     get->t = std::move(t).value();
     get->Write();
   });
-  io.run_for(timeout + std::chrono::milliseconds(100));
+  // Run the fetch here, looking at the stop every kStopPoll.
+  constexpr std::chrono::milliseconds kStopPoll{50};
+  const auto deadline = std::chrono::steady_clock::now() + timeout + std::chrono::milliseconds(100);
+  bool interrupted = false;
+  while (!get->done) {
+    if (stop != nullptr && stop->load()) {
+      interrupted = true;
+      break;
+    }
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) break;
+    io.run_for(std::min<std::chrono::steady_clock::duration>(left, kStopPoll));
+    if (io.stopped()) break;  // out of work (not expected while not done): nothing more will come
+  }
   if (!get->done) {
+    pending->Cancel(Status::Cancelled("interrupted"));  // a connect or TLS handshake under way
     if (get->t) get->t->Close();
+    io.restart();
     io.run_for(std::chrono::milliseconds(100));  // let the closed operations finish
+    if (interrupted) return Status::Cancelled("interrupted");
     return Status::Timeout(fmt::format("{}: no answer from the metadata service {} within {} ms", b->origin, url,
                                        timeout.count()));
   }

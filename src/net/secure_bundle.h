@@ -28,8 +28,9 @@
 #ifndef CQLSTREAM_NET_SECURE_BUNDLE_H_
 #define CQLSTREAM_NET_SECURE_BUNDLE_H_
 
-#include <cstddef>
+#include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -86,7 +87,12 @@ Status ParseContactInfo(std::string_view json, SecureBundle* b);
 // like the answer) even when the server keeps the stream open, else with
 // the end of the stream. A reset or other read error, or a stream that ends
 // before Content-Length, is ConnectionLost; no answer in time is Timeout.
-Status FetchContactInfo(SecureBundle* b, const TlsOptions& tls, std::chrono::milliseconds timeout);
+// `stop` (may be null; borrowed for the call): once it is set, the fetch
+// gives up within about 150 ms (a 50 ms poll, then 100 ms for the closed
+// operations to end; Cancelled "interrupted"). A name lookup under way is
+// not cut short (net/transport.h).
+Status FetchContactInfo(SecureBundle* b, const TlsOptions& tls, std::chrono::milliseconds timeout,
+                        const std::atomic<bool>* stop = nullptr);
 
 // Points `o` at the bundle's cluster: hosts and port (direct) or sni_proxy
 // and hosts = host ids (SNI); TLS from the bundle's PEMs (server_name,

@@ -3,12 +3,15 @@
 // FetchContactInfo against a fake HTTPS metadata service (a self-signed
 // certificate made here, verification skipped): the answer's framing
 // (Content-Length on a kept-alive stream, a stream cut short, a reset) and
-// the request it sends.
+// the request it sends; a stop set while the service keeps silent ends the
+// fetch before its time-out.
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <thread>
@@ -110,7 +113,8 @@ void WaitForClose(FakeMetadataService::Stream& s) {
   s.read_some(asio::buffer(buf), ec);
 }
 
-Status Fetch(const KeyAndCert& kc, uint16_t port, SecureBundle* b, int timeout_ms = 3000) {
+Status Fetch(const KeyAndCert& kc, uint16_t port, SecureBundle* b, int timeout_ms = 3000,
+             const std::atomic<bool>* stop = nullptr) {
   b->origin = "secure bundle 'db.zip'";
   b->route = SecureBundle::Route::kMetadataService;
   b->host = "127.0.0.1";
@@ -120,7 +124,7 @@ Status Fetch(const KeyAndCert& kc, uint16_t port, SecureBundle* b, int timeout_m
   b->key_pem = Secret(kc.key_pem);
   TlsOptions tls;
   tls.insecure_skip_verify = true;
-  return FetchContactInfo(b, tls, std::chrono::milliseconds(timeout_ms));
+  return FetchContactInfo(b, tls, std::chrono::milliseconds(timeout_ms), stop);
 }
 
 std::string Answer(const std::string& body, size_t content_length) {
@@ -140,6 +144,23 @@ TEST(SecureBundleFetchTest, AKeptAliveAnswerEndsAtItsContentLength) {
   EXPECT_EQ(b.route, SecureBundle::Route::kSniProxy);
   EXPECT_EQ(b.sni_proxy.port, 29042);
   EXPECT_EQ(b.host_ids, std::vector<std::string>{"0b8e5d4a-1111-2222-3333-444455556666"});
+}
+
+TEST(SecureBundleFetchTest, AStopEndsAFetchThatWaitsForItsAnswer) {
+  const KeyAndCert kc = SelfSigned();
+  FakeMetadataService svc(kc, [](FakeMetadataService::Stream& s) { WaitForClose(s); });  // never answers
+  SecureBundle b;
+  std::atomic<bool> stop{false};
+  std::jthread later([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.store(true);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = Fetch(kc, svc.port(), &b, 10000, &stop);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << "the fetch ran to its time-out";
+  EXPECT_EQ(st.code(), Status::Code::kCancelled) << st.ToString();
+  EXPECT_EQ(st.message(), "interrupted");
+  EXPECT_EQ(b.route, SecureBundle::Route::kMetadataService);
 }
 
 TEST(SecureBundleFetchTest, TheRequestAsksToClose) {
