@@ -35,22 +35,27 @@ class ConnectionFlags {
  public:
   // Adds the flags to `app` (a subcommand).
   void Add(CLI::App* app);
-  // Environment first, then the flags given; validated.
-  StatusOr<ConnectionOptions> Resolve() const;
-  // Resolve() + Session::Connect, with a message naming the hosts on failure.
-  // `interrupt` (may be null; store::InstallInterruptHandler's flag, which
-  // lives as long as the process): the connect gives up once it is set
-  // (Cancelled "interrupted"), and the session forgets it after.
+  // Environment first, then the flags given; validated. `interrupt` (may be
+  // null): a secure bundle's metadata fetch gives up once it is set.
+  StatusOr<ConnectionOptions> Resolve(const std::atomic<bool>* interrupt = nullptr) const;
+  // Resolve(interrupt) + ConnectTo.
   StatusOr<std::shared_ptr<net::Session>> Connect(net::SessionOptions so = {},
                                                   const std::atomic<bool>* interrupt = nullptr) const;
+  // Session::Connect to `o` (what Resolve gave), with a message naming the
+  // hosts on failure. `interrupt` (may be null; store::InstallInterruptHandler's
+  // flag, which lives as long as the process): the connect gives up once it
+  // is set (Cancelled "interrupted"), and the session forgets it after.
+  static StatusOr<std::shared_ptr<net::Session>> ConnectTo(const ConnectionOptions& o, net::SessionOptions so = {},
+                                                           const std::atomic<bool>* interrupt = nullptr);
   // Connect() without watching server events, then the catalog entry of
   // dataset `name`: what the commands that read one dataset (verify,
-  // export, select, pack) open first.
+  // export, select, pack) open first. `interrupt` as for Connect; the
+  // catalog read gives up once it is set too.
   struct OpenedDataset {
     std::shared_ptr<net::Session> session;
     DatasetInfo dataset;
   };
-  StatusOr<OpenedDataset> OpenDataset(const std::string& name) const;
+  StatusOr<OpenedDataset> OpenDataset(const std::string& name, const std::atomic<bool>* interrupt = nullptr) const;
 
  private:
   std::string hosts_, keyspace_, username_, password_file_, tls_ca_, tls_cert_, tls_key_, tls_server_name_, local_dc_;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string_view>
 
 #include "cli/cli.h"
 #include "store/attach.h"
@@ -86,29 +87,23 @@ void PrintReport(const store::AttachReport& r, const store::AttachSpec& spec) {
 }
 
 int RunAttach(const ConnectionFlags& flags, const AttachFlags& f, bool replication_given) {
+  constexpr std::string_view kInterrupted = "attach interrupted; nothing was registered (run it again)";
+  constexpr std::string_view kInterruptedConnecting =
+      "attach interrupted while connecting; nothing was registered (run it again)";
   auto spec = MakeSpec(f, replication_given);
   if (!spec.ok()) return ReportError(spec.status());
-  auto conn = flags.Resolve();
-  if (!conn.ok()) return ReportError(conn.status());
   spec->scan.stop = store::InstallInterruptHandler();
+  auto conn = flags.Resolve(spec->scan.stop);
+  if (!conn.ok()) return ReportErrorOrInterrupt(conn.status(), spec->scan.stop, kInterruptedConnecting);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   store::ProgressLine line(stderr, tty, "attach " + spec->split);
   spec->scan.on_progress = [&](int64_t keys) { line.Update(keys, 0, 0, 0, "keys"); };
-  auto session = flags.Connect({}, spec->scan.stop);
-  if (!session.ok()) {
-    return ReportErrorOrInterrupt(session.status(), spec->scan.stop,
-                                  "attach interrupted; nothing was registered (run it again)");
-  }
+  auto session = ConnectionFlags::ConnectTo(*conn, {}, spec->scan.stop);
+  if (!session.ok()) return ReportErrorOrInterrupt(session.status(), spec->scan.stop, kInterruptedConnecting);
   auto r = store::Attach(**session, conn->keyspace, *spec);
   line.Finish();
   (*session)->Close();
-  if (!r.ok()) {
-    if (r.status().code() == Status::Code::kCancelled) {
-      fmt::print(stderr, "cqlstream: attach interrupted; nothing was registered (run it again)\n");
-      return 130;
-    }
-    return ReportError(r.status());
-  }
+  if (!r.ok()) return ReportErrorOrInterrupt(r.status(), spec->scan.stop, kInterrupted);
   if (!r->keyspace_note.empty()) fmt::print(stderr, "cqlstream: note: {}\n", r->keyspace_note);
   PrintReport(*r, *spec);
   return 0;

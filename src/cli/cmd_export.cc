@@ -31,12 +31,12 @@ void RegisterExport(CLI::App& app, Action* action) {
   flags->Add(cmd);
   cmd->callback([action, flags, name, o] {
     *action = [flags, name, o]() -> int {
-      auto opened = flags->OpenDataset(*name);
-      if (!opened.ok()) return ReportError(opened.status());
+      o->stop = store::InstallInterruptHandler();  // from before the connect
+      auto opened = flags->OpenDataset(*name, o->stop);
+      if (!opened.ok()) return ReportErrorOrInterrupt(opened.status(), o->stop, "export interrupted while opening the dataset");
       auto& s = *opened->session;
       const DatasetInfo* d = &opened->dataset;
       store::ProgressLine line(stderr, ::isatty(STDERR_FILENO) != 0, "export");
-      o->stop = store::InstallInterruptHandler();
       o->on_progress = [&](int64_t done, int64_t total, int64_t bytes) { line.Update(done, total, bytes, 0, ""); };
       store::ExportReport r;
       Status st = store::Export(s, *d, *o, &r);

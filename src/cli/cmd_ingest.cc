@@ -131,8 +131,11 @@ void PrintSummary(const store::IngestReport& report, const std::string& dataset,
 
 int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replication_given) {
   store::IngestOptions o;
-  auto conn = flags.Resolve();
-  if (!conn.ok()) return ReportError(conn.status());
+  // From here a first Ctrl-C (or SIGTERM) is heard: a secure bundle's
+  // metadata fetch, the connect and the ingest each end at it.
+  o.stop = store::InstallInterruptHandler();
+  auto conn = flags.Resolve(o.stop);
+  if (!conn.ok()) return ReportErrorOrInterrupt(conn.status(), o.stop, "ingest interrupted while connecting");
   o.keyspace = conn->keyspace;
   o.dataset = f.dataset;
   o.source.sources = f.sources;
@@ -176,7 +179,6 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
   auto pre = store::PreprocessSpec::FromOptions(f.resize_shorter, f.center_crop, f.reencode, f.resize_target);
   if (!pre.ok()) return ReportError(pre.status().WithContext("preprocessing"));
   o.preprocess = pre->ToString();
-  o.stop = store::InstallInterruptHandler();
 
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   store::ProgressLine line(stderr, tty, "ingest");
@@ -190,7 +192,7 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
     line.Update(p.items_done, p.items_total, p.bytes_done, p.bytes_total, extra);
   };
 
-  auto session = flags.Connect({}, o.stop);
+  auto session = ConnectionFlags::ConnectTo(*conn, {}, o.stop);
   if (!session.ok()) return ReportErrorOrInterrupt(session.status(), o.stop, "ingest interrupted while connecting");
   store::IngestReport report;
   Status st = store::Ingest(**session, o, &report);

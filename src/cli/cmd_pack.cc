@@ -53,12 +53,12 @@ void RegisterPack(CLI::App& app, Action* action) {
   flags->Add(cmd);
   cmd->callback([action, flags, name, o] {
     *action = [flags, name, o]() -> int {
-      auto opened = flags->OpenDataset(*name);
-      if (!opened.ok()) return ReportError(opened.status());
+      o->stop = store::InstallInterruptHandler();  // from before the connect
+      auto opened = flags->OpenDataset(*name, o->stop);
+      if (!opened.ok()) return ReportErrorOrInterrupt(opened.status(), o->stop, "pack interrupted while opening the dataset");
       auto& s = *opened->session;
       const DatasetInfo* d = &opened->dataset;
       store::ProgressLine line(stderr, ::isatty(STDERR_FILENO) != 0, "pack");
-      o->stop = store::InstallInterruptHandler();
       o->on_progress = [&](int64_t done, int64_t total) { line.Update(done, total, 0, 0, ""); };
       store::PackReport r;
       Status st = store::PackDataset(s, *d, *o, &r);

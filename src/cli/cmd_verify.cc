@@ -32,12 +32,12 @@ void RegisterVerify(CLI::App& app, Action* action) {
   flags->Add(cmd);
   cmd->callback([action, flags, name, o, max_list] {
     *action = [flags, name, o, max_list]() -> int {
-      auto opened = flags->OpenDataset(*name);
-      if (!opened.ok()) return ReportError(opened.status());
+      o->stop = store::InstallInterruptHandler();  // from before the connect
+      auto opened = flags->OpenDataset(*name, o->stop);
+      if (!opened.ok()) return ReportErrorOrInterrupt(opened.status(), o->stop, "verify interrupted while opening the dataset");
       auto& s = *opened->session;
       const DatasetInfo* d = &opened->dataset;
       store::ProgressLine line(stderr, ::isatty(STDERR_FILENO) != 0, "verify");
-      o->stop = store::InstallInterruptHandler();
       o->on_progress = [&](int64_t done, int64_t total, int64_t bytes, int64_t bad) {
         line.Update(done, total, bytes, 0, bad ? fmt::format("problems {}", bad) : "");
       };

@@ -47,7 +47,7 @@ void ConnectionFlags::Add(CLI::App* app) {
       ->check(CLI::Number);
 }
 
-StatusOr<ConnectionOptions> ConnectionFlags::Resolve() const {
+StatusOr<ConnectionOptions> ConnectionFlags::Resolve(const std::atomic<bool>* interrupt) const {
   // One resolver for the CLI, Python and DALI (loader/option_kit.h): the
   // flags given, then CQLSTREAM_* variables, then the defaults.
   loader::OptionArgs a;
@@ -73,7 +73,7 @@ StatusOr<ConnectionOptions> ConnectionFlags::Resolve() const {
   a.max_shard_connections = max_shard_connections_;
   a.io_threads = io_threads_;
   a.connect_timeout_s = connect_timeout_s_;
-  CQLS_ASSIGN_OR_RETURN(loader::ResolvedOptions r, loader::ResolveOptions(a, loader::OptionSpelling::kFlag));
+  CQLS_ASSIGN_OR_RETURN(loader::ResolvedOptions r, loader::ResolveOptions(a, loader::OptionSpelling::kFlag, interrupt));
   ConnectionOptions o = std::move(r.connection);
   if (timeout_ms_) {
     constexpr int64_t kMostMs = static_cast<int64_t>(loader::kMaxOptionSeconds * 1000);
@@ -86,11 +86,25 @@ StatusOr<ConnectionOptions> ConnectionFlags::Resolve() const {
   return o;
 }
 
+namespace {
+
+// The interrupt flag lives as long as the process: shared without an owner.
+std::shared_ptr<const std::atomic<bool>> Unowned(const std::atomic<bool>* interrupt) {
+  return std::shared_ptr<const std::atomic<bool>>(std::shared_ptr<void>(), interrupt);
+}
+
+}  // namespace
+
 StatusOr<std::shared_ptr<net::Session>> ConnectionFlags::Connect(net::SessionOptions so,
                                                                  const std::atomic<bool>* interrupt) const {
-  CQLS_ASSIGN_OR_RETURN(ConnectionOptions o, Resolve());
-  // The flag lives as long as the process: shared without an owner.
-  if (interrupt != nullptr) so.stop = std::shared_ptr<const std::atomic<bool>>(std::shared_ptr<void>(), interrupt);
+  CQLS_ASSIGN_OR_RETURN(ConnectionOptions o, Resolve(interrupt));
+  return ConnectTo(o, std::move(so), interrupt);
+}
+
+StatusOr<std::shared_ptr<net::Session>> ConnectionFlags::ConnectTo(const ConnectionOptions& o,
+                                                                   net::SessionOptions so,
+                                                                   const std::atomic<bool>* interrupt) {
+  if (interrupt != nullptr) so.stop = Unowned(interrupt);
   auto s = net::Session::Connect(o, std::move(so));
   if (!s.ok()) return s.status().WithContext(fmt::format("cannot connect to {}", o.Describe()));
   if (interrupt != nullptr) (*s)->SetStop(nullptr);  // what follows looks at the flag where it can stop cleanly
@@ -109,12 +123,15 @@ int ReportErrorOrInterrupt(const Status& st, const std::atomic<bool>* stop, std:
   return 130;
 }
 
-StatusOr<ConnectionFlags::OpenedDataset> ConnectionFlags::OpenDataset(const std::string& name) const {
+StatusOr<ConnectionFlags::OpenedDataset> ConnectionFlags::OpenDataset(const std::string& name,
+                                                                      const std::atomic<bool>* interrupt) const {
   net::SessionOptions so;
   so.watch_events = false;
   OpenedDataset out;
-  CQLS_ASSIGN_OR_RETURN(out.session, Connect(so));
+  CQLS_ASSIGN_OR_RETURN(out.session, Connect(so, interrupt));
+  if (interrupt != nullptr) out.session->SetStop(Unowned(interrupt));  // for the catalog read
   auto d = store::LoadDataset(*out.session, out.session->options().keyspace, name);
+  if (interrupt != nullptr) out.session->SetStop(nullptr);
   if (!d.ok()) {
     out.session->Close();
     return d.status();

@@ -327,23 +327,39 @@ def interrupt_cli_once_told(args: list[str], server: subprocess.Popen) -> tuple[
             child.wait()
 
 
-def test_ctrl_c_ends_a_cli_ingest_waiting_to_connect(tmp_path):
-    # ingest takes its interrupt flag before it connects: a first Ctrl-C
-    # while a host that never answers held the connect (the connect time-out,
-    # 10 s here, on each of three attempts) was heard only after it. It now
-    # ends the command at once: exit 130, nothing written. (The server's
-    # first swallowed request is the connection's OPTIONS.)
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "a.bin").write_bytes(b"x" * 100)
+@pytest.mark.parametrize("command", ["ingest", "attach", "verify", "export", "pack"])
+def test_ctrl_c_ends_a_cli_command_waiting_to_connect(tmp_path, command):
+    # Each command that writes or reads a dataset takes its interrupt flag
+    # before it connects: a first Ctrl-C while a host that never answers held
+    # the connect (the connect time-out, 10 s here, on each of three
+    # attempts) was heard only after it (ingest, attach), or ended the
+    # process at once by the signal's default action, without the command's
+    # line (verify, export, pack). It now ends the command at once: exit 130
+    # and "<command> interrupted while connecting" (verify, export, pack:
+    # "while opening the dataset"), nothing written. (The server's first
+    # swallowed request is the connection's OPTIONS.)
+    if command == "ingest":
+        src = tmp_path / "src"
+        src.mkdir()
+        (src / "a.bin").write_bytes(b"x" * 100)
+        args = [str(cli_path()), "ingest", "--dataset", "toy", str(src), "--labels", "none"]
+    elif command == "attach":
+        args = [str(cli_path()), "attach", "--dataset", "toy2", "--table", "cqlstream_hostile.images", "--key-column",
+                "id", "--data-column", "img"]
+    else:
+        args = [str(cli_path()), command, "toy"]
+        if command == "export":
+            args.append(str(tmp_path / "out"))
     server, port = start_server("silent")
     try:
-        args = [str(cli_path()), "ingest", "--dataset", "toy", str(src), "--labels", "none", "--hosts", "127.0.0.1",
-                "--port", str(port), "--keyspace", "cqlstream_hostile", "--connect-timeout", "10"]
+        args += ["--hosts", "127.0.0.1", "--port", str(port), "--keyspace", "cqlstream_hostile", "--connect-timeout",
+                 "10"]
         code, out, err, waited = interrupt_cli_once_told(args, server)
         assert code == 130, out + err
-        assert "ingest interrupted while connecting" in err, err
-        assert waited < 3.0, f"ingest held Ctrl-C for {waited:.1f} s"
+        said = "while connecting" if command in ("ingest", "attach") else "while opening the dataset"
+        assert f"{command} interrupted {said}" in err, err
+        assert waited < 3.0, f"{command} held Ctrl-C for {waited:.1f} s"
+        assert not (tmp_path / "out").exists()
     finally:
         server.kill()
         server.wait()

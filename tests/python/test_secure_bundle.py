@@ -235,6 +235,53 @@ def test_metadata_service_errors_name_the_service(secure):
     assert f"https://127.0.0.1:{meta.port}/metadata" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("front", ["Dataset", "Loader", "cli"])
+def test_ctrl_c_ends_a_metadata_fetch_that_waits(secure, tmp_path, front):
+    """A metadata service that accepts and never answers (the TLS handshake waits) held Ctrl-C for the connect
+    time-out, 10 s here. The fetch now ends at it: KeyboardInterrupt from Python, exit 130 from the CLI, within
+    2 s. The signal goes once the connection is accepted (the CLI has its handler by then)."""
+    import signal
+    import socket
+    import time
+
+    from conftest import ctrl_c_after
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        silent.settimeout(30)
+        bundle = make_bundle(tmp_path / "silent.zip", {"host": "127.0.0.1", "port": silent.getsockname()[1]})
+        auth = dict(secure_bundle=bundle, username=USER, password_file=secure / "pw", connect_timeout=10.0)
+        if front == "cli":
+            child = subprocess.Popen([str(cli_path()), "verify", "any", "--secure-bundle", str(bundle), "--username",
+                                      USER, "--password-file", str(secure / "pw"), "--connect-timeout", "10"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                accepted, _ = silent.accept()  # kept open, never answered
+                time.sleep(0.2)  # well into the handshake
+                assert child.poll() is None, child.communicate()
+                child.send_signal(signal.SIGINT)
+                start = time.monotonic()
+                out, err = child.communicate(timeout=15)
+                waited = time.monotonic() - start
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+                if "accepted" in locals():
+                    accepted.close()
+            assert child.returncode == 130, out + err
+            assert "verify interrupted while opening the dataset" in err, err
+        else:
+            with ctrl_c_after(0.5) as t, pytest.raises(KeyboardInterrupt):
+                if front == "Dataset":
+                    cqlstream.Dataset("any", **auth)
+                else:
+                    cqlstream.Loader("any", batch_size=8, **auth)
+            waited = t["waited"] - 0.5
+        assert waited < 2.0, f"{front} held Ctrl-C for {waited:.1f} s"
+
+
 def test_sni_proxy_refuses_unknown_host_ids(secure):
     with SniProxy({}) as proxy:
         bundle = make_bundle(secure / "sni_unknown.zip", {"contact_info": {
