@@ -20,6 +20,7 @@
 #include <asio.hpp>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -184,8 +185,7 @@ class FakeServer {
         if (conn < 0 || static_cast<size_t>(conn) >= conns_.size()) return;
         c = conns_[static_cast<size_t>(conn)];
       }
-      auto buf = std::make_shared<cql::Bytes>(std::move(bytes));
-      asio::async_write(c->sock, asio::buffer(*buf), [buf](std::error_code, size_t) {});
+      Write(c, std::move(bytes));
     });
   }
   int connections() const {
@@ -202,7 +202,26 @@ class FakeServer {
     uint8_t buf[65536];
     int id = 0;
     uint16_t accepted_port = 0;
+    // Answers waiting to be written, the first being written: one write at
+    // a time, so that two large answers never interleave on the stream.
+    std::deque<cql::Bytes> out;
   };
+
+  // Queues `bytes` on `c` (on the I/O thread).
+  void Write(const std::shared_ptr<Conn>& c, cql::Bytes bytes) {
+    c->out.push_back(std::move(bytes));
+    if (c->out.size() == 1) WriteNext(c);
+  }
+  void WriteNext(const std::shared_ptr<Conn>& c) {
+    asio::async_write(c->sock, asio::buffer(c->out.front()), [this, c](std::error_code ec, size_t) {
+      c->out.pop_front();
+      if (ec) {
+        c->out.clear();
+        return;
+      }
+      if (!c->out.empty()) WriteNext(c);
+    });
+  }
 
   void Accept(size_t i) {
     acceptors_[i]->async_accept([this, i](std::error_code ec, asio::ip::tcp::socket s) {
@@ -270,10 +289,7 @@ class FakeServer {
           reply->insert(reply->end(), c->held_supported->begin(), c->held_supported->end());
           c->held_supported.reset();
         }
-        if (reply) {
-          auto buf = std::make_shared<cql::Bytes>(std::move(*reply));
-          asio::async_write(c->sock, asio::buffer(*buf), [buf](std::error_code, size_t) {});
-        }
+        if (reply) Write(c, std::move(*reply));
       }
       Read(c);
     });
