@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "store/scan.h"
@@ -54,25 +55,37 @@ SizeSummary SummarizeSizes(const std::vector<int64_t>& hist, int64_t max_size) {
 }
 
 StatusOr<std::map<std::string, std::vector<int64_t>>> ClassCounts(net::Session& s, const DatasetInfo& d, int ranges,
-                                                                 int concurrency) {
+                                                                 int concurrency, int64_t most_uncommitted) {
   std::map<std::string, std::vector<int64_t>> out;
   std::map<int32_t, std::pair<std::string, int64_t>> segs;  // seg -> (split, count)
+  int64_t committed = 0;
   for (const auto& g : d.segments) {
     segs[g.seg] = {g.split, g.count};
     out[g.split].assign(d.class_names.size(), 0);
+    // idx is an int: no segment commits more (and the sum fits: at most
+    // kMaxSegments of them).
+    committed += std::clamp<int64_t>(g.count, 0, int64_t{1} << 31);
   }
+  // An attached dataset has no metadata table of its own.
+  if (d.attached()) return out;
   if (d.label_kind != LabelKind::kClass && d.label_kind != LabelKind::kMultiLabel) return out;
+  const int64_t most = std::max(most_uncommitted, committed);
+  std::atomic<int64_t> uncommitted{0};
   Mutex mu;
   const size_t k = d.class_names.size();
   CQLS_RETURN_IF_ERROR(
       ScanMetaByTokenRanges(s, d, "label, labels", ranges, concurrency, [&](const cql::Rows& r) {
         std::map<std::string, std::vector<int64_t>> local;
+        int64_t skipped = 0;
         for (int32_t i = 0; i < r.row_count(); ++i) {
           auto seg = r.value(i, 0);
           auto idx = r.value(i, 2);
           if (!seg.ok() || !idx.ok() || seg->kind() != Value::Kind::kInt || idx->kind() != Value::Kind::kInt) continue;
           auto it = segs.find(seg->as_int());
-          if (it == segs.end() || idx->as_int() >= it->second.second) continue;  // not committed
+          if (it == segs.end() || idx->as_int() >= it->second.second) {  // not committed
+            ++skipped;
+            continue;
+          }
           auto& counts = local[it->second.first];
           if (counts.empty()) counts.assign(k, 0);
           auto label = r.value(i, 3);
@@ -88,6 +101,13 @@ StatusOr<std::map<std::string, std::vector<int64_t>>> ClassCounts(net::Session& 
               }
             }
           }
+        }
+        if (uncommitted.fetch_add(skipped) + skipped > most) {
+          return Status::Unsupported(fmt::format(
+              "the class-count scan of {}.{} met more than {} rows past the committed samples, the most it reads "
+              "past the dataset's {} committed ones (or the server pages without end; --no-class-counts skips "
+              "the scan)",
+              d.keyspace, d.meta_table(), most, committed));
         }
         MutexLock l(&mu);
         for (const auto& [split, counts] : local) {
