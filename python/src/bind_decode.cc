@@ -9,12 +9,14 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "cqlstream/loader.h"
+#include "interruptible.h"
 #include "status_error.h"
 
 namespace nb = nanobind;
@@ -41,6 +43,9 @@ Frames DecodeImages(const std::vector<nb::bytes>& blobs, std::pair<int, int> siz
                     const std::string& mode, bool jpeg_scaling, int threads) {
   const auto o = Unwrap(MakeDecode(size, channels, mode, jpeg_scaling));
   auto batch = std::make_shared<CopiedBatch>();
+  size_t total = 0;
+  for (const auto& b : blobs) total += b.size();
+  batch->bytes.reserve(total);  // one copy in, no regrowth (the GIL is held here)
   for (size_t i = 0; i < blobs.size(); ++i) {
     const auto* p = reinterpret_cast<const uint8_t*>(blobs[i].c_str());
     batch->offsets.push_back(batch->bytes.size());
@@ -51,11 +56,15 @@ Frames DecodeImages(const std::vector<nb::bytes>& blobs, std::pair<int, int> siz
     batch->bytes.insert(batch->bytes.end(), p, p + blobs[i].size());
   }
   auto out = std::make_shared<std::vector<uint8_t>>(std::max<size_t>(1, blobs.size() * o.frame_bytes()));
-  {
-    nb::gil_scoped_release release;
-    loader::DecodePool pool(threads);
-    Check(loader::DecodeBatch(pool, *batch, o, *out));
-  }
+  // On a thread of its own while Python runs its signal handlers: Ctrl-C
+  // ends it within the images being decoded (python/src/interruptible.h).
+  std::atomic<bool> stop{false};
+  Check(RunInterruptibly(
+      [&] {
+        loader::DecodePool pool(threads);
+        return loader::DecodeBatch(pool, *batch, o, *out, nullptr, &stop);
+      },
+      &stop));
   const size_t shape[4] = {blobs.size(), static_cast<size_t>(o.height), static_cast<size_t>(o.width),
                            static_cast<size_t>(o.channels)};
   nb::capsule owner(new std::shared_ptr<std::vector<uint8_t>>(out),

@@ -352,7 +352,7 @@ Status DecodePool::ParallelFor(size_t n, const std::function<Status(size_t)>& fn
 }
 
 Status DecodeBatch(DecodePool& pool, const Batch& batch, const DecodeOptions& o, std::span<uint8_t> out,
-                   std::vector<Status>* per_sample) {
+                   std::vector<Status>* per_sample, const std::atomic<bool>* stop) {
   CQLS_RETURN_IF_ERROR(o.Validate());
   const size_t frame = o.frame_bytes();
   if (out.size() < batch.size() * frame) return Status::InvalidArgument("decode output buffer too small");
@@ -360,7 +360,8 @@ Status DecodeBatch(DecodePool& pool, const Batch& batch, const DecodeOptions& o,
   const auto data = batch.data();
   return pool.ParallelFor(batch.size(), [&](size_t i) -> Status {
     const auto bytes = data.subspan(batch.offsets[i], batch.image_sizes[i]);
-    Status s = DecodeTo(bytes, o, out.subspan(i * frame, frame));
+    const bool stopped = stop != nullptr && stop->load(std::memory_order_relaxed);
+    Status s = stopped ? Status::Cancelled("interrupted") : DecodeTo(bytes, o, out.subspan(i * frame, frame));
     if (!s.ok()) s = s.WithContext(fmt::format("sample {}", FormatKey(batch.keys[i])));
     if (per_sample != nullptr) (*per_sample)[i] = s;  // distinct elements per index
     return s;

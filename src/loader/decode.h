@@ -48,6 +48,7 @@
 #ifndef CQLSTREAM_LOADER_DECODE_H_
 #define CQLSTREAM_LOADER_DECODE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -169,10 +170,12 @@ class DecodePool {
 // o.frame_bytes() bytes, in sample order. Errors name the sample key
 // ("sample 0:17: corrupt JPEG data: ..."); the first failing sample's error
 // is returned. With `per_sample`, it receives every sample's Status (the
-// frames of failed samples are left undefined).
+// frames of failed samples are left undefined). `stop` (may be null;
+// borrowed for the call): once it is set, the samples not yet begun are not
+// decoded and fail with Cancelled("interrupted").
 // REQUIRES: out.size() >= batch.size() * o.frame_bytes()
 Status DecodeBatch(DecodePool& pool, const Batch& batch, const DecodeOptions& o, std::span<uint8_t> out,
-                   std::vector<Status>* per_sample = nullptr);
+                   std::vector<Status>* per_sample = nullptr, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace cqlstream::loader
 

@@ -640,5 +640,24 @@ TEST(DecodeBatchTest, DecodesEverySampleInOrderAndNamesBadKeys) {
   EXPECT_EQ(each.back().message(), s.message());
 }
 
+TEST(DecodeBatchTest, AStopSetLeavesTheSamplesNotBegunUndecoded) {
+  DecodeOptions o;
+  o.height = 16;
+  o.width = 16;
+  VectorBatch b;
+  for (int i = 0; i < 4; ++i) b.Add(EncodeJpeg(Pixels(32, 32, 3, static_cast<uint32_t>(i), true), 32, 32, 3), i);
+  DecodePool pool(2);
+  std::vector<uint8_t> out(b.size() * o.frame_bytes());
+  std::atomic<bool> stop{true};
+  std::vector<Status> each;
+  Status s = DecodeBatch(pool, b, o, out, &each, &stop);
+  EXPECT_EQ(s.code(), Status::Code::kCancelled) << s.ToString();
+  EXPECT_NE(s.message().find("interrupted"), std::string::npos) << s.ToString();
+  ASSERT_EQ(each.size(), b.size());
+  for (const Status& e : each) EXPECT_EQ(e.code(), Status::Code::kCancelled) << e.ToString();
+  stop = false;
+  EXPECT_TRUE(DecodeBatch(pool, b, o, out, nullptr, &stop).ok());
+}
+
 }  // namespace
 }  // namespace cqlstream::loader

@@ -94,6 +94,30 @@ def test_decode_errors_are_clear():
         cqlstream.decode_image(b"x", (8, 8), mode="fill")
 
 
+def test_ctrl_c_ends_decode_images():
+    """decode_images of many large JPEGs ran to its end before Python looked at its signals (about 8 s here on one
+    thread); it now runs on a thread of its own while Python handles signals: Ctrl-C ends it within the images in
+    hand and raises KeyboardInterrupt. The same call without the interrupt still decodes every image."""
+    from conftest import ctrl_c_after
+
+    # A smooth 1536 x 1536 JPEG (about 100 kB), decoded whole and resized:
+    # milliseconds each, few bytes to copy in.
+    y, x = np.mgrid[0:1536, 0:1536]
+    arr = np.stack([x * 255 // 1535, y * 255 // 1535, (x + y) * 255 // 3070], -1).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(arr, "RGB").save(buf, "JPEG", quality=90)
+    one = buf.getvalue()
+    start = time.monotonic()
+    cqlstream.decode_images([one] * 8, (64, 64), threads=1, jpeg_scaling=False)
+    per_image = (time.monotonic() - start) / 8
+    blobs = [one] * max(16, int(6.0 / per_image))  # about 6 s of decoding on one thread
+    with ctrl_c_after(0.3) as t, pytest.raises(KeyboardInterrupt):
+        cqlstream.decode_images(blobs, (64, 64), threads=1, jpeg_scaling=False)
+    assert t["waited"] < 0.3 + 1.0 + 2 * per_image, f"decode_images held Ctrl-C for {t['waited'] - 0.3:.1f} s"
+    frames = cqlstream.decode_images(blobs[:4], (64, 64), threads=2)
+    assert frames.shape == (4, 64, 64, 3)
+
+
 def test_loader_decodes_like_pillow(images, loader_kwargs):
     n = images.count("train")
     by_content = images.by_content("train")
