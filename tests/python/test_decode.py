@@ -95,9 +95,9 @@ def test_decode_errors_are_clear():
 
 
 def test_ctrl_c_ends_decode_images():
-    """decode_images of many large JPEGs ran to its end before Python looked at its signals (about 8 s here on one
-    thread); it now runs on a thread of its own while Python handles signals: Ctrl-C ends it within the images in
-    hand and raises KeyboardInterrupt. The same call without the interrupt still decodes every image."""
+    """decode_images of many JPEGs ran to its end before Python looked at its signals (the test sizes it to about
+    6 s on one thread); it now runs on a thread of its own while Python handles signals: Ctrl-C ends it within the
+    images in hand and raises KeyboardInterrupt. The same call without the interrupt still decodes every image."""
     from conftest import ctrl_c_after
 
     # A smooth 1536 x 1536 JPEG (about 100 kB), decoded whole and resized:
