@@ -190,10 +190,7 @@ class Connector final : public PendingConnect, public std::enable_shared_from_th
     timer_.async_wait([self = shared_from_this()](std::error_code ec) {
       if (ec) return;  // cancelled
       self->timed_out_ = true;
-      std::error_code ignored;
-      self->resolver_.cancel();
-      self->socket_.close(ignored);
-      if (self->tls_) self->tls_->next_layer().close(ignored);
+      self->Abort();
     });
     resolver_.async_resolve(opts_.host, std::to_string(opts_.port),
                             [self = shared_from_this()](std::error_code ec, tcp::resolver::results_type r) {
@@ -206,14 +203,20 @@ class Connector final : public PendingConnect, public std::enable_shared_from_th
     asio::post(io_, [self = shared_from_this(), why = std::move(why)]() mutable {
       if (self->done_ || self->cancelled_) return;
       self->cancelled_ = std::move(why);
-      std::error_code ignored;
-      self->resolver_.cancel();
-      self->socket_.close(ignored);
-      if (self->tls_) self->tls_->next_layer().close(ignored);
+      self->Abort();
     });
   }
 
  private:
+  // Ends the operation under way (on the I/O thread): its handler runs with
+  // an error and, seeing timed_out_ or cancelled_, finishes the attempt.
+  void Abort() {
+    std::error_code ignored;
+    resolver_.cancel();
+    socket_.close(ignored);
+    if (tls_) tls_->next_layer().close(ignored);
+  }
+
   std::string Where() const { return fmt::format("{}:{}", opts_.host, opts_.port); }
 
   void Finish(StatusOr<std::unique_ptr<Transport>> r) {
