@@ -33,7 +33,9 @@ void RegisterExport(CLI::App& app, Action* action) {
     *action = [flags, name, o]() -> int {
       o->stop = store::InstallInterruptHandler();  // from before the connect
       auto opened = flags->OpenDataset(*name, o->stop);
-      if (!opened.ok()) return ReportErrorOrInterrupt(opened.status(), o->stop, "export interrupted while opening the dataset");
+      if (!opened.ok()) {
+        return ReportErrorOrInterrupt(opened.status(), o->stop, "export interrupted while opening the dataset");
+      }
       auto& s = *opened->session;
       const DatasetInfo* d = &opened->dataset;
       store::ProgressLine line(stderr, ::isatty(STDERR_FILENO) != 0, "export");

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string_view>
 
 #include "cli/cli.h"
 #include "store/catalog.h"
@@ -130,12 +131,13 @@ void PrintSummary(const store::IngestReport& report, const std::string& dataset,
 }
 
 int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replication_given) {
+  constexpr std::string_view kInterruptedConnecting = "ingest interrupted while connecting";
   store::IngestOptions o;
   // From here a first Ctrl-C (or SIGTERM) is heard: a secure bundle's
   // metadata fetch, the connect and the ingest each end at it.
   o.stop = store::InstallInterruptHandler();
   auto conn = flags.Resolve(o.stop);
-  if (!conn.ok()) return ReportErrorOrInterrupt(conn.status(), o.stop, "ingest interrupted while connecting");
+  if (!conn.ok()) return ReportErrorOrInterrupt(conn.status(), o.stop, kInterruptedConnecting);
   o.keyspace = conn->keyspace;
   o.dataset = f.dataset;
   o.source.sources = f.sources;
@@ -193,7 +195,7 @@ int RunIngest(const ConnectionFlags& flags, const IngestFlags& f, bool replicati
   };
 
   auto session = ConnectionFlags::ConnectTo(*conn, {}, o.stop);
-  if (!session.ok()) return ReportErrorOrInterrupt(session.status(), o.stop, "ingest interrupted while connecting");
+  if (!session.ok()) return ReportErrorOrInterrupt(session.status(), o.stop, kInterruptedConnecting);
   store::IngestReport report;
   Status st = store::Ingest(**session, o, &report);
   line.Finish();

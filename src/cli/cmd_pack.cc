@@ -55,7 +55,9 @@ void RegisterPack(CLI::App& app, Action* action) {
     *action = [flags, name, o]() -> int {
       o->stop = store::InstallInterruptHandler();  // from before the connect
       auto opened = flags->OpenDataset(*name, o->stop);
-      if (!opened.ok()) return ReportErrorOrInterrupt(opened.status(), o->stop, "pack interrupted while opening the dataset");
+      if (!opened.ok()) {
+        return ReportErrorOrInterrupt(opened.status(), o->stop, "pack interrupted while opening the dataset");
+      }
       auto& s = *opened->session;
       const DatasetInfo* d = &opened->dataset;
       store::ProgressLine line(stderr, ::isatty(STDERR_FILENO) != 0, "pack");

@@ -34,7 +34,9 @@ void RegisterVerify(CLI::App& app, Action* action) {
     *action = [flags, name, o, max_list]() -> int {
       o->stop = store::InstallInterruptHandler();  // from before the connect
       auto opened = flags->OpenDataset(*name, o->stop);
-      if (!opened.ok()) return ReportErrorOrInterrupt(opened.status(), o->stop, "verify interrupted while opening the dataset");
+      if (!opened.ok()) {
+        return ReportErrorOrInterrupt(opened.status(), o->stop, "verify interrupted while opening the dataset");
+      }
       auto& s = *opened->session;
       const DatasetInfo* d = &opened->dataset;
       store::ProgressLine line(stderr, ::isatty(STDERR_FILENO) != 0, "verify");
